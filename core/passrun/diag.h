@@ -1,0 +1,53 @@
+/* diag.h: diagnostics, the user-facing findings of passes and the verifier.
+ *
+ * A diagnostic has a stable code (W-CONSTANT-COPY, E-PLACEMENT, ...), the pass
+ * and method it came from, the node (tensor) it is about and its size in bytes.
+ * Printed, one line each (interfaces.md §5):
+ *   FILE: severity[CODE] pass 'NAME' method 'M': message
+ * The list keeps the order they were reported in; --stats=json prints it too. */
+#ifndef PASSRUN_DIAG_H
+#define PASSRUN_DIAG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum pr_severity { PR_SEV_NOTE, PR_SEV_WARNING, PR_SEV_ERROR } pr_severity;
+
+typedef struct pr_diag {
+	pr_severity severity;
+	char *code;     /* "W-CONSTANT-COPY" */
+	char *pass;     /* the pass (or "verifier") that reported it */
+	char *method;   /* method or delegate name; may be NULL */
+	char *node;     /* the tensor or node it is about; may be NULL */
+	int64_t bytes;  /* the tensor's size; -1 when none */
+	char *message;
+} pr_diag;
+
+typedef struct pr_diags {
+	int n, cap;
+	pr_diag *items;
+	char *file;     /* the program file, for the printed prefix */
+	bool werror;    /* warnings count as errors (--werror) */
+} pr_diags;
+
+void pr_diags_init(pr_diags *d, const char *file);
+void pr_diags_free(pr_diags *d);
+void pr_diags_add(pr_diags *d, pr_severity sev, const char *code, const char *pass,
+		  const char *method, const char *node, int64_t bytes,
+		  const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+const char *pr_severity_name(pr_severity s);   /* "warning" */
+/* Errors, plus warnings when werror is set. */
+int pr_diags_errors(const pr_diags *d);
+int pr_diags_count(const pr_diags *d, pr_severity s);
+/* Prints items [from, n) in the §5 format. */
+void pr_diags_print(const pr_diags *d, int from, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

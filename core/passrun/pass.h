@@ -1,0 +1,132 @@
+/* pass.h: passes, analyses, options and the plugin ABI.
+ *
+ * This is the plugin-facing contract (with the headers it includes). Like
+ * sqlite3ext.h it only grows: every struct a plugin fills starts with its own
+ * size, new fields go at the end, and the core reads a field only when the
+ * plugin's struct_size covers it.
+ *
+ * A plugin is a .so exporting one symbol, PR_PLUGIN_ENTRY_SYMBOL, a function
+ * returning a pr_plugin_info (modelled on LLVM's llvmGetPassPluginInfo). Its
+ * register callback declares passes and analyses with pr_register_pass and
+ * pr_register_analysis. A pass never calls into another plugin: it asks the
+ * core for a named analysis (pr_pass_analysis), and the core computes it on
+ * demand, caches it per graph, and drops it when a pass that changed the
+ * program does not list it as preserved. */
+#ifndef PASSRUN_PASS_H
+#define PASSRUN_PASS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "passrun/diag.h"
+#include "passrun/error.h"
+#include "passrun/program.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PR_PLUGIN_ABI_VERSION 1u
+#define PR_PLUGIN_ENTRY_SYMBOL "passrun_plugin_info"
+
+/* ---- options ----------------------------------------------------------- */
+
+typedef enum pr_option_type {
+	PR_OPT_BOOL, PR_OPT_INT, PR_OPT_FLOAT, PR_OPT_STRING,
+} pr_option_type;
+
+typedef enum pr_option_scope {
+	PR_SCOPE_PASS,      /* set under the pass: `- memory-plan: {alloc_graph_input: true}` */
+	PR_SCOPE_PIPELINE,  /* read from the pipeline's `options:`; every pass may declare it */
+} pr_option_scope;
+
+typedef struct pr_option_decl {
+	const char *name;
+	pr_option_type type;
+	const char *default_value;  /* as YAML text: "false", "64", "" */
+	const char *help;
+	pr_option_scope scope;
+	bool per_method;            /* may be a map keyed by method name */
+} pr_option_decl;
+
+/* ---- passes and analyses ---------------------------------------------- */
+
+typedef struct pr_pass_ctx pr_pass_ctx;
+
+/* Runs over the whole program. Sets *changed when it changed anything.
+ * Findings the user should see go to pr_pass_diag; an error status means the
+ * pass could not do its job (the program is then not written). */
+typedef pr_err *(*pr_pass_run_fn)(pr_pass_ctx *ctx, pr_program *p, bool *changed);
+
+typedef struct pr_pass_info {
+	size_t struct_size;          /* sizeof(pr_pass_info) as the plugin saw it */
+	const char *name;            /* "copy-reuse" */
+	const char *summary;         /* one line, for --list-passes */
+	const pr_option_decl *options;
+	size_t n_options;
+	const char *const *requires; /* analyses it asks for; NULL-terminated or NULL */
+	const char *const *preserves;/* analyses still valid after it changes things */
+	pr_pass_run_fn run;
+	void *user;                  /* handed back by pr_pass_user */
+} pr_pass_info;
+
+/* An analysis computes a result for one graph (a method or a delegate body). */
+typedef struct pr_analysis_info {
+	size_t struct_size;
+	const char *name;            /* "host-writes" */
+	const char *summary;
+	void *(*compute)(pr_pass_ctx *ctx, pr_graph *g);
+	void (*destroy)(void *result);
+	void *user;
+} pr_analysis_info;
+
+typedef struct pr_registry pr_registry;
+
+pr_err *pr_register_pass(pr_registry *r, const pr_pass_info *pass);
+pr_err *pr_register_analysis(pr_registry *r, const pr_analysis_info *analysis);
+
+/* ---- the plugin entry point --------------------------------------------- */
+
+typedef struct pr_plugin_info {
+	uint32_t abi_version;        /* PR_PLUGIN_ABI_VERSION */
+	uint32_t struct_size;        /* sizeof(pr_plugin_info) */
+	const char *name;
+	const char *version;
+	pr_err *(*register_fn)(pr_registry *r);
+} pr_plugin_info;
+
+typedef const pr_plugin_info *(*pr_plugin_entry_fn)(void);
+
+/* In a plugin: PR_PLUGIN_EXPORT const pr_plugin_info *passrun_plugin_info(void) */
+#define PR_PLUGIN_EXPORT __attribute__((visibility("default")))
+
+/* ---- what a running pass can ask for ------------------------------------ */
+
+const char *pr_pass_name(const pr_pass_ctx *ctx);
+void *pr_pass_user(const pr_pass_ctx *ctx);
+
+/* The option's value for a method (method may be NULL for program-wide).
+ * Pass-scope values first, then the pipeline's options, then the default.
+ * The option must be declared by the running pass. */
+bool pr_pass_opt_bool(pr_pass_ctx *ctx, const char *name, const char *method);
+int64_t pr_pass_opt_int(pr_pass_ctx *ctx, const char *name, const char *method);
+double pr_pass_opt_float(pr_pass_ctx *ctx, const char *name, const char *method);
+const char *pr_pass_opt_string(pr_pass_ctx *ctx, const char *name, const char *method);
+
+/* A named analysis of g, computed now or taken from the cache. */
+void *pr_pass_analysis(pr_pass_ctx *ctx, const char *name, pr_graph *g);
+/* Drops cached analyses of g now (a pass that edits g and then wants a fresh
+ * analysis of the same graph in the same run). */
+void pr_pass_invalidate(pr_pass_ctx *ctx, pr_graph *g);
+
+/* Reports a diagnostic tagged with the running pass. method/node may be NULL;
+ * bytes -1 when no tensor is involved. */
+void pr_pass_diag(pr_pass_ctx *ctx, pr_severity sev, const char *code,
+		  const char *method, const char *node, int64_t bytes,
+		  const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
+#ifdef __cplusplus
+}
+#endif
+#endif

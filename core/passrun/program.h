@@ -1,0 +1,358 @@
+/* program.h: the program model.
+ *
+ * A program is op schemas, blobs of raw constant bytes, delegate definitions
+ * (compile specs + a body graph) and methods (graphs). A graph is a doubly
+ * linked list of nodes in graph order (the order it runs in), ending with one
+ * return node. A node that has a result *is* its value: readers point at the
+ * node. Every node knows its readers (use list), so passes can replace uses
+ * without scanning the graph.
+ *
+ * The core knows no op by name: everything it knows about an op comes from the
+ * schema the program declares (pr_schema). The only device fact it knows is
+ * that "cpu" (or no device) is the host.
+ *
+ * Ownership: the program owns everything reachable from it; pr_program_free
+ * releases it all. Strings handed to constructors are copied. */
+#ifndef PASSRUN_PROGRAM_H
+#define PASSRUN_PROGRAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "passrun/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- dtypes and devices ---------------------------------------------- */
+
+typedef enum pr_dtype {
+	PR_F32, PR_F16, PR_BF16, PR_F64, PR_I64, PR_I32, PR_I16, PR_I8, PR_U8, PR_BOOL,
+	PR_DTYPE_COUNT
+} pr_dtype;
+
+const char *pr_dtype_name(pr_dtype t);                /* "f32" */
+bool pr_dtype_parse(const char *s, size_t n, pr_dtype *out);
+size_t pr_dtype_size(pr_dtype t);                      /* bytes per element */
+bool pr_dtype_is_float(pr_dtype t);
+
+#define PR_DEVICE_TYPE_MAX 16
+/* A device as written in a spec: "cpu", "cuda:0". type is lower case;
+ * index is -1 when absent. The host is type "cpu" (or an empty type). */
+typedef struct pr_device {
+	char type[PR_DEVICE_TYPE_MAX];
+	int32_t index;
+} pr_device;
+
+pr_device pr_device_host(void);
+bool pr_device_is_host(pr_device d);
+bool pr_device_equal(pr_device a, pr_device b);
+/* Parses "type[:index]" case-insensitively into lower case. Only the syntax is
+ * checked: which types exist is a plugin's business. */
+bool pr_device_parse(const char *s, size_t n, pr_device *out);
+/* Writes "cuda:0" / "cpu" into buf (at least PR_DEVICE_STR_MAX bytes). */
+#define PR_DEVICE_STR_MAX 32
+const char *pr_device_str(pr_device d, char *buf);
+
+/* ---- tensor specs and types ------------------------------------------ */
+
+#define PR_MAX_RANK 16
+
+typedef struct pr_spec {
+	pr_dtype dtype;
+	int rank;
+	int64_t shape[PR_MAX_RANK];
+	int64_t strides[PR_MAX_RANK];   /* in elements; always filled */
+	pr_device device;               /* host when absent */
+	bool has_mem;                   /* mem=ARENA:OFFSET was written */
+	pr_device mem_arena;            /* arenas are named after their device */
+	int64_t mem_offset;
+} pr_spec;
+
+/* A contiguous spec on the host. */
+void pr_spec_init(pr_spec *s, pr_dtype t, int rank, const int64_t *shape);
+void pr_spec_set_contiguous(pr_spec *s);
+bool pr_spec_is_contiguous(const pr_spec *s);
+bool pr_spec_is_channels_last(const pr_spec *s);   /* rank 4 NHWC strides */
+int64_t pr_spec_numel(const pr_spec *s);            /* product of the shape */
+/* Bytes the storage spans: (1 + max offset) * element size; 0 if numel is 0. */
+int64_t pr_spec_storage_bytes(const pr_spec *s);
+int64_t pr_spec_nbytes(const pr_spec *s);           /* numel * element size */
+bool pr_spec_equal(const pr_spec *a, const pr_spec *b);   /* all fields */
+bool pr_spec_same_layout(const pr_spec *a, const pr_spec *b); /* dtype, shape, strides */
+
+typedef enum pr_type_kind {
+	PR_TYPE_NONE,    /* a statement with no result */
+	PR_TYPE_TENSOR,
+	PR_TYPE_TUPLE,
+	PR_TYPE_INT,     /* a shape_only result */
+} pr_type_kind;
+
+typedef struct pr_type {
+	pr_type_kind kind;
+	pr_spec tensor;     /* PR_TYPE_TENSOR */
+	int n_elems;        /* PR_TYPE_TUPLE */
+	pr_spec *elems;     /* owned */
+} pr_type;
+
+/* ---- op schemas (PyTorch function-schema syntax) --------------------- */
+
+/* One alias annotation: Tensor(a) or Tensor(a!). set is the alias set's
+ * name ("a"); empty when the argument has none. */
+typedef struct pr_alias {
+	char set[16];
+	bool write;         /* the '!' */
+} pr_alias;
+
+typedef struct pr_schema_arg {
+	char *type;         /* as written, without the annotation: "Tensor", "int[]", "Tensor?" */
+	char *name;         /* may be NULL for returns */
+	char *default_value;/* text after '=', or NULL */
+	pr_alias alias;
+	bool kwarg_only;    /* after a bare '*' */
+	bool is_tensor;     /* Tensor or Tensor? (not a list) */
+} pr_schema_arg;
+
+typedef struct pr_schema {
+	char *name;         /* "aten::add" */
+	char *overload;     /* "Tensor", or "" */
+	char *full_name;    /* "aten::add.Tensor": what op calls name */
+	int n_args;
+	pr_schema_arg *args;
+	int n_returns;
+	pr_schema_arg *returns;
+	bool returns_tuple; /* written "(... )": also "()" with n_returns 0 */
+	bool shape_only;    /* trait {shape_only}: reads only metadata */
+	int n_traits;
+	char **traits;      /* every trait, as written, in order */
+	char *text;         /* the canonical text, as printed */
+} pr_schema;
+
+/* Parses "aten::add.Tensor(Tensor self, Tensor other) -> Tensor {shape_only}".
+ * On error, *err_col is the 0-based column of the problem. */
+pr_err *pr_schema_parse(const char *text, size_t n, pr_schema **out, size_t *err_col);
+void pr_schema_free(pr_schema *s);
+/* Does argument i get written (Tensor(a!))? */
+bool pr_schema_arg_writes(const pr_schema *s, int i);
+/* Index of the argument that return r aliases (same alias set), or -1. */
+int pr_schema_return_alias(const pr_schema *s, int r);
+
+/* ---- arguments -------------------------------------------------------- */
+
+typedef struct pr_node pr_node;
+
+typedef enum pr_arg_kind {
+	PR_ARG_VALUE, PR_ARG_INT, PR_ARG_FLOAT, PR_ARG_BOOL, PR_ARG_NONE,
+	PR_ARG_STRING, PR_ARG_LIST,
+} pr_arg_kind;
+
+typedef struct pr_arg {
+	pr_arg_kind kind;
+	union {
+		pr_node *value;
+		int64_t i;
+		double f;
+		bool b;
+		char *s;
+		struct { int n; struct pr_arg *items; } list;
+	} u;
+	pr_node *owner;      /* the node whose argument this is */
+} pr_arg;
+
+/* A reader of a value: the node and the argument slot that names it. */
+typedef struct pr_use {
+	pr_node *user;
+	pr_arg *arg;
+} pr_use;
+
+/* ---- constant data ---------------------------------------------------- */
+
+typedef enum pr_data_kind {
+	PR_DATA_NONE, PR_DATA_ZEROS, PR_DATA_ONES, PR_DATA_FILL, PR_DATA_ARANGE,
+	PR_DATA_RANDOM, PR_DATA_LIST, PR_DATA_BLOB,
+} pr_data_kind;
+
+typedef struct pr_blob pr_blob;
+
+typedef struct pr_data {
+	pr_data_kind kind;
+	double fill;         /* PR_DATA_FILL */
+	uint64_t seed;       /* PR_DATA_RANDOM */
+	int64_t n_values;    /* PR_DATA_LIST: logical row-major values */
+	double *values;      /* owned */
+	pr_blob *blob;       /* PR_DATA_BLOB: storage-order bytes */
+} pr_data;
+
+struct pr_blob {
+	char *name;
+	int64_t size;
+	const uint8_t *bytes; /* owned unless the program maps its file */
+	bool borrowed;        /* bytes point into a mapping the program holds */
+	pr_blob *next;
+};
+
+/* Storage-order bytes of a constant with spec s and data d, written into buf
+ * of pr_spec_storage_bytes(s) bytes. random(SEED) is documented in
+ * docs/text-format.md and gives the same bytes on every machine. */
+pr_err *pr_data_materialize(const pr_data *d, const pr_spec *s, uint8_t *buf);
+
+/* ---- nodes ------------------------------------------------------------ */
+
+typedef enum pr_node_kind {
+	PR_NODE_INPUT,    /* a placeholder */
+	PR_NODE_OP,       /* an op call: schema + args */
+	PR_NODE_DELEGATE, /* delegate @name(args) */
+	PR_NODE_GETITEM,  /* getitem %v, index */
+	PR_NODE_RETURN,   /* the graph's last node: args are the returned values */
+} pr_node_kind;
+
+typedef enum pr_input_kind {
+	PR_INPUT_POSITIONAL, /* in a delegate body: plain `input` */
+	PR_INPUT_USER, PR_INPUT_PARAMETER, PR_INPUT_BUFFER, PR_INPUT_CONSTANT,
+} pr_input_kind;
+
+typedef enum pr_writeback_kind {
+	PR_WRITEBACK_NONE, PR_WRITEBACK_BUFFER, PR_WRITEBACK_INPUT,
+} pr_writeback_kind;
+
+typedef struct pr_writeback {
+	pr_writeback_kind kind;
+	char *target;        /* the buffer or user input's name */
+} pr_writeback;
+
+typedef struct pr_graph pr_graph;
+typedef struct pr_delegate pr_delegate;
+
+struct pr_node {
+	pr_node_kind kind;
+	char *name;           /* without '%'; NULL when the node has no result */
+	pr_type type;
+	pr_graph *graph;
+	pr_node *prev, *next;
+	uint64_t order;       /* increases along the graph; see pr_graph_renumber */
+
+	int n_args;
+	pr_arg *args;         /* owned; never reallocated while the node lives */
+
+	int n_uses, cap_uses;
+	pr_use *uses;         /* readers of this node's value */
+
+	/* PR_NODE_INPUT */
+	pr_input_kind input_kind;
+	char *input_name;     /* the quoted name, or NULL */
+	pr_data data;
+
+	pr_schema *schema;    /* PR_NODE_OP (owned by the program) */
+	pr_delegate *delegate;/* PR_NODE_DELEGATE */
+	int64_t index;        /* PR_NODE_GETITEM; the value is args[0] */
+	pr_writeback *writebacks; /* PR_NODE_RETURN: one per arg */
+
+	uint32_t line;        /* source line, 0 when made by a pass */
+	void *scratch;        /* free for the pass that is running */
+};
+
+typedef struct pr_name_entry pr_name_entry;
+
+struct pr_graph {
+	char *name;           /* the method's or delegate's name, without '@' */
+	pr_node *first, *last;
+	int64_t n_nodes;
+	pr_name_entry *names; /* uthash: name -> node */
+	pr_delegate *delegate;/* when this is a delegate body */
+	struct pr_program *program;
+	bool order_stale;     /* an insertion ran out of gaps */
+};
+
+typedef struct pr_kv {
+	char *key;
+	char *value;
+} pr_kv;
+
+struct pr_delegate {
+	char *name;
+	int n_specs;
+	pr_kv *specs;         /* compile specs, in the order written */
+	pr_graph *body;
+};
+
+typedef struct pr_program {
+	int n_schemas, cap_schemas;
+	pr_schema **schemas;
+	pr_blob *blobs;       /* in the order written */
+	int n_delegates, cap_delegates;
+	pr_delegate **delegates;
+	int n_methods, cap_methods;
+	pr_graph **methods;
+	void *mapping;        /* a mapped binary file that blobs may point into */
+	size_t mapping_size;
+	void *index;          /* private lookup tables */
+} pr_program;
+
+/* ---- building and querying ------------------------------------------- */
+
+pr_program *pr_program_new(void);
+void pr_program_free(pr_program *p);
+
+/* Adds a schema; refuses a second schema with the same full name. */
+pr_err *pr_program_add_schema(pr_program *p, pr_schema *s);
+pr_schema *pr_program_find_schema(const pr_program *p, const char *full_name);
+/* Parses and adds, or returns the existing schema when the text is the same. */
+pr_err *pr_program_declare_op(pr_program *p, const char *text, pr_schema **out);
+
+pr_err *pr_program_add_blob(pr_program *p, const char *name, const uint8_t *bytes,
+			    int64_t size, bool borrowed, pr_blob **out);
+pr_blob *pr_program_find_blob(const pr_program *p, const char *name);
+
+pr_err *pr_program_add_delegate(pr_program *p, const char *name, pr_delegate **out);
+pr_delegate *pr_program_find_delegate(const pr_program *p, const char *name);
+void pr_delegate_set_spec(pr_delegate *d, const char *key, const char *value);
+const char *pr_delegate_spec(const pr_delegate *d, const char *key);
+
+pr_err *pr_program_add_method(pr_program *p, const char *name, pr_graph **out);
+pr_graph *pr_program_find_method(const pr_program *p, const char *name);
+
+/* The graph's return node, or NULL before one is added. */
+pr_node *pr_graph_return(const pr_graph *g);
+pr_node *pr_graph_find(const pr_graph *g, const char *name);
+/* A name not yet used in g: base itself, else base_1, base_2, ... */
+char *pr_graph_fresh_name(const pr_graph *g, const char *base);
+
+/* A detached node; name may be NULL. Args are set with pr_node_set_args. */
+pr_node *pr_node_new(pr_node_kind kind, const char *name);
+/* Takes ownership of args (n items, malloc'd), sets each arg's owner and adds
+ * the uses of every value they name (lists included). */
+void pr_node_set_args(pr_node *n, pr_arg *args, int n_args);
+/* Replaces argument slot a (which must name a value) with v, fixing uses. */
+void pr_arg_set_value(pr_arg *a, pr_node *v);
+
+pr_err *pr_graph_append(pr_graph *g, pr_node *n);          /* at the end */
+pr_err *pr_graph_insert_before(pr_node *pos, pr_node *n);
+pr_err *pr_graph_insert_after(pr_node *pos, pr_node *n);
+/* Unlinks and frees n; n must have no readers left. */
+void pr_graph_erase(pr_node *n);
+/* Every reader of old reads new instead. */
+void pr_node_replace_all_uses(pr_node *old, pr_node *new_value);
+/* Every reader of old except `except` reads new instead. */
+void pr_node_replace_uses_except(pr_node *old, pr_node *new_value, const pr_node *except);
+/* Renames n, keeping the name index right; refuses a name in use. */
+pr_err *pr_node_rename(pr_node *n, const char *name);
+
+/* Recomputes node->order along the graph (done automatically when needed). */
+void pr_graph_renumber(pr_graph *g);
+/* True when a runs before b in graph order. */
+bool pr_node_before(const pr_node *a, const pr_node *b);
+
+/* The spec of a tensor value, or NULL when it is not a single tensor. */
+pr_spec *pr_node_spec(pr_node *n);
+
+/* Iteration in graph order. */
+#define pr_graph_for_each(g, n) for (pr_node *n = (g)->first; n; n = n->next)
+#define pr_graph_for_each_safe(g, n, tmp) \
+	for (pr_node *n = (g)->first, *tmp = n ? n->next : NULL; n; n = tmp, tmp = n ? n->next : NULL)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

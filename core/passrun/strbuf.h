@@ -1,0 +1,32 @@
+/* strbuf.h: a growable string, for printers and messages. */
+#ifndef PASSRUN_STRBUF_H
+#define PASSRUN_STRBUF_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pr_strbuf {
+	char *data;   /* always NUL-terminated once anything was added */
+	size_t len, cap;
+} pr_strbuf;
+
+void pr_strbuf_init(pr_strbuf *b);
+void pr_strbuf_free(pr_strbuf *b);
+void pr_strbuf_add(pr_strbuf *b, const char *s, size_t n);
+void pr_strbuf_puts(pr_strbuf *b, const char *s);
+void pr_strbuf_putc(pr_strbuf *b, char c);
+void pr_strbuf_printf(pr_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Takes the string out; the buffer is empty afterwards. Never NULL. */
+char *pr_strbuf_take(pr_strbuf *b);
+/* JSON string literal, quotes included. */
+void pr_strbuf_json_string(pr_strbuf *b, const char *s);
+/* Shortest text that reads back as exactly d (always with '.', 'e', "inf" or "nan"). */
+void pr_strbuf_double(pr_strbuf *b, double d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
