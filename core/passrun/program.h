@@ -125,6 +125,8 @@ typedef struct pr_schema {
 	pr_schema_arg *returns;
 	bool returns_tuple; /* written "(... )": also "()" with n_returns 0 */
 	bool shape_only;    /* trait {shape_only}: reads only metadata */
+	bool h2d;           /* trait {h2d}: copies its host argument to a device */
+	bool d2h;           /* trait {d2h}: copies its device argument to the host */
 	int n_traits;
 	char **traits;      /* every trait, as written, in order */
 	char *text;         /* the canonical text, as printed */
@@ -183,6 +185,8 @@ typedef struct pr_data {
 	int64_t n_values;    /* PR_DATA_LIST: logical row-major values */
 	double *values;      /* owned */
 	pr_blob *blob;       /* PR_DATA_BLOB: storage-order bytes */
+	const uint8_t *mapped; /* storage-order bytes inside a mapped binary file, or NULL */
+	int64_t mapped_size;
 } pr_data;
 
 struct pr_blob {
