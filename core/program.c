@@ -1,0 +1,819 @@
+/* program.c: the program model: dtypes, devices, specs, graphs, nodes, use
+ * lists and the editing operations passes need.
+ *
+ * Graph order is kept as a number per node (node->order) with wide gaps, so
+ * "does A run before B" is one comparison. An insertion takes the middle of
+ * its neighbours' gap; when a gap is used up the graph is marked stale and
+ * renumbered on the next query, which keeps edits O(1) amortized.
+ *
+ * Use lists: every argument slot that names a value is registered with that
+ * value (pr_use: user node + the slot). Everything that changes a slot goes
+ * through pr_node_set_args / pr_arg_set_value so the lists never disagree
+ * with the arguments. */
+#include "passrun/program.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <uthash.h>
+
+#define ORDER_GAP ((uint64_t)1 << 32)
+
+struct pr_name_entry {
+	const char *name;     /* the node's own name string */
+	pr_node *node;
+	UT_hash_handle hh;
+};
+
+typedef struct named {
+	const char *name;
+	void *item;
+	UT_hash_handle hh;
+} named;
+
+typedef struct program_index {
+	named *schemas, *delegates, *methods, *blobs;
+} program_index;
+
+/* ---- dtypes ------------------------------------------------------------ */
+
+static const struct {
+	const char *name;
+	size_t size;
+	bool is_float;
+} dtype_info[PR_DTYPE_COUNT] = {
+	[PR_F32] = {"f32", 4, true},  [PR_F16] = {"f16", 2, true},
+	[PR_BF16] = {"bf16", 2, true}, [PR_F64] = {"f64", 8, true},
+	[PR_I64] = {"i64", 8, false}, [PR_I32] = {"i32", 4, false},
+	[PR_I16] = {"i16", 2, false}, [PR_I8] = {"i8", 1, false},
+	[PR_U8] = {"u8", 1, false},   [PR_BOOL] = {"bool", 1, false},
+};
+
+const char *pr_dtype_name(pr_dtype t)
+{
+	return (unsigned)t < PR_DTYPE_COUNT ? dtype_info[t].name : "?";
+}
+
+bool pr_dtype_parse(const char *s, size_t n, pr_dtype *out)
+{
+	for (int t = 0; t < PR_DTYPE_COUNT; t++) {
+		if (strlen(dtype_info[t].name) == n && !memcmp(dtype_info[t].name, s, n)) {
+			*out = (pr_dtype)t;
+			return true;
+		}
+	}
+	return false;
+}
+
+size_t pr_dtype_size(pr_dtype t)
+{
+	return (unsigned)t < PR_DTYPE_COUNT ? dtype_info[t].size : 0;
+}
+
+bool pr_dtype_is_float(pr_dtype t)
+{
+	return (unsigned)t < PR_DTYPE_COUNT && dtype_info[t].is_float;
+}
+
+/* ---- devices ----------------------------------------------------------- */
+
+pr_device pr_device_host(void)
+{
+	pr_device d = {.type = "cpu", .index = -1};
+	return d;
+}
+
+bool pr_device_is_host(pr_device d)
+{
+	return d.type[0] == 0 || !strcmp(d.type, "cpu");
+}
+
+bool pr_device_equal(pr_device a, pr_device b)
+{
+	if (pr_device_is_host(a) || pr_device_is_host(b))
+		return pr_device_is_host(a) && pr_device_is_host(b);
+	return !strcmp(a.type, b.type) && a.index == b.index;
+}
+
+bool pr_device_parse(const char *s, size_t n, pr_device *out)
+{
+	pr_device d = {.index = -1};
+	size_t i = 0;
+	while (i < n && s[i] != ':') {
+		unsigned char c = (unsigned char)s[i];
+		if (!(isalpha(c) || (i > 0 && (isdigit(c) || c == '_'))) || i + 1 >= PR_DEVICE_TYPE_MAX)
+			return false;
+		d.type[i] = (char)tolower(c);
+		i++;
+	}
+	if (i == 0)
+		return false;
+	if (i < n) {
+		i++; /* ':' */
+		if (i == n)
+			return false;
+		int64_t index = 0;
+		for (; i < n; i++) {
+			if (!isdigit((unsigned char)s[i]) || index > 100000)
+				return false;
+			index = index * 10 + (s[i] - '0');
+		}
+		d.index = (int32_t)index;
+	}
+	*out = d;
+	return true;
+}
+
+const char *pr_device_str(pr_device d, char *buf)
+{
+	if (pr_device_is_host(d))
+		snprintf(buf, PR_DEVICE_STR_MAX, "cpu");
+	else if (d.index < 0)
+		snprintf(buf, PR_DEVICE_STR_MAX, "%s", d.type);
+	else
+		snprintf(buf, PR_DEVICE_STR_MAX, "%s:%d", d.type, (int)d.index);
+	return buf;
+}
+
+/* ---- specs ------------------------------------------------------------- */
+
+void pr_spec_init(pr_spec *s, pr_dtype t, int rank, const int64_t *shape)
+{
+	PR_ASSERT(rank >= 0 && rank <= PR_MAX_RANK);
+	memset(s, 0, sizeof *s);
+	s->dtype = t;
+	s->rank = rank;
+	for (int i = 0; i < rank; i++)
+		s->shape[i] = shape[i];
+	s->device = pr_device_host();
+	pr_spec_set_contiguous(s);
+}
+
+void pr_spec_set_contiguous(pr_spec *s)
+{
+	int64_t stride = 1;
+	for (int i = s->rank - 1; i >= 0; i--) {
+		s->strides[i] = stride;
+		stride *= s->shape[i] > 1 ? s->shape[i] : 1;
+	}
+}
+
+/* Contiguity ignores the stride of a dimension of size 1, as PyTorch does. */
+bool pr_spec_is_contiguous(const pr_spec *s)
+{
+	int64_t expected = 1;
+	for (int i = s->rank - 1; i >= 0; i--) {
+		if (s->shape[i] == 1)
+			continue;
+		if (s->shape[i] == 0)
+			return true;
+		if (s->strides[i] != expected)
+			return false;
+		expected *= s->shape[i];
+	}
+	return true;
+}
+
+bool pr_spec_is_channels_last(const pr_spec *s)
+{
+	if (s->rank != 4)
+		return false;
+	/* NCHW shape with NHWC storage: C fastest, then W, then H, then N. */
+	static const int order[4] = {1, 3, 2, 0};
+	int64_t expected = 1;
+	for (int k = 0; k < 4; k++) {
+		int i = order[k];
+		if (s->shape[i] == 0)
+			return true;
+		if (s->shape[i] != 1 && s->strides[i] != expected)
+			return false;
+		expected *= s->shape[i];
+	}
+	return true;
+}
+
+int64_t pr_spec_numel(const pr_spec *s)
+{
+	int64_t n = 1;
+	for (int i = 0; i < s->rank; i++)
+		n *= s->shape[i];
+	return n;
+}
+
+int64_t pr_spec_nbytes(const pr_spec *s)
+{
+	return pr_spec_numel(s) * (int64_t)pr_dtype_size(s->dtype);
+}
+
+int64_t pr_spec_storage_bytes(const pr_spec *s)
+{
+	if (pr_spec_numel(s) == 0)
+		return 0;
+	int64_t max_offset = 0;
+	for (int i = 0; i < s->rank; i++)
+		max_offset += (s->shape[i] - 1) * (s->strides[i] > 0 ? s->strides[i] : 0);
+	return (max_offset + 1) * (int64_t)pr_dtype_size(s->dtype);
+}
+
+bool pr_spec_same_layout(const pr_spec *a, const pr_spec *b)
+{
+	if (a->dtype != b->dtype || a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->shape[i] != b->shape[i] || a->strides[i] != b->strides[i])
+			return false;
+	return true;
+}
+
+bool pr_spec_equal(const pr_spec *a, const pr_spec *b)
+{
+	if (!pr_spec_same_layout(a, b) || !pr_device_equal(a->device, b->device))
+		return false;
+	if (a->has_mem != b->has_mem)
+		return false;
+	return !a->has_mem || (pr_device_equal(a->mem_arena, b->mem_arena) &&
+			       a->mem_offset == b->mem_offset);
+}
+
+/* ---- arguments and use lists -------------------------------------------- */
+
+static void add_use(pr_node *value, pr_node *user, pr_arg *arg)
+{
+	if (value->n_uses == value->cap_uses) {
+		value->cap_uses = value->cap_uses ? value->cap_uses * 2 : 4;
+		value->uses = pr_xrealloc(value->uses, (size_t)value->cap_uses * sizeof *value->uses);
+	}
+	value->uses[value->n_uses++] = (pr_use){.user = user, .arg = arg};
+}
+
+static void remove_use(pr_node *value, const pr_arg *arg)
+{
+	for (int i = value->n_uses - 1; i >= 0; i--) {
+		if (value->uses[i].arg == arg) {
+			/* Keep readers in insertion order: passes report "the first reader". */
+			memmove(&value->uses[i], &value->uses[i + 1],
+				(size_t)(value->n_uses - i - 1) * sizeof *value->uses);
+			value->n_uses--;
+			return;
+		}
+	}
+	PR_ASSERT(!"use list out of sync with arguments");
+}
+
+static void args_attach(pr_node *owner, pr_arg *args, int n)
+{
+	for (int i = 0; i < n; i++) {
+		args[i].owner = owner;
+		if (args[i].kind == PR_ARG_VALUE && args[i].u.value)
+			add_use(args[i].u.value, owner, &args[i]);
+		else if (args[i].kind == PR_ARG_LIST)
+			args_attach(owner, args[i].u.list.items, args[i].u.list.n);
+	}
+}
+
+static void args_release(pr_arg *args, int n)
+{
+	for (int i = 0; i < n; i++) {
+		pr_arg *a = &args[i];
+		if (a->kind == PR_ARG_VALUE && a->u.value)
+			remove_use(a->u.value, a);
+		else if (a->kind == PR_ARG_STRING)
+			free(a->u.s);
+		else if (a->kind == PR_ARG_LIST) {
+			args_release(a->u.list.items, a->u.list.n);
+			free(a->u.list.items);
+		}
+	}
+}
+
+void pr_node_set_args(pr_node *n, pr_arg *args, int n_args)
+{
+	args_release(n->args, n->n_args);
+	free(n->args);
+	n->args = args;
+	n->n_args = n_args;
+	args_attach(n, args, n_args);
+}
+
+void pr_arg_set_value(pr_arg *a, pr_node *v)
+{
+	PR_ASSERT(a->kind == PR_ARG_VALUE);
+	if (a->u.value == v)
+		return;
+	if (a->u.value)
+		remove_use(a->u.value, a);
+	a->u.value = v;
+	if (v)
+		add_use(v, a->owner, a);
+}
+
+/* ---- nodes --------------------------------------------------------------- */
+
+pr_node *pr_node_new(pr_node_kind kind, const char *name)
+{
+	pr_node *n = pr_xcalloc(1, sizeof *n);
+	n->kind = kind;
+	n->name = name ? pr_xstrdup(name) : NULL;
+	n->type.kind = PR_TYPE_NONE;
+	return n;
+}
+
+static void type_free(pr_type *t)
+{
+	free(t->elems);
+	t->elems = NULL;
+	t->n_elems = 0;
+}
+
+static void node_free(pr_node *n)
+{
+	args_release(n->args, n->n_args);
+	free(n->args);
+	if (n->writebacks) {
+		for (int i = 0; i < n->n_args; i++)
+			free(n->writebacks[i].target);
+		free(n->writebacks);
+	}
+	free(n->uses);
+	free(n->name);
+	free(n->input_name);
+	free(n->data.values);
+	type_free(&n->type);
+	free(n);
+}
+
+pr_spec *pr_node_spec(pr_node *n)
+{
+	return n && n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : NULL;
+}
+
+/* ---- graphs -------------------------------------------------------------- */
+
+static pr_graph *graph_new(pr_program *p, const char *name)
+{
+	pr_graph *g = pr_xcalloc(1, sizeof *g);
+	g->name = pr_xstrdup(name);
+	g->program = p;
+	return g;
+}
+
+/* Frees a node's argument storage without touching use lists: only for
+ * tearing down a whole graph, where every node goes. */
+static void args_drop(pr_arg *args, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (args[i].kind == PR_ARG_STRING)
+			free(args[i].u.s);
+		else if (args[i].kind == PR_ARG_LIST) {
+			args_drop(args[i].u.list.items, args[i].u.list.n);
+			free(args[i].u.list.items);
+		}
+	}
+}
+
+static void graph_free(pr_graph *g)
+{
+	if (!g)
+		return;
+	pr_name_entry *e, *tmp;
+	HASH_ITER(hh, g->names, e, tmp) {
+		HASH_DEL(g->names, e);
+		free(e);
+	}
+	pr_node *n = g->first;
+	while (n) {
+		pr_node *next = n->next;
+		if (n->writebacks) {
+			for (int i = 0; i < n->n_args; i++)
+				free(n->writebacks[i].target);
+			free(n->writebacks);
+			n->writebacks = NULL;
+		}
+		args_drop(n->args, n->n_args);
+		free(n->args);
+		n->args = NULL;
+		n->n_args = 0;
+		node_free(n);
+		n = next;
+	}
+	free(g->name);
+	free(g);
+}
+
+pr_node *pr_graph_find(const pr_graph *g, const char *name)
+{
+	pr_name_entry *e = NULL;
+	HASH_FIND_STR(g->names, name, e);
+	return e ? e->node : NULL;
+}
+
+static pr_err *name_add(pr_graph *g, pr_node *n)
+{
+	if (!n->name)
+		return NULL;
+	if (pr_graph_find(g, n->name))
+		return pr_err_new("%%%s is already defined in @%s", n->name, g->name);
+	pr_name_entry *e = pr_xmalloc(sizeof *e);
+	e->name = n->name;
+	e->node = n;
+	HASH_ADD_KEYPTR(hh, g->names, e->name, strlen(e->name), e);
+	return NULL;
+}
+
+static void name_remove(pr_graph *g, pr_node *n)
+{
+	if (!n->name)
+		return;
+	pr_name_entry *e = NULL;
+	HASH_FIND_STR(g->names, n->name, e);
+	if (e && e->node == n) {
+		HASH_DEL(g->names, e);
+		free(e);
+	}
+}
+
+char *pr_graph_fresh_name(const pr_graph *g, const char *base)
+{
+	if (!pr_graph_find(g, base))
+		return pr_xstrdup(base);
+	for (unsigned long i = 1;; i++) {
+		char *name = pr_xasprintf("%s_%lu", base, i);
+		if (!pr_graph_find(g, name))
+			return name;
+		free(name);
+	}
+}
+
+pr_err *pr_node_rename(pr_node *n, const char *name)
+{
+	pr_graph *g = n->graph;
+	if (g && pr_graph_find(g, name))
+		return pr_err_new("cannot rename %%%s: %%%s is already defined in @%s",
+				  n->name ? n->name : "", name, g->name);
+	if (g)
+		name_remove(g, n);
+	free(n->name);
+	n->name = pr_xstrdup(name);
+	if (g)
+		return name_add(g, n);
+	return NULL;
+}
+
+pr_node *pr_graph_return(const pr_graph *g)
+{
+	return g->last && g->last->kind == PR_NODE_RETURN ? g->last : NULL;
+}
+
+void pr_graph_renumber(pr_graph *g)
+{
+	uint64_t order = ORDER_GAP;
+	for (pr_node *n = g->first; n; n = n->next, order += ORDER_GAP)
+		n->order = order;
+	g->order_stale = false;
+}
+
+bool pr_node_before(const pr_node *a, const pr_node *b)
+{
+	PR_ASSERT(a->graph && a->graph == b->graph);
+	if (a->graph->order_stale)
+		pr_graph_renumber(a->graph);
+	return a->order < b->order;
+}
+
+/* Gives n (already linked) an order between its neighbours. */
+static void order_between(pr_graph *g, pr_node *n)
+{
+	uint64_t lo = n->prev ? n->prev->order : 0;
+	if (!n->next) {
+		n->order = lo + ORDER_GAP;
+		if (n->order < lo)
+			g->order_stale = true;
+		return;
+	}
+	uint64_t hi = n->next->order;
+	if (g->order_stale || hi - lo < 2 || hi < lo)
+		g->order_stale = true;
+	else
+		n->order = lo + (hi - lo) / 2;
+}
+
+static pr_err *link_check(pr_graph *g, pr_node *n)
+{
+	PR_ASSERT(!n->graph && !n->prev && !n->next);
+	pr_err *e = name_add(g, n);
+	if (e)
+		return e;
+	n->graph = g;
+	g->n_nodes++;
+	return NULL;
+}
+
+pr_err *pr_graph_append(pr_graph *g, pr_node *n)
+{
+	pr_err *e = link_check(g, n);
+	if (e)
+		return e;
+	n->prev = g->last;
+	if (g->last)
+		g->last->next = n;
+	else
+		g->first = n;
+	g->last = n;
+	order_between(g, n);
+	return NULL;
+}
+
+pr_err *pr_graph_insert_before(pr_node *pos, pr_node *n)
+{
+	pr_graph *g = pos->graph;
+	pr_err *e = link_check(g, n);
+	if (e)
+		return e;
+	n->next = pos;
+	n->prev = pos->prev;
+	if (pos->prev)
+		pos->prev->next = n;
+	else
+		g->first = n;
+	pos->prev = n;
+	order_between(g, n);
+	return NULL;
+}
+
+pr_err *pr_graph_insert_after(pr_node *pos, pr_node *n)
+{
+	if (pos->next)
+		return pr_graph_insert_before(pos->next, n);
+	return pr_graph_append(pos->graph, n);
+}
+
+void pr_graph_erase(pr_node *n)
+{
+	pr_graph *g = n->graph;
+	PR_ASSERT(n->n_uses == 0);
+	if (g) {
+		name_remove(g, n);
+		if (n->prev)
+			n->prev->next = n->next;
+		else
+			g->first = n->next;
+		if (n->next)
+			n->next->prev = n->prev;
+		else
+			g->last = n->prev;
+		g->n_nodes--;
+	}
+	node_free(n);
+}
+
+void pr_node_replace_uses_except(pr_node *old, pr_node *new_value, const pr_node *except)
+{
+	PR_ASSERT(old != new_value);
+	int kept = 0;
+	pr_use *uses = old->uses;
+	int n = old->n_uses;
+	/* Move the use records over in one pass instead of one removal each. */
+	for (int i = 0; i < n; i++) {
+		if (uses[i].user == except) {
+			uses[kept++] = uses[i];
+			continue;
+		}
+		uses[i].arg->u.value = new_value;
+		add_use(new_value, uses[i].user, uses[i].arg);
+	}
+	old->n_uses = kept;
+}
+
+void pr_node_replace_all_uses(pr_node *old, pr_node *new_value)
+{
+	pr_node_replace_uses_except(old, new_value, NULL);
+}
+
+/* ---- programs ------------------------------------------------------------ */
+
+static program_index *index_of(const pr_program *p)
+{
+	return p->index;
+}
+
+static void *named_find(named *table, const char *name)
+{
+	named *e = NULL;
+	HASH_FIND_STR(table, name, e);
+	return e ? e->item : NULL;
+}
+
+static void named_add(named **table, const char *name, void *item)
+{
+	named *e = pr_xmalloc(sizeof *e);
+	e->name = name;
+	e->item = item;
+	HASH_ADD_KEYPTR(hh, *table, e->name, strlen(e->name), e);
+}
+
+static void named_clear(named **table)
+{
+	named *e, *tmp;
+	HASH_ITER(hh, *table, e, tmp) {
+		HASH_DEL(*table, e);
+		free(e);
+	}
+}
+
+#define GROW(arr, n, cap)                                                    \
+	do {                                                                 \
+		if ((n) == (cap)) {                                          \
+			(cap) = (cap) ? (cap) * 2 : 8;                       \
+			(arr) = pr_xrealloc((arr), (size_t)(cap) * sizeof *(arr)); \
+		}                                                            \
+	} while (0)
+
+pr_program *pr_program_new(void)
+{
+	pr_program *p = pr_xcalloc(1, sizeof *p);
+	p->index = pr_xcalloc(1, sizeof(program_index));
+	return p;
+}
+
+static void delegate_free(pr_delegate *d)
+{
+	for (int i = 0; i < d->n_specs; i++) {
+		free(d->specs[i].key);
+		free(d->specs[i].value);
+	}
+	free(d->specs);
+	graph_free(d->body);
+	free(d->name);
+	free(d);
+}
+
+void pr_program_free(pr_program *p)
+{
+	if (!p)
+		return;
+	program_index *ix = index_of(p);
+	named_clear(&ix->schemas);
+	named_clear(&ix->delegates);
+	named_clear(&ix->methods);
+	named_clear(&ix->blobs);
+	free(ix);
+	for (int i = 0; i < p->n_methods; i++)
+		graph_free(p->methods[i]);
+	free(p->methods);
+	for (int i = 0; i < p->n_delegates; i++)
+		delegate_free(p->delegates[i]);
+	free(p->delegates);
+	for (int i = 0; i < p->n_schemas; i++)
+		pr_schema_free(p->schemas[i]);
+	free(p->schemas);
+	for (pr_blob *b = p->blobs, *next; b; b = next) {
+		next = b->next;
+		if (!b->borrowed)
+			free((void *)b->bytes);
+		free(b->name);
+		free(b);
+	}
+	if (p->mapping)
+		munmap(p->mapping, p->mapping_size);
+	free(p);
+}
+
+pr_err *pr_program_add_schema(pr_program *p, pr_schema *s)
+{
+	if (pr_program_find_schema(p, s->full_name))
+		return pr_err_new("op %s is declared twice", s->full_name);
+	GROW(p->schemas, p->n_schemas, p->cap_schemas);
+	p->schemas[p->n_schemas++] = s;
+	named_add(&index_of(p)->schemas, s->full_name, s);
+	return NULL;
+}
+
+pr_schema *pr_program_find_schema(const pr_program *p, const char *full_name)
+{
+	return named_find(index_of(p)->schemas, full_name);
+}
+
+pr_err *pr_program_declare_op(pr_program *p, const char *text, pr_schema **out)
+{
+	pr_schema *s = NULL;
+	size_t col = 0;
+	pr_err *e = pr_schema_parse(text, strlen(text), &s, &col);
+	if (e)
+		return pr_err_wrap(e, "op schema '%s', column %zu", text, col + 1);
+	pr_schema *old = pr_program_find_schema(p, s->full_name);
+	if (old) {
+		bool same = !strcmp(old->text, s->text);
+		char *name = pr_xstrdup(s->full_name);
+		pr_schema_free(s);
+		if (!same) {
+			e = pr_err_new("op %s is already declared as '%s', not '%s'", name,
+				       old->text, text);
+			free(name);
+			return e;
+		}
+		free(name);
+		*out = old;
+		return NULL;
+	}
+	e = pr_program_add_schema(p, s);
+	if (e) {
+		pr_schema_free(s);
+		return e;
+	}
+	*out = s;
+	return NULL;
+}
+
+pr_err *pr_program_add_blob(pr_program *p, const char *name, const uint8_t *bytes,
+			    int64_t size, bool borrowed, pr_blob **out)
+{
+	if (pr_program_find_blob(p, name))
+		return pr_err_new("blob @%s is defined twice", name);
+	pr_blob *b = pr_xcalloc(1, sizeof *b);
+	b->name = pr_xstrdup(name);
+	b->size = size;
+	b->borrowed = borrowed;
+	if (borrowed) {
+		b->bytes = bytes;
+	} else {
+		uint8_t *copy = pr_xmalloc((size_t)size);
+		if (size)
+			memcpy(copy, bytes, (size_t)size);
+		b->bytes = copy;
+	}
+	pr_blob **tail = &p->blobs;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = b;
+	named_add(&index_of(p)->blobs, b->name, b);
+	if (out)
+		*out = b;
+	return NULL;
+}
+
+pr_blob *pr_program_find_blob(const pr_program *p, const char *name)
+{
+	return named_find(index_of(p)->blobs, name);
+}
+
+pr_err *pr_program_add_delegate(pr_program *p, const char *name, pr_delegate **out)
+{
+	if (pr_program_find_delegate(p, name))
+		return pr_err_new("delegate @%s is defined twice", name);
+	pr_delegate *d = pr_xcalloc(1, sizeof *d);
+	d->name = pr_xstrdup(name);
+	d->body = graph_new(p, name);
+	d->body->delegate = d;
+	GROW(p->delegates, p->n_delegates, p->cap_delegates);
+	p->delegates[p->n_delegates++] = d;
+	named_add(&index_of(p)->delegates, d->name, d);
+	*out = d;
+	return NULL;
+}
+
+pr_delegate *pr_program_find_delegate(const pr_program *p, const char *name)
+{
+	return named_find(index_of(p)->delegates, name);
+}
+
+void pr_delegate_set_spec(pr_delegate *d, const char *key, const char *value)
+{
+	for (int i = 0; i < d->n_specs; i++) {
+		if (!strcmp(d->specs[i].key, key)) {
+			free(d->specs[i].value);
+			d->specs[i].value = pr_xstrdup(value);
+			return;
+		}
+	}
+	d->specs = pr_xrealloc(d->specs, (size_t)(d->n_specs + 1) * sizeof *d->specs);
+	d->specs[d->n_specs].key = pr_xstrdup(key);
+	d->specs[d->n_specs].value = pr_xstrdup(value);
+	d->n_specs++;
+}
+
+const char *pr_delegate_spec(const pr_delegate *d, const char *key)
+{
+	for (int i = 0; i < d->n_specs; i++)
+		if (!strcmp(d->specs[i].key, key))
+			return d->specs[i].value;
+	return NULL;
+}
+
+pr_err *pr_program_add_method(pr_program *p, const char *name, pr_graph **out)
+{
+	if (pr_program_find_method(p, name))
+		return pr_err_new("method @%s is defined twice", name);
+	pr_graph *g = graph_new(p, name);
+	GROW(p->methods, p->n_methods, p->cap_methods);
+	p->methods[p->n_methods++] = g;
+	named_add(&index_of(p)->methods, g->name, g);
+	*out = g;
+	return NULL;
+}
+
+pr_graph *pr_program_find_method(const pr_program *p, const char *name)
+{
+	return named_find(index_of(p)->methods, name);
+}
