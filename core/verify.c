@@ -1,0 +1,1017 @@
+/* verify.c: the core verifier (verify.h).
+ *
+ * pr_verify checks every method and every delegate body in one walk each, in
+ * graph order, against what the program itself declares: op schemas, delegate
+ * bodies and the graph's own inputs. It never stops at the first finding: each
+ * one becomes an error diagnostic (pass_name, the method or delegate, a node
+ * name, its size in bytes when a tensor is involved, a message saying what is
+ * wrong and what was expected), and the count is returned.
+ *
+ * Structure (methods and delegate bodies):
+ *   - every argument value (list items included) is a node of the same graph,
+ *     has a result and comes before its reader in graph order (pr_node_before);
+ *   - use lists agree with the arguments: each use names an argument slot of
+ *     its user that reads the value, no slot twice, and every value slot is in
+ *     the use list of the value it reads. Linear time: the slots named by use
+ *     lists go into a pointer set as each value is visited (a value is visited
+ *     before any well-ordered reader), and each argument slot is looked up;
+ *   - op calls against their schema: argument count (too many, or a missing
+ *     one without a default), argument kinds (Tensor <- tensor value, int <-
+ *     integer or int value, T[] <- list, ...), and the result kind;
+ *   - getitem reads a tuple, its index is in range and its tensor type is that
+ *     element's (dtype, shape, strides; the device is a placement fact);
+ *   - delegate calls name a delegate of the program, pass as many arguments as
+ *     its body has inputs (same kinds, dtypes and shapes) and have the type its
+ *     body returns (one tensor, or a tuple of them);
+ *   - exactly one return node, the last; it returns values;
+ *   - write-backs: `-> buffer "N"` names a buffer input of that method, `->
+ *     input "N"` a user input, with the value's dtype and shape; none in a
+ *     delegate body; delegate bodies have only positional inputs, methods none.
+ * Placement (methods only: a delegate body runs wholly on its delegate's
+ * device, and its values carry host specs in text):
+ *   - a host op (an op without the h2d/d2h traits) reads only host tensors,
+ *     unless its schema is shape_only;
+ *   - an h2d op reads host tensors and produces a device tensor; a d2h op reads
+ *     device tensors and produces a host tensor;
+ *   - a device delegate (target_device parses to a non-host device) reads only
+ *     tensors on its device and produces results on it; a host delegate (no
+ *     target_device, or cpu) reads and produces host tensors; a target_device
+ *     that does not parse is left to the placement passes (B5);
+ *   - a getitem is on the device of the tuple element it reads;
+ *   - an in-place result (a return aliasing a written argument) has exactly
+ *     the spec (dtype, shape, strides, device, memory) of what it writes. This
+ *     one is also checked in delegate bodies: aliasing does not depend on where
+ *     the body runs.
+ * Memory-plan overlaps are pr_plan_check's business (plan.h), not ours.
+ *
+ * Codes (stable; interfaces.md §5):
+ *   E-STRUCTURE  a broken graph: bad links, an op without schema, a delegate
+ *                without body, graph order not increasing
+ *   E-UNDEFINED  an argument that names no value, a value of another graph,
+ *                or one defined at or after its reader
+ *   E-USES       a use list that disagrees with the arguments
+ *   E-ARITY      wrong argument count (op vs schema, getitem, input, delegate
+ *                call vs its body's inputs)
+ *   E-TYPE       an argument or result of the wrong kind, dtype or shape, or
+ *                a read of a node with no result
+ *   E-GETITEM    getitem of a non-tuple, index out of range, wrong type
+ *   E-DELEGATE   unknown delegate, call result vs the body's return
+ *   E-RETURN     no return, more than one, not last, a literal returned
+ *   E-WRITEBACK  a write-back target that is not a buffer/user input of the
+ *                method, a write-back in a delegate body, a type mismatch
+ *   E-INPUT      a positional input in a method, a named one in a delegate
+ *                body, two inputs with the same quoted name
+ *   E-PLACEMENT  the placement rules above
+ * The diagnostic's node is the node with the problem, except for a placement
+ * error about a tensor that is read: then it is that tensor (with its size),
+ * and the message names the reader. */
+#define _GNU_SOURCE  /* vasprintf */
+#include "passrun/verify.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+/* ---- a pointer set/map (open addressing, linear probing) --------------- */
+
+typedef struct ptrmap {
+	size_t cap, n;       /* cap is a power of two, or 0 */
+	const void **keys;
+	int64_t *vals;
+} ptrmap;
+
+static size_t ptr_hash(const void *k)
+{
+	uint64_t x = (uint64_t)(uintptr_t)k;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return (size_t)x;
+}
+
+static void ptrmap_free(ptrmap *m)
+{
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof *m);
+}
+
+static size_t ptrmap_slot(const ptrmap *m, const void *k)
+{
+	size_t i = ptr_hash(k) & (m->cap - 1);
+	while (m->keys[i] && m->keys[i] != k)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+static void ptrmap_grow(ptrmap *m)
+{
+	ptrmap old = *m;
+	m->cap = old.cap ? old.cap * 2 : 64;
+	m->n = 0;
+	m->keys = pr_xcalloc(m->cap, sizeof *m->keys);
+	m->vals = pr_xcalloc(m->cap, sizeof *m->vals);
+	for (size_t i = 0; i < old.cap; i++) {
+		if (!old.keys[i])
+			continue;
+		size_t s = ptrmap_slot(m, old.keys[i]);
+		m->keys[s] = old.keys[i];
+		m->vals[s] = old.vals[i];
+		m->n++;
+	}
+	free(old.keys);
+	free(old.vals);
+}
+
+/* Adds k -> v; false (and nothing changes) when k is already there. */
+static bool ptrmap_put(ptrmap *m, const void *k, int64_t v)
+{
+	if ((m->n + 1) * 2 > m->cap)
+		ptrmap_grow(m);
+	size_t s = ptrmap_slot(m, k);
+	if (m->keys[s])
+		return false;
+	m->keys[s] = k;
+	m->vals[s] = v;
+	m->n++;
+	return true;
+}
+
+static bool ptrmap_get(const ptrmap *m, const void *k, int64_t *v)
+{
+	if (!m->cap || !k)
+		return false;
+	size_t s = ptrmap_slot(m, k);
+	if (!m->keys[s])
+		return false;
+	if (v)
+		*v = m->vals[s];
+	return true;
+}
+
+/* ---- context and reporting ------------------------------------------- */
+
+/* What a delegate call is checked against, computed once per delegate. */
+typedef struct dinfo {
+	pr_delegate *d;
+	int n_inputs;
+	pr_node **inputs;     /* the body's inputs, in order */
+	pr_node *ret;         /* the body's first return node, or NULL */
+	bool device_known;    /* target_device absent or parsed */
+	pr_device device;     /* host when absent */
+} dinfo;
+
+typedef struct named_input {
+	const char *key;      /* the quoted name */
+	pr_node *node;
+	UT_hash_handle hh;
+} named_input;
+
+typedef struct vctx {
+	pr_program *p;
+	pr_diags *diags;
+	const char *pass;
+	int errors;
+	dinfo *dinfos;        /* one per p->delegates[i] */
+	ptrmap dmap;          /* pr_delegate * -> index in dinfos */
+	/* per graph */
+	pr_graph *g;
+	bool body;            /* g is a delegate body */
+	ptrmap uses;          /* argument slots named by the use lists seen so far */
+	named_input *inputs;  /* uthash by quoted name */
+	named_input *input_store;
+	int n_input_store;
+	int n_returns;
+} vctx;
+
+static const char *diag_node_name(const pr_node *n)
+{
+	if (!n)
+		return NULL;
+	if (n->name)
+		return n->name;
+	if (n->kind == PR_NODE_OP && n->schema)
+		return n->schema->full_name;
+	if (n->kind == PR_NODE_RETURN)
+		return "return";
+	return NULL;
+}
+
+static int64_t node_bytes(pr_node *n)
+{
+	pr_spec *s = n ? pr_node_spec(n) : NULL;
+	return s ? pr_spec_nbytes(s) : -1;
+}
+
+static void vreport(vctx *c, const char *code, const char *node, int64_t bytes,
+		    const char *fmt, va_list ap)
+{
+	char *msg = NULL;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	pr_diags_add(c->diags, PR_SEV_ERROR, code, c->pass, c->g ? c->g->name : NULL,
+		     node, bytes, "%s", msg ? msg : fmt);
+	free(msg);
+	c->errors++;
+}
+
+/* An error about node n (its name, its size when it is a tensor). */
+__attribute__((format(printf, 4, 5)))
+static void report(vctx *c, const char *code, pr_node *n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport(c, code, diag_node_name(n), node_bytes(n), fmt, ap);
+	va_end(ap);
+}
+
+/* ---- text for messages ------------------------------------------------ */
+
+#define LABEL_MAX 160
+#define SPEC_MAX 768
+
+/* "%x", "the call to aten::add.Tensor", "the return". */
+static const char *label(const pr_node *n, char *buf)
+{
+	if (!n)
+		snprintf(buf, LABEL_MAX, "(no node)");
+	else if (n->name)
+		snprintf(buf, LABEL_MAX, "%%%s", n->name);
+	else if (n->kind == PR_NODE_OP && n->schema)
+		snprintf(buf, LABEL_MAX, "the call to %s", n->schema->full_name);
+	else if (n->kind == PR_NODE_DELEGATE && n->delegate)
+		snprintf(buf, LABEL_MAX, "the call to @%s", n->delegate->name);
+	else if (n->kind == PR_NODE_RETURN)
+		snprintf(buf, LABEL_MAX, "the return");
+	else
+		snprintf(buf, LABEL_MAX, "an unnamed node");
+	return buf;
+}
+
+static void append(char *buf, size_t *len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void append(char *buf, size_t *len, const char *fmt, ...)
+{
+	if (*len >= SPEC_MAX - 1)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(buf + *len, SPEC_MAX - *len, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		*len = *len + (size_t)k < SPEC_MAX ? *len + (size_t)k : SPEC_MAX - 1;
+}
+
+/* The text syntax of a tensor type: f32[2,3]@cuda:0{strides=[1,2], mem=cuda:0:64}. */
+static const char *spec_str(const pr_spec *s, char *buf)
+{
+	char dev[PR_DEVICE_STR_MAX];
+	size_t len = 0;
+	buf[0] = 0;
+	int rank = s->rank < 0 ? 0 : s->rank > PR_MAX_RANK ? PR_MAX_RANK : s->rank;
+	append(buf, &len, "%s[", pr_dtype_name(s->dtype));
+	for (int i = 0; i < rank; i++)
+		append(buf, &len, "%s%" PRId64, i ? "," : "", s->shape[i]);
+	append(buf, &len, "]");
+	if (!pr_device_is_host(s->device))
+		append(buf, &len, "@%s", pr_device_str(s->device, dev));
+	bool strided = !pr_spec_is_contiguous(s);
+	if (strided || s->has_mem) {
+		append(buf, &len, "{");
+		if (strided) {
+			append(buf, &len, "strides=[");
+			for (int i = 0; i < rank; i++)
+				append(buf, &len, "%s%" PRId64, i ? "," : "", s->strides[i]);
+			append(buf, &len, "]%s", s->has_mem ? ", " : "");
+		}
+		if (s->has_mem)
+			append(buf, &len, "mem=%s:%" PRId64, pr_device_str(s->mem_arena, dev),
+			       s->mem_offset);
+		append(buf, &len, "}");
+	}
+	return buf;
+}
+
+static const char *type_kind_str(const pr_type *t)
+{
+	switch (t->kind) {
+	case PR_TYPE_NONE: return "no result";
+	case PR_TYPE_TENSOR: return "a tensor";
+	case PR_TYPE_TUPLE: return "a tuple";
+	case PR_TYPE_INT: return "an int";
+	}
+	return "an unknown type";
+}
+
+static const char *arg_kind_str(const pr_arg *a)
+{
+	switch (a->kind) {
+	case PR_ARG_VALUE: return a->u.value ? type_kind_str(&a->u.value->type) : "no value";
+	case PR_ARG_INT: return "an integer literal";
+	case PR_ARG_FLOAT: return "a float literal";
+	case PR_ARG_BOOL: return "a bool literal";
+	case PR_ARG_NONE: return "none";
+	case PR_ARG_STRING: return "a string literal";
+	case PR_ARG_LIST: return "a list";
+	}
+	return "an unknown argument";
+}
+
+static bool same_dtype_shape(const pr_spec *a, const pr_spec *b)
+{
+	if (a->dtype != b->dtype || a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank && i < PR_MAX_RANK; i++)
+		if (a->shape[i] != b->shape[i])
+			return false;
+	return true;
+}
+
+/* ---- values and use lists --------------------------------------------- */
+
+/* The value slot a reads, when it is a node of this graph with a result
+ * defined before user; NULL (reported) otherwise. */
+static pr_node *check_value(vctx *c, pr_node *user, pr_arg *a)
+{
+	char lu[LABEL_MAX], lv[LABEL_MAX];
+	pr_node *v = a->u.value;
+	if (!v) {
+		report(c, "E-UNDEFINED", user, "%s has an argument that names no value; "
+		       "expected a value defined earlier in @%s", label(user, lu), c->g->name);
+		return NULL;
+	}
+	if (v->graph != c->g) {
+		report(c, "E-UNDEFINED", user, "%s reads %s, which is not a node of @%s; "
+		       "expected a value of the same graph", label(user, lu), label(v, lv),
+		       c->g->name);
+		return NULL;
+	}
+	if (!pr_node_before(v, user)) {
+		report(c, "E-UNDEFINED", user, "%s reads %s before it is defined; expected "
+		       "every value to be defined before its readers (graph order)",
+		       label(user, lu), label(v, lv));
+		return NULL;
+	}
+	if (v->type.kind == PR_TYPE_NONE || v->kind == PR_NODE_RETURN) {
+		report(c, "E-TYPE", user, "%s reads %s, which has no result; expected a value",
+		       label(user, lu), label(v, lv));
+		return NULL;
+	}
+	if (a->owner != user) {
+		report(c, "E-USES", user, "an argument of %s that reads %s has another owner; "
+		       "expected each argument to know its node", label(user, lu), label(v, lv));
+		return v;
+	}
+	if (!ptrmap_get(&c->uses, a, NULL))
+		report(c, "E-USES", user, "%s reads %s but is missing from its use list; "
+		       "expected one use per argument that reads it", label(user, lu), label(v, lv));
+	return v;
+}
+
+/* Checks every argument value of n (list items included); returns how many
+ * name no readable value. */
+static int check_arg_values(vctx *c, pr_node *user, pr_arg *args, int n)
+{
+	int bad = 0;
+	for (int i = 0; i < n; i++) {
+		if (args[i].kind == PR_ARG_VALUE)
+			bad += !check_value(c, user, &args[i]);
+		else if (args[i].kind == PR_ARG_LIST)
+			bad += check_arg_values(c, user, args[i].u.list.items, args[i].u.list.n);
+	}
+	return bad;
+}
+
+/* Records the slots n's use list names, checking each reads n. */
+static void record_uses(vctx *c, pr_node *n)
+{
+	char ln[LABEL_MAX], lu[LABEL_MAX];
+	for (int i = 0; i < n->n_uses; i++) {
+		pr_use *u = &n->uses[i];
+		bool ok = u->user && u->arg && u->user->graph == c->g && u->arg->owner == u->user &&
+			  u->arg->kind == PR_ARG_VALUE && u->arg->u.value == n;
+		if (!ok) {
+			report(c, "E-USES", n, "the use list of %s names %s, which does not read it "
+			       "there; expected only arguments that read %s", label(n, ln),
+			       label(u->user, lu), label(n, ln));
+			continue;
+		}
+		if (!ptrmap_put(&c->uses, u->arg, 0))
+			report(c, "E-USES", n, "the use list of %s names the same argument of %s "
+			       "twice; expected one use per argument", label(n, ln), label(u->user, lu));
+	}
+}
+
+/* ---- op calls against their schema ------------------------------------ */
+
+typedef enum base_kind { B_TENSOR, B_INT, B_FLOAT, B_BOOL, B_SCALAR, B_STR, B_OTHER } base_kind;
+
+typedef struct arg_type {
+	base_kind base;
+	bool optional;       /* the whole argument may be none */
+	bool list;
+	bool fixed_len;      /* T[N]: a single T is accepted too (PyTorch broadcasts it) */
+	bool elem_optional;  /* Tensor?[] */
+} arg_type;
+
+static base_kind base_of(const char *s, size_t n)
+{
+	static const struct { const char *name; base_kind k; } names[] = {
+		{"Tensor", B_TENSOR}, {"int", B_INT}, {"SymInt", B_INT},
+		{"ScalarType", B_INT}, {"Layout", B_INT}, {"MemoryFormat", B_INT},
+		{"float", B_FLOAT}, {"bool", B_BOOL}, {"Scalar", B_SCALAR}, {"str", B_STR},
+	};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strlen(names[i].name) == n && !memcmp(names[i].name, s, n))
+			return names[i].k;
+	return B_OTHER;
+}
+
+/* "Tensor", "Tensor?", "int[]", "int[2]", "int[]?", "Tensor?[]". */
+static arg_type parse_arg_type(const char *s)
+{
+	arg_type t = {0};
+	size_t n = s ? strlen(s) : 0;
+	if (n && s[n - 1] == '?') {
+		t.optional = true;
+		n--;
+	}
+	if (n && s[n - 1] == ']') {
+		const char *lb = memchr(s, '[', n);
+		if (lb) {
+			t.list = true;
+			t.fixed_len = lb + 1 < s + n - 1;
+			n = (size_t)(lb - s);
+			if (n && s[n - 1] == '?') {
+				t.elem_optional = true;
+				n--;
+			}
+		}
+	}
+	t.base = base_of(s, n);
+	return t;
+}
+
+static bool value_is(const pr_arg *a, pr_type_kind k)
+{
+	return a->kind == PR_ARG_VALUE && a->u.value && a->u.value->type.kind == k;
+}
+
+static bool scalar_fits(base_kind b, const pr_arg *a)
+{
+	switch (b) {
+	case B_TENSOR: return value_is(a, PR_TYPE_TENSOR);
+	case B_INT: return a->kind == PR_ARG_INT || value_is(a, PR_TYPE_INT);
+	case B_FLOAT: return a->kind == PR_ARG_FLOAT || a->kind == PR_ARG_INT || value_is(a, PR_TYPE_INT);
+	case B_BOOL: return a->kind == PR_ARG_BOOL;
+	case B_SCALAR:
+		return a->kind == PR_ARG_INT || a->kind == PR_ARG_FLOAT || a->kind == PR_ARG_BOOL ||
+		       value_is(a, PR_TYPE_INT);
+	case B_STR: return a->kind == PR_ARG_STRING;
+	case B_OTHER: return true;
+	}
+	return false;
+}
+
+static bool arg_fits(const arg_type *t, const pr_arg *a)
+{
+	if (a->kind == PR_ARG_NONE)
+		return t->optional || t->base == B_OTHER;
+	if (!t->list)
+		return scalar_fits(t->base, a);
+	if (a->kind != PR_ARG_LIST)
+		return t->fixed_len && scalar_fits(t->base, a);
+	for (int i = 0; i < a->u.list.n; i++) {
+		const pr_arg *it = &a->u.list.items[i];
+		if (!(it->kind == PR_ARG_NONE ? t->elem_optional : scalar_fits(t->base, it)))
+			return false;
+	}
+	return true;
+}
+
+static void check_op_args(vctx *c, pr_node *n)
+{
+	char ln[LABEL_MAX];
+	const pr_schema *s = n->schema;
+	if (n->n_args > s->n_args)
+		report(c, "E-ARITY", n, "%s passes %d arguments; expected at most %d (%s)",
+		       label(n, ln), n->n_args, s->n_args, s->text ? s->text : s->full_name);
+	for (int i = n->n_args; i < s->n_args; i++)
+		if (!s->args[i].default_value)
+			report(c, "E-ARITY", n, "%s is missing argument %d '%s', which has no "
+			       "default; expected %s", label(n, ln), i,
+			       s->args[i].name ? s->args[i].name : "?", s->args[i].type);
+	for (int i = 0; i < n->n_args && i < s->n_args; i++) {
+		arg_type t = parse_arg_type(s->args[i].type);
+		if (!arg_fits(&t, &n->args[i]))
+			report(c, "E-TYPE", n, "argument %d '%s' of %s is %s; expected %s",
+			       i, s->args[i].name ? s->args[i].name : "?", label(n, ln),
+			       arg_kind_str(&n->args[i]), s->args[i].type);
+	}
+}
+
+/* The result kind the schema gives; PR_TYPE_NONE also for "not checked". */
+static bool schema_result_kind(const pr_schema *s, pr_type_kind *out)
+{
+	if (s->n_returns == 0) {
+		*out = PR_TYPE_NONE;
+		return true;
+	}
+	if (s->returns_tuple || s->n_returns > 1) {
+		*out = PR_TYPE_TUPLE;
+		return true;
+	}
+	arg_type t = parse_arg_type(s->returns[0].type);
+	if (t.list || t.optional || (t.base != B_TENSOR && t.base != B_INT))
+		return false;
+	*out = t.base == B_TENSOR ? PR_TYPE_TENSOR : PR_TYPE_INT;
+	return true;
+}
+
+static void check_op_result(vctx *c, pr_node *n)
+{
+	char ln[LABEL_MAX];
+	const pr_schema *s = n->schema;
+	pr_type_kind want;
+	if (n->type.kind == PR_TYPE_NONE || !schema_result_kind(s, &want))
+		return;  /* a statement may drop any result */
+	if (want == PR_TYPE_NONE)
+		report(c, "E-TYPE", n, "%s has a result, but %s returns nothing; expected a "
+		       "statement without a result", label(n, ln), s->full_name);
+	else if (n->type.kind != want)
+		report(c, "E-TYPE", n, "%s is %s; expected %s, as %s returns", label(n, ln),
+		       type_kind_str(&n->type),
+		       want == PR_TYPE_TENSOR ? "a tensor" : want == PR_TYPE_INT ? "an int" : "a tuple",
+		       s->full_name);
+	else if (want == PR_TYPE_TUPLE && n->type.n_elems != s->n_returns)
+		report(c, "E-TYPE", n, "%s is a tuple of %d; expected %d elements, as %s returns",
+		       label(n, ln), n->type.n_elems, s->n_returns, s->full_name);
+}
+
+/* ---- placement ---------------------------------------------------------- */
+
+/* The spec of argument a when it reads a well-formed tensor value. */
+static pr_spec *arg_spec(pr_arg *a)
+{
+	if (a->kind != PR_ARG_VALUE || !a->u.value || a->u.value->type.kind != PR_TYPE_TENSOR)
+		return NULL;
+	return &a->u.value->type.tensor;
+}
+
+/* Every tensor n reads (list items included) must be on `want` (host when
+ * want_host), with `what` saying which rule asks. */
+static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool want_host,
+			   pr_device want, const char *what)
+{
+	char ln[LABEL_MAX], lv[LABEL_MAX], sp[SPEC_MAX], dw[PR_DEVICE_STR_MAX];
+	for (int i = 0; i < n_args; i++) {
+		if (args[i].kind == PR_ARG_LIST) {
+			check_reads_on(c, n, args[i].u.list.items, args[i].u.list.n, want_host,
+				       want, what);
+			continue;
+		}
+		pr_spec *s = arg_spec(&args[i]);
+		if (!s)
+			continue;
+		bool ok = want_host ? pr_device_is_host(s->device) : pr_device_equal(s->device, want);
+		if (ok)
+			continue;
+		pr_node *v = args[i].u.value;
+		report(c, "E-PLACEMENT", v, "%s reads %s (%s, %" PRId64 " bytes); %s, expected "
+		       "a tensor on %s", label(n, ln), label(v, lv), spec_str(s, sp),
+		       pr_spec_nbytes(s), what, want_host ? "the host" : pr_device_str(want, dw));
+	}
+}
+
+/* n's own tensor result(s) must be on the host (want_host) or on want. */
+static void check_result_on(vctx *c, pr_node *n, bool want_host, pr_device want,
+			    const char *what)
+{
+	char ln[LABEL_MAX], sp[SPEC_MAX], dw[PR_DEVICE_STR_MAX];
+	int count = n->type.kind == PR_TYPE_TENSOR ? 1 :
+		    n->type.kind == PR_TYPE_TUPLE ? n->type.n_elems : 0;
+	for (int i = 0; i < count; i++) {
+		pr_spec *s = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : &n->type.elems[i];
+		bool ok = want_host ? pr_device_is_host(s->device) : pr_device_equal(s->device, want);
+		if (ok)
+			continue;
+		report(c, "E-PLACEMENT", n, "%s%s is %s; %s, expected it on %s", label(n, ln),
+		       n->type.kind == PR_TYPE_TUPLE ? (i ? " (a later element)" : " (element 0)") : "",
+		       spec_str(s, sp), what, want_host ? "the host" : pr_device_str(want, dw));
+	}
+}
+
+static void check_op_placement(vctx *c, pr_node *n)
+{
+	const pr_schema *s = n->schema;
+	pr_device host = pr_device_host();
+	char ln[LABEL_MAX], lv[LABEL_MAX], sp[SPEC_MAX];
+	if (s->h2d || s->d2h) {
+		const char *rule = s->h2d ? "an h2d copy reads the host" : "a d2h copy reads a device";
+		for (int i = 0; i < n->n_args; i++) {
+			pr_spec *a = arg_spec(&n->args[i]);
+			if (!a || pr_device_is_host(a->device) == (bool)s->h2d)
+				continue;
+			report(c, "E-PLACEMENT", n->args[i].u.value, "%s reads %s (%s, %" PRId64
+			       " bytes); %s, expected a %s tensor", label(n, ln),
+			       label(n->args[i].u.value, lv), spec_str(a, sp), pr_spec_nbytes(a),
+			       rule, s->h2d ? "host" : "device");
+		}
+		pr_spec *r = pr_node_spec(n);
+		if (r && pr_device_is_host(r->device) == (bool)s->h2d)
+			report(c, "E-PLACEMENT", n, "%s is %s; %s, expected its result on %s",
+			       label(n, ln), spec_str(r, sp),
+			       s->h2d ? "an h2d copy produces a device tensor" :
+					"a d2h copy produces a host tensor",
+			       s->h2d ? "a device" : "the host");
+		return;
+	}
+	if (!s->shape_only)
+		check_reads_on(c, n, n->args, n->n_args, true, host,
+			       "a host op reads only host memory unless its schema is shape_only");
+}
+
+/* An in-place result has the spec of the tensor it writes. */
+static void check_inplace(vctx *c, pr_node *n)
+{
+	char ln[LABEL_MAX], lv[LABEL_MAX], s1[SPEC_MAX], s2[SPEC_MAX];
+	const pr_schema *s = n->schema;
+	int count = n->type.kind == PR_TYPE_TENSOR ? 1 :
+		    n->type.kind == PR_TYPE_TUPLE ? n->type.n_elems : 0;
+	for (int r = 0; r < count && r < s->n_returns; r++) {
+		int a = pr_schema_return_alias(s, r);
+		if (a < 0 || a >= n->n_args || !pr_schema_arg_writes(s, a))
+			continue;
+		pr_spec *w = arg_spec(&n->args[a]);
+		pr_spec *res = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : &n->type.elems[r];
+		if (!w || pr_spec_equal(res, w))
+			continue;
+		report(c, "E-PLACEMENT", n, "in-place result %s%s is %s but writes %s, which is %s; "
+		       "expected the same spec (dtype, shape, strides, device, memory) as the "
+		       "tensor it writes", label(n, ln), n->type.kind == PR_TYPE_TUPLE ? " (tuple)" : "",
+		       spec_str(res, s1), label(n->args[a].u.value, lv), spec_str(w, s2));
+	}
+}
+
+/* ---- node kinds --------------------------------------------------------- */
+
+static void check_op(vctx *c, pr_node *n)
+{
+	if (!n->schema) {
+		report(c, "E-STRUCTURE", n, "an op call without a schema; expected every op "
+		       "call to name a declared op");
+		return;
+	}
+	check_op_args(c, n);
+	check_op_result(c, n);
+	check_inplace(c, n);
+	if (!c->body)
+		check_op_placement(c, n);
+}
+
+static void check_getitem(vctx *c, pr_node *n)
+{
+	char ln[LABEL_MAX], lv[LABEL_MAX], s1[SPEC_MAX], s2[SPEC_MAX];
+	if (n->n_args != 1) {
+		report(c, "E-ARITY", n, "getitem %s has %d arguments; expected one tuple value",
+		       label(n, ln), n->n_args);
+		return;
+	}
+	pr_arg *a = &n->args[0];
+	if (a->kind != PR_ARG_VALUE || !a->u.value || a->u.value->type.kind != PR_TYPE_TUPLE) {
+		report(c, "E-GETITEM", n, "getitem %s reads %s; expected a tuple", label(n, ln),
+		       arg_kind_str(a));
+		return;
+	}
+	pr_node *t = a->u.value;
+	if (n->index < 0 || n->index >= t->type.n_elems) {
+		report(c, "E-GETITEM", n, "getitem %s reads element %" PRId64 " of %s, which has "
+		       "%d; expected an index from 0 to %d", label(n, ln), n->index,
+		       label(t, lv), t->type.n_elems, t->type.n_elems - 1);
+		return;
+	}
+	const pr_spec *e = &t->type.elems[n->index];
+	if (n->type.kind != PR_TYPE_TENSOR) {
+		report(c, "E-GETITEM", n, "getitem %s is %s; expected %s, element %" PRId64
+		       " of %s", label(n, ln), type_kind_str(&n->type), spec_str(e, s1),
+		       n->index, label(t, lv));
+		return;
+	}
+	if (!pr_spec_same_layout(&n->type.tensor, e))
+		report(c, "E-GETITEM", n, "getitem %s is %s; expected %s, element %" PRId64
+		       " of %s", label(n, ln), spec_str(&n->type.tensor, s1), spec_str(e, s2),
+		       n->index, label(t, lv));
+	else if (!c->body && !pr_device_equal(n->type.tensor.device, e->device))
+		report(c, "E-PLACEMENT", n, "getitem %s is %s but element %" PRId64 " of %s is "
+		       "%s; expected a getitem on the device of the element it reads",
+		       label(n, ln), spec_str(&n->type.tensor, s1), n->index, label(t, lv),
+		       spec_str(e, s2));
+}
+
+static dinfo *find_dinfo(vctx *c, const pr_delegate *d)
+{
+	int64_t i;
+	return ptrmap_get(&c->dmap, d, &i) ? &c->dinfos[i] : NULL;
+}
+
+static void check_delegate_args(vctx *c, pr_node *n, const dinfo *di)
+{
+	char ln[LABEL_MAX], s1[SPEC_MAX], s2[SPEC_MAX];
+	if (n->n_args != di->n_inputs)
+		report(c, "E-ARITY", n, "%s passes %d arguments; expected %d, the inputs of the "
+		       "body of @%s", label(n, ln), n->n_args, di->n_inputs, di->d->name);
+	for (int i = 0; i < n->n_args && i < di->n_inputs; i++) {
+		pr_arg *a = &n->args[i];
+		const pr_type *want = &di->inputs[i]->type;
+		if (a->kind != PR_ARG_VALUE || !a->u.value || a->u.value->type.kind != want->kind) {
+			report(c, "E-TYPE", n, "argument %d of %s is %s; expected %s, like input %d "
+			       "of @%s", i, label(n, ln), arg_kind_str(a), type_kind_str(want), i,
+			       di->d->name);
+			continue;
+		}
+		if (want->kind == PR_TYPE_TENSOR &&
+		    !same_dtype_shape(&a->u.value->type.tensor, &want->tensor))
+			report(c, "E-TYPE", n, "argument %d of %s is %s; expected the dtype and "
+			       "shape of input %d of @%s, %s", i, label(n, ln),
+			       spec_str(&a->u.value->type.tensor, s1), i, di->d->name,
+			       spec_str(&want->tensor, s2));
+	}
+}
+
+/* Does result spec r match returned value v (dtype and shape)? */
+static bool returned_fits(const pr_spec *r, pr_arg *ret_arg)
+{
+	pr_spec *v = arg_spec(ret_arg);
+	return v && same_dtype_shape(r, v);
+}
+
+static void check_delegate_result(vctx *c, pr_node *n, const dinfo *di)
+{
+	char ln[LABEL_MAX];
+	int rn = di->ret ? di->ret->n_args : 0;
+	bool ok;
+	switch (n->type.kind) {
+	case PR_TYPE_NONE:
+		ok = rn == 0;
+		break;
+	case PR_TYPE_TENSOR:
+		ok = rn == 1 && returned_fits(&n->type.tensor, &di->ret->args[0]);
+		break;
+	case PR_TYPE_TUPLE:
+		ok = n->type.n_elems == rn;
+		for (int i = 0; ok && i < rn; i++)
+			ok = returned_fits(&n->type.elems[i], &di->ret->args[i]);
+		break;
+	default:
+		ok = rn == 1 && value_is(&di->ret->args[0], PR_TYPE_INT);
+		break;
+	}
+	if (ok)
+		return;
+	const char *want = rn == 0 ? "no result" :
+			   rn == 1 ? "one tensor, or a tuple of one, with the dtype and shape it returns" :
+				     "a tuple with the dtypes and shapes it returns";
+	if (n->type.kind == PR_TYPE_TUPLE)
+		report(c, "E-DELEGATE", n, "%s is a tuple of %d, but the body of @%s returns %d "
+		       "value%s; expected %s", label(n, ln), n->type.n_elems, di->d->name, rn,
+		       rn == 1 ? "" : "s", want);
+	else
+		report(c, "E-DELEGATE", n, "%s is %s, but the body of @%s returns %d value%s; "
+		       "expected %s", label(n, ln), type_kind_str(&n->type), di->d->name, rn,
+		       rn == 1 ? "" : "s", want);
+}
+
+static void check_delegate_placement(vctx *c, pr_node *n, const dinfo *di)
+{
+	if (!di->device_known)
+		return;  /* an unknown target_device is B5's error, not a placement fact */
+	bool host = pr_device_is_host(di->device);
+	check_reads_on(c, n, n->args, n->n_args, host, di->device,
+		       host ? "a host delegate reads only host memory" :
+			      "a device delegate reads only its own device's memory");
+	check_result_on(c, n, host, di->device,
+			host ? "a host delegate produces host tensors" :
+			       "a device delegate's results are on its device");
+}
+
+static void check_delegate_call(vctx *c, pr_node *n)
+{
+	char ln[LABEL_MAX];
+	dinfo *di = n->delegate ? find_dinfo(c, n->delegate) : NULL;
+	if (!di) {
+		report(c, "E-DELEGATE", n, "%s names %s; expected a delegate defined in the "
+		       "program", label(n, ln), n->delegate ? "a delegate the program does not "
+		       "hold" : "no delegate");
+		return;
+	}
+	check_delegate_args(c, n, di);
+	check_delegate_result(c, n, di);
+	if (!c->body)
+		check_delegate_placement(c, n, di);
+}
+
+static void check_input(vctx *c, pr_node *n)
+{
+	char ln[LABEL_MAX], le[LABEL_MAX];
+	if (n->n_args)
+		report(c, "E-ARITY", n, "input %s has %d arguments; expected none", label(n, ln),
+		       n->n_args);
+	bool positional = n->input_kind == PR_INPUT_POSITIONAL;
+	if (c->body && !positional)
+		report(c, "E-INPUT", n, "input %s of delegate @%s has a kind; expected a plain "
+		       "positional `input` in a delegate body", label(n, ln), c->g->name);
+	else if (!c->body && positional)
+		report(c, "E-INPUT", n, "input %s of method @%s is positional; expected user, "
+		       "parameter, buffer or constant", label(n, ln), c->g->name);
+	if (!n->input_name || c->body)
+		return;
+	named_input *e;
+	HASH_FIND_STR(c->inputs, n->input_name, e);
+	if (e) {
+		report(c, "E-INPUT", n, "input %s is named \"%s\", like %s; expected unique "
+		       "input names", label(n, ln), n->input_name, label(e->node, le));
+		return;
+	}
+	e = &c->input_store[c->n_input_store++];
+	e->key = n->input_name;
+	e->node = n;
+	HASH_ADD_KEYPTR(hh, c->inputs, e->key, strlen(e->key), e);
+}
+
+static void check_writeback(vctx *c, pr_node *ret, int i)
+{
+	char lv[LABEL_MAX], lt[LABEL_MAX], s1[SPEC_MAX], s2[SPEC_MAX];
+	const pr_writeback *wb = &ret->writebacks[i];
+	bool buffer = wb->kind == PR_WRITEBACK_BUFFER;
+	const char *kw = buffer ? "buffer" : "input";
+	if (c->body) {
+		report(c, "E-WRITEBACK", ret, "return value %d of delegate @%s is written back "
+		       "(-> %s \"%s\"); expected no write-back in a delegate body", i, c->g->name,
+		       kw, wb->target ? wb->target : "");
+		return;
+	}
+	named_input *e = NULL;
+	if (wb->target)
+		HASH_FIND_STR(c->inputs, wb->target, e);
+	pr_input_kind want = buffer ? PR_INPUT_BUFFER : PR_INPUT_USER;
+	if (!e || e->node->input_kind != want) {
+		report(c, "E-WRITEBACK", ret, "return value %d is written back to %s \"%s\", %s; "
+		       "expected the name of a %s input of @%s", i, kw, wb->target ? wb->target : "",
+		       e ? "which is an input of another kind" : "which names no input",
+		       buffer ? "buffer" : "user", c->g->name);
+		return;
+	}
+	pr_spec *v = arg_spec(&ret->args[i]);
+	pr_spec *t = pr_node_spec(e->node);
+	if (v && t && !same_dtype_shape(v, t))
+		report(c, "E-WRITEBACK", ret, "return value %d, %s (%s), is written back to %s "
+		       "\"%s\" (%s, %s); expected the same dtype and shape", i,
+		       label(ret->args[i].u.value, lv), spec_str(v, s1), kw, wb->target,
+		       label(e->node, lt), spec_str(t, s2));
+}
+
+static void check_return(vctx *c, pr_node *n)
+{
+	char ln[LABEL_MAX];
+	if (++c->n_returns > 1)
+		report(c, "E-RETURN", n, "@%s has a second return; expected exactly one",
+		       c->g->name);
+	if (n != c->g->last)
+		report(c, "E-RETURN", n, "the return of @%s is followed by %s; expected the "
+		       "return to be the last node", c->g->name, label(n->next, ln));
+	for (int i = 0; i < n->n_args; i++)
+		if (n->args[i].kind != PR_ARG_VALUE)
+			report(c, "E-RETURN", n, "return value %d of @%s is %s; expected a value",
+			       i, c->g->name, arg_kind_str(&n->args[i]));
+	if (!n->writebacks)
+		return;
+	for (int i = 0; i < n->n_args; i++)
+		if (n->writebacks[i].kind != PR_WRITEBACK_NONE)
+			check_writeback(c, n, i);
+}
+
+static void check_node(vctx *c, pr_node *n)
+{
+	record_uses(c, n);
+	/* A node that reads an undefined value is reported once, for that: its
+	 * other checks would only repeat it. The return is still counted. */
+	if (check_arg_values(c, n, n->args, n->n_args) && n->kind != PR_NODE_RETURN)
+		return;
+	switch (n->kind) {
+	case PR_NODE_INPUT: check_input(c, n); break;
+	case PR_NODE_OP: check_op(c, n); break;
+	case PR_NODE_DELEGATE: check_delegate_call(c, n); break;
+	case PR_NODE_GETITEM: check_getitem(c, n); break;
+	case PR_NODE_RETURN: check_return(c, n); break;
+	default:
+		report(c, "E-STRUCTURE", n, "a node of unknown kind %d", (int)n->kind);
+	}
+}
+
+/* ---- graphs ------------------------------------------------------------- */
+
+/* Links, owner and order: what the rest relies on. Returns the node count, or
+ * -1 when the list cannot be walked safely (then nothing else is checked). */
+static int64_t check_links(vctx *c, pr_graph *g)
+{
+	int64_t count = 0, inputs = 0;
+	const pr_node *prev = NULL;
+	if (g->order_stale)
+		pr_graph_renumber(g);
+	for (pr_node *n = g->first; n; prev = n, n = n->next) {
+		if (++count > g->n_nodes || n->prev != prev || n->graph != g) {
+			report(c, "E-STRUCTURE", n, "the node list of @%s is broken at this node "
+			       "(a wrong prev link, owner graph or node count); expected a "
+			       "doubly linked list of %" PRId64 " nodes", g->name, g->n_nodes);
+			return -1;
+		}
+		if (prev && prev->order >= n->order) {
+			report(c, "E-STRUCTURE", n, "graph order does not increase at this node in "
+			       "@%s; expected increasing order numbers", g->name);
+			return -1;
+		}
+		inputs += n->kind == PR_NODE_INPUT;
+	}
+	if (prev != g->last || count != g->n_nodes) {
+		report(c, "E-STRUCTURE", NULL, "@%s lists %" PRId64 " nodes ending at %s but says "
+		       "%" PRId64 "; expected the list, its last node and its count to agree",
+		       g->name, count, prev && prev->name ? prev->name : "?", g->n_nodes);
+		return -1;
+	}
+	return inputs;
+}
+
+static void check_graph(vctx *c, pr_graph *g, bool body)
+{
+	c->g = g;
+	c->body = body;
+	c->n_returns = 0;
+	c->inputs = NULL;
+	int64_t inputs = check_links(c, g);
+	if (inputs < 0)
+		return;
+	c->input_store = inputs ? pr_xcalloc((size_t)inputs, sizeof *c->input_store) : NULL;
+	c->n_input_store = 0;
+	pr_graph_for_each(g, n)
+		check_node(c, n);
+	if (!c->n_returns)
+		report(c, "E-RETURN", g->last, "@%s has no return; expected exactly one, as "
+		       "its last node", g->name);
+	HASH_CLEAR(hh, c->inputs);
+	free(c->input_store);
+	c->input_store = NULL;
+	ptrmap_free(&c->uses);
+}
+
+/* ---- delegates ---------------------------------------------------------- */
+
+static void build_dinfo(vctx *c, int i)
+{
+	dinfo *di = &c->dinfos[i];
+	pr_delegate *d = c->p->delegates[i];
+	di->d = d;
+	di->device = pr_device_host();
+	const char *td = pr_delegate_spec(d, "target_device");
+	di->device_known = !td || pr_device_parse(td, strlen(td), &di->device);
+	ptrmap_put(&c->dmap, d, i);
+	if (!d->body)
+		return;
+	int64_t n_in = 0;
+	pr_graph_for_each(d->body, n) {
+		n_in += n->kind == PR_NODE_INPUT;
+		if (n->kind == PR_NODE_RETURN && !di->ret)
+			di->ret = n;
+	}
+	di->inputs = n_in ? pr_xcalloc((size_t)n_in, sizeof *di->inputs) : NULL;
+	pr_graph_for_each(d->body, n)
+		if (n->kind == PR_NODE_INPUT)
+			di->inputs[di->n_inputs++] = n;
+}
+
+int pr_verify(pr_program *p, pr_diags *diags, const char *pass_name)
+{
+	vctx c = {.p = p, .diags = diags, .pass = pass_name ? pass_name : "verifier"};
+	c.dinfos = p->n_delegates ? pr_xcalloc((size_t)p->n_delegates, sizeof *c.dinfos) : NULL;
+	for (int i = 0; i < p->n_delegates; i++)
+		build_dinfo(&c, i);
+	for (int i = 0; i < p->n_delegates; i++) {
+		pr_delegate *d = p->delegates[i];
+		if (d->body) {
+			check_graph(&c, d->body, true);
+			continue;
+		}
+		c.g = NULL;
+		report(&c, "E-STRUCTURE", NULL, "delegate @%s has no body; expected a graph",
+		       d->name);
+	}
+	for (int i = 0; i < p->n_methods; i++)
+		check_graph(&c, p->methods[i], false);
+	for (int i = 0; i < p->n_delegates; i++)
+		free(c.dinfos[i].inputs);
+	free(c.dinfos);
+	ptrmap_free(&c.dmap);
+	return c.errors;
+}
