@@ -31,6 +31,69 @@ int pr_plan_usage(pr_graph *g, pr_arena_usage **out);
  * diags and returns how many. */
 int pr_plan_check(pr_program *p, pr_diags *diags, const char *pass_name);
 
+/* ---- lifetimes (added by the memory engineer, issue 5) ------------------
+ *
+ * A storage class is one tensor and everything that shares its memory: the
+ * results of in-place ops on it, views of it (a return aliasing an argument,
+ * with or without '!'), and getitems of it when it is a tuple element (a
+ * delegate's or op's outputs are the tensors; getitem is the element itself).
+ * Positions are node indexes in graph order (0 .. n_positions-1; the return
+ * node is last). A class lives from its first definition to its last reader,
+ * inclusive; the return node reads the method outputs, so they live to the
+ * end. Inputs of every kind live from position 0 (the caller's data is there
+ * before the first node runs). Two kinds live for the whole method:
+ *   - mutable buffers (a buffer with a `-> buffer "NAME"` write-back): they hold
+ *     state between calls, so they are planned like ExecuTorch plans them, in
+ *     the arena of their device, for the whole method, their data being the
+ *     memory's initial value;
+ *   - device-resident constants (F10): a parameter/buffer/constant whose spec
+ *     device is not the host; the runtime copies them once at load.
+ * Other constants (on the host) are never planned: they point at the
+ * program's data. */
+
+enum {
+	PR_CLASS_USER_INPUT = 1u << 0,  /* a member is a method input (kind user) */
+	PR_CLASS_OUTPUT = 1u << 1,      /* a member is returned as a method output */
+	PR_CLASS_CONSTANT = 1u << 2,    /* the base is a parameter/buffer/constant, not mutable */
+	PR_CLASS_MUTABLE = 1u << 3,     /* the base is a mutable buffer */
+	PR_CLASS_WHOLE = 1u << 4,       /* lives for the whole method (see above) */
+	PR_CLASS_WRITEBACK = 1u << 5,   /* a member is written back to a buffer or input */
+};
+
+typedef struct pr_plan_class {
+	pr_node *node;       /* the base's node */
+	int elem;            /* its tuple element, or -1 */
+	pr_spec *spec;       /* the base's spec: where the plan is read from */
+	pr_device device;    /* the base's device; the host is always "cpu" */
+	int64_t bytes;       /* storage bytes, the largest over the members */
+	int64_t start, end;  /* positions, inclusive */
+	unsigned flags;      /* PR_CLASS_* */
+} pr_plan_class;
+
+typedef struct pr_plan_value {
+	pr_node *node;
+	int elem;            /* tuple element, or -1 for a tensor node */
+	pr_spec *spec;
+	int64_t cls;         /* index into classes */
+} pr_plan_value;
+
+typedef struct pr_lifetimes {
+	int64_t n_positions;     /* nodes in the graph */
+	int64_t n_values;
+	pr_plan_value *values;   /* every tensor value, in graph order */
+	int64_t n_classes;
+	pr_plan_class *classes;  /* in order of their base's definition */
+} pr_lifetimes;
+
+/* Computes the storage classes of method g. Borrows node->scratch while it
+ * runs and restores it before returning. */
+pr_lifetimes *pr_lifetimes_compute(pr_graph *g);
+void pr_lifetimes_free(pr_lifetimes *lt);
+/* May the class get planned memory at all? Host constants may not. */
+bool pr_plan_class_plannable(const pr_plan_class *c);
+/* "x", or "d[1]" for element 1 of tuple %d; into buf of at least 128 bytes. */
+const char *pr_plan_value_name(const pr_node *n, int elem, char *buf, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif
