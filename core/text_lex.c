@@ -1,0 +1,377 @@
+/* text_lex.c: the scanner of the text format (.pg) and its error messages.
+ *
+ * There is no token stream: the parser asks for what it expects next, at the
+ * cursor. Statements end at a newline; blanks are spaces, tabs and carriage
+ * returns; '#' starts a comment that runs to the end of the line. Errors are
+ * "FILE:LINE:COL: expected X, found Y", where Y describes what is at the
+ * cursor (a word, a character, "end of line", "end of file"). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passrun/error.h"
+#include "text_lex.h"
+
+uint32_t tp_col(const tp *p, size_t pos)
+{
+	uint32_t col = 1;
+	for (size_t i = p->line_start; i < pos && i < p->n; i++)
+		if (((unsigned char)p->s[i] & 0xC0) != 0x80)
+			col++;
+	return col;
+}
+
+static bool tp_verror(tp *p, uint32_t line, uint32_t col, const char *fmt, va_list ap)
+{
+	if (p->err)
+		return false;
+	char msg[1024];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	p->err = pr_err_new("%s:%u:%u: %s", p->file, line, col, msg);
+	return false;
+}
+
+bool tp_error_at(tp *p, size_t pos, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	tp_verror(p, p->line, tp_col(p, pos), fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+bool tp_error_line(tp *p, uint32_t line, uint32_t col, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	tp_verror(p, line, col, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+static bool is_word_char(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* What is at pos, for "found ...". */
+static void describe(const tp *p, size_t pos, char *buf, size_t cap)
+{
+	if (pos >= p->n) {
+		snprintf(buf, cap, "end of file");
+		return;
+	}
+	unsigned char c = (unsigned char)p->s[pos];
+	if (c == '\n' || c == '#') {
+		snprintf(buf, cap, "end of line");
+		return;
+	}
+	if (c == '"') {
+		snprintf(buf, cap, "a string");
+		return;
+	}
+	size_t e = pos;
+	if (c == '%' || c == '@' || c == '-')
+		e++;
+	while (e < p->n && e - pos < 32 && (is_word_char((unsigned char)p->s[e]) || p->s[e] == '.'))
+		e++;
+	if (e == pos || (e == pos + 1 && !is_word_char(c))) {
+		e = pos + 1;
+		while (e < p->n && ((unsigned char)p->s[e] & 0xC0) == 0x80)
+			e++;
+	}
+	if (e - pos == 32)
+		snprintf(buf, cap, "'%.*s...'", (int)(e - pos), p->s + pos);
+	else
+		snprintf(buf, cap, "'%.*s'", (int)(e - pos), p->s + pos);
+}
+
+bool tp_expected(tp *p, size_t pos, const char *what)
+{
+	char found[64];
+	describe(p, pos, found, sizeof found);
+	return tp_error_at(p, pos, "expected %s, found %s", what, found);
+}
+
+void tp_ws(tp *p)
+{
+	while (p->pos < p->n) {
+		char c = p->s[p->pos];
+		if (c == ' ' || c == '\t' || c == '\r') {
+			p->pos++;
+		} else if (c == '#') {
+			const char *nl = memchr(p->s + p->pos, '\n', p->n - p->pos);
+			p->pos = nl ? (size_t)(nl - p->s) : p->n;
+		} else {
+			break;
+		}
+	}
+}
+
+int tp_peek(tp *p)
+{
+	tp_ws(p);
+	return p->pos < p->n ? (unsigned char)p->s[p->pos] : -1;
+}
+
+bool tp_accept(tp *p, char c)
+{
+	if (tp_peek(p) == (unsigned char)c) {
+		p->pos++;
+		return true;
+	}
+	return false;
+}
+
+bool tp_expect(tp *p, char c, const char *what)
+{
+	if (tp_accept(p, c))
+		return true;
+	return tp_expected(p, p->pos, what);
+}
+
+bool tp_at_eol(tp *p)
+{
+	int c = tp_peek(p);
+	return c < 0 || c == '\n';
+}
+
+static void tp_newline(tp *p)
+{
+	p->pos++;
+	p->line++;
+	p->line_start = p->pos;
+}
+
+bool tp_end_stmt(tp *p, const char *after)
+{
+	int c = tp_peek(p);
+	if (c == '\n') {
+		tp_newline(p);
+		return true;
+	}
+	if (c < 0)
+		return true;
+	char what[128];
+	snprintf(what, sizeof what, "end of line after %s", after);
+	return tp_expected(p, p->pos, what);
+}
+
+void tp_skip_blank_lines(tp *p)
+{
+	while (tp_peek(p) == '\n')
+		tp_newline(p);
+}
+
+size_t tp_word(tp *p, const char **start)
+{
+	tp_ws(p);
+	*start = p->s + p->pos;
+	if (p->pos >= p->n)
+		return 0;
+	unsigned char c = (unsigned char)p->s[p->pos];
+	if (!is_word_char(c) || (c >= '0' && c <= '9'))
+		return 0;
+	size_t b = p->pos;
+	while (p->pos < p->n && is_word_char((unsigned char)p->s[p->pos]))
+		p->pos++;
+	return p->pos - b;
+}
+
+bool tp_word_is(const char *w, size_t k, const char *lit)
+{
+	return strlen(lit) == k && memcmp(w, lit, k) == 0;
+}
+
+bool tp_name(tp *p, const char *what)
+{
+	size_t b = p->pos;
+	while (p->pos < p->n && (is_word_char((unsigned char)p->s[p->pos]) || p->s[p->pos] == '.'))
+		p->pos++;
+	if (p->pos == b)
+		return tp_expected(p, b, what);
+	p->scratch.len = 0;
+	pr_strbuf_add(&p->scratch, p->s + b, p->pos - b);
+	return true;
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* One escape after '\\'; appends the byte to b. */
+static bool tp_escape(tp *p, pr_strbuf *b)
+{
+	size_t at = p->pos - 1;
+	int c = p->pos < p->n ? (unsigned char)p->s[p->pos] : -1;
+	switch (c) {
+	case '"': pr_strbuf_putc(b, '"'); break;
+	case '\\': pr_strbuf_putc(b, '\\'); break;
+	case 'n': pr_strbuf_putc(b, '\n'); break;
+	case 't': pr_strbuf_putc(b, '\t'); break;
+	case 'x': {
+		int hi = p->pos + 1 < p->n ? hexval((unsigned char)p->s[p->pos + 1]) : -1;
+		int lo = p->pos + 2 < p->n ? hexval((unsigned char)p->s[p->pos + 2]) : -1;
+		if (hi < 0 || lo < 0)
+			return tp_error_at(p, at, "expected two hex digits after '\\x' in a string");
+		if (hi == 0 && lo == 0)
+			return tp_error_at(p, at, "expected a non-NUL byte: '\\x00' is not allowed in a string");
+		pr_strbuf_putc(b, (char)(hi * 16 + lo));
+		p->pos += 2;
+		break;
+	}
+	default:
+		return tp_error_at(p, at, "expected an escape (\\\" \\\\ \\n \\t or \\xHH) after '\\' in a string");
+	}
+	p->pos++;
+	return true;
+}
+
+bool tp_string(tp *p, char **out)
+{
+	size_t open = p->pos;
+	if (!tp_expect(p, '"', "a string (\"...\")"))
+		return false;
+	pr_strbuf b;
+	pr_strbuf_init(&b);
+	pr_strbuf_add(&b, "", 0);
+	for (;;) {
+		if (p->pos >= p->n || p->s[p->pos] == '\n') {
+			pr_strbuf_free(&b);
+			return tp_error_at(p, open, "unterminated string: expected '\"' before the end of the line");
+		}
+		unsigned char c = (unsigned char)p->s[p->pos];
+		if (c == '"')
+			break;
+		if (c == '\\') {
+			p->pos++;
+			if (!tp_escape(p, &b)) {
+				pr_strbuf_free(&b);
+				return false;
+			}
+			continue;
+		}
+		if (c < 0x20 || c == 0x7f) {
+			pr_strbuf_free(&b);
+			return tp_error_at(p, p->pos, "expected a printable character in a string "
+				"(write control byte 0x%02x as \\x%02x)", c, c);
+		}
+		pr_strbuf_putc(&b, (char)c);
+		p->pos++;
+	}
+	p->pos++;
+	*out = pr_strbuf_take(&b);
+	pr_strbuf_free(&b);
+	return true;
+}
+
+bool tp_looks_numeric(tp *p)
+{
+	int c = tp_peek(p);
+	if (c == '-' || c == '+')
+		c = p->pos + 1 < p->n ? (unsigned char)p->s[p->pos + 1] : -1;
+	if (c == '.')
+		c = p->pos + 2 < p->n ? (unsigned char)p->s[p->pos + 2] : -1;
+	return c >= '0' && c <= '9';
+}
+
+static bool tp_special_float(tp *p, double *f)
+{
+	size_t b = p->pos;
+	bool neg = false;
+	if (p->pos < p->n && (p->s[p->pos] == '-' || p->s[p->pos] == '+')) {
+		neg = p->s[p->pos] == '-';
+		p->pos++;
+	}
+	const char *w;
+	size_t k = tp_word(p, &w);
+	if (tp_word_is(w, k, "inf")) {
+		*f = neg ? -__builtin_inf() : __builtin_inf();
+		return true;
+	}
+	if (tp_word_is(w, k, "nan")) {
+		*f = neg ? -__builtin_nan("") : __builtin_nan("");
+		return true;
+	}
+	p->pos = b;
+	return false;
+}
+
+/* [+-]digits[.digits][e[+-]digits], or [+-]inf / [+-]nan. */
+bool tp_number(tp *p, bool *is_float, int64_t *i, double *f)
+{
+	tp_ws(p);
+	size_t b = p->pos;
+	if (tp_special_float(p, f)) {
+		*is_float = true;
+		return true;
+	}
+	size_t e = b;
+	if (e < p->n && (p->s[e] == '-' || p->s[e] == '+'))
+		e++;
+	size_t digits = 0;
+	while (e < p->n && p->s[e] >= '0' && p->s[e] <= '9')
+		e++, digits++;
+	*is_float = false;
+	if (e < p->n && p->s[e] == '.') {
+		*is_float = true;
+		e++;
+		while (e < p->n && p->s[e] >= '0' && p->s[e] <= '9')
+			e++, digits++;
+	}
+	if (!digits)
+		return tp_expected(p, b, "a number");
+	if (e < p->n && (p->s[e] == 'e' || p->s[e] == 'E')) {
+		size_t x = e + 1;
+		if (x < p->n && (p->s[x] == '-' || p->s[x] == '+'))
+			x++;
+		if (x >= p->n || p->s[x] < '0' || p->s[x] > '9')
+			return tp_expected(p, x, "digits in the exponent");
+		while (x < p->n && p->s[x] >= '0' && p->s[x] <= '9')
+			x++;
+		e = x;
+		*is_float = true;
+	}
+	if (e < p->n && (is_word_char((unsigned char)p->s[e]) || p->s[e] == '.'))
+		return tp_expected(p, b, "a number");
+	char tmp[400];
+	if (e - b >= sizeof tmp)
+		return tp_error_at(p, b, "expected a number of at most %zu characters", sizeof tmp - 1);
+	memcpy(tmp, p->s + b, e - b);
+	tmp[e - b] = 0;
+	errno = 0;
+	if (*is_float) {
+		*f = strtod(tmp, NULL);
+	} else {
+		long long v = strtoll(tmp, NULL, 10);
+		if (errno == ERANGE)
+			return tp_error_at(p, b, "expected an integer that fits in 64 bits, found '%s'", tmp);
+		*i = v;
+	}
+	p->pos = e;
+	return true;
+}
+
+bool tp_int(tp *p, const char *what, int64_t *out)
+{
+	tp_ws(p);
+	size_t b = p->pos;
+	bool is_float;
+	double f;
+	if (!tp_looks_numeric(p))
+		return tp_expected(p, b, what);
+	if (!tp_number(p, &is_float, out, &f))
+		return false;
+	if (is_float)
+		return tp_expected(p, b, what);
+	return true;
+}

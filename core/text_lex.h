@@ -1,0 +1,78 @@
+/* text_lex.h: private to the text parser (core/text_*.c).
+ *
+ * The parser reads the buffer in place: a cursor (pos), the current line and
+ * where it starts. Columns are computed only when an error needs one: they
+ * count characters (UTF-8 code points) from 1, so that a caret under a
+ * non-ASCII name still lands right. Every function that can fail returns
+ * false after storing the first error in tp->err; later errors are dropped. */
+#ifndef PASSRUN_TEXT_LEX_H
+#define PASSRUN_TEXT_LEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "passrun/program.h"
+#include "passrun/strbuf.h"
+
+#define TP_MAX_LIST_DEPTH 32
+
+typedef enum tp_pending_kind { TP_PEND_OP, TP_PEND_DELEGATE, TP_PEND_BLOB } tp_pending_kind;
+
+/* A name used before (or without) its definition, resolved at the end. */
+typedef struct tp_pending {
+	tp_pending_kind kind;
+	pr_node *node;
+	char *name;
+	uint32_t line, col;
+} tp_pending;
+
+typedef struct tp_seen tp_seen;
+
+typedef struct tp {
+	const char *file;
+	const char *s;
+	size_t n, pos;
+	uint32_t line;        /* 1-based line of pos */
+	size_t line_start;    /* offset where that line starts */
+	pr_program *prog;
+	pr_err *err;
+	tp_pending *pend;
+	size_t n_pend, cap_pend;
+	tp_seen *seen;        /* top-level names -> the line that defined them */
+	pr_strbuf scratch;    /* a NUL-terminated copy of the last name read */
+	int depth;            /* list nesting */
+} tp;
+
+/* Errors. */
+uint32_t tp_col(const tp *p, size_t pos);
+bool tp_error_at(tp *p, size_t pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool tp_error_line(tp *p, uint32_t line, uint32_t col, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+bool tp_expected(tp *p, size_t pos, const char *what);
+
+/* Scanning. tp_ws skips blanks and a comment, never the newline. */
+void tp_ws(tp *p);
+int tp_peek(tp *p);                     /* after tp_ws; -1 at the end */
+bool tp_accept(tp *p, char c);          /* after tp_ws */
+bool tp_expect(tp *p, char c, const char *what);
+bool tp_at_eol(tp *p);
+bool tp_end_stmt(tp *p, const char *after);
+void tp_skip_blank_lines(tp *p);
+/* An identifier [A-Za-z_][A-Za-z0-9_]*: its length, 0 if none (no error). */
+size_t tp_word(tp *p, const char **start);
+bool tp_word_is(const char *w, size_t k, const char *lit);
+/* A name after '%' or '@' ([A-Za-z0-9_.]+), copied into p->scratch. */
+bool tp_name(tp *p, const char *what);
+/* A double-quoted string with escapes; malloc'd into *out. */
+bool tp_string(tp *p, char **out);
+/* Numbers. tp_number sets *is_float and one of *i / *f. */
+bool tp_number(tp *p, bool *is_float, int64_t *i, double *f);
+bool tp_int(tp *p, const char *what, int64_t *out);
+bool tp_looks_numeric(tp *p);
+
+/* text_parse_type.c */
+bool tp_type(tp *p, pr_type *out);
+void tp_type_clear(pr_type *t);
+
+#endif

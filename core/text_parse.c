@@ -1,0 +1,936 @@
+/* text_parse.c: the text format (.pg) parser; grammar in docs/text-format.md.
+ *
+ * One pass over the buffer, statement by statement, building the program
+ * through the program.h API so that use lists and name indexes are right from
+ * the start. The file is first checked to be UTF-8 (and free of NUL bytes) as a
+ * whole, so the scanner can then count columns in code points.
+ *
+ * Inside a graph a value must be defined before it is used: a use looks the
+ * name up in the graph's hashed name index (pr_graph_find), which keeps a
+ * million-node program linear. Names that may legitimately come later (a
+ * delegate defined after the method that calls it, an op or blob declared
+ * further down) are resolved at the end from a list of pending uses, so their
+ * errors still point at the use. The parser checks op arity only loosely (not
+ * too many arguments, none missing that has no default); types are the
+ * verifier's business. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <uthash.h>
+
+#include "passrun/format.h"
+#include "text_lex.h"
+
+/* A top-level name (op, blob, delegate, method) and the line defining it. */
+struct tp_seen {
+	char *key;            /* kind letter + name */
+	uint32_t line;
+	UT_hash_handle hh;
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+/* Returns the line that first defined (kind, name), or records this one and
+ * returns 0. */
+static uint32_t tp_seen_add(tp *p, char kind, const char *name, uint32_t line)
+{
+	char *key = pr_xasprintf("%c%s", kind, name);
+	tp_seen *e;
+	HASH_FIND_STR(p->seen, key, e);
+	if (e) {
+		free(key);
+		return e->line;
+	}
+	e = pr_xcalloc(1, sizeof *e);
+	e->key = key;
+	e->line = line;
+	HASH_ADD_KEYPTR(hh, p->seen, e->key, strlen(e->key), e);
+	return 0;
+}
+
+static void tp_seen_free(tp *p)
+{
+	tp_seen *e, *tmp;
+	HASH_ITER(hh, p->seen, e, tmp) {
+		HASH_DEL(p->seen, e);
+		free(e->key);
+		free(e);
+	}
+}
+
+static void tp_pend(tp *p, tp_pending_kind kind, pr_node *n, const char *name, size_t at)
+{
+	if (p->n_pend == p->cap_pend) {
+		p->cap_pend = p->cap_pend ? p->cap_pend * 2 : 64;
+		p->pend = pr_xrealloc(p->pend, p->cap_pend * sizeof *p->pend);
+	}
+	p->pend[p->n_pend++] = (tp_pending){ kind, n, pr_xstrdup(name), p->line, tp_col(p, at) };
+}
+
+/* A word that is a keyword, not the namespace of an op name. */
+static bool tp_keyword(tp *p, const char *w, size_t k, const char *kw)
+{
+	return tp_word_is(w, k, kw) && !(p->pos + 1 < p->n && p->s[p->pos] == ':' && p->s[p->pos + 1] == ':');
+}
+
+static void tp_args_free(pr_arg *a, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (a[i].kind == PR_ARG_STRING)
+			free(a[i].u.s);
+		else if (a[i].kind == PR_ARG_LIST)
+			tp_args_free(a[i].u.list.items, a[i].u.list.n);
+	}
+	free(a);
+}
+
+/* ---- arguments -------------------------------------------------------- */
+
+typedef struct tp_args {
+	pr_arg *v;
+	int n, cap;
+} tp_args;
+
+static pr_arg *tp_args_push(tp_args *a)
+{
+	if (a->n == a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 4;
+		a->v = pr_xrealloc(a->v, (size_t)a->cap * sizeof *a->v);
+	}
+	pr_arg *x = &a->v[a->n++];
+	memset(x, 0, sizeof *x);
+	return x;
+}
+
+/* '%' NAME: the value it names, which must be defined earlier in g. */
+static pr_node *tp_value_ref(tp *p, pr_graph *g)
+{
+	size_t at = (tp_ws(p), p->pos);
+	if (!tp_expect(p, '%', "a value (%name)") || !tp_name(p, "a value name after '%'"))
+		return NULL;
+	pr_node *v = pr_graph_find(g, p->scratch.data);
+	if (!v)
+		tp_error_at(p, at, "undefined value '%%%s': expected a value defined earlier in '@%s'",
+			    p->scratch.data, g->name);
+	return v;
+}
+
+static bool tp_arg(tp *p, pr_graph *g, pr_arg *a);
+
+/* '[' [ARG {',' ARG}] ']'; the '[' is consumed. */
+static bool tp_list(tp *p, pr_graph *g, pr_arg *a, size_t at)
+{
+	if (++p->depth > TP_MAX_LIST_DEPTH)
+		return tp_error_at(p, at, "expected lists nested at most %d deep, found deeper nesting",
+				   TP_MAX_LIST_DEPTH);
+	tp_args items = {0};
+	bool ok = true;
+	a->kind = PR_ARG_LIST;
+	if (!tp_accept(p, ']')) {
+		do
+			ok = tp_arg(p, g, tp_args_push(&items));
+		while (ok && tp_accept(p, ','));
+		ok = ok && tp_expect(p, ']', "',' or ']' in a list");
+	}
+	a->u.list.n = items.n;
+	a->u.list.items = items.v;
+	p->depth--;
+	return ok;
+}
+
+static bool tp_arg(tp *p, pr_graph *g, pr_arg *a)
+{
+	int c = tp_peek(p);
+	size_t at = p->pos;
+	if (c == '%') {
+		a->kind = PR_ARG_VALUE;
+		return (a->u.value = tp_value_ref(p, g)) != NULL;
+	}
+	if (c == '"') {
+		a->kind = PR_ARG_STRING;
+		return tp_string(p, &a->u.s);
+	}
+	if (c == '[') {
+		p->pos++;
+		return tp_list(p, g, a, at);
+	}
+	const char *w;
+	size_t k = tp_word(p, &w);
+	if (tp_word_is(w, k, "true") || tp_word_is(w, k, "false")) {
+		a->kind = PR_ARG_BOOL;
+		a->u.b = k == 4;
+		return true;
+	}
+	if (tp_word_is(w, k, "none")) {
+		a->kind = PR_ARG_NONE;
+		return true;
+	}
+	p->pos = at;
+	if (tp_looks_numeric(p) || tp_word_is(w, k, "inf") || tp_word_is(w, k, "nan") || c == '-') {
+		bool is_float;
+		if (!tp_number(p, &is_float, &a->u.i, &a->u.f))
+			return false;
+		a->kind = is_float ? PR_ARG_FLOAT : PR_ARG_INT;
+		return true;
+	}
+	a->kind = PR_ARG_NONE;
+	return tp_expected(p, at, "an argument (a %value, a number, a string, true, false, none or a [list])");
+}
+
+/* '(' [ARG {',' ARG}] ')' */
+static bool tp_call_args(tp *p, pr_graph *g, tp_args *out)
+{
+	if (!tp_expect(p, '(', "'(' to start the arguments"))
+		return false;
+	if (tp_accept(p, ')'))
+		return true;
+	do {
+		if (!tp_arg(p, g, tp_args_push(out)))
+			return false;
+	} while (tp_accept(p, ','));
+	return tp_expect(p, ')', "',' or ')' after an argument");
+}
+
+/* ---- op calls --------------------------------------------------------- */
+
+/* [A-Za-z_][A-Za-z0-9_]* right at the cursor (no blanks skipped). */
+static size_t tp_ident_here(tp *p)
+{
+	size_t b = p->pos;
+	while (p->pos < p->n) {
+		char c = p->s[p->pos];
+		bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+		if (!letter && !(p->pos > b && c >= '0' && c <= '9'))
+			break;
+		p->pos++;
+	}
+	return p->pos - b;
+}
+
+/* ns::name[.overload], copied into p->scratch. */
+static bool tp_op_name(tp *p)
+{
+	size_t b = (tp_ws(p), p->pos);
+	if (!tp_ident_here(p) || p->pos + 1 >= p->n || p->s[p->pos] != ':' || p->s[p->pos + 1] != ':') {
+		p->pos = b;
+		return tp_expected(p, b, "an op call (namespace::name(...))");
+	}
+	p->pos += 2;
+	if (!tp_ident_here(p))
+		return tp_expected(p, p->pos, "an op name after '::'");
+	if (p->pos < p->n && p->s[p->pos] == '.') {
+		p->pos++;
+		size_t ob = p->pos;
+		while (p->pos < p->n && ((p->s[p->pos] >= 'a' && p->s[p->pos] <= 'z') ||
+		       (p->s[p->pos] >= 'A' && p->s[p->pos] <= 'Z') ||
+		       (p->s[p->pos] >= '0' && p->s[p->pos] <= '9') || p->s[p->pos] == '_'))
+			p->pos++;
+		if (p->pos == ob)
+			return tp_expected(p, ob, "an overload name after '.'");
+	}
+	p->scratch.len = 0;
+	pr_strbuf_add(&p->scratch, p->s + b, p->pos - b);
+	return true;
+}
+
+/* Loose arity: not more than the schema has, none missing without a default. */
+static bool tp_check_arity(tp *p, const pr_schema *s, int given, uint32_t line, uint32_t col)
+{
+	int need = 0;
+	for (int i = 0; i < s->n_args; i++)
+		if (!s->args[i].default_value)
+			need = i + 1;
+	if (given > s->n_args)
+		return tp_error_line(p, line, col, "expected at most %d arguments for '%s', found %d",
+				     s->n_args, s->full_name, given);
+	if (given < need)
+		return tp_error_line(p, line, col, "expected at least %d arguments for '%s', found %d",
+				     need, s->full_name, given);
+	return true;
+}
+
+static bool tp_append(tp *p, pr_graph *g, pr_node *n, size_t at)
+{
+	n->line = p->line;
+	pr_err *e = pr_graph_append(g, n);
+	if (!e)
+		return true;
+	tp_error_at(p, at, "%s", pr_err_message(e));
+	pr_err_free(e);
+	return false;
+}
+
+/* OP(args) with the op name at the cursor; n has its name and type. */
+static bool tp_op_call(tp *p, pr_graph *g, pr_node *n)
+{
+	size_t at = (tp_ws(p), p->pos);
+	if (!tp_op_name(p))
+		return false;
+	char *op = pr_xstrdup(p->scratch.data);
+	tp_args args = {0};
+	bool ok = tp_call_args(p, g, &args);
+	if (!ok) {
+		tp_args_free(args.v, args.n);
+		free(op);
+		return false;
+	}
+	pr_node_set_args(n, args.v, args.n);
+	n->schema = pr_program_find_schema(p->prog, op);
+	if (n->schema)
+		ok = tp_check_arity(p, n->schema, args.n, p->line, tp_col(p, at));
+	else
+		tp_pend(p, TP_PEND_OP, n, op, at);
+	free(op);
+	return ok;
+}
+
+/* ---- value statements ------------------------------------------------- */
+
+static bool tp_data_list(tp *p, pr_data *d, size_t at, int64_t numel)
+{
+	int64_t cap = 0;
+	d->kind = PR_DATA_LIST;
+	if (!tp_accept(p, ']')) {
+		do {
+			if (d->n_values == cap) {
+				cap = cap ? cap * 2 : 16;
+				d->values = pr_xrealloc(d->values, (size_t)cap * sizeof *d->values);
+			}
+			const char *w;
+			size_t vb = (tp_ws(p), p->pos);
+			size_t k = tp_word(p, &w);
+			double *v = &d->values[d->n_values++];
+			if (tp_word_is(w, k, "true") || tp_word_is(w, k, "false")) {
+				*v = k == 4;
+				continue;
+			}
+			p->pos = vb;
+			bool is_float;
+			int64_t i;
+			if (!tp_number(p, &is_float, &i, v))
+				return false;
+			if (!is_float)
+				*v = (double)i;
+		} while (tp_accept(p, ','));
+		if (!tp_expect(p, ']', "',' or ']' in the data list"))
+			return false;
+	}
+	if (d->n_values != numel)
+		return tp_error_at(p, at, "expected %lld values (the tensor's element count), found %lld",
+				   (long long)numel, (long long)d->n_values);
+	return true;
+}
+
+static bool tp_paren_number(tp *p, bool want_int, double *f, int64_t *i)
+{
+	bool is_float;
+	if (!tp_expect(p, '(', "'('"))
+		return false;
+	tp_ws(p);
+	size_t at = p->pos;
+	if (!tp_number(p, &is_float, i, f))
+		return false;
+	if (want_int && (is_float || *i < 0))
+		return tp_expected(p, at, "a seed (an integer >= 0)");
+	if (!is_float)
+		*f = (double)*i;
+	return tp_expect(p, ')', "')'");
+}
+
+/* data=DATA for input node n (a tensor). */
+static bool tp_data(tp *p, pr_node *n)
+{
+	pr_data *d = &n->data;
+	size_t at = (tp_ws(p), p->pos);
+	if (tp_accept(p, '[')) {
+		return tp_data_list(p, d, at, pr_spec_numel(&n->type.tensor));
+	}
+	if (tp_accept(p, '@')) {
+		if (!tp_name(p, "a blob name after '@'"))
+			return false;
+		d->kind = PR_DATA_BLOB;
+		tp_pend(p, TP_PEND_BLOB, n, p->scratch.data, at);
+		return true;
+	}
+	const char *w;
+	size_t k = tp_word(p, &w);
+	int64_t seed = 0;
+	if (tp_word_is(w, k, "zeros"))
+		d->kind = PR_DATA_ZEROS;
+	else if (tp_word_is(w, k, "ones"))
+		d->kind = PR_DATA_ONES;
+	else if (tp_word_is(w, k, "arange"))
+		d->kind = PR_DATA_ARANGE;
+	else if (tp_word_is(w, k, "fill"))
+		return (d->kind = PR_DATA_FILL), tp_paren_number(p, false, &d->fill, &seed);
+	else if (tp_word_is(w, k, "random")) {
+		double unused;
+		d->kind = PR_DATA_RANDOM;
+		if (!tp_paren_number(p, true, &unused, &seed))
+			return false;
+		d->seed = (uint64_t)seed;
+	} else {
+		p->pos = at;
+		return tp_expected(p, at, "data (zeros, ones, fill(X), arange, random(SEED), [values] or @BLOB)");
+	}
+	return true;
+}
+
+static bool tp_input_kind(tp *p, pr_node *n)
+{
+	static const struct { const char *word; pr_input_kind kind; } kinds[] = {
+		{ "user", PR_INPUT_USER }, { "parameter", PR_INPUT_PARAMETER },
+		{ "buffer", PR_INPUT_BUFFER }, { "constant", PR_INPUT_CONSTANT },
+	};
+	const char *w;
+	size_t at = (tp_ws(p), p->pos);
+	size_t k = tp_word(p, &w);
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		if (tp_word_is(w, k, kinds[i].word)) {
+			n->input_kind = kinds[i].kind;
+			return true;
+		}
+	}
+	p->pos = at;
+	return tp_expected(p, at, "an input kind (user, parameter, buffer or constant; plain 'input' "
+			   "is only for delegate bodies)");
+}
+
+/* input KIND ["NAME"] [data=DATA], or plain `input` in a delegate body. */
+static bool tp_input(tp *p, pr_graph *g, pr_node *n)
+{
+	n->kind = PR_NODE_INPUT;
+	if (g->delegate) {
+		n->input_kind = PR_INPUT_POSITIONAL;
+		if (!tp_at_eol(p))
+			return tp_expected(p, p->pos, "end of line (inputs of a delegate body are plain 'input')");
+		return true;
+	}
+	if (!tp_input_kind(p, n))
+		return false;
+	if (tp_peek(p) == '"' && !tp_string(p, &n->input_name))
+		return false;
+	if (tp_at_eol(p))
+		return true;
+	const char *w;
+	size_t at = p->pos;
+	size_t k = tp_word(p, &w);
+	if (!tp_word_is(w, k, "data")) {
+		p->pos = at;
+		return tp_expected(p, at, "end of line or data=...");
+	}
+	if (n->input_kind == PR_INPUT_USER)
+		return tp_error_at(p, at, "expected end of line: data= is only for parameters, buffers "
+				   "and constants, not user inputs");
+	if (n->type.kind != PR_TYPE_TENSOR)
+		return tp_error_at(p, at, "expected a tensor type for a value with data=");
+	return tp_expect(p, '=', "'=' after data") && tp_data(p, n);
+}
+
+static bool tp_getitem(tp *p, pr_graph *g, pr_node *n)
+{
+	n->kind = PR_NODE_GETITEM;
+	pr_node *v = tp_value_ref(p, g);
+	if (!v || !tp_expect(p, ',', "',' after the getitem's value"))
+		return false;
+	tp_ws(p);
+	size_t at = p->pos;
+	if (!tp_int(p, "an index (an integer >= 0)", &n->index))
+		return false;
+	if (n->index < 0)
+		return tp_expected(p, at, "an index (an integer >= 0)");
+	pr_arg *a = pr_xcalloc(1, sizeof *a);
+	a->kind = PR_ARG_VALUE;
+	a->u.value = v;
+	pr_node_set_args(n, a, 1);
+	return true;
+}
+
+static bool tp_delegate_call(tp *p, pr_graph *g, pr_node *n)
+{
+	n->kind = PR_NODE_DELEGATE;
+	size_t at = (tp_ws(p), p->pos);
+	if (!tp_expect(p, '@', "'@' and the delegate's name") || !tp_name(p, "a delegate name after '@'"))
+		return false;
+	char *name = pr_xstrdup(p->scratch.data);
+	tp_args args = {0};
+	bool ok = tp_call_args(p, g, &args);
+	if (ok) {
+		pr_node_set_args(n, args.v, args.n);
+		n->delegate = pr_program_find_delegate(p->prog, name);
+		if (!n->delegate)
+			tp_pend(p, TP_PEND_DELEGATE, n, name, at);
+	} else {
+		tp_args_free(args.v, args.n);
+	}
+	free(name);
+	return ok;
+}
+
+/* The right-hand side; n->kind is set by what it turns out to be. */
+static bool tp_rhs(tp *p, pr_graph *g, pr_node *n)
+{
+	const char *w;
+	size_t at = (tp_ws(p), p->pos);
+	size_t k = tp_word(p, &w);
+	if (tp_keyword(p, w, k, "input"))
+		return tp_input(p, g, n);
+	if (tp_keyword(p, w, k, "getitem"))
+		return tp_getitem(p, g, n);
+	if (tp_keyword(p, w, k, "delegate"))
+		return tp_delegate_call(p, g, n);
+	p->pos = at;
+	if (!k)
+		return tp_expected(p, at, "input, delegate @NAME(...), getitem or an op call");
+	n->kind = PR_NODE_OP;
+	return tp_op_call(p, g, n);
+}
+
+/* %name: TYPE = RHS */
+static bool tp_value_stmt(tp *p, pr_graph *g)
+{
+	size_t at = p->pos;
+	p->pos++;
+	if (!tp_name(p, "a value name after '%'"))
+		return false;
+	pr_node *old = pr_graph_find(g, p->scratch.data);
+	if (old)
+		return tp_error_at(p, at, "duplicate name '%%%s': expected a name not yet used in '@%s' "
+				   "(first defined at line %u)", p->scratch.data, g->name, old->line);
+	pr_node *n = pr_node_new(PR_NODE_OP, p->scratch.data);
+	bool ok = tp_expect(p, ':', "':' and the value's type") && tp_type(p, &n->type) &&
+		  tp_expect(p, '=', "'=' after the type") && tp_rhs(p, g, n);
+	/* Appended even after an error, so the program frees it with the rest. */
+	bool appended = tp_append(p, g, n, at);
+	return ok && appended && tp_end_stmt(p, "the statement");
+}
+
+/* OP(args) with no result. */
+static bool tp_call_stmt(tp *p, pr_graph *g)
+{
+	size_t at = p->pos;
+	pr_node *n = pr_node_new(PR_NODE_OP, NULL);
+	n->type.kind = PR_TYPE_NONE;
+	bool ok = tp_op_call(p, g, n);
+	return tp_append(p, g, n, at) && ok && tp_end_stmt(p, "the op call");
+}
+
+/* return [ret {',' ret}], ret = %v ['->' (buffer|input) "NAME"] */
+static bool tp_return_stmt(tp *p, pr_graph *g)
+{
+	size_t at = p->pos;
+	tp_args args = {0};
+	pr_writeback *wb = NULL;
+	bool ok = true;
+	if (!tp_at_eol(p)) {
+		do {
+			pr_arg *a = tp_args_push(&args);
+			wb = pr_xrealloc(wb, (size_t)args.n * sizeof *wb);
+			memset(&wb[args.n - 1], 0, sizeof *wb);
+			a->kind = PR_ARG_VALUE;
+			ok = (a->u.value = tp_value_ref(p, g)) != NULL;
+			if (!ok) {
+				a->kind = PR_ARG_NONE;
+				break;
+			}
+			if (tp_peek(p) == '-' && p->pos + 1 < p->n && p->s[p->pos + 1] == '>') {
+				p->pos += 2;
+				const char *w;
+				size_t kat = (tp_ws(p), p->pos);
+				size_t k = tp_word(p, &w);
+				if (tp_word_is(w, k, "buffer"))
+					wb[args.n - 1].kind = PR_WRITEBACK_BUFFER;
+				else if (tp_word_is(w, k, "input"))
+					wb[args.n - 1].kind = PR_WRITEBACK_INPUT;
+				else
+					ok = tp_expected(p, kat, "'buffer' or 'input' after '->'");
+				ok = ok && tp_string(p, &wb[args.n - 1].target);
+			}
+		} while (ok && tp_accept(p, ','));
+	}
+	pr_node *n = pr_node_new(PR_NODE_RETURN, NULL);
+	pr_node_set_args(n, args.v, args.n);
+	n->writebacks = wb;
+	if (!tp_append(p, g, n, at))
+		return false;
+	return ok && tp_end_stmt(p, "the return values");
+}
+
+/* ---- graphs and top-level statements ---------------------------------- */
+
+/* Statements up to the closing '}' (which it consumes); the '{' line is done. */
+static bool tp_body(tp *p, pr_graph *g, uint32_t open_line)
+{
+	bool returned = false;
+	for (;;) {
+		tp_skip_blank_lines(p);
+		int c = tp_peek(p);
+		size_t at = p->pos;
+		if (c < 0)
+			return tp_error_at(p, at, "expected '}' to close '@%s' (opened at line %u), found end of file",
+					   g->name, open_line);
+		if (c == '}') {
+			if (!returned)
+				return tp_error_at(p, at, "expected a 'return' statement before '}' closing '@%s'", g->name);
+			p->pos++;
+			return tp_end_stmt(p, "'}'");
+		}
+		if (returned)
+			return tp_expected(p, at, "'}' after the return statement");
+		if (c == '%') {
+			if (!tp_value_stmt(p, g))
+				return false;
+			continue;
+		}
+		const char *w;
+		size_t k = tp_word(p, &w);
+		if (tp_keyword(p, w, k, "return")) {
+			if (!tp_return_stmt(p, g))
+				return false;
+			returned = true;
+			continue;
+		}
+		p->pos = at;
+		if (!k)
+			return tp_expected(p, at, "a statement (%name: TYPE = ..., an op call, return or '}')");
+		if (!tp_call_stmt(p, g))
+			return false;
+	}
+}
+
+static bool tp_top_name(tp *p, char kind, const char *what_kind)
+{
+	tp_ws(p);
+	size_t at = p->pos;
+	if (!tp_expect(p, '@', "'@' and a name") || !tp_name(p, "a name after '@'"))
+		return false;
+	uint32_t first = tp_seen_add(p, kind, p->scratch.data, p->line);
+	if (first)
+		return tp_error_at(p, at, "duplicate %s '@%s': expected a new name (first defined at line %u)",
+				   what_kind, p->scratch.data, first);
+	return true;
+}
+
+static bool tp_op_stmt(tp *p)
+{
+	tp_ws(p);
+	size_t b = p->pos;
+	const char *nl = memchr(p->s + b, '\n', p->n - b);
+	size_t e = nl ? (size_t)(nl - p->s) : p->n;
+	/* The schema ends at a comment; '#' inside a quoted default does not count. */
+	char quote = 0;
+	for (size_t i = b; i < e; i++) {
+		char c = p->s[i];
+		if (quote && c == '\\')
+			i++;
+		else if (quote && c == quote)
+			quote = 0;
+		else if (!quote && (c == '"' || c == '\''))
+			quote = c;
+		else if (!quote && c == '#')
+			e = i;
+	}
+	while (e > b && (p->s[e - 1] == ' ' || p->s[e - 1] == '\t' || p->s[e - 1] == '\r'))
+		e--;
+	pr_schema *s;
+	size_t col = 0;
+	pr_err *err = pr_schema_parse(p->s + b, e - b, &s, &col);
+	if (err) {
+		tp_error_at(p, b + col, "%s", pr_err_message(err));
+		pr_err_free(err);
+		return false;
+	}
+	pr_schema *old = pr_program_find_schema(p->prog, s->full_name);
+	if (old) {
+		bool same = strcmp(old->text, s->text) == 0;
+		uint32_t first = tp_seen_add(p, 'o', s->full_name, p->line);
+		if (!same)
+			tp_error_at(p, b, "expected one schema per op: '%s' was declared differently at line %u",
+				    s->full_name, first);
+		pr_schema_free(s);
+		if (!same)
+			return false;
+	} else {
+		tp_seen_add(p, 'o', s->full_name, p->line);
+		pr_err *e2 = pr_program_add_schema(p->prog, s);
+		if (e2) {
+			tp_error_at(p, b, "%s", pr_err_message(e2));
+			pr_err_free(e2);
+			pr_schema_free(s);
+			return false;
+		}
+	}
+	p->pos = e;
+	return tp_end_stmt(p, "the schema");
+}
+
+static int hexdigit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* blob @NAME hex"..." */
+static bool tp_blob_stmt(tp *p)
+{
+	if (!tp_top_name(p, 'b', "blob"))
+		return false;
+	char *name = pr_xstrdup(p->scratch.data);
+	tp_ws(p);
+	size_t at = p->pos;
+	if (p->n - at < 4 || memcmp(p->s + at, "hex\"", 4) != 0) {
+		free(name);
+		return tp_expected(p, at, "hex\"...\" (the blob's bytes in hexadecimal)");
+	}
+	size_t b = at + 4, e = b;
+	while (e < p->n && hexdigit((unsigned char)p->s[e]) >= 0)
+		e++;
+	if (e >= p->n || p->s[e] != '"') {
+		free(name);
+		p->pos = e;
+		return tp_expected(p, e, "a hex digit or '\"' closing the blob");
+	}
+	if ((e - b) % 2) {
+		free(name);
+		return tp_error_at(p, e, "expected an even number of hex digits (two per byte), found %zu", e - b);
+	}
+	int64_t size = (int64_t)(e - b) / 2;
+	uint8_t *bytes = pr_xmalloc(size ? (size_t)size : 1);
+	for (int64_t i = 0; i < size; i++)
+		bytes[i] = (uint8_t)(hexdigit((unsigned char)p->s[b + 2 * i]) * 16 +
+				     hexdigit((unsigned char)p->s[b + 2 * i + 1]));
+	pr_blob *blob;
+	pr_err *err = pr_program_add_blob(p->prog, name, bytes, size, false, &blob);
+	free(bytes);
+	free(name);
+	if (err) {
+		tp_error_at(p, at, "%s", pr_err_message(err));
+		pr_err_free(err);
+		return false;
+	}
+	p->pos = e + 1;
+	return tp_end_stmt(p, "the blob");
+}
+
+/* delegate @NAME key="value" ... { body } */
+static bool tp_delegate_stmt(tp *p)
+{
+	uint32_t open_line = p->line;
+	if (!tp_top_name(p, 'd', "delegate"))
+		return false;
+	pr_delegate *d;
+	pr_err *err = pr_program_add_delegate(p->prog, p->scratch.data, &d);
+	if (err) {
+		tp_error_at(p, p->pos, "%s", pr_err_message(err));
+		pr_err_free(err);
+		return false;
+	}
+	while (!tp_accept(p, '{')) {
+		const char *w;
+		size_t at = (tp_ws(p), p->pos);
+		size_t k = tp_word(p, &w);
+		if (!k)
+			return tp_expected(p, at, "a compile spec (key=\"value\") or '{'");
+		char *key = pr_xstrndup(w, k), *value = NULL;
+		bool ok = !pr_delegate_spec(d, key) ||
+			  tp_error_at(p, at, "expected each compile spec once, found a second '%s'", key);
+		ok = ok && tp_expect(p, '=', "'=' after the compile spec's key") && tp_string(p, &value);
+		if (ok)
+			pr_delegate_set_spec(d, key, value);
+		free(key);
+		free(value);
+		if (!ok)
+			return false;
+	}
+	return tp_end_stmt(p, "'{'") && tp_body(p, d->body, open_line);
+}
+
+static bool tp_method_stmt(tp *p)
+{
+	uint32_t open_line = p->line;
+	if (!tp_top_name(p, 'm', "method"))
+		return false;
+	pr_graph *g;
+	pr_err *err = pr_program_add_method(p->prog, p->scratch.data, &g);
+	if (err) {
+		tp_error_at(p, p->pos, "%s", pr_err_message(err));
+		pr_err_free(err);
+		return false;
+	}
+	return tp_expect(p, '{', "'{' to open the method's body") && tp_end_stmt(p, "'{'") &&
+	       tp_body(p, g, open_line);
+}
+
+static bool tp_version(tp *p)
+{
+	tp_skip_blank_lines(p);
+	const char *w;
+	size_t at = p->pos;
+	size_t k = tp_word(p, &w);
+	if (!tp_word_is(w, k, "passrun")) {
+		p->pos = at;
+		return tp_expected(p, at, "'passrun 1' (the format version) as the first statement");
+	}
+	tp_ws(p);
+	size_t vat = p->pos;
+	int64_t v;
+	if (!tp_int(p, "the format version number (1)", &v))
+		return false;
+	if (v != 1)
+		return tp_error_at(p, vat, "expected format version 1, found version %lld "
+				   "(this passrun reads version 1)", (long long)v);
+	return tp_end_stmt(p, "the format version");
+}
+
+static bool tp_top(tp *p)
+{
+	const char *w;
+	size_t at = p->pos;
+	size_t k = tp_word(p, &w);
+	if (tp_word_is(w, k, "op"))
+		return tp_op_stmt(p);
+	if (tp_word_is(w, k, "blob"))
+		return tp_blob_stmt(p);
+	if (tp_word_is(w, k, "delegate"))
+		return tp_delegate_stmt(p);
+	if (tp_word_is(w, k, "method"))
+		return tp_method_stmt(p);
+	p->pos = at;
+	return tp_expected(p, at, "a top-level statement (op, blob, delegate or method)");
+}
+
+/* ---- the end: pending names ------------------------------------------- */
+
+static bool tp_resolve_one(tp *p, tp_pending *e)
+{
+	pr_node *n = e->node;
+	switch (e->kind) {
+	case TP_PEND_OP:
+		n->schema = pr_program_find_schema(p->prog, e->name);
+		if (!n->schema)
+			return tp_error_line(p, e->line, e->col, "unknown op '%s': expected an op declared "
+					     "with an 'op' statement", e->name);
+		return tp_check_arity(p, n->schema, n->n_args, e->line, e->col);
+	case TP_PEND_DELEGATE:
+		n->delegate = pr_program_find_delegate(p->prog, e->name);
+		if (!n->delegate)
+			return tp_error_line(p, e->line, e->col, "unknown delegate '@%s': expected a delegate "
+					     "defined in this file", e->name);
+		return true;
+	case TP_PEND_BLOB: {
+		pr_blob *b = pr_program_find_blob(p->prog, e->name);
+		if (!b)
+			return tp_error_line(p, e->line, e->col, "unknown blob '@%s': expected a blob "
+					     "defined with a 'blob' statement", e->name);
+		int64_t need = pr_spec_storage_bytes(&n->type.tensor);
+		if (b->size != need)
+			return tp_error_line(p, e->line, e->col, "expected a blob of %lld bytes (the tensor's "
+					     "storage), found '@%s' with %lld bytes", (long long)need, e->name,
+					     (long long)b->size);
+		n->data.blob = b;
+		return true;
+	}
+	}
+	return true;
+}
+
+static bool tp_resolve(tp *p)
+{
+	for (size_t i = 0; i < p->n_pend; i++)
+		if (!tp_resolve_one(p, &p->pend[i]))
+			return false;
+	return true;
+}
+
+/* ---- UTF-8 ------------------------------------------------------------ */
+
+/* Length of the valid UTF-8 sequence at s (< n bytes left), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	size_t len;
+	unsigned min;
+	if (c < 0x80)
+		return c ? 1 : 0;
+	if (c >= 0xC2 && c <= 0xDF)
+		len = 2, min = 0x80;
+	else if (c >= 0xE0 && c <= 0xEF)
+		len = 3, min = 0x800;
+	else if (c >= 0xF0 && c <= 0xF4)
+		len = 4, min = 0x10000;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	unsigned cp = c & (0x3F >> (len - 1));
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3F);
+	}
+	if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return len;
+}
+
+static bool tp_check_utf8(tp *p)
+{
+	const unsigned char *s = (const unsigned char *)p->s;
+	size_t i = 0;
+	while (i < p->n) {
+		if (s[i] >= 0x20 && s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if (s[i] == '\n') {
+			p->line++;
+			p->line_start = ++i;
+			continue;
+		}
+		size_t k = utf8_seq(s + i, p->n - i);
+		if (!k) {
+			if (s[i] == 0)
+				return tp_error_at(p, i, "expected text, found a NUL byte");
+			return tp_error_at(p, i, "expected UTF-8 text, found the invalid byte 0x%02x", s[i]);
+		}
+		i += k;
+	}
+	p->line = 1;
+	p->line_start = 0;
+	return true;
+}
+
+/* ---- entry point ------------------------------------------------------ */
+
+pr_err *pr_text_parse(const char *filename, const char *text, size_t len, pr_program **out)
+{
+	tp p = { .file = filename ? filename : "<text>", .s = text, .n = len, .line = 1 };
+	pr_strbuf_init(&p.scratch);
+	pr_strbuf_add(&p.scratch, "", 0);
+	*out = NULL;
+	p.prog = pr_program_new();
+	bool ok = tp_check_utf8(&p) && tp_version(&p);
+	while (ok) {
+		tp_skip_blank_lines(&p);
+		if (p.pos >= p.n)
+			break;
+		ok = tp_top(&p);
+	}
+	ok = ok && tp_resolve(&p);
+	for (size_t i = 0; i < p.n_pend; i++)
+		free(p.pend[i].name);
+	free(p.pend);
+	tp_seen_free(&p);
+	pr_strbuf_free(&p.scratch);
+	if (!ok) {
+		pr_program_free(p.prog);
+		return p.err ? p.err : pr_err_new("%s: cannot parse", p.file);
+	}
+	*out = p.prog;
+	return NULL;
+}
