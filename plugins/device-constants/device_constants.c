@@ -1,0 +1,135 @@
+/* device_constants.c: the device-constants pass (behaviour.md F10, seed 001).
+ *
+ * With `skip_h2d_for_constants`, a constant (an input of kind parameter,
+ * buffer or constant that is not a mutable buffer) whose readers are all
+ * device delegates on one device gets that device in its spec. It must run
+ * before propagate-device: that pass then finds the tensor already on the
+ * delegate's device and inserts no per-call copy (the shared contract), the
+ * memory-plan pass plans it in that device's arena for the whole method, the
+ * program keeps its data as that memory's initial value, and the runtime
+ * copies it once at load (--stats=json counts it in load_h2d_bytes).
+ *
+ * A constant with any other reader keeps the host: a host op (a view or a
+ * transpose first, which would change it on the host, or anything else), a
+ * delegate with no device or on the CPU, delegates on two devices, or the
+ * method's return. Each method decides for itself (the option may be a map
+ * keyed by method) and keeps its own device copy. A constant already on a
+ * device, or with no reader, is left alone; an empty tensor is tagged like
+ * any other.
+ *
+ * Methods of one program sharing mutable buffers (`share_mutable_buffers`)
+ * cannot have device constants as well, as in ExecuTorch: the pass refuses
+ * the pair with E-SHARED-MUTABLE-BUFFERS and tags nothing in that method. */
+#include <stdio.h>
+#include <string.h>
+
+#include "passrun/passrun.h"
+
+static const pr_option_decl device_constants_options[] = {
+	{ "skip_h2d_for_constants", PR_OPT_BOOL, "false",
+	  "keep constants read only by one device's delegates in that device's memory, copied once at load (F10)",
+	  PR_SCOPE_PIPELINE, true },
+	{ "share_mutable_buffers", PR_OPT_BOOL, "false",
+	  "methods of one program share a mutable buffer of the same name", PR_SCOPE_PIPELINE, true },
+};
+
+/* The device a delegate call runs on, when it is a device delegate. */
+static bool delegate_device(const pr_node *n, pr_device *out)
+{
+	if (n->kind != PR_NODE_DELEGATE || !n->delegate)
+		return false;
+	const char *td = pr_delegate_spec(n->delegate, "target_device");
+	if (!td || !pr_device_parse(td, strlen(td), out))
+		return false;
+	return !pr_device_is_host(*out);
+}
+
+static bool is_mutable_buffer(const pr_node *in, const pr_node *ret)
+{
+	if (in->input_kind != PR_INPUT_BUFFER || !in->input_name || !ret || !ret->writebacks)
+		return false;
+	for (int i = 0; i < ret->n_args; i++)
+		if (ret->writebacks[i].kind == PR_WRITEBACK_BUFFER && ret->writebacks[i].target &&
+		    !strcmp(ret->writebacks[i].target, in->input_name))
+			return true;
+	return false;
+}
+
+static bool is_host_constant(const pr_node *n, const pr_node *ret)
+{
+	if (n->kind != PR_NODE_INPUT || n->type.kind != PR_TYPE_TENSOR)
+		return false;
+	if (n->input_kind != PR_INPUT_PARAMETER && n->input_kind != PR_INPUT_BUFFER &&
+	    n->input_kind != PR_INPUT_CONSTANT)
+		return false;
+	return pr_device_is_host(n->type.tensor.device) && !is_mutable_buffer(n, ret);
+}
+
+/* The one device every reader of n runs on, when all are device delegates. */
+static bool sole_reader_device(const pr_node *n, pr_device *out)
+{
+	if (n->n_uses == 0)
+		return false;
+	for (int i = 0; i < n->n_uses; i++) {
+		pr_device d;
+		if (!delegate_device(n->uses[i].user, &d))
+			return false;
+		if (i > 0 && !pr_device_equal(d, *out))
+			return false;
+		*out = d;
+	}
+	return true;
+}
+
+static void tag_method(pr_graph *g, bool *changed)
+{
+	const pr_node *ret = pr_graph_return(g);
+	pr_graph_for_each(g, n) {
+		pr_device d;
+		if (!is_host_constant(n, ret) || !sole_reader_device(n, &d))
+			continue;
+		n->type.tensor.device = d;
+		*changed = true;
+	}
+}
+
+static pr_err *device_constants_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	for (int m = 0; m < p->n_methods; m++) {
+		pr_graph *g = p->methods[m];
+		if (!pr_pass_opt_bool(ctx, "skip_h2d_for_constants", g->name))
+			continue;
+		if (pr_pass_opt_bool(ctx, "share_mutable_buffers", g->name)) {
+			pr_pass_diag(ctx, PR_SEV_ERROR, "E-SHARED-MUTABLE-BUFFERS", g->name, NULL, -1,
+				     "skip_h2d_for_constants cannot be used with share_mutable_buffers: "
+				     "each method keeps its own device copy of its constants; "
+				     "set one of the two to false for method '%s'", g->name);
+			continue;
+		}
+		tag_method(g, changed);
+	}
+	return NULL;
+}
+
+static const pr_pass_info device_constants_pass = {
+	.struct_size = sizeof(pr_pass_info),
+	.name = "device-constants",
+	.summary = "constants read only by one device's delegates live in its memory, copied once at load (F10)",
+	.options = device_constants_options,
+	.n_options = sizeof device_constants_options / sizeof device_constants_options[0],
+	.run = device_constants_run,
+};
+
+static pr_err *device_constants_register(pr_registry *r)
+{
+	return pr_register_pass(r, &device_constants_pass);
+}
+
+PR_PLUGIN_EXPORT const pr_plugin_info *passrun_plugin_info(void)
+{
+	static const pr_plugin_info info = {
+		PR_PLUGIN_ABI_VERSION, sizeof(pr_plugin_info), "device-constants", "1.0",
+		device_constants_register,
+	};
+	return &info;
+}
