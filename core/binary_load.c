@@ -1,0 +1,922 @@
+/* binary_load.c: loading the binary format (.bin), trusting nothing.
+ *
+ * The layout is docs/binary-format.md. The loader first checks the 64-byte
+ * header (magic, version, byte-order mark, the file size it records against
+ * the real one) and the section table (every section once, inside the file,
+ * DATA aligned to 64 bytes). It then reads each metadata section with a
+ * cursor that may never pass the section's end: every read asks for its bytes
+ * first, so a short or lying file stops with an error, never a read past the
+ * buffer. Counts are checked against the bytes left in the section (each
+ * record takes at least PRB_MIN_* bytes) before anything is allocated for
+ * them, so a huge count costs nothing. Shapes are checked for overflow the way
+ * the text parser checks them; every index (schema, delegate, blob, node) is
+ * checked against what exists, and a node may only read nodes before it.
+ *
+ * Every error reads "FILE: byte OFFSET: what was wrong, what was expected",
+ * OFFSET being where the offending field starts. The first error wins; the
+ * half-built program is freed.
+ *
+ * With borrow, blob bytes and the materialized bytes of constants point into
+ * the buffer (pr_blob.borrowed, pr_data.mapped), which is how a mapped file's
+ * constants are used without a copy; otherwise blobs are copied and mapped
+ * stays NULL (the data can be materialized again from its description). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "binary_format.h"
+#include "passrun/data.h"
+#include "passrun/format.h"
+
+typedef struct rd {
+	const char *file;
+	const uint8_t *buf;
+	size_t len;
+	size_t pos, end;        /* cursor, and the end of the section it reads */
+	const char *section;    /* that section's name, for messages */
+	bool borrow;
+	pr_program *prog;
+	pr_blob **blobs;        /* by index */
+	size_t n_blobs;
+	uint64_t data_off, data_size;   /* the DATA section */
+	int depth;              /* argument list nesting */
+	pr_err *err;
+} rd;
+
+static bool rd_fail(rd *r, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static bool rd_fail(rd *r, size_t at, const char *fmt, ...)
+{
+	if (r->err)
+		return false;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	r->err = pr_err_new("%s: byte %zu: %s", r->file, at, msg);
+	return false;
+}
+
+/* ---- primitive fields -------------------------------------------------------- */
+
+static bool rd_need(rd *r, size_t n, const char *what)
+{
+	if (r->end - r->pos >= n)
+		return true;
+	return rd_fail(r, r->pos, "truncated %s: expected %s (%zu bytes), but the section ends at byte %zu",
+		       r->section, what, n, r->end);
+}
+
+static uint64_t rd_le(rd *r, int n)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < n; i++)
+		v |= (uint64_t)r->buf[r->pos + (size_t)i] << (8 * i);
+	r->pos += (size_t)n;
+	return v;
+}
+
+static bool rd_u8(rd *r, const char *what, uint8_t *v)
+{
+	if (!rd_need(r, 1, what))
+		return false;
+	*v = (uint8_t)rd_le(r, 1);
+	return true;
+}
+
+static bool rd_u32(rd *r, const char *what, uint32_t *v)
+{
+	if (!rd_need(r, 4, what))
+		return false;
+	*v = (uint32_t)rd_le(r, 4);
+	return true;
+}
+
+static bool rd_u64(rd *r, const char *what, uint64_t *v)
+{
+	if (!rd_need(r, 8, what))
+		return false;
+	*v = rd_le(r, 8);
+	return true;
+}
+
+static bool rd_i64(rd *r, const char *what, int64_t *v)
+{
+	uint64_t u;
+	if (!rd_u64(r, what, &u))
+		return false;
+	*v = (int64_t)u;
+	return true;
+}
+
+static bool rd_f64(rd *r, const char *what, double *v)
+{
+	uint64_t u;
+	if (!rd_u64(r, what, &u))
+		return false;
+	memcpy(v, &u, sizeof *v);
+	return true;
+}
+
+/* A u32 count of records of at least min_each bytes, which the rest of the
+ * section must be able to hold. */
+static bool rd_count(rd *r, const char *what, size_t min_each, uint32_t *n)
+{
+	size_t at = r->pos;
+	if (!rd_u32(r, what, n))
+		return false;
+	size_t left = r->end - r->pos;
+	if (*n > PRB_MAX_COUNT || (uint64_t)*n * min_each > left)
+		return rd_fail(r, at, "%s is %u, but the %zu bytes left in the %s section hold at most %zu",
+			       what, *n, left, r->section, left / min_each);
+	return true;
+}
+
+static bool utf8_valid(const uint8_t *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		uint8_t c = s[i];
+		size_t k = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 9;
+		if (k == 9 || (k == 1 && c < 0xC2) || (k == 3 && c > 0xF4) || n - i - 1 < k)
+			return false;
+		for (size_t j = 1; j <= k; j++)
+			if ((s[i + j] & 0xC0) != 0x80)
+				return false;
+		if ((k == 2 && c == 0xE0 && s[i + 1] < 0xA0) || (k == 2 && c == 0xED && s[i + 1] >= 0xA0) ||
+		    (k == 3 && c == 0xF0 && s[i + 1] < 0x90) || (k == 3 && c == 0xF4 && s[i + 1] >= 0x90))
+			return false;
+		i += k + 1;
+	}
+	return true;
+}
+
+/* A string: u32 length, then that many bytes of UTF-8 without NUL. With
+ * optional, the length PRB_NO_STRING means absent (*out = NULL). */
+static bool rd_string(rd *r, const char *what, bool optional, char **out)
+{
+	size_t at = r->pos;
+	uint32_t n;
+	*out = NULL;
+	if (!rd_u32(r, what, &n))
+		return false;
+	if (optional && n == PRB_NO_STRING)
+		return true;
+	size_t left = r->end - r->pos;
+	if (n > PRB_MAX_STRING || n > left)
+		return rd_fail(r, at, "%s is %u bytes long, which runs past the end of the %s section "
+			       "(%zu bytes left)", what, n, r->section, left);
+	const uint8_t *s = r->buf + r->pos;
+	if (memchr(s, 0, n))
+		return rd_fail(r, at, "%s contains a NUL byte, expected text", what);
+	if (!utf8_valid(s, n))
+		return rd_fail(r, at, "%s is not valid UTF-8", what);
+	*out = pr_xstrndup((const char *)s, n);
+	r->pos += n;
+	return true;
+}
+
+/* A name as the text format writes after '%' or '@': [A-Za-z0-9_.]+. */
+static bool rd_name(rd *r, const char *what, bool optional, char **out)
+{
+	size_t at = r->pos;
+	if (!rd_string(r, what, optional, out))
+		return false;
+	if (!*out)
+		return true;
+	size_t n = strlen(*out);
+	bool ok = n > 0;
+	for (size_t i = 0; i < n && ok; i++) {
+		char c = (*out)[i];
+		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		     c == '_' || c == '.';
+	}
+	if (ok)
+		return true;
+	free(*out);
+	*out = NULL;
+	return rd_fail(r, at, "%s is not a name, expected one or more of A-Z a-z 0-9 _ .", what);
+}
+
+/* ---- types ------------------------------------------------------------------ */
+
+static bool rd_device(rd *r, const char *what, pr_device *d)
+{
+	size_t at = r->pos;
+	uint8_t n;
+	if (!rd_u8(r, what, &n))
+		return false;
+	if (n >= PR_DEVICE_TYPE_MAX)
+		return rd_fail(r, at, "%s's type is %u bytes long, expected at most %d", what, n,
+			       PR_DEVICE_TYPE_MAX - 1);
+	if (!rd_need(r, (size_t)n + 4, what))
+		return false;
+	memset(d, 0, sizeof *d);
+	for (int i = 0; i < n; i++) {
+		char c = (char)r->buf[r->pos + (size_t)i];
+		bool ok = (c >= 'a' && c <= 'z') || (i > 0 && ((c >= '0' && c <= '9') || c == '_'));
+		if (!ok)
+			return rd_fail(r, r->pos + (size_t)i, "%s's type has the byte 0x%02x, expected a "
+				       "lower-case device type like \"cuda\"", what, (unsigned char)c);
+		d->type[i] = c;
+	}
+	r->pos += n;
+	size_t iat = r->pos;
+	d->index = (int32_t)(uint32_t)rd_le(r, 4);
+	if (d->index < -1 || (n == 0 && d->index != -1))
+		return rd_fail(r, iat, "%s's index is %d, expected -1 (none) or a device index >= 0",
+			       what, (int)d->index);
+	return true;
+}
+
+/* The sizes a later stage multiplies must fit in int64 (as in the text). */
+static bool rd_spec_sizes(rd *r, size_t at, const pr_spec *s)
+{
+	int64_t numel, storage, bytes;
+	if (!pr_spec_numel_checked(s, &numel) ||
+	    __builtin_mul_overflow(numel, (int64_t)pr_dtype_size(s->dtype), &bytes))
+		return rd_fail(r, at, "the tensor's shape overflows: its element count or size in bytes "
+			       "does not fit in int64, expected a shape whose size fits");
+	if (!pr_spec_storage_bytes_checked(s, &storage))
+		return rd_fail(r, at, "the tensor's strides overflow: its storage span does not fit in "
+			       "int64, expected strides whose span fits");
+	return true;
+}
+
+static bool rd_dims(rd *r, const char *what, int rank, int64_t *v)
+{
+	for (int i = 0; i < rank; i++) {
+		size_t at = r->pos;
+		if (!rd_i64(r, what, &v[i]))
+			return false;
+		if (v[i] < 0)
+			return rd_fail(r, at, "%s %d is %lld, expected a value >= 0", what, i,
+				       (long long)v[i]);
+	}
+	return true;
+}
+
+static bool rd_spec(rd *r, pr_spec *s)
+{
+	size_t at = r->pos;
+	uint8_t dtype, rank, flags, reserved;
+	if (!rd_u8(r, "a dtype", &dtype) || !rd_u8(r, "a rank", &rank) ||
+	    !rd_u8(r, "the tensor flags", &flags) || !rd_u8(r, "a reserved byte", &reserved))
+		return false;
+	memset(s, 0, sizeof *s);
+	if (dtype >= PR_DTYPE_COUNT)
+		return rd_fail(r, at, "dtype %u is unknown, expected 0..%d", dtype, PR_DTYPE_COUNT - 1);
+	if (rank > PR_MAX_RANK)
+		return rd_fail(r, at + 1, "rank %u is too large, expected at most %d", rank, PR_MAX_RANK);
+	if (flags & ~PRB_SPEC_HAS_MEM)
+		return rd_fail(r, at + 2, "tensor flags 0x%02x has unknown bits, expected 0 or 1", flags);
+	if (reserved)
+		return rd_fail(r, at + 3, "reserved byte is %u, expected 0", reserved);
+	s->dtype = (pr_dtype)dtype;
+	s->rank = rank;
+	if (!rd_dims(r, "dimension", rank, s->shape) || !rd_dims(r, "stride", rank, s->strides) ||
+	    !rd_spec_sizes(r, at, s) || !rd_device(r, "the tensor's device", &s->device))
+		return false;
+	s->has_mem = flags & PRB_SPEC_HAS_MEM;
+	if (!s->has_mem)
+		return true;
+	size_t oat;
+	if (!rd_device(r, "the memory arena", &s->mem_arena))
+		return false;
+	oat = r->pos;
+	if (!rd_i64(r, "a memory offset", &s->mem_offset))
+		return false;
+	if (s->mem_offset < 0)
+		return rd_fail(r, oat, "memory offset %lld is negative, expected >= 0",
+			       (long long)s->mem_offset);
+	return true;
+}
+
+static bool rd_type(rd *r, pr_type *t)
+{
+	size_t at = r->pos;
+	uint8_t kind;
+	memset(t, 0, sizeof *t);
+	if (!rd_u8(r, "a type kind", &kind))
+		return false;
+	if (kind > PR_TYPE_INT)
+		return rd_fail(r, at, "type kind %u is unknown, expected 0 (none), 1 (tensor), 2 (tuple) "
+			       "or 3 (int)", kind);
+	t->kind = (pr_type_kind)kind;
+	if (kind == PR_TYPE_TENSOR)
+		return rd_spec(r, &t->tensor);
+	if (kind != PR_TYPE_TUPLE)
+		return true;
+	uint32_t n;
+	if (!rd_count(r, "the tuple's element count", PRB_MIN_SPEC, &n))
+		return false;
+	t->elems = pr_xcalloc(n ? n : 1, sizeof *t->elems);
+	t->n_elems = (int)n;
+	for (uint32_t i = 0; i < n; i++)
+		if (!rd_spec(r, &t->elems[i]))
+			return false;
+	return true;
+}
+
+/* ---- arguments ---------------------------------------------------------------- */
+
+static void args_free(pr_arg *args, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (args[i].kind == PR_ARG_STRING)
+			free(args[i].u.s);
+		else if (args[i].kind == PR_ARG_LIST)
+			args_free(args[i].u.list.items, args[i].u.list.n);
+	}
+	free(args);
+}
+
+static bool rd_args(rd *r, pr_node **nodes, uint64_t self, pr_arg **out, int *n_out);
+
+static bool rd_value_ref(rd *r, pr_node **nodes, uint64_t self, pr_arg *a)
+{
+	size_t at = r->pos;
+	uint64_t ix;
+	if (!rd_u64(r, "a node index", &ix))
+		return false;
+	if (ix >= self)
+		return rd_fail(r, at, "the argument reads node %llu, expected a node defined before this "
+			       "one (index < %llu)", (unsigned long long)ix, (unsigned long long)self);
+	if (!nodes[ix]->name)
+		return rd_fail(r, at, "the argument reads node %llu, which has no result, expected a "
+			       "node with a value", (unsigned long long)ix);
+	a->u.value = nodes[ix];
+	return true;
+}
+
+static bool rd_arg(rd *r, pr_node **nodes, uint64_t self, pr_arg *a)
+{
+	size_t at = r->pos;
+	uint8_t kind, b;
+	if (!rd_u8(r, "an argument kind", &kind))
+		return false;
+	if (kind > PR_ARG_LIST)
+		return rd_fail(r, at, "argument kind %u is unknown, expected 0..%d", kind, PR_ARG_LIST);
+	a->kind = PR_ARG_NONE;   /* nothing owned until it is complete */
+	switch ((pr_arg_kind)kind) {
+	case PR_ARG_VALUE:
+		if (!rd_value_ref(r, nodes, self, a))
+			return false;
+		break;
+	case PR_ARG_INT:
+		if (!rd_i64(r, "an integer argument", &a->u.i))
+			return false;
+		break;
+	case PR_ARG_FLOAT:
+		if (!rd_f64(r, "a float argument", &a->u.f))
+			return false;
+		break;
+	case PR_ARG_BOOL:
+		if (!rd_u8(r, "a bool argument", &b))
+			return false;
+		if (b > 1)
+			return rd_fail(r, at + 1, "bool argument is %u, expected 0 or 1", b);
+		a->u.b = b;
+		break;
+	case PR_ARG_NONE:
+		break;
+	case PR_ARG_STRING:
+		if (!rd_string(r, "a string argument", false, &a->u.s))
+			return false;
+		break;
+	case PR_ARG_LIST:
+		if (r->depth >= PRB_MAX_LIST_DEPTH)
+			return rd_fail(r, at, "argument lists nest deeper than %d, expected at most %d levels",
+				       PRB_MAX_LIST_DEPTH, PRB_MAX_LIST_DEPTH);
+		r->depth++;
+		bool ok = rd_args(r, nodes, self, &a->u.list.items, &a->u.list.n);
+		r->depth--;
+		if (!ok)
+			return false;
+		break;
+	}
+	a->kind = (pr_arg_kind)kind;
+	return true;
+}
+
+static bool rd_args(rd *r, pr_node **nodes, uint64_t self, pr_arg **out, int *n_out)
+{
+	uint32_t n;
+	if (!rd_count(r, "the argument count", PRB_MIN_ARG, &n))
+		return false;
+	pr_arg *args = pr_xcalloc(n ? n : 1, sizeof *args);
+	for (uint32_t i = 0; i < n; i++) {
+		if (!rd_arg(r, nodes, self, &args[i])) {
+			args_free(args, (int)i);
+			return false;
+		}
+	}
+	*out = args;
+	*n_out = (int)n;
+	return true;
+}
+
+/* ---- nodes ---------------------------------------------------------------------- */
+
+static bool rd_segment(rd *r, size_t at, uint64_t off, uint64_t size)
+{
+	if (off % PRB_ALIGN)
+		return rd_fail(r, at, "segment offset %llu is misaligned, expected a multiple of %u",
+			       (unsigned long long)off, PRB_ALIGN);
+	if (off > r->data_size || size > r->data_size - off)
+		return rd_fail(r, at, "segment [%llu, +%llu) lies outside the DATA section (%llu bytes)",
+			       (unsigned long long)off, (unsigned long long)size,
+			       (unsigned long long)r->data_size);
+	return true;
+}
+
+static bool host_is_little_endian(void)
+{
+	return __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+}
+
+/* The materialized bytes of a logical constant: offset and size in DATA. */
+static bool rd_data_bytes(rd *r, pr_node *n)
+{
+	size_t at = r->pos;
+	uint64_t off, size;
+	if (!rd_u64(r, "a data segment offset", &off) || !rd_u64(r, "a data segment size", &size))
+		return false;
+	if (size == 0)
+		return true;
+	int64_t storage;
+	if (n->type.kind != PR_TYPE_TENSOR)
+		return rd_fail(r, at, "a constant that is not a tensor has %llu data bytes, expected none",
+			       (unsigned long long)size);
+	if (!pr_spec_storage_bytes_checked(&n->type.tensor, &storage) || (uint64_t)storage != size)
+		return rd_fail(r, at + 8, "data segment is %llu bytes, expected the tensor's storage "
+			       "size, %lld bytes", (unsigned long long)size, (long long)storage);
+	if (!rd_segment(r, at, off, size))
+		return false;
+	if (r->borrow && host_is_little_endian()) {
+		n->data.mapped = r->buf + r->data_off + off;
+		n->data.mapped_size = (int64_t)size;
+	}
+	return true;
+}
+
+static bool rd_blob_ref(rd *r, pr_node *n)
+{
+	size_t at = r->pos;
+	uint32_t ix;
+	if (!rd_u32(r, "a blob index", &ix))
+		return false;
+	if (ix >= r->n_blobs)
+		return rd_fail(r, at, "blob index %u is out of range, expected < %zu", ix, r->n_blobs);
+	n->data.blob = r->blobs[ix];
+	int64_t storage;
+	if (r->borrow && host_is_little_endian() && n->type.kind == PR_TYPE_TENSOR &&
+	    pr_spec_storage_bytes_checked(&n->type.tensor, &storage) && storage == n->data.blob->size) {
+		n->data.mapped = n->data.blob->bytes;
+		n->data.mapped_size = storage;
+	}
+	return true;
+}
+
+static bool rd_data(rd *r, pr_node *n)
+{
+	size_t at = r->pos;
+	uint8_t kind;
+	if (!rd_u8(r, "a data kind", &kind))
+		return false;
+	if (kind > PR_DATA_BLOB)
+		return rd_fail(r, at, "data kind %u is unknown, expected 0..%d", kind, PR_DATA_BLOB);
+	pr_data *d = &n->data;
+	d->kind = (pr_data_kind)kind;
+	switch (d->kind) {
+	case PR_DATA_NONE:
+		return true;
+	case PR_DATA_BLOB:
+		return rd_blob_ref(r, n);
+	case PR_DATA_FILL:
+		if (!rd_f64(r, "a fill value", &d->fill))
+			return false;
+		break;
+	case PR_DATA_RANDOM:
+		if (!rd_u64(r, "a random seed", &d->seed))
+			return false;
+		break;
+	case PR_DATA_LIST: {
+		size_t cat = r->pos;
+		uint64_t count;
+		if (!rd_u64(r, "a value count", &count))
+			return false;
+		size_t left = r->end - r->pos;
+		if (count > left / 8)
+			return rd_fail(r, cat, "value count is %llu, but the %zu bytes left in the %s "
+				       "section hold at most %zu", (unsigned long long)count, left,
+				       r->section, left / 8);
+		d->values = pr_xmalloc(count ? (size_t)count * sizeof *d->values : 1);
+		d->n_values = (int64_t)count;
+		for (uint64_t i = 0; i < count; i++)
+			(void)rd_f64(r, "a value", &d->values[i]);
+		break;
+	}
+	default:
+		break;
+	}
+	return rd_data_bytes(r, n);
+}
+
+static bool rd_input(rd *r, pr_node *n)
+{
+	size_t at = r->pos;
+	uint8_t kind;
+	if (!rd_u8(r, "an input kind", &kind))
+		return false;
+	if (kind > PR_INPUT_CONSTANT)
+		return rd_fail(r, at, "input kind %u is unknown, expected 0 (positional), 1 (user), "
+			       "2 (parameter), 3 (buffer) or 4 (constant)", kind);
+	n->input_kind = (pr_input_kind)kind;
+	return rd_string(r, "the input's name", true, &n->input_name) && rd_data(r, n);
+}
+
+static bool rd_node_args(rd *r, pr_node **nodes, uint64_t self, pr_node *n)
+{
+	pr_arg *args;
+	int count;
+	if (!rd_args(r, nodes, self, &args, &count))
+		return false;
+	pr_node_set_args(n, args, count);
+	return true;
+}
+
+static bool rd_index(rd *r, const char *what, uint32_t limit, uint32_t *ix)
+{
+	size_t at = r->pos;
+	if (!rd_u32(r, what, ix))
+		return false;
+	if (*ix >= limit)
+		return rd_fail(r, at, "%s %u is out of range, expected < %u", what, *ix, limit);
+	return true;
+}
+
+static bool rd_writebacks(rd *r, pr_node *n)
+{
+	n->writebacks = pr_xcalloc(n->n_args ? (size_t)n->n_args : 1, sizeof *n->writebacks);
+	for (int i = 0; i < n->n_args; i++) {
+		size_t at = r->pos;
+		uint8_t kind;
+		if (!rd_u8(r, "a write-back kind", &kind))
+			return false;
+		if (kind > PR_WRITEBACK_INPUT)
+			return rd_fail(r, at, "write-back kind %u is unknown, expected 0 (none), "
+				       "1 (buffer) or 2 (input)", kind);
+		pr_writeback *wb = &n->writebacks[i];
+		if (!rd_string(r, "the write-back's target", true, &wb->target))
+			return false;
+		if ((kind == PR_WRITEBACK_NONE) != (wb->target == NULL))
+			return rd_fail(r, at + 1, "write-back %s a target, expected %s", wb->target ?
+				       "has" : "lacks", wb->target ? "none (kind 0)" : "a buffer or input name");
+		wb->kind = (pr_writeback_kind)kind;
+	}
+	return true;
+}
+
+static bool rd_node_rest(rd *r, pr_node **nodes, uint64_t self, pr_node *n)
+{
+	size_t at = r->pos;
+	uint32_t ix;
+	switch (n->kind) {
+	case PR_NODE_INPUT:
+		return rd_input(r, n);
+	case PR_NODE_OP:
+		if (!rd_index(r, "op schema index", (uint32_t)r->prog->n_schemas, &ix))
+			return false;
+		n->schema = r->prog->schemas[ix];
+		return rd_node_args(r, nodes, self, n);
+	case PR_NODE_DELEGATE:
+		if (!rd_index(r, "delegate index", (uint32_t)r->prog->n_delegates, &ix))
+			return false;
+		n->delegate = r->prog->delegates[ix];
+		return rd_node_args(r, nodes, self, n);
+	case PR_NODE_GETITEM:
+		if (!rd_i64(r, "a getitem index", &n->index) || !rd_node_args(r, nodes, self, n))
+			return false;
+		if (n->n_args != 1 || n->args[0].kind != PR_ARG_VALUE)
+			return rd_fail(r, at + 8, "getitem has %d arguments, expected one value", n->n_args);
+		return true;
+	case PR_NODE_RETURN:
+		return rd_node_args(r, nodes, self, n) && rd_writebacks(r, n);
+	}
+	return false;
+}
+
+/* A node is appended to its graph as soon as its name and type are known, so
+ * that whatever is read into it later is freed with the program on error. */
+static bool rd_node(rd *r, pr_graph *g, pr_node **nodes, uint64_t self, uint64_t count)
+{
+	size_t at = r->pos;
+	uint8_t kind;
+	char *name;
+	pr_type type;
+	if (!rd_u8(r, "a node kind", &kind))
+		return false;
+	if (kind > PR_NODE_RETURN)
+		return rd_fail(r, at, "node kind %u is unknown, expected 0 (input), 1 (op), 2 (delegate), "
+			       "3 (getitem) or 4 (return)", kind);
+	if ((kind == PR_NODE_RETURN) != (self == count - 1))
+		return rd_fail(r, at, "node %llu of %llu is %s, expected the return node exactly at the end "
+			       "of the graph", (unsigned long long)self, (unsigned long long)count,
+			       kind == PR_NODE_RETURN ? "a return" : "not a return");
+	size_t name_at = r->pos;
+	if (!rd_name(r, "the node's name", true, &name))
+		return false;
+	if (name && pr_graph_find(g, name)) {
+		rd_fail(r, name_at, "%%%s is defined twice in @%s, expected unique names", name, g->name);
+		free(name);
+		return false;
+	}
+	if (!rd_type(r, &type)) {
+		free(type.elems);
+		free(name);
+		return false;
+	}
+	pr_node *n = pr_node_new((pr_node_kind)kind, name);
+	free(name);
+	n->type = type;
+	pr_err *e = pr_graph_append(g, n);
+	PR_ASSERT(!e);   /* the name was checked above */
+	nodes[self] = n;
+	return rd_node_rest(r, nodes, self, n);
+}
+
+static bool rd_graph(rd *r, pr_graph *g)
+{
+	size_t at = r->pos;
+	uint64_t count;
+	if (!rd_u64(r, "a node count", &count))
+		return false;
+	size_t left = r->end - r->pos;
+	if (count > left / PRB_MIN_NODE || count > PRB_MAX_COUNT)
+		return rd_fail(r, at, "node count is %llu, but the %zu bytes left in the %s section hold "
+			       "at most %zu", (unsigned long long)count, left, r->section,
+			       left / PRB_MIN_NODE);
+	if (count == 0)
+		return rd_fail(r, at, "@%s has no nodes, expected at least its return node", g->name);
+	pr_node **nodes = pr_xcalloc((size_t)count, sizeof *nodes);
+	bool ok = true;
+	for (uint64_t i = 0; i < count && ok; i++)
+		ok = rd_node(r, g, nodes, i, count);
+	free(nodes);
+	return ok;
+}
+
+/* ---- sections -------------------------------------------------------------------- */
+
+static bool rd_schemas(rd *r)
+{
+	uint32_t n;
+	if (!rd_count(r, "the schema count", PRB_MIN_SCHEMA, &n))
+		return false;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t at = r->pos;
+		char *text;
+		if (!rd_string(r, "an op schema", false, &text))
+			return false;
+		pr_schema *s = NULL;
+		size_t col = 0;
+		pr_err *e = pr_schema_parse(text, strlen(text), &s, &col);
+		if (!e && (e = pr_program_add_schema(r->prog, s)))
+			pr_schema_free(s);
+		free(text);
+		if (e) {
+			rd_fail(r, at, "op schema %u: %s (column %zu), expected a valid, new schema", i,
+				pr_err_message(e), col + 1);
+			pr_err_free(e);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool rd_blobs(rd *r)
+{
+	uint32_t n;
+	if (!rd_count(r, "the blob count", PRB_MIN_BLOB, &n))
+		return false;
+	r->blobs = pr_xcalloc(n ? n : 1, sizeof *r->blobs);
+	for (uint32_t i = 0; i < n; i++) {
+		size_t at = r->pos;
+		char *name;
+		uint64_t size, off;
+		if (!rd_name(r, "a blob name", false, &name))
+			return false;
+		size_t sat = r->pos;
+		if (!rd_u64(r, "a blob size", &size) || !rd_u64(r, "a blob offset", &off) ||
+		    !rd_segment(r, sat, off, size)) {
+			free(name);
+			return false;
+		}
+		pr_err *e = pr_program_add_blob(r->prog, name, r->buf + r->data_off + off,
+						(int64_t)size, r->borrow, &r->blobs[i]);
+		free(name);
+		if (e) {
+			rd_fail(r, at, "%s, expected unique blob names", pr_err_message(e));
+			pr_err_free(e);
+			return false;
+		}
+		r->n_blobs++;
+	}
+	return true;
+}
+
+static bool rd_delegate_head(rd *r)
+{
+	size_t at = r->pos;
+	char *name;
+	uint32_t n;
+	if (!rd_name(r, "a delegate name", false, &name))
+		return false;
+	pr_delegate *d;
+	pr_err *e = pr_program_add_delegate(r->prog, name, &d);
+	free(name);
+	if (e) {
+		rd_fail(r, at, "%s, expected unique delegate names", pr_err_message(e));
+		pr_err_free(e);
+		return false;
+	}
+	if (!rd_count(r, "the compile spec count", PRB_MIN_KV, &n))
+		return false;
+	for (uint32_t k = 0; k < n; k++) {
+		size_t kat = r->pos;
+		char *key, *value;
+		if (!rd_name(r, "a compile spec key", false, &key))
+			return false;
+		if (!rd_string(r, "a compile spec value", false, &value)) {
+			free(key);
+			return false;
+		}
+		bool dup = pr_delegate_spec(d, key) != NULL;
+		if (!dup)
+			pr_delegate_set_spec(d, key, value);
+		free(value);
+		if (dup)
+			rd_fail(r, kat, "compile spec %s appears twice in @%s, expected unique keys", key,
+				d->name);
+		free(key);
+		if (dup)
+			return false;
+	}
+	return true;
+}
+
+static bool rd_delegates(rd *r)
+{
+	uint32_t n;
+	if (!rd_count(r, "the delegate count", PRB_MIN_DELEGATE, &n))
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		if (!rd_delegate_head(r))
+			return false;
+	for (uint32_t i = 0; i < n; i++)
+		if (!rd_graph(r, r->prog->delegates[i]->body))
+			return false;
+	return true;
+}
+
+static bool rd_methods(rd *r)
+{
+	uint32_t n;
+	if (!rd_count(r, "the method count", PRB_MIN_METHOD, &n))
+		return false;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t at = r->pos;
+		char *name;
+		if (!rd_name(r, "a method name", false, &name))
+			return false;
+		pr_graph *g;
+		pr_err *e = pr_program_add_method(r->prog, name, &g);
+		free(name);
+		if (e) {
+			rd_fail(r, at, "%s, expected unique method names", pr_err_message(e));
+			pr_err_free(e);
+			return false;
+		}
+		if (!rd_graph(r, g))
+			return false;
+	}
+	return true;
+}
+
+/* ---- header and section table ------------------------------------------------------- */
+
+typedef struct section {
+	uint64_t off, size;
+	size_t entry_at;      /* where its table entry is, for messages */
+} section;
+
+static const char *section_names[PRB_SEC_COUNT + 1] = {
+	"", "SCHEMAS", "BLOBS", "DELEGATES", "METHODS", "DATA",
+};
+
+static bool rd_header(rd *r)
+{
+	r->pos = 0;
+	r->end = r->len;
+	r->section = "header";
+	if (r->len < PRB_HEADER_SIZE)
+		return rd_fail(r, r->len, "truncated header: the file is %zu bytes, expected at least the "
+			       "%u-byte header", r->len, PRB_HEADER_SIZE);
+	if (memcmp(r->buf, PR_BINARY_MAGIC, 8))
+		return rd_fail(r, 0, "wrong magic, expected \"PASSRUN\\0\"");
+	r->pos = 8;
+	uint32_t version = (uint32_t)rd_le(r, 4), bom = (uint32_t)rd_le(r, 4);
+	uint64_t file_size = rd_le(r, 8), table = rd_le(r, 8);
+	uint32_t count = (uint32_t)rd_le(r, 4), entry = (uint32_t)rd_le(r, 4);
+	if (version != PRB_VERSION)
+		return rd_fail(r, 8, "format version %u is not supported, expected version %u", version,
+			       PRB_VERSION);
+	if (bom != PRB_BYTE_ORDER)
+		return rd_fail(r, 12, "byte-order mark reads 0x%08x, expected 0x%08x (a little-endian "
+			       "file)", bom, PRB_BYTE_ORDER);
+	if (file_size != r->len)
+		return rd_fail(r, 16, "the header records a file size of %llu bytes, but the file is %zu "
+			       "bytes (truncated or extended?)", (unsigned long long)file_size, r->len);
+	if (count != PRB_SEC_COUNT || entry != PRB_SECTION_ENTRY_SIZE)
+		return rd_fail(r, 32, "section table has %u entries of %u bytes, expected %u entries of "
+			       "%u bytes", count, entry, PRB_SEC_COUNT, PRB_SECTION_ENTRY_SIZE);
+	if (table < PRB_HEADER_SIZE || table > r->len || r->len - table < PRB_SEC_COUNT * PRB_SECTION_ENTRY_SIZE)
+		return rd_fail(r, 24, "section table offset %llu is outside the file, expected an offset "
+			       ">= %u with %u bytes after it", (unsigned long long)table, PRB_HEADER_SIZE,
+			       PRB_SEC_COUNT * PRB_SECTION_ENTRY_SIZE);
+	for (size_t i = 40; i < PRB_HEADER_SIZE; i++)
+		if (r->buf[i])
+			return rd_fail(r, i, "reserved header byte is 0x%02x, expected 0", r->buf[i]);
+	r->pos = (size_t)table;
+	return true;
+}
+
+static bool rd_section_table(rd *r, section *secs)
+{
+	size_t table_end = r->pos + PRB_SEC_COUNT * PRB_SECTION_ENTRY_SIZE;
+	for (int i = 0; i < PRB_SEC_COUNT; i++) {
+		size_t at = r->pos;
+		uint32_t kind = (uint32_t)rd_le(r, 4), reserved = (uint32_t)rd_le(r, 4);
+		uint64_t off = rd_le(r, 8), size = rd_le(r, 8);
+		if (kind < 1 || kind > PRB_SEC_COUNT)
+			return rd_fail(r, at, "section kind %u is unknown, expected 1..%d", kind, PRB_SEC_COUNT);
+		if (secs[kind].entry_at)
+			return rd_fail(r, at, "section %s appears twice, expected each section once",
+				       section_names[kind]);
+		if (reserved)
+			return rd_fail(r, at + 4, "reserved field is %u, expected 0", reserved);
+		if (off < table_end || off > r->len || size > r->len - off)
+			return rd_fail(r, at + 8, "section %s [%llu, +%llu) lies outside the file's %zu bytes "
+				       "after the section table, expected it inside", section_names[kind],
+				       (unsigned long long)off, (unsigned long long)size, r->len);
+		if (kind == PRB_SEC_DATA && off % PRB_ALIGN)
+			return rd_fail(r, at + 8, "section DATA starts at byte %llu, which is misaligned, "
+				       "expected a multiple of %u", (unsigned long long)off, PRB_ALIGN);
+		secs[kind] = (section){off, size, at};
+	}
+	return true;
+}
+
+static bool rd_section(rd *r, const section *secs, int kind, bool (*fn)(rd *))
+{
+	r->pos = (size_t)secs[kind].off;
+	r->end = (size_t)(secs[kind].off + secs[kind].size);
+	r->section = section_names[kind];
+	if (!fn(r))
+		return false;
+	if (r->pos != r->end)
+		return rd_fail(r, r->pos, "%zu bytes are left over at the end of the %s section, expected "
+			       "none", r->end - r->pos, r->section);
+	return true;
+}
+
+pr_err *pr_binary_load(const char *filename, const uint8_t *buf, size_t len, bool borrow,
+		       pr_program **out)
+{
+	rd r = {.file = filename ? filename : "<binary>", .buf = buf, .len = len, .borrow = borrow};
+	section secs[PRB_SEC_COUNT + 1] = {{0}};
+	if (!rd_header(&r) || !rd_section_table(&r, secs))
+		return r.err;
+	r.data_off = secs[PRB_SEC_DATA].off;
+	r.data_size = secs[PRB_SEC_DATA].size;
+	r.prog = pr_program_new();
+	bool ok = rd_section(&r, secs, PRB_SEC_SCHEMAS, rd_schemas) &&
+		  rd_section(&r, secs, PRB_SEC_BLOBS, rd_blobs) &&
+		  rd_section(&r, secs, PRB_SEC_DELEGATES, rd_delegates) &&
+		  rd_section(&r, secs, PRB_SEC_METHODS, rd_methods);
+	free(r.blobs);
+	if (!ok) {
+		pr_program_free(r.prog);
+		return r.err;
+	}
+	*out = r.prog;
+	return NULL;
+}
+
+bool pr_binary_sniff(const uint8_t *buf, size_t len)
+{
+	return len >= 8 && !memcmp(buf, PR_BINARY_MAGIC, 8);
+}

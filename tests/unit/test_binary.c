@@ -1,0 +1,367 @@
+/* test_binary.c: the binary format (.bin) and program files.
+ *
+ * Text -> binary -> text is lossless for every .pg under examples/ and tests/
+ * (found at run time, so new files are covered as they land); the writer is
+ * deterministic; a borrowed load points blobs and constant bytes into the
+ * buffer at 64-byte-aligned places holding the materialized bytes; files are
+ * loaded by content and saved atomically. */
+#define _GNU_SOURCE   /* nftw */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "passrun/data.h"
+#include "passrun/format.h"
+#include "testutil.h"
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static char **found;
+static int n_found, cap_found;
+
+static int collect(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	size_t n = strlen(path);
+	if (flag == FTW_F && n > 3 && !strcmp(path + n - 3, ".pg")) {
+		if (n_found == cap_found) {
+			cap_found = cap_found ? 2 * cap_found : 64;
+			found = realloc(found, (size_t)cap_found * sizeof *found);
+		}
+		found[n_found++] = strdup(path);
+	}
+	return 0;
+}
+
+static void find_programs(void)
+{
+	n_found = 0;
+	nftw(PASSRUN_SOURCE_DIR "/examples", collect, 16, FTW_PHYS);
+	nftw(PASSRUN_SOURCE_DIR "/tests", collect, 16, FTW_PHYS);
+}
+
+static void free_found(void)
+{
+	for (int i = 0; i < n_found; i++)
+		free(found[i]);
+	free(found);
+	found = NULL;
+	n_found = cap_found = 0;
+}
+
+/* Parses a file; NULL (and no failure) when it is not a valid program, such
+ * as the malformed-text corpus. */
+static pr_program *parse_file(const char *path)
+{
+	size_t len;
+	char *text = tu_read_file(path, &len);
+	cr_assert_not_null(text, "cannot read %s", path);
+	pr_program *p = NULL;
+	pr_err *e = pr_text_parse(path, text, len, &p);
+	free(text);
+	if (e) {
+		pr_err_free(e);
+		return NULL;
+	}
+	return p;
+}
+
+static void write_ok(const pr_program *p, uint8_t **bin, size_t *len, const char *what)
+{
+	pr_err *e = pr_binary_write(p, bin, len);
+	cr_assert_null(e, "%s: binary write failed: %s", what, e ? pr_err_message(e) : "");
+}
+
+static pr_program *load_ok(const uint8_t *bin, size_t len, bool borrow, const char *what)
+{
+	pr_program *q = NULL;
+	pr_err *e = pr_binary_load(what, bin, len, borrow, &q);
+	cr_assert_null(e, "%s: binary load failed: %s", what, e ? pr_err_message(e) : "");
+	return q;
+}
+
+static char *print(const pr_program *p)
+{
+	size_t n;
+	return pr_text_print(p, &n);
+}
+
+/* ---- round trips --------------------------------------------------------- */
+
+Test(binary, round_trip_of_every_program_gives_identical_text)
+{
+	find_programs();
+	int tried = 0;
+	for (int i = 0; i < n_found; i++) {
+		pr_program *p = parse_file(found[i]);
+		if (!p)
+			continue;
+		tried++;
+		uint8_t *bin;
+		size_t len;
+		write_ok(p, &bin, &len, found[i]);
+		char *want = print(p);
+		for (int borrow = 0; borrow <= 1; borrow++) {
+			pr_program *q = load_ok(bin, len, borrow, found[i]);
+			char *got = print(q);
+			cr_expect_str_eq(got, want, "%s: text differs after a binary round trip (borrow=%d)",
+					 found[i], borrow);
+			free(got);
+			pr_program_free(q);
+		}
+		free(want);
+		free(bin);
+		pr_program_free(p);
+	}
+	cr_log_info("%d of %d programs round-tripped", tried, n_found);
+	cr_assert_geq(tried, 5, "expected programs under examples/ and tests/, found %d", tried);
+	free_found();
+}
+
+Test(binary, writer_is_deterministic_and_stable_through_a_load)
+{
+	find_programs();
+	for (int i = 0; i < n_found; i++) {
+		pr_program *p = parse_file(found[i]);
+		if (!p)
+			continue;
+		uint8_t *a, *b;
+		size_t na, nb;
+		write_ok(p, &a, &na, found[i]);
+		pr_program *q = load_ok(a, na, true, found[i]);
+		write_ok(q, &b, &nb, found[i]);
+		cr_expect(na == nb && !memcmp(a, b, na), "%s: binary differs after load + write",
+			  found[i]);
+		pr_program_free(q);
+		free(a);
+		free(b);
+		pr_program_free(p);
+	}
+	free_found();
+}
+
+static const char *DATA_PROGRAM =
+	"passrun 1\n"
+	"blob @raw hex\"0102030405060708\"\n"
+	"method @m {\n"
+	"  %x: f32[2] = input user \"x\"\n"
+	"  %r: f32[2,3]{strides=[1,2]} = input parameter \"r\" data=random(7)\n"
+	"  %a: u8[2,3]{strides=[8,1]} = input constant \"a\" data=arange\n"
+	"  %b: u8[8] = input constant \"b\" data=@raw\n"
+	"  %l: f16[3] = input constant \"l\" data=[1.0, 0.5, -2.0]\n"
+	"  return %x\n"
+	"}\n";
+
+/* The constant's bytes as the description gives them, for comparison. */
+static void expect_mapped(pr_graph *g, const char *name, const uint8_t *base)
+{
+	pr_node *n = pr_graph_find(g, name);
+	cr_assert_not_null(n);
+	cr_assert_not_null(n->data.mapped, "%%%s has no mapped bytes", name);
+	cr_expect_eq(((uintptr_t)n->data.mapped - (uintptr_t)base) % 64, 0,
+		     "%%%s's bytes are not 64-byte aligned in the file", name);
+	int64_t size = pr_spec_storage_bytes(&n->type.tensor);
+	cr_assert_eq(n->data.mapped_size, size);
+	uint8_t *want = malloc((size_t)size);
+	pr_data d = n->data;
+	d.mapped = NULL;   /* materialize from the description */
+	pr_err *e = pr_data_materialize(&d, &n->type.tensor, want);
+	cr_assert_null(e);
+	cr_expect(!memcmp(want, n->data.mapped, (size_t)size), "%%%s: mapped bytes differ", name);
+	free(want);
+}
+
+Test(binary, borrowed_load_points_constants_into_the_buffer)
+{
+	pr_program *p = tu_parse(DATA_PROGRAM);
+	uint8_t *bin;
+	size_t len;
+	write_ok(p, &bin, &len, "data");
+	uint8_t *aligned = aligned_alloc(64, (len + 63) / 64 * 64);
+	memcpy(aligned, bin, len);
+	pr_program *q = load_ok(aligned, len, true, "data");
+	pr_graph *g = pr_program_find_method(q, "m");
+	expect_mapped(g, "r", aligned);
+	expect_mapped(g, "a", aligned);
+	expect_mapped(g, "b", aligned);
+	expect_mapped(g, "l", aligned);
+	cr_expect_null(pr_graph_find(g, "x")->data.mapped);
+	pr_blob *raw = pr_program_find_blob(q, "raw");
+	cr_expect(raw->borrowed);
+	cr_expect(raw->bytes > aligned && raw->bytes < aligned + len);
+	pr_program_free(q);
+
+	q = load_ok(aligned, len, false, "data");
+	g = pr_program_find_method(q, "m");
+	cr_expect_null(pr_graph_find(g, "r")->data.mapped, "a copying load must not point into buf");
+	raw = pr_program_find_blob(q, "raw");
+	cr_expect(!raw->borrowed);
+	cr_expect(raw->bytes < aligned || raw->bytes >= aligned + len);
+	cr_expect(!memcmp(raw->bytes, "\1\2\3\4\5\6\7\10", 8));
+	pr_program_free(q);
+	free(aligned);
+	free(bin);
+	pr_program_free(p);
+}
+
+Test(binary, header_states_magic_version_and_byte_order)
+{
+	pr_program *p = tu_parse(DATA_PROGRAM);
+	uint8_t *bin;
+	size_t len;
+	write_ok(p, &bin, &len, "data");
+	cr_assert_geq(len, 64);
+	cr_expect(!memcmp(bin, "PASSRUN\0", 8));
+	cr_expect(pr_binary_sniff(bin, len));
+	cr_expect(!pr_binary_sniff(bin, 7));
+	cr_expect(!pr_binary_sniff((const uint8_t *)"passrun 1\n", 10));
+	cr_expect_eq(bin[8], 1);                        /* version 1, little-endian */
+	cr_expect(!memcmp(bin + 12, "\x0d\x0c\x0b\x0a", 4));
+	uint64_t size = 0;
+	for (int i = 7; i >= 0; i--)
+		size = size << 8 | bin[16 + i];
+	cr_expect_eq(size, len);
+	free(bin);
+	pr_program_free(p);
+}
+
+Test(binary, writer_refuses_a_value_read_before_it_is_defined)
+{
+	pr_program *p = tu_parse("passrun 1\n"
+				 "op aten::neg(Tensor self) -> Tensor\n"
+				 "method @m {\n"
+				 "  %x: f32[2] = input user \"x\"\n"
+				 "  %y: f32[2] = aten::neg(%x)\n"
+				 "  %z: f32[2] = aten::neg(%y)\n"
+				 "  return %z\n"
+				 "}\n");
+	pr_graph *g = pr_program_find_method(p, "m");
+	pr_node *y = pr_graph_find(g, "y"), *z = pr_graph_find(g, "z");
+	pr_arg_set_value(&y->args[0], z);   /* %y now reads %z, defined after it */
+	uint8_t *bin = NULL;
+	size_t len;
+	pr_err *e = pr_binary_write(p, &bin, &len);
+	cr_assert_not_null(e);
+	cr_expect(strstr(pr_err_message(e), "not defined before"), "%s", pr_err_message(e));
+	cr_expect_null(bin);
+	pr_err_free(e);
+	pr_arg_set_value(&y->args[0], pr_graph_find(g, "x"));
+	pr_program_free(p);
+}
+
+/* ---- files ----------------------------------------------------------------- */
+
+static int count_temp_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	int n = 0;
+	for (struct dirent *ent; (ent = readdir(d));)
+		n += strstr(ent->d_name, ".tmp.") != NULL;
+	closedir(d);
+	return n;
+}
+
+Test(fileio, save_and_load_by_content_with_a_mapping)
+{
+	pr_program *p = tu_parse(DATA_PROGRAM);
+	char *want = print(p);
+	char bin_path[512], pg_path[512], odd_path[512];
+	snprintf(bin_path, sizeof bin_path, "%s/saved.bin", tu_temp_dir());
+	snprintf(pg_path, sizeof pg_path, "%s/saved.pg", tu_temp_dir());
+	snprintf(odd_path, sizeof odd_path, "%s/binary-named.pg", tu_temp_dir());
+	cr_assert_null(pr_program_save_file(p, bin_path));
+	cr_assert_null(pr_program_save_file(p, pg_path));
+
+	size_t len;
+	char *bytes = tu_read_file(bin_path, &len);
+	cr_expect(pr_binary_sniff((uint8_t *)bytes, len), ".bin must be written as binary");
+	free(bytes);
+	bytes = tu_read_file(pg_path, NULL);
+	cr_expect_str_eq(bytes, want, "anything else is written as text");
+	free(bytes);
+	cr_expect_eq(count_temp_files(tu_temp_dir()), 0, "a temporary file was left behind");
+
+	/* A binary file named .pg still loads as binary: content decides. */
+	tu_run("cp %s %s", bin_path, odd_path);
+	const char *paths[] = {bin_path, pg_path, odd_path};
+	for (int i = 0; i < 3; i++) {
+		pr_program *q = NULL;
+		pr_err *e = pr_program_load_file(paths[i], &q);
+		cr_assert_null(e, "%s: %s", paths[i], e ? pr_err_message(e) : "");
+		cr_expect_eq(q->mapping != NULL, i != 1, "%s: mapping", paths[i]);
+		if (q->mapping) {
+			cr_expect_eq(q->mapping_size, len);
+			pr_node *r = pr_graph_find(pr_program_find_method(q, "m"), "r");
+			cr_expect((const uint8_t *)r->data.mapped >= (const uint8_t *)q->mapping &&
+				  (const uint8_t *)r->data.mapped < (const uint8_t *)q->mapping + len);
+			cr_expect(pr_program_find_blob(q, "raw")->borrowed);
+		}
+		char *got = print(q);
+		cr_expect_str_eq(got, want, "%s", paths[i]);
+		free(got);
+		pr_program_free(q);
+	}
+	free(want);
+	pr_program_free(p);
+}
+
+Test(fileio, save_replaces_atomically_and_fails_cleanly)
+{
+	pr_program *p = tu_parse(DATA_PROGRAM);
+	char path[512];
+	snprintf(path, sizeof path, "%s/replace.bin", tu_temp_dir());
+	tu_write_temp("replace.bin", "old contents");
+	cr_assert_null(pr_program_save_file(p, path));
+	pr_program *q = NULL;
+	cr_assert_null(pr_program_load_file(path, &q));
+	/* Saving over the very file the program maps keeps the mapping valid. */
+	cr_assert_null(pr_program_save_file(q, path));
+	char *a = print(p), *b = print(q);
+	cr_expect_str_eq(a, b);
+	free(a);
+	free(b);
+	pr_program_free(q);
+
+	char missing[512];
+	snprintf(missing, sizeof missing, "%s/no-such-dir/out.bin", tu_temp_dir());
+	pr_err *e = pr_program_save_file(p, missing);
+	cr_assert_not_null(e);
+	cr_expect(strstr(pr_err_message(e), missing), "%s", pr_err_message(e));
+	pr_err_free(e);
+	cr_expect_eq(count_temp_files(tu_temp_dir()), 0);
+
+	e = pr_program_load_file(missing, &q);
+	cr_assert_not_null(e);
+	cr_expect(strstr(pr_err_message(e), "cannot open"), "%s", pr_err_message(e));
+	pr_err_free(e);
+	e = pr_program_load_file(tu_temp_dir(), &q);
+	cr_assert_not_null(e);
+	cr_expect(strstr(pr_err_message(e), "not a regular file"), "%s", pr_err_message(e));
+	pr_err_free(e);
+	pr_program_free(p);
+}
+
+Test(fileio, a_truncated_binary_file_is_an_error_with_its_byte_offset)
+{
+	pr_program *p = tu_parse(DATA_PROGRAM);
+	uint8_t *bin;
+	size_t len;
+	write_ok(p, &bin, &len, "data");
+	for (size_t cut = 8; cut < len; cut += (cut < 200 ? 1 : 61)) {
+		uint8_t *copy = malloc(cut);   /* exact size: ASan sees any overread */
+		memcpy(copy, bin, cut);
+		pr_program *q = NULL;
+		pr_err *e = pr_binary_load("cut.bin", copy, cut, true, &q);
+		cr_assert_not_null(e, "a file cut at %zu bytes loaded", cut);
+		cr_expect(strstr(pr_err_message(e), "cut.bin: byte "), "%s", pr_err_message(e));
+		pr_err_free(e);
+		free(copy);
+	}
+	free(bin);
+	pr_program_free(p);
+}
