@@ -1,0 +1,172 @@
+/* manager.h: the pass manager, as the passrun tool (and tests) drive it.
+ *
+ * Plugins never include this header: their contract is pass.h. This one is
+ * for the tool that owns a run:
+ *
+ *   registry  passes and analyses by name, and the plugins (.so) they came
+ *             from. Loading a plugin checks, before anything of it runs, that
+ *             neither the file nor any folder above it can be written by
+ *             group or others; then its entry point, ABI version and struct
+ *             size; then that its passes' names are new.
+ *   pipeline  an ordered list of passes with their options, read from YAML
+ *             (interfaces.md §3), from --passes 'a,b{opt=1}', and changed by
+ *             --set. It is checked whole against the registry before any pass
+ *             runs; every error starts with FILE:LINE:COL (1-based).
+ *   run       the passes in order, with analyses cached per graph and dropped
+ *             after a pass that changed the program unless it preserves them,
+ *             and the instrumentation of LLVM's and MLIR's pass managers
+ *             (--print-after*, --verify-each, --time-passes).
+ *   stats     --stats=json (interfaces.md §6), derived from the program.
+ *
+ * Errors are values (pr_err). Every message names the file (plugin, pipeline)
+ * it is about. */
+#ifndef PASSRUN_MANAGER_H
+#define PASSRUN_MANAGER_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "passrun/diag.h"
+#include "passrun/error.h"
+#include "passrun/pass.h"
+#include "passrun/program.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the registry -------------------------------------------------------- */
+
+pr_registry *pr_registry_new(void);
+/* Frees what was registered, then unloads the plugins. */
+void pr_registry_free(pr_registry *r);
+
+/* Loads one plugin file. Loading a file that is already loaded (same device
+ * and inode) does nothing. On error nothing of the plugin stays registered. */
+pr_err *pr_registry_load_plugin(pr_registry *r, const char *path);
+/* Loads every regular "*.so" in dir, in name order. */
+pr_err *pr_registry_load_dir(pr_registry *r, const char *dir);
+
+/* Where plugins come from, in this order: files, dirs, env_path (a
+ * colon-separated PASSRUN_PLUGIN_PATH; empty entries are skipped, never taken
+ * as the current directory), then the shipped folder (unless no_default). */
+typedef struct pr_plugin_search {
+	const char *const *files;
+	int n_files;
+	const char *const *dirs;
+	int n_dirs;
+	const char *env_path;   /* may be NULL */
+	bool no_default;
+} pr_plugin_search;
+
+pr_err *pr_registry_load_search(pr_registry *r, const pr_plugin_search *s);
+/* The shipped plugin folder: the build tree's when it exists (an uninstalled
+ * passrun), else the install folder when it exists, else NULL. Only one of
+ * the two, so a passrun run from its build tree does not see each shipped
+ * pass twice. */
+const char *pr_registry_default_plugin_dir(void);
+
+int pr_registry_n_passes(const pr_registry *r);
+const pr_pass_info *pr_registry_pass(const pr_registry *r, int i);
+const pr_pass_info *pr_registry_find_pass(const pr_registry *r, const char *name);
+const pr_analysis_info *pr_registry_find_analysis(const pr_registry *r, const char *name);
+/* The plugin that registered pass i: its name, and its file ("" when the pass
+ * was registered in-process). */
+const char *pr_registry_pass_plugin(const pr_registry *r, int i);
+const char *pr_registry_pass_plugin_file(const pr_registry *r, int i);
+/* A pipeline-scope option as some registered pass declares it, or NULL. */
+const pr_option_decl *pr_registry_find_pipeline_option(const pr_registry *r, const char *name);
+/* --list-passes: every pass, its plugin, summary and options; then analyses. */
+void pr_registry_list(const pr_registry *r, FILE *out);
+
+/* The choice nearest to word by edit distance (ties: the first), or NULL when
+ * there are no choices. For "did you mean" messages. */
+const char *pr_nearest(const char *word, const char *const *choices, int n);
+
+/* ---- pipelines ----------------------------------------------------------- */
+
+typedef struct pr_pipeline pr_pipeline;
+
+/* Reads a YAML pipeline (syntax and shape only; names are checked by
+ * pr_pipeline_validate, once the plugins it needs are loaded). */
+pr_err *pr_pipeline_load_file(const char *path, pr_pipeline **out);
+pr_err *pr_pipeline_parse_yaml(const char *filename, const char *text, size_t len,
+			       pr_pipeline **out);
+/* An inline pipeline: 'a,b{opt=1,flag=true},c'. Errors are "--passes:1:COL". */
+pr_err *pr_pipeline_parse_inline(const char *text, pr_pipeline **out);
+/* A pipeline with no passes (for --set without --pipeline). */
+pr_pipeline *pr_pipeline_new_empty(void);
+void pr_pipeline_free(pr_pipeline *pl);
+
+/* Resolves --pipeline ARG: a name ending in .yaml or .yml is a path; anything
+ * else ("cuda", "ablate/no-copy-reuse") is looked up as NAME.yaml in the
+ * source tree's pipelines folder, then the installed one. *path is malloc'd. */
+pr_err *pr_pipeline_find(const char *arg, char **path);
+
+/* Loads the pipeline's `plugins:` (paths relative to its file). */
+pr_err *pr_pipeline_load_plugins(pr_pipeline *pl, pr_registry *r);
+/* --set NAME=VALUE (pipeline option) or PASS.NAME=VALUE (that pass's option,
+ * at every place the pipeline runs it). VALUE is YAML: a scalar or a flow map
+ * {method: value}. Replaces what the pipeline said. */
+pr_err *pr_pipeline_set(pr_pipeline *pl, const char *assignment);
+/* Checks every pass, option, type and per-method map, and that every analysis
+ * a pass requires is registered. All errors, one per line. */
+pr_err *pr_pipeline_validate(pr_pipeline *pl, const pr_registry *r);
+
+const char *pr_pipeline_name(const pr_pipeline *pl);
+const char *pr_pipeline_file(const pr_pipeline *pl);
+int pr_pipeline_n_passes(const pr_pipeline *pl);
+const char *pr_pipeline_pass_name(const pr_pipeline *pl, int i);
+/* The pipeline as canonical YAML (for replaying a failing run). malloc'd. */
+char *pr_pipeline_to_yaml(const pr_pipeline *pl);
+
+/* ---- running ------------------------------------------------------------- */
+
+typedef struct pr_run_opts {
+	bool print_after_all;
+	const char *const *print_after;  /* pass names */
+	int n_print_after;
+	bool verify_each;
+	FILE *print_out;   /* --print-after*: NULL means stderr */
+	FILE *diag_out;    /* new diagnostics are printed here after each pass; NULL: not printed */
+} pr_run_opts;
+
+typedef struct pr_pass_record {
+	char *name;
+	double ms;
+	bool changed;
+	bool is_pass;      /* false: a phase of passrun itself (loading plugins, ...) */
+} pr_pass_record;
+
+typedef struct pr_run_report {
+	int n, cap;
+	pr_pass_record *items;
+} pr_run_report;
+
+void pr_run_report_init(pr_run_report *rep);
+void pr_run_report_free(pr_run_report *rep);
+void pr_run_report_add(pr_run_report *rep, const char *name, double ms, bool changed,
+		       bool is_pass);
+/* --time-passes: a table, largest first, with the total. */
+void pr_run_report_print_times(const pr_run_report *rep, FILE *out);
+/* Milliseconds on a monotonic clock, for timing phases. */
+double pr_now_ms(void);
+
+/* Runs a validated pipeline over p. Stops at the first pass that returns an
+ * error (returned, naming the pass), that reports error diagnostics (counting
+ * warnings under diags->werror; returns an error too), or after which the
+ * verifier fails under verify_each ("verifier failed after pass 'X'"). */
+pr_err *pr_pipeline_run(const pr_pipeline *pl, const pr_registry *r, pr_program *p,
+			pr_diags *diags, const pr_run_opts *opts, pr_run_report *rep);
+
+/* ---- statistics ---------------------------------------------------------- */
+
+/* --stats=json (interfaces.md §6). run_json is the "run" object's text, or
+ * NULL to leave it out. Returns a malloc'd string ending in a newline. */
+char *pr_stats_json(pr_program *p, const pr_diags *diags, const pr_run_report *rep,
+		    const char *run_json);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

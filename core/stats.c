@@ -1,0 +1,216 @@
+/* stats.c: --stats=json (interfaces.md §6), derived from the program.
+ *
+ * Everything is computed from the graph when asked, never kept alongside it:
+ * copies are op nodes whose schema has the h2d or d2h trait (never an op
+ * name); bytes per call add up pr_spec_nbytes of what those copies produce;
+ * load_h2d_bytes adds up the storage bytes of constants (parameter, buffer,
+ * constant placeholders) whose spec puts them on a device, which the runtime
+ * copies once when the method loads (F10). "inputs" are the user inputs;
+ * "outputs" are the return entries that are not write-backs, with their index
+ * in the return statement. The memory plan figures come from pr_plan_usage
+ * (plan.h), which is referenced weakly: a build without the planner leaves the
+ * two keys out rather than failing to link. */
+#include "passrun/manager.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "passrun/plan.h"
+#include "passrun/strbuf.h"
+#include "pm_internal.h"
+
+#pragma weak pr_plan_usage
+
+typedef struct method_stats {
+	int64_t h2d, d2h, h2d_bytes, d2h_bytes, load_bytes;
+} method_stats;
+
+static bool is_constant(const pr_node *n)
+{
+	return n->kind == PR_NODE_INPUT &&
+	       (n->input_kind == PR_INPUT_PARAMETER || n->input_kind == PR_INPUT_BUFFER ||
+		n->input_kind == PR_INPUT_CONSTANT);
+}
+
+static int64_t nbytes(pr_node *n)
+{
+	pr_spec *s = pr_node_spec(n);
+	return s ? pr_spec_nbytes(s) : 0;
+}
+
+static method_stats count(pr_graph *g)
+{
+	method_stats m = {0};
+	pr_graph_for_each(g, n) {
+		if (n->kind == PR_NODE_OP && n->schema && n->schema->h2d) {
+			m.h2d++;
+			m.h2d_bytes += nbytes(n);
+		} else if (n->kind == PR_NODE_OP && n->schema && n->schema->d2h) {
+			m.d2h++;
+			m.d2h_bytes += nbytes(n);
+		} else if (is_constant(n)) {
+			pr_spec *s = pr_node_spec(n);
+			if (s && !pr_device_is_host(s->device))
+				m.load_bytes += pr_spec_storage_bytes(s);
+		}
+	}
+	return m;
+}
+
+/* The device of a value: its spec's, a tuple's first element's, else host. */
+static void put_device(pr_strbuf *b, pr_node *n)
+{
+	char buf[PR_DEVICE_STR_MAX];
+	pr_device d = pr_device_host();
+	pr_spec *s = n ? pr_node_spec(n) : NULL;
+	if (s)
+		d = s->device;
+	else if (n && n->type.kind == PR_TYPE_TUPLE && n->type.n_elems > 0)
+		d = n->type.elems[0].device;
+	pr_strbuf_json_string(b, pr_device_str(d, buf));
+}
+
+static void put_inputs(pr_strbuf *b, pr_graph *g)
+{
+	pr_strbuf_puts(b, "\"inputs\": [");
+	int k = 0;
+	pr_graph_for_each(g, n) {
+		if (n->kind != PR_NODE_INPUT || n->input_kind != PR_INPUT_USER)
+			continue;
+		pr_strbuf_puts(b, k++ ? ", {\"name\": " : "{\"name\": ");
+		pr_strbuf_json_string(b, n->input_name ? n->input_name : n->name ? n->name : "");
+		pr_strbuf_puts(b, ", \"device\": ");
+		put_device(b, n);
+		pr_strbuf_putc(b, '}');
+	}
+	pr_strbuf_puts(b, "]");
+}
+
+static void put_outputs(pr_strbuf *b, pr_graph *g)
+{
+	pr_strbuf_puts(b, "\"outputs\": [");
+	pr_node *ret = pr_graph_return(g);
+	int k = 0;
+	for (int i = 0; ret && i < ret->n_args; i++) {
+		if (ret->writebacks && ret->writebacks[i].kind != PR_WRITEBACK_NONE)
+			continue;
+		pr_node *v = ret->args[i].kind == PR_ARG_VALUE ? ret->args[i].u.value : NULL;
+		pr_strbuf_printf(b, "%s{\"index\": %d, \"name\": ", k++ ? ", " : "", i);
+		pr_strbuf_json_string(b, v && v->name ? v->name : "");
+		pr_strbuf_puts(b, ", \"device\": ");
+		put_device(b, v);
+		pr_strbuf_putc(b, '}');
+	}
+	pr_strbuf_puts(b, "]");
+}
+
+static void put_plan(pr_strbuf *b, pr_graph *g)
+{
+	if (!pr_plan_usage)
+		return;
+	pr_arena_usage *u = NULL;
+	int n = pr_plan_usage(g, &u);
+	char buf[PR_DEVICE_STR_MAX];
+	for (int pass = 0; pass < 2; pass++) {
+		pr_strbuf_puts(b, pass ? ",\n      \"planned_lower_bound_bytes\": {"
+				       : ",\n      \"planned_bytes\": {");
+		for (int i = 0; i < n; i++) {
+			pr_strbuf_puts(b, i ? ", " : "");
+			pr_strbuf_json_string(b, pr_device_str(u[i].arena, buf));
+			pr_strbuf_printf(b, ": %lld", (long long)(pass ? u[i].lower_bound_bytes
+								       : u[i].planned_bytes));
+		}
+		pr_strbuf_putc(b, '}');
+	}
+	free(u);
+}
+
+static void put_method(pr_strbuf *b, pr_graph *g)
+{
+	method_stats m = count(g);
+	pr_strbuf_puts(b, "    ");
+	pr_strbuf_json_string(b, g->name);
+	pr_strbuf_printf(b, ": {\n      \"nodes\": %lld,\n", (long long)g->n_nodes);
+	pr_strbuf_printf(b, "      \"h2d_copies\": %lld, \"d2h_copies\": %lld,\n",
+			 (long long)m.h2d, (long long)m.d2h);
+	pr_strbuf_printf(b, "      \"h2d_bytes_per_call\": %lld, \"d2h_bytes_per_call\": %lld,\n",
+			 (long long)m.h2d_bytes, (long long)m.d2h_bytes);
+	pr_strbuf_printf(b, "      \"load_h2d_bytes\": %lld,\n      ", (long long)m.load_bytes);
+	put_inputs(b, g);
+	pr_strbuf_puts(b, ",\n      ");
+	put_outputs(b, g);
+	put_plan(b, g);
+	pr_strbuf_puts(b, "\n    }");
+}
+
+static void put_string_or_null(pr_strbuf *b, const char *s)
+{
+	if (s)
+		pr_strbuf_json_string(b, s);
+	else
+		pr_strbuf_puts(b, "null");
+}
+
+static void put_diags(pr_strbuf *b, const pr_diags *d)
+{
+	pr_strbuf_puts(b, "  \"diagnostics\": [");
+	for (int i = 0; d && i < d->n; i++) {
+		const pr_diag *x = &d->items[i];
+		pr_strbuf_puts(b, i ? ",\n    {\"severity\": " : "\n    {\"severity\": ");
+		pr_strbuf_json_string(b, pr_severity_name(x->severity));
+		pr_strbuf_puts(b, ", \"code\": ");
+		pr_strbuf_json_string(b, x->code);
+		pr_strbuf_puts(b, ", \"pass\": ");
+		pr_strbuf_json_string(b, x->pass);
+		pr_strbuf_puts(b, ", \"method\": ");
+		put_string_or_null(b, x->method);
+		pr_strbuf_puts(b, ", \"node\": ");
+		put_string_or_null(b, x->node);
+		if (x->bytes >= 0)
+			pr_strbuf_printf(b, ", \"bytes\": %lld", (long long)x->bytes);
+		else
+			pr_strbuf_puts(b, ", \"bytes\": null");
+		pr_strbuf_puts(b, ", \"message\": ");
+		pr_strbuf_json_string(b, x->message);
+		pr_strbuf_putc(b, '}');
+	}
+	pr_strbuf_puts(b, d && d->n ? "\n  ]" : "]");
+}
+
+static void put_passes(pr_strbuf *b, const pr_run_report *rep)
+{
+	pr_strbuf_puts(b, "  \"passes\": [");
+	int k = 0;
+	for (int i = 0; rep && i < rep->n; i++) {
+		const pr_pass_record *r = &rep->items[i];
+		if (!r->is_pass)
+			continue;
+		pr_strbuf_puts(b, k++ ? ",\n    {\"name\": " : "\n    {\"name\": ");
+		pr_strbuf_json_string(b, r->name);
+		pr_strbuf_printf(b, ", \"ms\": %.4f, \"changed\": %s}", r->ms,
+				 r->changed ? "true" : "false");
+	}
+	pr_strbuf_puts(b, k ? "\n  ]" : "]");
+}
+
+char *pr_stats_json(pr_program *p, const pr_diags *diags, const pr_run_report *rep,
+		    const char *run_json)
+{
+	pr_strbuf b;
+	pr_strbuf_init(&b);
+	pr_strbuf_puts(&b, "{\n  \"methods\": {");
+	for (int i = 0; i < p->n_methods; i++) {
+		pr_strbuf_puts(&b, i ? ",\n" : "\n");
+		put_method(&b, p->methods[i]);
+	}
+	pr_strbuf_puts(&b, p->n_methods ? "\n  },\n" : "},\n");
+	put_diags(&b, diags);
+	pr_strbuf_puts(&b, ",\n");
+	put_passes(&b, rep);
+	if (run_json) {
+		pr_strbuf_puts(&b, ",\n  \"run\": ");
+		pr_strbuf_puts(&b, run_json);
+	}
+	pr_strbuf_puts(&b, "\n}\n");
+	return pr_strbuf_take(&b);
+}

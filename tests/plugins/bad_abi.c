@@ -1,0 +1,22 @@
+/* A plugin built for a plugin ABI this passrun does not have (version 42):
+ * the loader must refuse it, naming both versions, before registering it. */
+#include "passrun/passrun.h"
+
+static pr_err *never_called(pr_registry *r)
+{
+	(void)r;
+	return pr_err_new("the register callback of a wrong-ABI plugin ran");
+}
+
+static const pr_plugin_info info = {
+	.abi_version = PR_PLUGIN_ABI_VERSION + 41,
+	.struct_size = sizeof(pr_plugin_info),
+	.name = "bad-abi",
+	.version = "0",
+	.register_fn = never_called,
+};
+
+PR_PLUGIN_EXPORT const pr_plugin_info *passrun_plugin_info(void)
+{
+	return &info;
+}

@@ -1,0 +1,614 @@
+/* passrun: the command line (interfaces.md §4).
+ *
+ *   passrun [OPTIONS] PROGRAM
+ *   passrun convert IN OUT
+ *
+ * This file only parses arguments and wires the library together; main()
+ * reads as the steps of a run: load plugins, load the pipeline, load the
+ * program, verify it, run the pipeline, execute it, write the result and
+ * report. Each step is one call that returns an exit status:
+ *
+ *   0 fine; 1 a pass or the verifier reported an error (also a program that
+ *   parses but fails verification on load); 2 bad command line, pipeline or
+ *   plugin (also an -o path that cannot be written); 3 a program file that
+ *   cannot be read or parsed; 4 --check found a mismatch; 5 the runtime
+ *   failed.
+ *
+ * When a step fails nothing is written with -o. --stats=json and
+ * --time-passes still report what happened once the program was loaded. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "passrun/format.h"
+#include "passrun/manager.h"
+#include "passrun/passrun.h"
+#include "passrun/strbuf.h"
+
+enum { EXIT_OK = 0, EXIT_PASS = 1, EXIT_USAGE = 2, EXIT_PROGRAM = 3, EXIT_CONTINUE = -1 };
+
+#define MAX_LIST 64
+
+/* Everything the command line says. */
+typedef struct opts {
+	const char *program;
+	const char *output;                 /* -o */
+	bool convert;
+	const char *convert_in, *convert_out;
+	const char *pipeline, *passes;
+	const char *sets[MAX_LIST];
+	int n_sets;
+	const char *plugins[MAX_LIST];
+	int n_plugins;
+	const char *plugin_dirs[MAX_LIST];
+	int n_plugin_dirs;
+	bool no_default_plugins;
+	bool print, print_after_all, print_pipeline;
+	const char *print_after[MAX_LIST];
+	int n_print_after;
+	bool verify_each, time_passes, stats_json, list_passes, werror;
+	/* The runtime's (parsed here, executed once the runtime is wired in). */
+	bool run;
+	long run_n;
+	const char *device;                 /* "sim" or "cuda"; NULL = automatic */
+	bool check;
+	const char *inputs[MAX_LIST];       /* NAME=FILE.npy */
+	int n_inputs;
+	bool has_seed;
+	unsigned long long seed;
+	const char *output_dir, *dot;
+} opts;
+
+/* ---- the command line ----------------------------------------------------- */
+
+enum arg_kind { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL };
+
+typedef struct flag {
+	const char *name;
+	enum arg_kind arg;
+	const char *metavar;
+	const char *help;
+} flag;
+
+static const flag flags[] = {
+	{"--pipeline", ARG_REQUIRED, "FILE|NAME", "run that pipeline (a bare name like 'cuda' or "
+	 "'ablate/no-copy-reuse' finds the shipped one)"},
+	{"--passes", ARG_REQUIRED, "'a,b{opt=1},c'", "an inline pipeline instead"},
+	{"--set", ARG_REQUIRED, "NAME=VALUE", "override a pipeline option, or PASS.NAME=VALUE "
+	 "a pass option (VALUE may be a map: '{forward: true}')"},
+	{"--plugin", ARG_REQUIRED, "FILE.so", "load a plugin (before the shipped ones)"},
+	{"--plugin-dir", ARG_REQUIRED, "DIR", "load every .so in DIR (also PASSRUN_PLUGIN_PATH, "
+	 "colon-separated)"},
+	{"--no-default-plugins", ARG_NONE, NULL, "do not load the shipped plugins"},
+	{"-o", ARG_REQUIRED, "OUT", "write the result (.bin: binary, else text), atomically"},
+	{"--print", ARG_NONE, NULL, "print the resulting program as text on stdout"},
+	{"--print-after-all", ARG_NONE, NULL, "print the program after every pass (stderr)"},
+	{"--print-after", ARG_REQUIRED, "PASS", "print the program after PASS (stderr; repeatable)"},
+	{"--print-pipeline", ARG_NONE, NULL, "print the checked pipeline as YAML (stderr)"},
+	{"--verify-each", ARG_NONE, NULL, "run the verifier after every pass"},
+	{"--time-passes", ARG_NONE, NULL, "a table of time per pass (stderr)"},
+	{"--stats", ARG_REQUIRED, "json", "statistics as JSON on stdout (--stats=json)"},
+	{"--list-passes", ARG_NONE, NULL, "every registered pass, its plugin and its options"},
+	{"--werror", ARG_NONE, NULL, "warnings are errors"},
+	{"--run", ARG_OPTIONAL, "N", "execute the result N times (default 1)"},
+	{"--device", ARG_REQUIRED, "sim|cuda", "where delegates run (default: cuda with a GPU, "
+	 "else sim)"},
+	{"--check", ARG_NONE, NULL, "compare every output with the reference interpreter"},
+	{"--input", ARG_REQUIRED, "NAME=FILE.npy", "an input (repeatable; others are random)"},
+	{"--seed", ARG_REQUIRED, "N", "seed of the random inputs"},
+	{"--output-dir", ARG_REQUIRED, "DIR", "write each output as .npy"},
+	{"--dot", ARG_REQUIRED, "FILE", "a Graphviz picture of the result"},
+	{"--help", ARG_NONE, NULL, "this list (also -h)"},
+};
+#define N_FLAGS ((int)(sizeof flags / sizeof flags[0]))
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("passrun: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (passrun --help lists every option)\n", stderr);
+	return EXIT_USAGE;
+}
+
+static void print_help(FILE *out)
+{
+	fputs("usage: passrun [OPTIONS] PROGRAM      PROGRAM: .pg text or .bin, by content\n"
+	      "       passrun convert IN OUT         text <-> binary (by OUT's extension)\n\n"
+	      "options:\n", out);
+	for (int i = 0; i < N_FLAGS; i++) {
+		const flag *f = &flags[i];
+		char head[64];
+		if (f->arg == ARG_NONE)
+			snprintf(head, sizeof head, "%s", f->name);
+		else if (f->arg == ARG_OPTIONAL)
+			snprintf(head, sizeof head, "%s[=%s]", f->name, f->metavar);
+		else
+			snprintf(head, sizeof head, "%s%s%s", f->name, f->name[1] == '-' ? "=" : " ",
+				 f->metavar);
+		fprintf(out, "  %-30s %s\n", head, f->help);
+	}
+	fputs("\nexit status: 0 fine, 1 a pass or the verifier reported an error, 2 bad command\n"
+	      "line, pipeline or plugin, 3 bad program file, 4 --check mismatch, 5 runtime error\n",
+	      out);
+}
+
+static bool push(const char **list, int *n, const char *v, const char *what)
+{
+	if (*n == MAX_LIST) {
+		usage_error("too many %s (at most %d)", what, MAX_LIST);
+		return false;
+	}
+	list[(*n)++] = v;
+	return true;
+}
+
+static bool parse_count(const char *s, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (!*s || *end || errno || v < 1)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* Applies one flag; returns EXIT_CONTINUE or an exit status. */
+static int apply(opts *o, const flag *f, const char *v)
+{
+	const char *n = f->name;
+	if (!strcmp(n, "--pipeline")) o->pipeline = v;
+	else if (!strcmp(n, "--passes")) o->passes = v;
+	else if (!strcmp(n, "--set")) { if (!push(o->sets, &o->n_sets, v, "--set")) return EXIT_USAGE; }
+	else if (!strcmp(n, "--plugin")) { if (!push(o->plugins, &o->n_plugins, v, "--plugin")) return EXIT_USAGE; }
+	else if (!strcmp(n, "--plugin-dir")) { if (!push(o->plugin_dirs, &o->n_plugin_dirs, v, "--plugin-dir")) return EXIT_USAGE; }
+	else if (!strcmp(n, "--no-default-plugins")) o->no_default_plugins = true;
+	else if (!strcmp(n, "-o")) o->output = v;
+	else if (!strcmp(n, "--print")) o->print = true;
+	else if (!strcmp(n, "--print-after-all")) o->print_after_all = true;
+	else if (!strcmp(n, "--print-after")) { if (!push(o->print_after, &o->n_print_after, v, "--print-after")) return EXIT_USAGE; }
+	else if (!strcmp(n, "--print-pipeline")) o->print_pipeline = true;
+	else if (!strcmp(n, "--verify-each")) o->verify_each = true;
+	else if (!strcmp(n, "--time-passes")) o->time_passes = true;
+	else if (!strcmp(n, "--stats")) {
+		if (strcmp(v, "json"))
+			return usage_error("--stats=%s: the only format is json", v);
+		o->stats_json = true;
+	} else if (!strcmp(n, "--list-passes")) o->list_passes = true;
+	else if (!strcmp(n, "--werror")) o->werror = true;
+	else if (!strcmp(n, "--run")) {
+		o->run = true;
+		o->run_n = 1;
+		if (v && !parse_count(v, &o->run_n))
+			return usage_error("--run=%s: expected a count of at least 1", v);
+	} else if (!strcmp(n, "--device")) {
+		if (strcmp(v, "sim") && strcmp(v, "cuda"))
+			return usage_error("--device=%s: expected sim or cuda", v);
+		o->device = v;
+	} else if (!strcmp(n, "--check")) o->check = true;
+	else if (!strcmp(n, "--input")) {
+		if (!strchr(v, '=') || *v == '=')
+			return usage_error("--input %s: expected NAME=FILE.npy", v);
+		if (!push(o->inputs, &o->n_inputs, v, "--input"))
+			return EXIT_USAGE;
+	} else if (!strcmp(n, "--seed")) {
+		char *end;
+		errno = 0;
+		o->seed = strtoull(v, &end, 10);
+		if (!*v || *end || errno || *v == '-')
+			return usage_error("--seed %s: expected a non-negative integer", v);
+		o->has_seed = true;
+	} else if (!strcmp(n, "--output-dir")) o->output_dir = v;
+	else if (!strcmp(n, "--dot")) o->dot = v;
+	else if (!strcmp(n, "--help")) { print_help(stdout); return EXIT_OK; }
+	return EXIT_CONTINUE;
+}
+
+static int unknown_flag(const char *arg)
+{
+	const char *names[N_FLAGS];
+	for (int i = 0; i < N_FLAGS; i++)
+		names[i] = flags[i].name;
+	size_t n = strcspn(arg, "=");
+	char *word = strndup(arg, n);
+	const char *near = pr_nearest(word, names, N_FLAGS);
+	int st = usage_error("unknown option '%s'; did you mean '%s'?", word, near);
+	free(word);
+	return st;
+}
+
+/* One option at argv[*i]; moves *i past its value. */
+static int parse_flag(opts *o, int argc, char **argv, int *i)
+{
+	const char *arg = argv[*i];
+	if (!strcmp(arg, "-h"))
+		arg = "--help";
+	const char *eq = strchr(arg, '=');
+	size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+	for (int k = 0; k < N_FLAGS; k++) {
+		const flag *f = &flags[k];
+		if (strlen(f->name) != n || strncmp(f->name, arg, n))
+			continue;
+		const char *v = eq ? eq + 1 : NULL;
+		if (f->arg == ARG_NONE && v)
+			return usage_error("%s takes no value", f->name);
+		if (f->arg == ARG_REQUIRED && !v) {
+			if (*i + 1 >= argc)
+				return usage_error("%s needs a value (%s)", f->name, f->metavar);
+			v = argv[++*i];
+		}
+		return apply(o, f, v);
+	}
+	return unknown_flag(arg);
+}
+
+static int positionals(opts *o, const char **pos, int n)
+{
+	if (n && !strcmp(pos[0], "convert")) {
+		if (n != 3)
+			return usage_error("usage: passrun convert IN OUT");
+		o->convert = true;
+		o->convert_in = pos[1];
+		o->convert_out = pos[2];
+		return EXIT_CONTINUE;
+	}
+	if (n > 1)
+		return usage_error("one program at a time (got '%s' and '%s')", pos[0], pos[1]);
+	if (n == 0 && !o->list_passes)
+		return usage_error("no program given");
+	o->program = n ? pos[0] : NULL;
+	return EXIT_CONTINUE;
+}
+
+static int parse_args(int argc, char **argv, opts *o)
+{
+	memset(o, 0, sizeof *o);
+	const char **pos = calloc((size_t)argc + 1, sizeof *pos);
+	int n_pos = 0, st = EXIT_CONTINUE;
+	bool only_positional = false;
+	for (int i = 1; i < argc && st == EXIT_CONTINUE; i++) {
+		if (!only_positional && !strcmp(argv[i], "--"))
+			only_positional = true;
+		else if (!only_positional && argv[i][0] == '-' && argv[i][1])
+			st = parse_flag(o, argc, argv, &i);
+		else
+			pos[n_pos++] = argv[i];
+	}
+	if (st == EXIT_CONTINUE)
+		st = positionals(o, pos, n_pos);
+	if (st == EXIT_CONTINUE && o->pipeline && o->passes)
+		st = usage_error("give --pipeline or --passes, not both");
+	if (st == EXIT_CONTINUE && o->convert && (o->pipeline || o->passes || o->output))
+		st = usage_error("convert takes only IN and OUT");
+	free(pos);
+	return st;
+}
+
+/* ---- files: pr_program_load_file / save_file, with a local fallback ------- */
+
+/* format.h's file functions belong to the format module; until a build has
+ * them, these weak references are NULL and the tool does the same job itself
+ * (read by content; write to a temporary file in the same folder and rename). */
+#pragma weak pr_program_load_file
+#pragma weak pr_program_save_file
+
+static pr_err *read_all(const char *path, pr_strbuf *b)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return pr_err_new("%s: %s", path, strerror(errno));
+	char chunk[1 << 16];
+	size_t got;
+	while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
+		pr_strbuf_add(b, chunk, got);
+	bool bad = ferror(f);
+	fclose(f);
+	return bad ? pr_err_new("%s: read error", path) : NULL;
+}
+
+static pr_err *load_file(const char *path, pr_program **out)
+{
+	if (pr_program_load_file)
+		return pr_program_load_file(path, out);
+	pr_strbuf b;
+	pr_strbuf_init(&b);
+	pr_err *e = read_all(path, &b);
+	const char *data = b.data ? b.data : "";
+	if (!e && pr_binary_sniff((const uint8_t *)data, b.len))
+		e = pr_binary_load(path, (const uint8_t *)data, b.len, false, out);
+	else if (!e)
+		e = pr_text_parse(path, data, b.len, out);
+	pr_strbuf_free(&b);
+	return e;
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static pr_err *write_atomic(const char *path, const void *data, size_t len)
+{
+	char *tmp = pr_xasprintf("%s.tmpXXXXXX", path);
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		pr_err *e = pr_err_new("%s: cannot write: %s", path, strerror(errno));
+		free(tmp);
+		return e;
+	}
+	FILE *f = fdopen(fd, "wb");
+	bool ok = f && fwrite(data, 1, len, f) == len;
+	ok = f && fflush(f) == 0 && fsync(fd) == 0 && ok;
+	if (f)
+		fclose(f);
+	else
+		close(fd);
+	if (!ok || rename(tmp, path) != 0) {
+		pr_err *e = pr_err_new("%s: cannot write: %s", path, strerror(errno));
+		unlink(tmp);
+		free(tmp);
+		return e;
+	}
+	free(tmp);
+	return NULL;
+}
+
+static pr_err *save_file(const pr_program *p, const char *path)
+{
+	if (pr_program_save_file)
+		return pr_program_save_file(p, path);
+	if (has_suffix(path, ".bin")) {
+		uint8_t *buf;
+		size_t len;
+		pr_err *e = pr_binary_write(p, &buf, &len);
+		if (e)
+			return e;
+		e = write_atomic(path, buf, len);
+		free(buf);
+		return e;
+	}
+	size_t len;
+	char *text = pr_text_print(p, &len);
+	pr_err *e = write_atomic(path, text, len);
+	free(text);
+	return e;
+}
+
+/* ---- the steps of a run ---------------------------------------------------- */
+
+typedef struct session {
+	const opts *o;
+	pr_registry *reg;
+	pr_pipeline *pl;
+	pr_program *prog;
+	pr_diags diags;
+	pr_run_report rep;
+} session;
+
+static int fail(int status, pr_err *e)
+{
+	fprintf(stderr, "passrun: %s\n", pr_err_message(e));
+	pr_err_free(e);
+	return status;
+}
+
+static int convert(const opts *o)
+{
+	pr_program *p = NULL;
+	pr_err *e = load_file(o->convert_in, &p);
+	if (e)
+		return fail(EXIT_PROGRAM, e);
+	e = save_file(p, o->convert_out);
+	pr_program_free(p);
+	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
+}
+
+static int load_plugins(session *s)
+{
+	const opts *o = s->o;
+	double t0 = pr_now_ms();
+	pr_plugin_search search = {o->plugins, o->n_plugins, o->plugin_dirs, o->n_plugin_dirs,
+				   getenv("PASSRUN_PLUGIN_PATH"), o->no_default_plugins};
+	pr_err *e = pr_registry_load_search(s->reg, &search);
+	pr_run_report_add(&s->rep, "load plugins", pr_now_ms() - t0, false, false);
+	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
+}
+
+static pr_err *read_pipeline(const opts *o, pr_pipeline **pl)
+{
+	if (o->passes)
+		return pr_pipeline_parse_inline(o->passes, pl);
+	if (!o->pipeline) {
+		*pl = pr_pipeline_new_empty();
+		return NULL;
+	}
+	char *path;
+	pr_err *e = pr_pipeline_find(o->pipeline, &path);
+	if (!e)
+		e = pr_pipeline_load_file(path, pl);
+	free(path);
+	return e;
+}
+
+static pr_err *check_print_after(const opts *o, const pr_registry *r)
+{
+	for (int i = 0; i < o->n_print_after; i++) {
+		if (pr_registry_find_pass(r, o->print_after[i]))
+			continue;
+		int n = pr_registry_n_passes(r);
+		const char **names = calloc((size_t)n + 1, sizeof *names);
+		for (int k = 0; k < n; k++)
+			names[k] = pr_registry_pass(r, k)->name;
+		const char *near = pr_nearest(o->print_after[i], names, n);
+		pr_err *e = pr_err_new("--print-after=%s: unknown pass%s%s%s", o->print_after[i],
+				       near ? "; did you mean '" : "", near ? near : "",
+				       near ? "'?" : "");
+		free(names);
+		return e;
+	}
+	return NULL;
+}
+
+static int load_pipeline(session *s)
+{
+	const opts *o = s->o;
+	double t0 = pr_now_ms();
+	pr_err *e = read_pipeline(o, &s->pl);
+	if (!e)
+		e = pr_pipeline_load_plugins(s->pl, s->reg);
+	for (int i = 0; i < o->n_sets && !e; i++)
+		e = pr_pipeline_set(s->pl, o->sets[i]);
+	if (!e)
+		e = pr_pipeline_validate(s->pl, s->reg);
+	if (!e)
+		e = check_print_after(o, s->reg);
+	pr_run_report_add(&s->rep, "load pipeline", pr_now_ms() - t0, false, false);
+	if (e)
+		return fail(EXIT_USAGE, e);
+	if (o->print_pipeline) {
+		char *yaml = pr_pipeline_to_yaml(s->pl);
+		fputs(yaml, stderr);
+		free(yaml);
+	}
+	return EXIT_OK;
+}
+
+static int list_passes(session *s)
+{
+	pr_registry_list(s->reg, stdout);
+	return EXIT_OK;
+}
+
+static int load_program(session *s)
+{
+	double t0 = pr_now_ms();
+	pr_err *e = load_file(s->o->program, &s->prog);
+	pr_run_report_add(&s->rep, "load program", pr_now_ms() - t0, false, false);
+	return e ? fail(EXIT_PROGRAM, e) : EXIT_OK;
+}
+
+static int verify_program(session *s)
+{
+	double t0 = pr_now_ms();
+	int bad = pr_verify(s->prog, &s->diags, "verifier");
+	pr_run_report_add(&s->rep, "verify", pr_now_ms() - t0, false, false);
+	pr_diags_print(&s->diags, 0, stderr);
+	if (!bad)
+		return EXIT_OK;
+	fprintf(stderr, "passrun: %s: the program fails verification (%d error%s)\n",
+		s->o->program, bad, bad == 1 ? "" : "s");
+	return EXIT_PASS;
+}
+
+static int run_pipeline(session *s)
+{
+	const opts *o = s->o;
+	pr_run_opts ro = {o->print_after_all, o->print_after, o->n_print_after, o->verify_each,
+			  stderr, stderr};
+	pr_err *e = pr_pipeline_run(s->pl, s->reg, s->prog, &s->diags, &ro, &s->rep);
+	if (e) {
+		fprintf(stderr, "passrun: %s: %s\n", o->program, pr_err_message(e));
+		pr_err_free(e);
+		return EXIT_PASS;
+	}
+	return EXIT_OK;
+}
+
+/* The runtime (issue 6) plugs in here: --run, --device, --check, --input,
+ * --seed, --output-dir and --dot are parsed into opts already. */
+static int execute(session *s)
+{
+	const opts *o = s->o;
+	const char *used = o->run ? "--run" : o->device ? "--device" : o->check ? "--check"
+		: o->n_inputs ? "--input" : o->has_seed ? "--seed" : o->output_dir ? "--output-dir"
+		: o->dot ? "--dot" : NULL;
+	if (!used)
+		return EXIT_OK;
+	fprintf(stderr, "passrun: %s is not built yet (the runtime is not wired into this "
+		"passrun)\n", used);
+	return EXIT_USAGE;
+}
+
+static int write_result(session *s)
+{
+	if (s->o->print) {
+		size_t len;
+		char *text = pr_text_print(s->prog, &len);
+		fwrite(text, 1, len, stdout);
+		free(text);
+	}
+	pr_err *e = s->o->output ? save_file(s->prog, s->o->output) : NULL;
+	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
+}
+
+/* --time-passes and --stats=json, also after a failed pass. */
+static void report(session *s)
+{
+	if (s->o->time_passes)
+		pr_run_report_print_times(&s->rep, stderr);
+	if (s->o->stats_json && s->prog) {
+		char *json = pr_stats_json(s->prog, &s->diags, &s->rep, NULL);
+		fputs(json, stdout);
+		free(json);
+	}
+	fflush(stdout);
+}
+
+static void session_init(session *s, const opts *o)
+{
+	memset(s, 0, sizeof *s);
+	s->o = o;
+	s->reg = pr_registry_new();
+	pr_diags_init(&s->diags, o->program);
+	s->diags.werror = o->werror;
+	pr_run_report_init(&s->rep);
+}
+
+static void session_free(session *s)
+{
+	pr_program_free(s->prog);
+	pr_pipeline_free(s->pl);
+	pr_diags_free(&s->diags);
+	pr_run_report_free(&s->rep);
+	pr_registry_free(s->reg);
+}
+
+int main(int argc, char **argv)
+{
+	opts o;
+	int st = parse_args(argc, argv, &o);
+	if (st != EXIT_CONTINUE)
+		return st;
+	if (o.convert)
+		return convert(&o);
+
+	session s;
+	session_init(&s, &o);
+	st = load_plugins(&s);
+	if (!st)
+		st = load_pipeline(&s);
+	if (!st && o.list_passes) {
+		st = list_passes(&s);
+	} else if (!st) {
+		st = load_program(&s);
+		if (!st)
+			st = verify_program(&s);
+		if (!st)
+			st = run_pipeline(&s);
+		if (!st)
+			st = execute(&s);
+		if (!st)
+			st = write_result(&s);
+		report(&s);
+	}
+	session_free(&s);
+	return st;
+}
