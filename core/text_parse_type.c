@@ -137,25 +137,36 @@ static bool tp_attrs(tp *p, pr_spec *s, bool *has_strides, int64_t *strides)
 	return tp_expect(p, '}', "',' or '}' after a tensor attribute");
 }
 
-/* Element count, byte size and storage span must fit in int64. */
-static bool tp_check_size(tp *p, size_t at, const pr_spec *s)
+/* The element count and byte size must fit in int64, and so must the product
+ * of the non-zero dimensions: contiguous strides are computed from it, even
+ * for an empty tensor. */
+static bool tp_check_shape(tp *p, size_t at, pr_dtype dt, const int64_t *shape, int rank)
 {
-	int64_t numel = 1, span = 0, esize = (int64_t)pr_dtype_size(s->dtype), bytes;
+	int64_t nonzero = 1, bytes;
 	bool empty = false;
-	for (int i = 0; i < s->rank; i++) {
-		if (__builtin_mul_overflow(numel, s->shape[i], &numel))
+	for (int i = 0; i < rank; i++) {
+		empty |= shape[i] == 0;
+		if (shape[i] && __builtin_mul_overflow(nonzero, shape[i], &nonzero))
 			return tp_error_at(p, at, "expected a shape whose element count fits in int64, "
 					   "found one that overflows");
-		empty |= s->shape[i] == 0;
 	}
-	if (__builtin_mul_overflow(numel, esize, &bytes))
+	if (!empty && __builtin_mul_overflow(nonzero, (int64_t)pr_dtype_size(dt), &bytes))
 		return tp_error_at(p, at, "expected a tensor whose size in bytes fits in int64, found one that overflows");
-	for (int i = 0; i < s->rank && !empty; i++) {
-		int64_t t;
+	return true;
+}
+
+/* The storage span, (1 + the largest offset) * element size, must fit too. */
+static bool tp_check_span(tp *p, size_t at, const pr_spec *s)
+{
+	int64_t span = 0, t;
+	for (int i = 0; i < s->rank; i++)
+		if (s->shape[i] == 0)
+			return true;
+	for (int i = 0; i < s->rank; i++)
 		if (__builtin_mul_overflow(s->shape[i] - 1, s->strides[i], &t) || __builtin_add_overflow(span, t, &span))
 			return tp_error_at(p, at, "expected strides whose storage span fits in int64, found one that overflows");
-	}
-	if (!empty && (__builtin_add_overflow(span, 1, &span) || __builtin_mul_overflow(span, esize, &span)))
+	if (__builtin_add_overflow(span, 1, &span) ||
+	    __builtin_mul_overflow(span, (int64_t)pr_dtype_size(s->dtype), &span))
 		return tp_error_at(p, at, "expected strides whose storage span fits in int64, found one that overflows");
 	return true;
 }
@@ -179,6 +190,8 @@ static bool tp_spec(tp *p, pr_spec *s)
 	if (rank > PR_MAX_RANK)
 		return tp_error_at(p, over, "expected at most %d dimensions (the maximum rank), found %d",
 				   PR_MAX_RANK, rank);
+	if (!tp_check_shape(p, at, dt, shape, rank))
+		return false;
 	pr_spec_init(s, dt, rank, shape);
 	if (tp_accept(p, '@') && !tp_device(p, &s->device))
 		return false;
@@ -187,7 +200,7 @@ static bool tp_spec(tp *p, pr_spec *s)
 		return false;
 	if (has_strides)
 		memcpy(s->strides, strides, (size_t)rank * sizeof *strides);
-	return tp_check_size(p, at, s);
+	return tp_check_span(p, at, s);
 }
 
 bool tp_type(tp *p, pr_type *out)

@@ -151,10 +151,13 @@ static void put_args(pr_strbuf *b, const pr_node *n)
 	pr_strbuf_putc(b, ')');
 }
 
-/* A data value: integers for integer and bool tensors (when it is one). */
-static void put_number(pr_strbuf *b, double v, bool is_float)
+/* A data value: true/false for bool tensors, integers for integer tensors
+ * (when it is one), else the shortest exact float. */
+static void put_number(pr_strbuf *b, double v, pr_dtype t, bool is_float)
 {
-	if (!is_float && v == floor(v) && fabs(v) < 9.0e15)
+	if (t == PR_BOOL && (v == 0 || v == 1))
+		pr_strbuf_puts(b, v == 1 ? "true" : "false");
+	else if (!is_float && v == floor(v) && fabs(v) < 9.0e15)
 		pr_strbuf_printf(b, "%" PRId64, (int64_t)v);
 	else
 		pr_strbuf_double(b, v);
@@ -162,7 +165,8 @@ static void put_number(pr_strbuf *b, double v, bool is_float)
 
 static void put_data(pr_strbuf *b, const pr_data *d, const pr_type *t)
 {
-	bool is_float = t->kind == PR_TYPE_TENSOR && pr_dtype_is_float(t->tensor.dtype);
+	pr_dtype dt = t->kind == PR_TYPE_TENSOR ? t->tensor.dtype : PR_F32;
+	bool is_float = pr_dtype_is_float(dt);
 	switch (d->kind) {
 	case PR_DATA_NONE: return;
 	case PR_DATA_ZEROS: pr_strbuf_puts(b, " data=zeros"); return;
@@ -170,7 +174,7 @@ static void put_data(pr_strbuf *b, const pr_data *d, const pr_type *t)
 	case PR_DATA_ARANGE: pr_strbuf_puts(b, " data=arange"); return;
 	case PR_DATA_FILL:
 		pr_strbuf_puts(b, " data=fill(");
-		put_number(b, d->fill, is_float);
+		put_number(b, d->fill, dt, is_float);
 		pr_strbuf_putc(b, ')');
 		return;
 	case PR_DATA_RANDOM: pr_strbuf_printf(b, " data=random(%" PRIu64 ")", d->seed); return;
@@ -179,7 +183,7 @@ static void put_data(pr_strbuf *b, const pr_data *d, const pr_type *t)
 		for (int64_t i = 0; i < d->n_values; i++) {
 			if (i)
 				pr_strbuf_puts(b, ", ");
-			put_number(b, d->values[i], is_float);
+			put_number(b, d->values[i], dt, is_float);
 		}
 		pr_strbuf_putc(b, ']');
 		return;

@@ -1,0 +1,576 @@
+/* test_text.c: the text format (.pg): every statement kind, the model the
+ * parser builds, the canonical printer, the print(parse(x)) fixed point over
+ * every .pg file in examples/ and tests/, and every error message with its
+ * FILE:LINE:COL. */
+#define _XOPEN_SOURCE 700
+#include <criterion/criterion.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "passrun/format.h"
+#include "passrun/strbuf.h"
+#include "testutil.h"
+
+static char *read_src(const char *rel, size_t *len)
+{
+	char path[1024];
+	snprintf(path, sizeof path, "%s/%s", PASSRUN_SOURCE_DIR, rel);
+	char *text = tu_read_file(path, len);
+	cr_assert_not_null(text, "cannot read %s", path);
+	return text;
+}
+
+static pr_program *parse_src(const char *rel)
+{
+	size_t len;
+	char *text = read_src(rel, &len);
+	pr_program *p = NULL;
+	pr_err *e = pr_text_parse(rel, text, len, &p);
+	free(text);
+	cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
+	return p;
+}
+
+static pr_node *node(pr_graph *g, const char *name)
+{
+	pr_node *n = pr_graph_find(g, name);
+	cr_assert_not_null(n, "no %%%s in @%s", name, g->name);
+	return n;
+}
+
+static char *print(const pr_program *p)
+{
+	size_t len;
+	char *t = pr_text_print(p, &len);
+	cr_assert_eq(strlen(t), len);
+	return t;
+}
+
+/* ---- every statement kind --------------------------------------------- */
+
+Test(text, interfaces_example_builds_the_model)
+{
+	pr_program *p = parse_src("tests/text/interfaces_example.pg");
+	cr_assert_eq(p->n_schemas, 5);
+	cr_expect_str_eq(p->schemas[3]->full_name, "aten::sym_size.int");
+	cr_expect(p->schemas[3]->shape_only);
+
+	pr_delegate *d = pr_program_find_delegate(p, "add0");
+	cr_assert_not_null(d);
+	cr_assert_eq(d->n_specs, 2);
+	cr_expect_str_eq(d->specs[0].key, "backend");
+	cr_expect_str_eq(pr_delegate_spec(d, "target_device"), "cuda:0");
+	cr_expect_eq(d->body->n_nodes, 4);
+	cr_expect_eq(node(d->body, "a")->input_kind, PR_INPUT_POSITIONAL);
+	cr_expect_eq(node(d->body, "c")->schema, p->schemas[0]);
+
+	pr_graph *g = pr_program_find_method(p, "forward");
+	cr_assert_not_null(g);
+	cr_expect_eq(g->n_nodes, 8);
+	pr_node *x = node(g, "x"), *w = node(g, "w"), *k = node(g, "k"), *dl = node(g, "d");
+	pr_node *t = node(g, "t"), *r = node(g, "r");
+	cr_expect_eq(x->kind, PR_NODE_INPUT);
+	cr_expect_eq(x->input_kind, PR_INPUT_USER);
+	cr_expect_str_eq(x->input_name, "x");
+	cr_expect_eq(x->line, 22);
+	cr_expect_eq(w->input_kind, PR_INPUT_PARAMETER);
+	cr_expect_eq(w->data.kind, PR_DATA_RANDOM);
+	cr_expect_eq(w->data.seed, 7);
+	cr_expect_eq(w->type.tensor.strides[0], 1);
+	cr_expect_eq(w->type.tensor.strides[1], 2);
+	cr_expect_eq(k->input_kind, PR_INPUT_BUFFER);
+	cr_expect_eq(k->data.kind, PR_DATA_ZEROS);
+	cr_expect_eq(dl->kind, PR_NODE_DELEGATE);
+	cr_expect_eq(dl->delegate, d);
+	cr_expect_eq(dl->type.kind, PR_TYPE_TUPLE);
+	cr_expect_eq(dl->type.n_elems, 1);
+	cr_expect_eq(t->kind, PR_NODE_GETITEM);
+	cr_expect_eq(t->index, 0);
+	cr_expect_eq(t->args[0].u.value, dl);
+	cr_expect_eq(r->kind, PR_NODE_OP);
+	cr_expect_str_eq(r->schema->full_name, "aten::relu_");
+
+	/* The no-result call, and the use lists. */
+	pr_node *acc = r->next;
+	cr_expect_eq(acc->kind, PR_NODE_OP);
+	cr_expect_null(acc->name);
+	cr_expect_eq(acc->type.kind, PR_TYPE_NONE);
+	cr_expect_eq(x->n_uses, 1);
+	cr_expect_eq(x->uses[0].user, dl);
+	cr_expect_eq(k->n_uses, 2, "read by accumulate and the return");
+	cr_expect_eq(r->n_uses, 2);
+	cr_expect_eq(dl->n_uses, 1);
+
+	pr_node *ret = pr_graph_return(g);
+	cr_assert_not_null(ret);
+	cr_assert_eq(ret->n_args, 2);
+	cr_expect_eq(ret->args[0].u.value, r);
+	cr_expect_eq(ret->writebacks[0].kind, PR_WRITEBACK_NONE);
+	cr_expect_eq(ret->writebacks[1].kind, PR_WRITEBACK_BUFFER);
+	cr_expect_str_eq(ret->writebacks[1].target, "cache");
+	pr_program_free(p);
+}
+
+Test(text, types)
+{
+	pr_program *p = parse_src("tests/text/types.pg");
+	pr_graph *g = p->methods[0];
+	pr_spec *d = &node(g, "d")->type.tensor;
+	cr_expect_eq(d->dtype, PR_F64);
+	cr_expect_eq(d->rank, 0, "f64[] is a scalar tensor");
+	pr_spec *f = &node(g, "f")->type.tensor;
+	cr_expect_str_eq(f->device.type, "cuda");
+	cr_expect_eq(f->device.index, 0);
+	pr_spec *i = &node(g, "i")->type.tensor;
+	cr_expect(i->has_mem);
+	cr_expect_str_eq(i->mem_arena.type, "cuda");
+	cr_expect_eq(i->mem_offset, 128);
+	pr_spec *j = &node(g, "j")->type.tensor;
+	cr_expect(j->has_mem);
+	cr_expect(pr_device_is_host(j->mem_arena));
+	cr_expect_eq(j->mem_offset, 64);
+	cr_expect(!pr_spec_is_contiguous(j));
+	pr_spec *k = &node(g, "k")->type.tensor;
+	cr_expect_str_eq(k->device.type, "cuda", "devices are lower-cased");
+	pr_node *pk = node(g, "p");
+	cr_assert_eq(pk->type.kind, PR_TYPE_TUPLE);
+	cr_assert_eq(pk->type.n_elems, 2);
+	cr_expect_eq(pk->type.elems[1].dtype, PR_F16);
+	cr_expect_str_eq(pk->type.elems[1].device.type, "cuda");
+	cr_expect_eq(node(g, "n")->type.kind, PR_TYPE_INT);
+	cr_expect_eq(node(g, "q")->type.tensor.rank, PR_MAX_RANK);
+	char *t = print(p);
+	cr_expect(strstr(t, "%k: f32[2,3]@cuda:0 = input user \"k\"\n"));
+	cr_expect(strstr(t, "%j: bool[2,2]{strides=[1,2], mem=cpu:64}"));
+	cr_expect(!strstr(t, "@cpu"), "the host device is never printed");
+	free(t);
+	pr_program_free(p);
+}
+
+Test(text, data)
+{
+	pr_program *p = parse_src("tests/text/data.pg");
+	pr_graph *g = p->methods[0];
+	cr_expect_eq(node(g, "z")->data.kind, PR_DATA_ZEROS);
+	cr_expect_eq(node(g, "o")->data.kind, PR_DATA_ONES);
+	cr_expect_eq(node(g, "f")->data.kind, PR_DATA_FILL);
+	cr_expect_eq(node(g, "f")->data.fill, 0.5);
+	cr_expect_eq(node(g, "fi")->data.fill, -3.0);
+	cr_expect_eq(node(g, "a")->data.kind, PR_DATA_ARANGE);
+	cr_expect_eq(node(g, "r")->data.kind, PR_DATA_RANDOM);
+	cr_expect_eq(node(g, "r")->data.seed, 12345);
+	pr_data *l = &node(g, "l")->data;
+	cr_assert_eq(l->kind, PR_DATA_LIST);
+	cr_assert_eq(l->n_values, 4);
+	cr_expect_eq(l->values[1], -2.5);
+	cr_expect_eq(l->values[2], 1e-07);
+	pr_data *lb = &node(g, "lb")->data;
+	cr_expect_eq(lb->values[0], 1.0);
+	cr_expect_eq(lb->values[1], 0.0);
+	pr_data *b = &node(g, "b")->data;
+	cr_assert_eq(b->kind, PR_DATA_BLOB);
+	cr_assert_not_null(b->blob);
+	cr_expect_str_eq(b->blob->name, "w2");
+	cr_expect_eq(b->blob->size, 8);
+	cr_expect_eq(b->blob->bytes[3], 0x3f);
+	cr_expect_eq(node(g, "e")->data.blob->size, 0);
+	cr_expect_eq(node(g, "s")->data.blob->size, 11, "storage order: strides decide the size");
+	cr_expect_eq(node(g, "nodata")->data.kind, PR_DATA_NONE);
+	cr_expect_null(node(g, "noname")->input_name);
+	char *t = print(p);
+	cr_expect(strstr(t, "data=[true, false]"), "bool data prints as true/false");
+	cr_expect(strstr(t, "data=[1, -2, 3]"), "integer data prints as integers");
+	cr_expect(strstr(t, "data=fill(-3)"));
+	cr_expect(strstr(t, "blob @empty hex\"\"\n"));
+	free(t);
+	pr_program_free(p);
+}
+
+Test(text, arguments)
+{
+	pr_program *p = parse_src("tests/text/args.pg");
+	pr_graph *g = p->methods[0];
+	pr_node *a = node(g, "a"), *b = node(g, "b"), *c = node(g, "c");
+	cr_expect_str_eq(a->input_name, "a\tb\n\"q\"\\ \x01 \xc3\xa9");
+	cr_assert_eq(b->n_args, 9);
+	cr_expect_eq(b->args[0].kind, PR_ARG_VALUE);
+	cr_expect_eq(b->args[1].kind, PR_ARG_INT);
+	cr_expect_eq(b->args[1].u.i, 3);
+	cr_expect_eq(b->args[2].kind, PR_ARG_FLOAT);
+	cr_expect_eq(b->args[2].u.f, 0.1);
+	cr_expect_eq(b->args[3].kind, PR_ARG_BOOL);
+	cr_expect(b->args[3].u.b);
+	cr_expect_eq(b->args[4].kind, PR_ARG_STRING);
+	cr_expect_str_eq(b->args[4].u.s, "hi");
+	pr_arg *dims = &b->args[5];
+	cr_assert_eq(dims->kind, PR_ARG_LIST);
+	cr_assert_eq(dims->u.list.n, 3);
+	cr_expect_eq(dims->u.list.items[1].u.i, -1);
+	cr_expect_eq(dims->u.list.items[2].u.i, INT64_MAX);
+	cr_expect_eq(b->args[6].u.list.items[1].u.value, a);
+	pr_arg *nested = &b->args[7];
+	cr_expect_eq(nested->u.list.items[0].u.list.items[1].u.list.items[1].kind, PR_ARG_BOOL);
+	cr_expect_eq(nested->u.list.items[1].u.list.n, 0);
+	cr_expect_eq(nested->u.list.items[2].kind, PR_ARG_NONE);
+	cr_expect_eq(b->args[8].kind, PR_ARG_NONE);
+	cr_expect_eq(a->n_uses, 5, "3 in %%b (twice in a list), the sink, the return");
+	pr_arg *fl = &c->args[7];
+	cr_expect(isinf(fl->u.list.items[0].u.f) && fl->u.list.items[0].u.f > 0);
+	cr_expect(isinf(fl->u.list.items[1].u.f) && fl->u.list.items[1].u.f < 0);
+	cr_expect(isnan(fl->u.list.items[2].u.f));
+	cr_expect_eq(fl->u.list.items[3].u.f, 5e-324);
+	cr_expect(signbit(fl->u.list.items[4].u.f), "-0.0 keeps its sign");
+	cr_expect_eq(c->args[2].u.f, 1e300);
+	pr_node *ret = pr_graph_return(g);
+	cr_expect_eq(ret->writebacks[1].kind, PR_WRITEBACK_INPUT);
+	cr_expect_str_eq(ret->writebacks[1].target, a->input_name);
+	pr_program_free(p);
+}
+
+Test(text, names_defined_later_are_resolved_at_the_end)
+{
+	pr_program *p = parse_src("tests/text/forward_refs.pg");
+	pr_graph *g = pr_program_find_method(p, "forward");
+	cr_expect_eq(node(g, "d")->delegate, pr_program_find_delegate(p, "later"));
+	cr_expect_eq(node(g, "y")->schema, pr_program_find_schema(p, "late::op"));
+	cr_expect_eq(node(g, "c")->data.blob, pr_program_find_blob(p, "late"));
+	pr_delegate *e = pr_program_find_delegate(p, "empty_specs");
+	cr_assert_not_null(e);
+	cr_expect_eq(e->n_specs, 0);
+	cr_expect_eq(pr_graph_return(e->body)->n_args, 0);
+	pr_program_free(p);
+}
+
+Test(text, an_op_may_be_declared_twice_with_the_same_schema)
+{
+	pr_program *p = tu_parse("passrun 1\nop a::b(Tensor x) -> Tensor\nop a::b( Tensor x )->Tensor\n");
+	cr_expect_eq(p->n_schemas, 1);
+	pr_program_free(p);
+}
+
+/* ---- the printer ------------------------------------------------------ */
+
+Test(text, prints_the_canonical_form)
+{
+	const char *messy =
+		"# leading comment\n\n  passrun   1   # version\n"
+		"method @m{\n"
+		"\t%x :f32[ 2 , 3 ]@cpu{ mem = cpu:0 } = input   user \"x\"  # comment\n"
+		"  %y: f32[2,3] = a::f( %x,[ 1,2 ],\"s\" , 1.50 , -0 )\n\n"
+		"  return %y , %x->input \"x\"\n"
+		"}\n"
+		"op a::f( Tensor x , int[] l , str s , float f , int i ) -> Tensor\n"
+		"blob @b hex\"ABcd\"\n"
+		"delegate @d   k=\"v\"  {\n  return\n}";
+	const char *want =
+		"passrun 1\n"
+		"\n"
+		"op a::f(Tensor x, int[] l, str s, float f, int i) -> Tensor\n"
+		"\n"
+		"blob @b hex\"abcd\"\n"
+		"\n"
+		"delegate @d k=\"v\" {\n"
+		"  return\n"
+		"}\n"
+		"\n"
+		"method @m {\n"
+		"  %x: f32[2,3]{mem=cpu:0} = input user \"x\"\n"
+		"  %y: f32[2,3] = a::f(%x, [1, 2], \"s\", 1.5, 0)\n"
+		"  return %y, %x -> input \"x\"\n"
+		"}\n";
+	pr_program *p = tu_parse(messy);
+	char *t = print(p);
+	cr_expect_str_eq(t, want);
+	free(t);
+	pr_program_free(p);
+}
+
+Test(text, empty_program_prints_the_version_only)
+{
+	pr_program *p = tu_parse("passrun 1");
+	char *t = print(p);
+	cr_expect_str_eq(t, "passrun 1\n");
+	free(t);
+	pr_program_free(p);
+}
+
+Test(text, strings_escape_control_bytes_and_bad_utf8)
+{
+	pr_program *p = tu_parse("passrun 1\nmethod @m {\n  %x: f32[1] = input user \"a\"\n  return %x\n}\n");
+	pr_node *x = pr_graph_find(p->methods[0], "x");
+	free(x->input_name);
+	x->input_name = strdup("q\"\\\n\t\x01\x7f\xc3\xa9\xff.");
+	char *t = print(p);
+	cr_expect(strstr(t, "input user \"q\\\"\\\\\\n\\t\\x01\\x7f\xc3\xa9\\xff.\"\n"), "%s", t);
+	pr_program *q = tu_parse(t);
+	cr_expect_str_eq(pr_graph_find(q->methods[0], "x")->input_name, x->input_name);
+	free(t);
+	pr_program_free(q);
+	pr_program_free(p);
+}
+
+Test(text, floats_round_trip_exactly)
+{
+	const double values[] = { 0.1, 1.0 / 3.0, 1e300, 5e-324, -2.5, 123456789.125, 1e-7 };
+	for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+		pr_program *p = tu_parse("passrun 1\nop a::f(float v) -> ()\nmethod @m {\n  a::f(0.5)\n  return\n}\n");
+		pr_node *n = p->methods[0]->first;
+		n->args[0].u.f = values[i];
+		char *t = print(p);
+		pr_program *q = tu_parse(t);
+		double got = q->methods[0]->first->args[0].u.f;
+		cr_expect_eq(memcmp(&got, &values[i], sizeof got), 0, "%.17g printed as %s", values[i], t);
+		free(t);
+		pr_program_free(q);
+		pr_program_free(p);
+	}
+}
+
+/* ---- the fixed point over every file ---------------------------------- */
+
+static int n_fixed;
+
+static void check_fixed_point(const char *path)
+{
+	size_t len;
+	char *text = tu_read_file(path, &len);
+	cr_assert_not_null(text, "cannot read %s", path);
+	pr_program *p = NULL;
+	pr_err *e = pr_text_parse(path, text, len, &p);
+	free(text);
+	cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
+	char *once = print(p);
+	pr_program_free(p);
+	e = pr_text_parse(path, once, strlen(once), &p);
+	cr_assert_null(e, "printed %s does not parse: %s", path, e ? pr_err_message(e) : "");
+	char *twice = print(p);
+	pr_program_free(p);
+	cr_expect_str_eq(twice, once, "print(parse(x)) of %s is not a fixed point", path);
+	free(once);
+	free(twice);
+	n_fixed++;
+}
+
+static int visit(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	size_t n = strlen(path);
+	if (flag != FTW_F || n < 3 || strcmp(path + n - 3, ".pg") != 0)
+		return 0;
+	if (strstr(path, "/malformed/"))   /* those must not parse */
+		return 0;
+	check_fixed_point(path);
+	return 0;
+}
+
+Test(text, print_parse_is_a_fixed_point_for_every_file)
+{
+	char dir[1024];
+	n_fixed = 0;
+	snprintf(dir, sizeof dir, "%s/examples", PASSRUN_SOURCE_DIR);
+	nftw(dir, visit, 16, FTW_PHYS);
+	snprintf(dir, sizeof dir, "%s/tests", PASSRUN_SOURCE_DIR);
+	nftw(dir, visit, 16, FTW_PHYS);
+	cr_expect_geq(n_fixed, 5, "only %d .pg files found", n_fixed);
+}
+
+/* ---- scale ------------------------------------------------------------ */
+
+static double parse_chain(int n)
+{
+	pr_strbuf b;
+	pr_strbuf_init(&b);
+	pr_strbuf_puts(&b, "passrun 1\nop a::add(Tensor x, Tensor y) -> Tensor\nmethod @m {\n"
+			   "  %v0: f32[2] = input user \"x\"\n");
+	for (int i = 1; i < n; i++)
+		pr_strbuf_printf(&b, "  %%v%d: f32[2] = a::add(%%v%d, %%v0)\n", i, i - 1);
+	pr_strbuf_printf(&b, "  return %%v%d\n}\n", n - 1);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pr_program *p = NULL;
+	pr_err *e = pr_text_parse("big.pg", b.data, b.len, &p);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
+	cr_expect_eq(p->methods[0]->n_nodes, n + 1);
+	cr_expect_eq(pr_graph_find(p->methods[0], "v0")->n_uses, n, "twice by %%v1, once by each later one");
+	pr_program_free(p);
+	pr_strbuf_free(&b);
+	return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+}
+
+Test(text, parse_time_grows_linearly)
+{
+	double small = parse_chain(25000), big = parse_chain(200000);
+	/* Linear: about 8x; quadratic would be about 64x. */
+	cr_expect_lt(big, small * 24 + 0.05, "25k nodes: %.3fs, 200k nodes: %.3fs", small, big);
+}
+
+/* ---- errors ----------------------------------------------------------- */
+
+typedef struct bad_case {
+	const char *text;
+	const char *where;   /* "LINE:COL" */
+	const char *msg;
+} bad_case;
+
+#define HEAD "passrun 1\nop a::f(Tensor x, int n=0) -> Tensor\nop a::g(Tensor(a!) x) -> ()\nmethod @m {\n" \
+	     "  %x: f32[2,3] = input user \"x\"\n"
+#define TAIL "  return %x\n}\n"
+
+static const bad_case bad_cases[] = {
+	/* version */
+	{ "", "1:1", "expected 'passrun 1' (the format version) as the first statement, found end of file" },
+	{ "# hi\nmethod @m {\n}\n", "2:1", "expected 'passrun 1' (the format version) as the first statement, found 'method'" },
+	{ "passrun 2\n", "1:9", "expected format version 1, found version 2" },
+	{ "passrun\n", "1:8", "expected the format version number (1), found end of line" },
+	{ "passrun 1 x\n", "1:11", "expected end of line after the format version, found 'x'" },
+	/* UTF-8 */
+	{ "passrun 1\n# caf\xc3\xa9 \xff\n", "2:8", "expected UTF-8 text, found the invalid byte 0xff" },
+	{ "passrun 1\n# \xc0\xaf overlong\n", "2:3", "invalid byte 0xc0" },
+	{ "passrun 1\n# \xed\xa0\x80 surrogate\n", "2:3", "invalid byte 0xed" },
+	{ "passrun 1\n# trunc \xe2\x82", "2:9", "invalid byte 0xe2" },
+	{ "passrun 1\n#\0\n", "2:2", "found a NUL byte" },
+	/* top level */
+	{ "passrun 1\nfoo\n", "2:1", "expected a top-level statement (op, blob, delegate or method), found 'foo'" },
+	{ "passrun 1\nop\n", "2:3", "expected an op name (namespace::name), found end of schema" },
+	{ "passrun 1\nop a::b(Tesnor x) -> Tensor\n", "2:9", "expected a type" },
+	{ "passrun 1\nop   a::b(Tensor x) Tensor\n", "2:21", "expected '->', found 'Tensor'" },
+	{ "passrun 1\nop a::b(Tensor x) -> Tensor\nop a::b(Tensor y) -> Tensor\n", "3:4",
+	  "expected one schema per op: 'a::b' was declared differently at line 2" },
+	{ "passrun 1\nblob b hex\"00\"\n", "2:6", "expected '@' and a name, found 'b'" },
+	{ "passrun 1\nblob @b \"00\"\n", "2:9", "expected hex\"...\" (the blob's bytes in hexadecimal), found a string" },
+	{ "passrun 1\nblob @b hex\"0g\"\n", "2:14", "expected a hex digit or '\"' closing the blob, found 'g'" },
+	{ "passrun 1\nblob @b hex\"000\"\n", "2:16", "expected an even number of hex digits (two per byte), found 3" },
+	{ "passrun 1\nblob @b hex\"00\n", "2:15", "expected a hex digit or '\"' closing the blob, found end of line" },
+	{ "passrun 1\nblob @b hex\"00\"\nblob @b hex\"01\"\n", "3:6", "duplicate blob '@b': expected a new name (first defined at line 2)" },
+	{ "passrun 1\nmethod @m {\n  return\n}\nmethod @m {\n  return\n}\n", "5:8",
+	  "duplicate method '@m': expected a new name (first defined at line 2)" },
+	{ "passrun 1\ndelegate @d {\n  return\n}\ndelegate @d {\n  return\n}\n", "5:10", "duplicate delegate '@d'" },
+	{ "passrun 1\ndelegate @d a=\"1\" a=\"2\" {\n  return\n}\n", "2:19", "expected each compile spec once, found a second 'a'" },
+	{ "passrun 1\ndelegate @d a {\n  return\n}\n", "2:15", "expected '=' after the compile spec's key, found '{'" },
+	{ "passrun 1\ndelegate @d a=b {\n  return\n}\n", "2:15", "expected a string (\"...\"), found 'b'" },
+	{ "passrun 1\ndelegate @d \"x\" {\n  return\n}\n", "2:13", "expected a compile spec (key=\"value\") or '{', found a string" },
+	{ "passrun 1\nmethod @m\n", "2:10", "expected '{' to open the method's body, found end of line" },
+	{ "passrun 1\nmethod @m { x\n", "2:13", "expected end of line after '{', found 'x'" },
+	{ "passrun 1\nmethod @m {\n  return\n", "4:1", "expected '}' to close '@m' (opened at line 2), found end of file" },
+	{ "passrun 1\nmethod @m {\n}\n", "3:1", "expected a 'return' statement before '}' closing '@m'" },
+	{ "passrun 1\nmethod @m {\n  return\n  return\n}\n", "4:3", "expected '}' after the return statement, found 'return'" },
+	{ "passrun 1\nmethod @m {\n  return\n} x\n", "4:3", "expected end of line after '}', found 'x'" },
+	/* statements */
+	{ HEAD "  ; \n" TAIL, "6:3", "expected a statement (%name: TYPE = ..., an op call, return or '}'), found ';'" },
+	{ HEAD "  foo(%x)\n" TAIL, "6:3", "expected an op call (namespace::name(...)), found 'foo'" },
+	{ HEAD "  a::(%x)\n" TAIL, "6:6", "expected an op name after '::'" },
+	{ HEAD "  %y f32[2] = input user\n" TAIL, "6:6", "expected ':' and the value's type, found 'f32'" },
+	{ HEAD "  %: f32[2] = input user\n" TAIL, "6:4", "expected a value name after '%', found ':'" },
+	{ HEAD "  %y: f32[2] input user\n" TAIL, "6:14", "expected '=' after the type, found 'input'" },
+	{ HEAD "  %y: f32[2] = \n" TAIL, "6:16", "expected input, delegate @NAME(...), getitem or an op call, found end of line" },
+	{ HEAD "  %x: f32[2] = input user\n" TAIL, "6:3",
+	  "duplicate name '%x': expected a name not yet used in '@m' (first defined at line 5)" },
+	{ HEAD "  %y: f32[2] = a::f(%z)\n" TAIL, "6:21", "undefined value '%z': expected a value defined earlier in '@m'" },
+	{ HEAD "  %y: f32[2] = a::f(%y)\n" TAIL, "6:21", "undefined value '%y'" },
+	{ HEAD "  %y: f32[2] = a::f(%x) junk\n" TAIL, "6:25", "expected end of line after the statement, found 'junk'" },
+	{ HEAD "  a::g(%x) junk\n" TAIL, "6:12", "expected end of line after the op call, found 'junk'" },
+	{ HEAD "  %y: f32[2] = a::nope(%x)\n" TAIL, "6:16", "unknown op 'a::nope': expected an op declared with an 'op' statement" },
+	{ HEAD "  %y: f32[2] = a::f(%x, 1, 2)\n" TAIL, "6:16", "expected at most 2 arguments for 'a::f', found 3" },
+	{ HEAD "  %y: f32[2] = a::f()\n" TAIL, "6:16", "expected at least 1 arguments for 'a::f', found 0" },
+	{ HEAD "  %y: f32[2] = a::f(%x,)\n" TAIL, "6:24", "expected an argument (a %value, a number, a string, true, false, none or a [list]), found ')'" },
+	{ HEAD "  %y: f32[2] = a::f(%x, 1\n" TAIL, "6:26", "expected ',' or ')' after an argument, found end of line" },
+	{ HEAD "  %y: f32[2] = a::f(%x, [1, 2)\n" TAIL, "6:30", "expected ',' or ']' in a list, found ')'" },
+	{ HEAD "  %y: f32[2] = a::f(%x, [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]])\n" TAIL, "6:57",
+	  "expected lists nested at most 32 deep, found deeper nesting" },
+	{ HEAD "  %y: f32[2] = a::f(%x, 99999999999999999999)\n" TAIL, "6:25", "expected an integer that fits in 64 bits" },
+	{ HEAD "  %y: f32[2] = a::f(%x, 1e)\n" TAIL, "6:27", "expected digits in the exponent" },
+	{ HEAD "  %y: f32[2] = a::f(%x, 12abc)\n" TAIL, "6:25", "expected a number, found '12abc'" },
+	{ HEAD "  %y: f32[2] = a::f(%x, \"abc)\n" TAIL, "6:25", "unterminated string: expected '\"' before the end of the line" },
+	{ HEAD "  %y: f32[2] = a::f(%x, \"a\\qb\")\n" TAIL, "6:27", "expected an escape" },
+	{ HEAD "  %y: f32[2] = a::f(%x, \"a\\x4\")\n" TAIL, "6:27", "expected two hex digits after '\\x'" },
+	{ HEAD "  %y: f32[2] = a::f(%x, \"a\\x00\")\n" TAIL, "6:27", "'\\x00' is not allowed in a string" },
+	{ HEAD "  %y: f32[2] = a::f(%x, \"a\tb\")\n" TAIL, "6:27", "expected a printable character in a string (write control byte 0x09 as \\x09)" },
+	/* types */
+	{ HEAD "  %y: f33[2] = input user\n" TAIL, "6:7", "expected a type (a dtype f32 f16 bf16 f64 i64 i32 i16 i8 u8 bool" },
+	{ HEAD "  %y: f32 = input user\n" TAIL, "6:11", "expected '[', found '='" },
+	{ HEAD "  %y: f32[2,-1] = input user\n" TAIL, "6:13", "expected a dimension >= 0, found -1" },
+	{ HEAD "  %y: f32[2.5] = input user\n" TAIL, "6:11", "expected a dimension, found '2.5'" },
+	{ HEAD "  %y: f32[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1] = input user\n" TAIL, "6:43",
+	  "expected at most 16 dimensions (the maximum rank), found 17" },
+	{ HEAD "  %y: f32[4294967296,4294967296] = input user\n" TAIL, "6:7",
+	  "expected a shape whose element count fits in int64, found one that overflows" },
+	{ HEAD "  %y: f32[0,4294967296,4294967296] = input user\n" TAIL, "6:7",
+	  "expected a shape whose element count fits in int64, found one that overflows" },
+	{ HEAD "  %y: f64[2147483648,2147483648] = input user\n" TAIL, "6:7",
+	  "expected a tensor whose size in bytes fits in int64" },
+	{ HEAD "  %y: f32[2,2]{strides=[4611686018427387904,1]} = input user\n" TAIL, "6:7",
+	  "expected strides whose storage span fits in int64" },
+	{ HEAD "  %y: f32[2]@ = input user\n" TAIL, "6:15", "expected a device (like cpu or cuda:0), found '='" },
+	{ HEAD "  %y: f32[2]@cuda:x = input user\n" TAIL, "6:14", "expected a device (like cpu or cuda:0), found 'cuda'" },
+	{ HEAD "  %y: f32[2]{layout=x} = input user\n" TAIL, "6:14", "expected a tensor attribute (strides=[...] or mem=ARENA:OFFSET), found 'layout'" },
+	{ HEAD "  %y: f32[2,3]{strides=[1]} = input user\n" TAIL, "6:24", "expected 2 strides (one per dimension), found 1" },
+	{ HEAD "  %y: f32[2]{strides=[-1]} = input user\n" TAIL, "6:23", "expected a stride >= 0, found -1" },
+	{ HEAD "  %y: f32[2]{strides=[1], strides=[1]} = input user\n" TAIL, "6:27", "expected each attribute once, found a second 'strides'" },
+	{ HEAD "  %y: f32[2]{mem=cuda} = input user\n" TAIL, "6:18", "expected a memory location ARENA:OFFSET (like cuda:0:128), found 'cuda'" },
+	{ HEAD "  %y: f32[2]{mem=cuda:0:x} = input user\n" TAIL, "6:25", "expected a byte offset (digits) after the arena, found 'x'" },
+	{ HEAD "  %y: f32[2]{mem=cpu:1} x = input user\n" TAIL, "6:25", "expected '=' after the type, found 'x'" },
+	{ HEAD "  %y: f32[2]{mem=cpu:1 = input user\n" TAIL, "6:24", "expected ',' or '}' after a tensor attribute, found '='" },
+	{ HEAD "  %y: (f32[2] f32[3]) = a::f(%x)\n" TAIL, "6:15", "expected ',' or ')' in a tuple type, found 'f32'" },
+	/* inputs and data */
+	{ HEAD "  %y: f32[2] = input\n" TAIL, "6:21", "expected an input kind (user, parameter, buffer or constant; plain 'input' is only for delegate bodies), found end of line" },
+	{ HEAD "  %y: f32[2] = input weight\n" TAIL, "6:22", "expected an input kind" },
+	{ "passrun 1\ndelegate @d {\n  %a: f32[2] = input user\n  return %a\n}\n", "3:22",
+	  "expected end of line (inputs of a delegate body are plain 'input'), found 'user'" },
+	{ HEAD "  %y: f32[2] = input user \"y\" data=zeros\n" TAIL, "6:31", "expected end of line: data= is only for parameters, buffers and constants, not user inputs" },
+	{ HEAD "  %y: f32[2] = input constant \"y\" dat=zeros\n" TAIL, "6:35", "expected end of line or data=..., found 'dat'" },
+	{ HEAD "  %y: int = input constant \"y\" data=zeros\n" TAIL, "6:32", "expected a tensor type for a value with data=" },
+	{ HEAD "  %y: f32[2] = input constant \"y\" data=twos\n" TAIL, "6:40",
+	  "expected data (zeros, ones, fill(X), arange, random(SEED), [values] or @BLOB), found 'twos'" },
+	{ HEAD "  %y: f32[2] = input constant \"y\" data=[1.0, 2.0, 3.0]\n" TAIL, "6:40",
+	  "expected 2 values (the tensor's element count), found 3" },
+	{ HEAD "  %y: f32[2] = input constant \"y\" data=[1.0 2.0]\n" TAIL, "6:45", "expected ',' or ']' in the data list, found '2.0'" },
+	{ HEAD "  %y: f32[2] = input constant \"y\" data=random(-1)\n" TAIL, "6:47", "expected a seed (an integer >= 0), found '-1'" },
+	{ HEAD "  %y: f32[2] = input constant \"y\" data=random(1.5)\n" TAIL, "6:47", "expected a seed (an integer >= 0)" },
+	{ HEAD "  %y: f32[2] = input constant \"y\" data=fill()\n" TAIL, "6:45", "expected a number, found ')'" },
+	{ HEAD "  %y: f32[2] = input constant \"y\" data=@nope\n" TAIL, "6:40",
+	  "unknown blob '@nope': expected a blob defined with a 'blob' statement" },
+	{ "passrun 1\nblob @b hex\"00\"\nmethod @m {\n  %y: f32[2] = input constant \"y\" data=@b\n  return %y\n}\n", "4:40",
+	  "expected a blob of 8 bytes (the tensor's storage), found '@b' with 1 bytes" },
+	/* getitem, delegate calls, return */
+	{ HEAD "  %y: f32[2] = getitem %x 0\n" TAIL, "6:27", "expected ',' after the getitem's value, found '0'" },
+	{ HEAD "  %y: f32[2] = getitem %x, -1\n" TAIL, "6:28", "expected an index (an integer >= 0), found '-1'" },
+	{ HEAD "  %y: f32[2] = getitem %q, 0\n" TAIL, "6:24", "undefined value '%q'" },
+	{ HEAD "  %y: (f32[2]) = delegate add0(%x)\n" TAIL, "6:27", "expected '@' and the delegate's name, found 'add0'" },
+	{ HEAD "  %y: (f32[2]) = delegate @nope(%x)\n" TAIL, "6:27", "unknown delegate '@nope': expected a delegate defined in this file" },
+	{ HEAD "  return %x -> buf \"x\"\n}\n", "6:16", "expected 'buffer' or 'input' after '->', found 'buf'" },
+	{ HEAD "  return %x -> buffer x\n}\n", "6:23", "expected a string (\"...\"), found 'x'" },
+	{ HEAD "  return %x %x\n}\n", "6:13", "expected end of line after the return values, found '%x'" },
+	{ HEAD "  return x\n}\n", "6:10", "expected a value (%name), found 'x'" },
+	/* columns count characters, not bytes */
+	{ "passrun 1\nmethod @m {\n  %x: f32[2] = input user \"\xc3\xa9\xc3\xa9\" data=zeros\n  return %x\n}\n", "3:32",
+	  "data= is only for parameters" },
+};
+
+Test(text, every_error_names_file_line_column_and_what_was_expected)
+{
+	for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
+		const bad_case *c = &bad_cases[i];
+		/* The NUL-byte case has an embedded NUL: its length is known. */
+		size_t len = strlen(c->text);
+		if (strstr(c->msg, "NUL byte"))
+			len = strlen(c->text) + 2;
+		pr_program *p = (pr_program *)1;
+		pr_err *e = pr_text_parse("t.pg", c->text, len, &p);
+		cr_expect_not_null(e, "case %zu parsed but should fail: %s", i, c->msg);
+		if (!e)
+			continue;
+		cr_expect_null(p);
+		const char *m = pr_err_message(e);
+		char prefix[64];
+		snprintf(prefix, sizeof prefix, "t.pg:%s: ", c->where);
+		cr_expect(strncmp(m, prefix, strlen(prefix)) == 0, "case %zu: '%s' does not start with '%s'", i, m, prefix);
+		cr_expect(strstr(m, c->msg), "case %zu: '%s' lacks '%s'", i, m, c->msg);
+		pr_err_free(e);
+	}
+}
