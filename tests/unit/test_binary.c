@@ -287,7 +287,9 @@ Test(fileio, save_and_load_by_content_with_a_mapping)
 	cr_expect_eq(count_temp_files(tu_temp_dir()), 0, "a temporary file was left behind");
 
 	/* A binary file named .pg still loads as binary: content decides. */
-	tu_run("cp %s %s", bin_path, odd_path);
+	tu_result cp = tu_run("cp %s %s", bin_path, odd_path);
+	cr_assert_eq(cp.status, 0);
+	tu_result_free(&cp);
 	const char *paths[] = {bin_path, pg_path, odd_path};
 	for (int i = 0; i < 3; i++) {
 		pr_program *q = NULL;
