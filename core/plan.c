@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 /* ---- lifetimes -------------------------------------------------------- */
 
@@ -38,7 +39,7 @@ typedef struct lt_builder {
 	int64_t cap_values, cap_classes;
 	int64_t *first_value;   /* per position: its first value, or -1 */
 	pr_node **nodes;        /* per position */
-	void **saved_scratch;
+	uint64_t order0, gap;   /* node->order == order0 + pos * gap */
 } lt_builder;
 
 static pr_device host_normalized(pr_device d)
@@ -46,9 +47,15 @@ static pr_device host_normalized(pr_device d)
 	return pr_device_is_host(d) ? pr_device_host() : d;
 }
 
-static int64_t node_pos(const pr_node *n)
+/* The position of n, or -1 when it is not a node of the graph. */
+static int64_t node_pos(const lt_builder *b, const pr_node *n)
 {
-	return (int64_t)(uintptr_t)n->scratch - 1;
+	if (n->order < b->order0 || !b->gap)
+		return b->lt->n_positions == 1 && b->nodes[0] == n ? 0 : -1;
+	uint64_t pos = (n->order - b->order0) / b->gap;
+	if (pos >= (uint64_t)b->lt->n_positions || b->nodes[pos] != n)
+		return -1;
+	return (int64_t)pos;
 }
 
 static int64_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int64_t pos)
@@ -96,8 +103,8 @@ static int n_values_of(const pr_node *n)
 /* The value index of element elem (-1: the tensor itself) of node v, or -1. */
 static int64_t value_of(const lt_builder *b, const pr_node *v, int elem)
 {
-	int64_t pos = node_pos(v);
-	if (pos < 0 || pos >= b->lt->n_positions || b->nodes[pos] != v)
+	int64_t pos = node_pos(b, v);
+	if (pos < 0)
 		return -1;
 	int64_t first = b->first_value[pos];
 	if (first < 0)
@@ -164,26 +171,51 @@ static void read_arg(lt_builder *b, const pr_arg *a, int64_t pos, unsigned flags
 	}
 }
 
-static bool is_mutable_buffer(const pr_node *in, const pr_node *ret)
+/* The names that the return node writes back as buffers: a set, so that
+ * finding the mutable buffers stays linear with thousands of them. */
+typedef struct name_set {
+	const char *name;
+	UT_hash_handle hh;
+} name_set;
+
+static name_set *writeback_buffers(const pr_node *ret)
 {
-	if (in->input_kind != PR_INPUT_BUFFER || !in->input_name || !ret || !ret->writebacks)
-		return false;
-	for (int i = 0; i < ret->n_args; i++) {
+	name_set *set = NULL;
+	for (int i = 0; ret && ret->writebacks && i < ret->n_args; i++) {
 		const pr_writeback *w = &ret->writebacks[i];
-		if (w->kind == PR_WRITEBACK_BUFFER && w->target && !strcmp(w->target, in->input_name))
-			return true;
+		name_set *e;
+		if (w->kind != PR_WRITEBACK_BUFFER || !w->target)
+			continue;
+		HASH_FIND_STR(set, w->target, e);
+		if (e)
+			continue;
+		e = pr_xmalloc(sizeof *e);
+		e->name = w->target;
+		HASH_ADD_KEYPTR(hh, set, e->name, strlen(e->name), e);
 	}
-	return false;
+	return set;
 }
 
-static unsigned input_flags(const pr_node *in, const pr_node *ret)
+static void name_set_free(name_set *set)
 {
+	name_set *e, *tmp;
+	HASH_ITER(hh, set, e, tmp) {
+		HASH_DEL(set, e);
+		free(e);
+	}
+}
+
+static unsigned input_flags(const pr_node *in, name_set *mutable_buffers)
+{
+	name_set *e = NULL;
 	switch (in->input_kind) {
 	case PR_INPUT_POSITIONAL:
 	case PR_INPUT_USER:
 		return PR_CLASS_USER_INPUT;
 	case PR_INPUT_BUFFER:
-		if (is_mutable_buffer(in, ret))
+		if (in->input_name)
+			HASH_FIND_STR(mutable_buffers, in->input_name, e);
+		if (e)
 			return PR_CLASS_MUTABLE | PR_CLASS_WHOLE;
 		/* fall through */
 	case PR_INPUT_PARAMETER:
@@ -213,47 +245,72 @@ static void read_args(lt_builder *b, pr_node *n, int64_t pos)
 
 static void finish_classes(pr_lifetimes *lt, pr_node *ret)
 {
+	name_set *mutable_buffers = writeback_buffers(ret);
 	for (int64_t i = 0; i < lt->n_classes; i++) {
 		pr_plan_class *c = &lt->classes[i];
 		if (c->elem < 0 && c->node->kind == PR_NODE_INPUT)
-			c->flags |= input_flags(c->node, ret);
+			c->flags |= input_flags(c->node, mutable_buffers);
 		if (c->flags & PR_CLASS_WHOLE) {
 			c->start = 0;
 			c->end = lt->n_positions - 1;
 		}
 	}
+	name_set_free(mutable_buffers);
+}
+
+/* The graph is a linked list of large nodes: on a big method every first
+ * touch of a node is a cache miss, so nodes are touched as few times as
+ * possible. Positions come from node->order: the walk that numbers the nodes
+ * checks that the orders step evenly (they do after pr_graph_renumber, which
+ * it calls when they do not), so a node's position is one division away and
+ * nothing needs writing into the nodes. */
+#define PREFETCH_AHEAD 8
+
+/* Fills b->nodes in graph order; false when the orders do not step evenly. */
+static bool number_nodes(lt_builder *b, pr_graph *g, int64_t *cap)
+{
+	int64_t n = 0;
+	pr_graph_for_each(g, node) {
+		if (n == *cap) {
+			*cap *= 2;
+			b->nodes = pr_xrealloc(b->nodes, (size_t)*cap * sizeof *b->nodes);
+		}
+		if (n == 0)
+			b->order0 = node->order;
+		else if (n == 1)
+			b->gap = node->order - b->order0;
+		b->nodes[n++] = node;
+		if (n > 1 && (b->gap == 0 || node->order != b->order0 + (uint64_t)(n - 1) * b->gap))
+			return false;
+	}
+	b->lt->n_positions = n;
+	return true;
 }
 
 pr_lifetimes *pr_lifetimes_compute(pr_graph *g)
 {
 	lt_builder b = { 0 };
 	b.lt = pr_xcalloc(1, sizeof *b.lt);
-	int64_t n = 0;
-	pr_graph_for_each(g, node)
-		n++;
-	b.lt->n_positions = n;
-	b.first_value = pr_xmalloc((size_t)(n + 1) * sizeof *b.first_value);
-	b.nodes = pr_xmalloc((size_t)(n + 1) * sizeof *b.nodes);
-	b.saved_scratch = pr_xmalloc((size_t)(n + 1) * sizeof *b.saved_scratch);
-	int64_t pos = 0;
-	pr_graph_for_each(g, node) {
-		b.nodes[pos] = node;
-		b.saved_scratch[pos] = node->scratch;
-		node->scratch = (void *)(uintptr_t)(pos + 1);
-		pos++;
+	int64_t cap = g->n_nodes > 0 ? g->n_nodes : 16;
+	b.nodes = pr_xmalloc((size_t)cap * sizeof *b.nodes);
+	if (g->order_stale || !number_nodes(&b, g, &cap)) {
+		pr_graph_renumber(g);
+		PR_ASSERT(number_nodes(&b, g, &cap));
 	}
-	pos = 0;
-	pr_graph_for_each(g, node) {
-		read_args(&b, node, pos);
-		define_values(&b, node, pos);
-		pos++;
+	int64_t n = b.lt->n_positions;
+	b.first_value = pr_xmalloc((size_t)(n + 1) * sizeof *b.first_value);
+	b.cap_values = b.cap_classes = n + 1;
+	b.lt->values = pr_xmalloc((size_t)b.cap_values * sizeof *b.lt->values);
+	b.lt->classes = pr_xmalloc((size_t)b.cap_classes * sizeof *b.lt->classes);
+	for (int64_t pos = 0; pos < n; pos++) {
+		if (pos + PREFETCH_AHEAD < n)
+			__builtin_prefetch(b.nodes[pos + PREFETCH_AHEAD]);
+		read_args(&b, b.nodes[pos], pos);
+		define_values(&b, b.nodes[pos], pos);
 	}
 	finish_classes(b.lt, pr_graph_return(g));
-	for (int64_t i = 0; i < n; i++)
-		b.nodes[i]->scratch = b.saved_scratch[i];
 	free(b.first_value);
 	free(b.nodes);
-	free(b.saved_scratch);
 	return b.lt;
 }
 

@@ -85,8 +85,9 @@ typedef struct pr_lifetimes {
 	pr_plan_class *classes;  /* in order of their base's definition */
 } pr_lifetimes;
 
-/* Computes the storage classes of method g. Borrows node->scratch while it
- * runs and restores it before returning. */
+/* Computes the storage classes of method g. Writes nothing into the graph,
+ * except that it renumbers node->order (pr_graph_renumber) when the orders do
+ * not step evenly, as pr_node_before would. */
 pr_lifetimes *pr_lifetimes_compute(pr_graph *g);
 void pr_lifetimes_free(pr_lifetimes *lt);
 /* May the class get planned memory at all? Host constants may not. */

@@ -377,3 +377,97 @@ mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
 	free(raw);
 	return r;
 }
+
+/* ---- a whole method ----------------------------------------------------- */
+
+typedef struct arena_set {
+	int n;
+	pr_device devices[64];
+} arena_set;
+
+static int arena_of(arena_set *s, pr_device d)
+{
+	for (int i = 0; i < s->n; i++)
+		if (pr_device_equal(s->devices[i], d))
+			return i;
+	PR_ASSERT(s->n < 64);
+	s->devices[s->n] = d;
+	return s->n++;
+}
+
+/* M1 and M2: who gets planned memory. */
+static bool wants_memory(const pr_plan_class *c, const mp_graph_options *o)
+{
+	if (!pr_plan_class_plannable(c))
+		return false;
+	if (!o->alloc_graph_input && (c->flags & PR_CLASS_USER_INPUT))
+		return false;
+	if (!o->alloc_graph_output && (c->flags & PR_CLASS_OUTPUT))
+		return false;
+	return true;
+}
+
+/* Plans the classes of one arena; writes their offsets into mem_offset[]. */
+static mp_arena_report plan_arena(const pr_lifetimes *lt, const int *arena, int which,
+				  int64_t align, int64_t *mem_offset)
+{
+	int64_t n = 0;
+	for (int64_t i = 0; i < lt->n_classes; i++)
+		n += arena[i] == which;
+	mp_item *items = pr_xmalloc((size_t)(n + 1) * sizeof *items);
+	int64_t *ids = pr_xmalloc((size_t)(n + 1) * sizeof *ids);
+	n = 0;
+	for (int64_t i = 0; i < lt->n_classes; i++) {
+		if (arena[i] != which)
+			continue;
+		const pr_plan_class *c = &lt->classes[i];
+		items[n] = (mp_item){ c->start, c->end, c->bytes, 0 };
+		ids[n++] = i;
+	}
+	mp_arena_report rep = { pr_device_host(), n, mp_plan(items, n, lt->n_positions, align) };
+	for (int64_t k = 0; k < n; k++)
+		mem_offset[ids[k]] = items[k].offset;
+	free(items);
+	free(ids);
+	return rep;
+}
+
+static bool write_mem(pr_spec *s, bool has, pr_device arena, int64_t offset)
+{
+	bool same = s->has_mem == has &&
+		    (!has || (pr_device_equal(s->mem_arena, arena) && s->mem_offset == offset));
+	s->has_mem = has;
+	s->mem_arena = has ? arena : pr_device_host();
+	s->mem_offset = has ? offset : 0;
+	return !same;
+}
+
+bool mp_plan_graph(pr_graph *g, const mp_graph_options *o, mp_arena_report *reports,
+		   int max_reports, int *n_reports)
+{
+	pr_lifetimes *lt = pr_lifetimes_compute(g);
+	int *arena = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena);
+	int64_t *offset = pr_xcalloc((size_t)lt->n_classes + 1, sizeof *offset);
+	arena_set set = { 0 };
+	for (int64_t i = 0; i < lt->n_classes; i++)
+		arena[i] = wants_memory(&lt->classes[i], o) ? arena_of(&set, lt->classes[i].device) : -1;
+	for (int a = 0; a < set.n; a++) {
+		bool host = pr_device_is_host(set.devices[a]);
+		mp_arena_report rep = plan_arena(lt, arena, a, host ? o->host_alignment : o->device_alignment, offset);
+		rep.arena = set.devices[a];
+		if (reports && a < max_reports)
+			reports[a] = rep;
+	}
+	if (n_reports)
+		*n_reports = set.n < max_reports ? set.n : max_reports;
+	bool changed = false;
+	for (int64_t v = 0; v < lt->n_values; v++) {
+		int64_t c = lt->values[v].cls;
+		bool has = arena[c] >= 0;
+		changed |= write_mem(lt->values[v].spec, has, has ? set.devices[arena[c]] : pr_device_host(), offset[c]);
+	}
+	free(arena);
+	free(offset);
+	pr_lifetimes_free(lt);
+	return changed;
+}

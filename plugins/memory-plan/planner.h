@@ -7,7 +7,10 @@
 #ifndef PASSRUN_MEMPLAN_PLANNER_H
 #define PASSRUN_MEMPLAN_PLANNER_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "passrun/plan.h"
 
 typedef struct mp_item {
 	int64_t start, end;  /* positions, inclusive; start <= end */
@@ -28,5 +31,26 @@ extern const char *const mp_order_names[];
 /* Plans items in place. n_positions bounds every end (end < n_positions).
  * align is a power of two. */
 mp_result mp_plan(mp_item *items, int64_t n, int64_t n_positions, int64_t align);
+
+
+/* What mp_plan_graph did in one arena. */
+typedef struct mp_arena_report {
+	pr_device arena;
+	int64_t n_items;
+	mp_result result;
+} mp_arena_report;
+
+typedef struct mp_graph_options {
+	bool alloc_graph_input, alloc_graph_output;
+	int64_t host_alignment, device_alignment;  /* powers of two */
+} mp_graph_options;
+
+/* Plans method g: every class that needs memory (see memory_plan.c) gets an
+ * offset in the arena of its device, written into the spec of each of its
+ * members; other values lose any mem=. Returns whether a spec changed.
+ * reports (may be NULL) receives up to max_reports arenas; *n_reports their
+ * count. */
+bool mp_plan_graph(pr_graph *g, const mp_graph_options *o, mp_arena_report *reports,
+		   int max_reports, int *n_reports);
 
 #endif
