@@ -11,10 +11,11 @@
  *   - every argument value (list items included) is a node of the same graph,
  *     has a result and comes before its reader in graph order (pr_node_before);
  *   - use lists agree with the arguments: each use names an argument slot of
- *     its user that reads the value, no slot twice, and every value slot is in
- *     the use list of the value it reads. Linear time: the slots named by use
- *     lists go into a pointer set as each value is visited (a value is visited
- *     before any well-ordered reader), and each argument slot is looked up;
+ *     its user that reads the value, no slot twice, and as many uses as slots
+ *     read the value. Linear time: the walk counts the readers of each value
+ *     in an array (node->scratch points at its counter while the verifier
+ *     runs, and gets its old value back), then each use list is compared with
+ *     its count;
  *   - op calls against their schema: argument count (too many, or a missing
  *     one without a default), argument kinds (Tensor <- tensor value, int <-
  *     integer or int value, T[] <- list, ...), and the result kind;
@@ -36,7 +37,12 @@
  *   - a device delegate (target_device parses to a non-host device) reads only
  *     tensors on its device and produces results on it; a host delegate (no
  *     target_device, or cpu) reads and produces host tensors; a target_device
- *     that does not parse is left to the placement passes (B5);
+ *     that does not parse is left to the placement passes (B5). A device
+ *     delegate call is "not placed yet" when its method holds no copy op and
+ *     none of its results is on a device: that is a program as the user wrote
+ *     it (interfaces.md's example), or one where a pass tagged constants with
+ *     a device before propagate-device ran. Such a call may read host tensors
+ *     and tensors on its own device, never another device's;
  *   - a getitem is on the device of the tuple element it reads;
  *   - an in-place result (a return aliasing a written argument) has exactly
  *     the spec (dtype, shape, strides, device, memory) of what it writes. This
@@ -80,7 +86,8 @@
 typedef struct ptrmap {
 	size_t cap, n;       /* cap is a power of two, or 0 */
 	const void **keys;
-	int64_t *vals;
+	int64_t *vals;       /* NULL for a set */
+	bool is_set;
 } ptrmap;
 
 static size_t ptr_hash(const void *k)
@@ -107,19 +114,26 @@ static size_t ptrmap_slot(const ptrmap *m, const void *k)
 	return i;
 }
 
-static void ptrmap_grow(ptrmap *m)
+/* Room for at least n keys without growing (the load stays under 1/2). */
+static void ptrmap_reserve(ptrmap *m, size_t n)
 {
+	size_t cap = 64;
+	while (cap < 2 * n + 2)
+		cap *= 2;
+	if (cap <= m->cap)
+		return;
 	ptrmap old = *m;
-	m->cap = old.cap ? old.cap * 2 : 64;
+	m->cap = cap;
 	m->n = 0;
 	m->keys = pr_xcalloc(m->cap, sizeof *m->keys);
-	m->vals = pr_xcalloc(m->cap, sizeof *m->vals);
+	m->vals = m->is_set ? NULL : pr_xcalloc(m->cap, sizeof *m->vals);
 	for (size_t i = 0; i < old.cap; i++) {
 		if (!old.keys[i])
 			continue;
 		size_t s = ptrmap_slot(m, old.keys[i]);
 		m->keys[s] = old.keys[i];
-		m->vals[s] = old.vals[i];
+		if (m->vals)
+			m->vals[s] = old.vals[i];
 		m->n++;
 	}
 	free(old.keys);
@@ -130,12 +144,13 @@ static void ptrmap_grow(ptrmap *m)
 static bool ptrmap_put(ptrmap *m, const void *k, int64_t v)
 {
 	if ((m->n + 1) * 2 > m->cap)
-		ptrmap_grow(m);
+		ptrmap_reserve(m, m->n * 2 + 1);
 	size_t s = ptrmap_slot(m, k);
 	if (m->keys[s])
 		return false;
 	m->keys[s] = k;
-	m->vals[s] = v;
+	if (m->vals)
+		m->vals[s] = v;
 	m->n++;
 	return true;
 }
@@ -147,7 +162,7 @@ static bool ptrmap_get(const ptrmap *m, const void *k, int64_t *v)
 	size_t s = ptrmap_slot(m, k);
 	if (!m->keys[s])
 		return false;
-	if (v)
+	if (v && m->vals)
 		*v = m->vals[s];
 	return true;
 }
@@ -180,11 +195,15 @@ typedef struct vctx {
 	/* per graph */
 	pr_graph *g;
 	bool body;            /* g is a delegate body */
-	ptrmap uses;          /* argument slots named by the use lists seen so far */
+	int64_t *readers;     /* per node of g: argument slots that read it */
+	void **saved_scratch; /* node->scratch points at readers[i] while we run */
+	const pr_arg **sorted;/* room to sort one use list */
+	size_t sorted_cap;
 	named_input *inputs;  /* uthash by quoted name */
 	named_input *input_store;
 	int n_input_store;
 	int n_returns;
+	bool has_copies;      /* g holds an h2d or d2h op: placement has run */
 } vctx;
 
 static const char *diag_node_name(const pr_node *n)
@@ -349,6 +368,7 @@ static pr_node *check_value(vctx *c, pr_node *user, pr_arg *a)
 		       c->g->name);
 		return NULL;
 	}
+	(*(int64_t *)v->scratch)++;   /* this slot is in v's use list, well placed or not */
 	if (!pr_node_before(v, user)) {
 		report(c, "E-UNDEFINED", user, "%s reads %s before it is defined; expected "
 		       "every value to be defined before its readers (graph order)",
@@ -360,14 +380,9 @@ static pr_node *check_value(vctx *c, pr_node *user, pr_arg *a)
 		       label(user, lu), label(v, lv));
 		return NULL;
 	}
-	if (a->owner != user) {
+	if (a->owner != user)
 		report(c, "E-USES", user, "an argument of %s that reads %s has another owner; "
 		       "expected each argument to know its node", label(user, lu), label(v, lv));
-		return v;
-	}
-	if (!ptrmap_get(&c->uses, a, NULL))
-		report(c, "E-USES", user, "%s reads %s but is missing from its use list; "
-		       "expected one use per argument that reads it", label(user, lu), label(v, lv));
 	return v;
 }
 
@@ -385,24 +400,61 @@ static int check_arg_values(vctx *c, pr_node *user, pr_arg *args, int n)
 	return bad;
 }
 
-/* Records the slots n's use list names, checking each reads n. */
-static void record_uses(vctx *c, pr_node *n)
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(const void *const *)a, y = (uintptr_t)*(const void *const *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* How many of the n slots in s are repeats (s is sorted in place). */
+static int64_t count_repeats(const pr_arg **s, int n)
+{
+	int64_t repeats = 0;
+	if (n <= 8) {
+		for (int i = 1; i < n; i++)
+			for (int j = 0; j < i; j++)
+				if (s[i] == s[j]) {
+					repeats++;
+					break;
+				}
+		return repeats;
+	}
+	qsort(s, (size_t)n, sizeof *s, cmp_ptr);
+	for (int i = 1; i < n; i++)
+		repeats += s[i] == s[i - 1];
+	return repeats;
+}
+
+/* n's use list against the arguments that read it (counted by check_value,
+ * so this runs after the whole graph): each use names an argument of its
+ * user that reads n, no argument twice, and as many as read n. */
+static void check_uses(vctx *c, pr_node *n, int64_t readers)
 {
 	char ln[LABEL_MAX], lu[LABEL_MAX];
+	if ((size_t)n->n_uses > c->sorted_cap) {
+		c->sorted_cap = (size_t)n->n_uses * 2;
+		c->sorted = pr_xrealloc(c->sorted, c->sorted_cap * sizeof *c->sorted);
+	}
+	int valid = 0;
 	for (int i = 0; i < n->n_uses; i++) {
 		pr_use *u = &n->uses[i];
 		bool ok = u->user && u->arg && u->user->graph == c->g && u->arg->owner == u->user &&
 			  u->arg->kind == PR_ARG_VALUE && u->arg->u.value == n;
-		if (!ok) {
+		if (ok)
+			c->sorted[valid++] = u->arg;
+		else
 			report(c, "E-USES", n, "the use list of %s names %s, which does not read it "
 			       "there; expected only arguments that read %s", label(n, ln),
 			       label(u->user, lu), label(n, ln));
-			continue;
-		}
-		if (!ptrmap_put(&c->uses, u->arg, 0))
-			report(c, "E-USES", n, "the use list of %s names the same argument of %s "
-			       "twice; expected one use per argument", label(n, ln), label(u->user, lu));
 	}
+	int64_t repeats = count_repeats(c->sorted, valid);
+	if (repeats)
+		report(c, "E-USES", n, "the use list of %s names an argument twice; expected "
+		       "one use per argument that reads it", label(n, ln));
+	if (valid - repeats != readers)
+		report(c, "E-USES", n, "%" PRId64 " argument%s read %s but its use list names %"
+		       PRId64 "; expected one use per argument that reads it", readers,
+		       readers == 1 ? "" : "s", label(n, ln), valid - repeats);
 }
 
 /* ---- op calls against their schema ------------------------------------ */
@@ -561,28 +613,29 @@ static pr_spec *arg_spec(pr_arg *a)
 	return &a->u.value->type.tensor;
 }
 
-/* Every tensor n reads (list items included) must be on `want` (host when
- * want_host), with `what` saying which rule asks. */
+/* Every tensor n reads (list items included) must be on the host (want_host)
+ * or on want, or on either when also_host; `what` says which rule asks. */
 static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool want_host,
-			   pr_device want, const char *what)
+			   pr_device want, bool also_host, const char *what)
 {
 	char ln[LABEL_MAX], lv[LABEL_MAX], sp[SPEC_MAX], dw[PR_DEVICE_STR_MAX];
 	for (int i = 0; i < n_args; i++) {
 		if (args[i].kind == PR_ARG_LIST) {
 			check_reads_on(c, n, args[i].u.list.items, args[i].u.list.n, want_host,
-				       want, what);
+				       want, also_host, what);
 			continue;
 		}
 		pr_spec *s = arg_spec(&args[i]);
 		if (!s)
 			continue;
-		bool ok = want_host ? pr_device_is_host(s->device) : pr_device_equal(s->device, want);
-		if (ok)
+		bool host = pr_device_is_host(s->device);
+		if (want_host ? host : (pr_device_equal(s->device, want) || (also_host && host)))
 			continue;
 		pr_node *v = args[i].u.value;
 		report(c, "E-PLACEMENT", v, "%s reads %s (%s, %" PRId64 " bytes); %s, expected "
-		       "a tensor on %s", label(n, ln), label(v, lv), spec_str(s, sp),
-		       pr_spec_nbytes(s), what, want_host ? "the host" : pr_device_str(want, dw));
+		       "a tensor on %s%s", label(n, ln), label(v, lv), spec_str(s, sp),
+		       pr_spec_nbytes(s), what, want_host ? "the host" : pr_device_str(want, dw),
+		       also_host ? " or the host (not placed yet)" : "");
 	}
 }
 
@@ -630,7 +683,7 @@ static void check_op_placement(vctx *c, pr_node *n)
 		return;
 	}
 	if (!s->shape_only)
-		check_reads_on(c, n, n->args, n->n_args, true, host,
+		check_reads_on(c, n, n->args, n->n_args, true, host, false,
 			       "a host op reads only host memory unless its schema is shape_only");
 }
 
@@ -713,7 +766,7 @@ static void check_getitem(vctx *c, pr_node *n)
 
 static dinfo *find_dinfo(vctx *c, const pr_delegate *d)
 {
-	int64_t i;
+	int64_t i = 0;
 	return ptrmap_get(&c->dmap, d, &i) ? &c->dinfos[i] : NULL;
 }
 
@@ -784,12 +837,30 @@ static void check_delegate_result(vctx *c, pr_node *n, const dinfo *di)
 		       rn == 1 ? "" : "s", want);
 }
 
+/* Does n have a tensor result on a device? */
+static bool result_on_device(const pr_node *n)
+{
+	if (n->type.kind == PR_TYPE_TENSOR)
+		return !pr_device_is_host(n->type.tensor.device);
+	for (int i = 0; n->type.kind == PR_TYPE_TUPLE && i < n->type.n_elems; i++)
+		if (!pr_device_is_host(n->type.elems[i].device))
+			return true;
+	return false;
+}
+
 static void check_delegate_placement(vctx *c, pr_node *n, const dinfo *di)
 {
 	if (!di->device_known)
 		return;  /* an unknown target_device is B5's error, not a placement fact */
 	bool host = pr_device_is_host(di->device);
-	check_reads_on(c, n, n->args, n->n_args, host, di->device,
+	if (!host && !c->has_copies && !result_on_device(n)) {
+		/* Not placed yet: a program as the user wrote it, or one that a pass
+		 * (device constants) tagged before propagate-device ran. */
+		check_reads_on(c, n, n->args, n->n_args, false, di->device, true,
+			       "a device delegate never reads another device's memory");
+		return;
+	}
+	check_reads_on(c, n, n->args, n->n_args, host, di->device, false,
 		       host ? "a host delegate reads only host memory" :
 			      "a device delegate reads only its own device's memory");
 	check_result_on(c, n, host, di->device,
@@ -895,7 +966,6 @@ static void check_return(vctx *c, pr_node *n)
 
 static void check_node(vctx *c, pr_node *n)
 {
-	record_uses(c, n);
 	/* A node that reads an undefined value is reported once, for that: its
 	 * other checks would only repeat it. The return is still counted. */
 	if (check_arg_values(c, n, n->args, n->n_args) && n->kind != PR_NODE_RETURN)
@@ -934,6 +1004,8 @@ static int64_t check_links(vctx *c, pr_graph *g)
 			return -1;
 		}
 		inputs += n->kind == PR_NODE_INPUT;
+		if (n->kind == PR_NODE_OP && n->schema && (n->schema->h2d || n->schema->d2h))
+			c->has_copies = true;
 	}
 	if (prev != g->last || count != g->n_nodes) {
 		report(c, "E-STRUCTURE", NULL, "@%s lists %" PRId64 " nodes ending at %s but says "
@@ -949,21 +1021,38 @@ static void check_graph(vctx *c, pr_graph *g, bool body)
 	c->g = g;
 	c->body = body;
 	c->n_returns = 0;
+	c->has_copies = false;
 	c->inputs = NULL;
 	int64_t inputs = check_links(c, g);
 	if (inputs < 0)
 		return;
 	c->input_store = inputs ? pr_xcalloc((size_t)inputs, sizeof *c->input_store) : NULL;
 	c->n_input_store = 0;
+	/* Readers are counted in an array that each node's scratch points into
+	 * while we run: no hashing, and the pass's scratch is given back. */
+	size_t nn = (size_t)g->n_nodes;
+	c->readers = pr_xcalloc(nn ? nn : 1, sizeof *c->readers);
+	c->saved_scratch = pr_xmalloc((nn ? nn : 1) * sizeof *c->saved_scratch);
+	size_t i = 0;
+	pr_graph_for_each(g, n) {
+		c->saved_scratch[i] = n->scratch;
+		n->scratch = &c->readers[i++];
+	}
 	pr_graph_for_each(g, n)
 		check_node(c, n);
 	if (!c->n_returns)
 		report(c, "E-RETURN", g->last, "@%s has no return; expected exactly one, as "
 		       "its last node", g->name);
+	i = 0;
+	pr_graph_for_each(g, n) {
+		check_uses(c, n, c->readers[i]);
+		n->scratch = c->saved_scratch[i++];
+	}
 	HASH_CLEAR(hh, c->inputs);
 	free(c->input_store);
+	free(c->readers);
+	free(c->saved_scratch);
 	c->input_store = NULL;
-	ptrmap_free(&c->uses);
 }
 
 /* ---- delegates ---------------------------------------------------------- */
@@ -1012,6 +1101,7 @@ int pr_verify(pr_program *p, pr_diags *diags, const char *pass_name)
 	for (int i = 0; i < p->n_delegates; i++)
 		free(c.dinfos[i].inputs);
 	free(c.dinfos);
+	free(c.sorted);
 	ptrmap_free(&c.dmap);
 	return c.errors;
 }
