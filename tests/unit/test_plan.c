@@ -1,0 +1,266 @@
+/* Tests of core/plan.c: lifetimes (storage classes and their intervals),
+ * pr_plan_usage (planned bytes and the lower bound) and the plan checker
+ * pr_plan_check, on small programs whose plans are written by hand in the
+ * text (mem=ARENA:OFFSET), so that every broken plan the checker must catch
+ * can be stated: overlap, wrong arena, alias apart, host constant planned.
+ * Rule ids (M1, M2, F10) are in the test names. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passrun/diag.h"
+#include "passrun/plan.h"
+#include "passrun/program.h"
+#include "testutil.h"
+
+#define OPS \
+	"passrun 1\n" \
+	"op aten::add.Tensor(Tensor self, Tensor other) -> Tensor\n" \
+	"op aten::relu_(Tensor(a!) self) -> Tensor(a!)\n" \
+	"op aten::view(Tensor(a) self, int[] size) -> Tensor(a)\n" \
+	"op custom::accumulate(Tensor(a!) x, Tensor y) -> ()\n" \
+	"delegate @dd backend=\"CudaBackend\" target_device=\"cuda:0\" {\n" \
+	"  %a: f32[16] = input\n" \
+	"  %b: f32[16] = aten::add.Tensor(%a, %a)\n" \
+	"  %c: f32[16] = aten::add.Tensor(%a, %b)\n" \
+	"  return %b, %c\n" \
+	"}\n"
+
+/* The class of the value named name (elem -1) in method 0. */
+static const pr_plan_class *class_of(const pr_lifetimes *lt, const char *name, int elem)
+{
+	for (int64_t i = 0; i < lt->n_values; i++) {
+		const pr_plan_value *v = &lt->values[i];
+		if (v->node->name && !strcmp(v->node->name, name) && v->elem == elem)
+			return &lt->classes[v->cls];
+	}
+	cr_assert_fail("no value %s[%d]", name, elem);
+	return NULL;
+}
+
+static int check(pr_program *p, pr_diags *d)
+{
+	pr_diags_init(d, "test.pg");
+	return pr_plan_check(p, d, "test");
+}
+
+static bool has_diag(const pr_diags *d, const char *node, const char *text)
+{
+	for (int i = 0; i < d->n; i++)
+		if (!strcmp(d->items[i].code, "E-PLAN") && d->items[i].node && !strcmp(d->items[i].node, node) &&
+		    strstr(d->items[i].message, text))
+			return true;
+	return false;
+}
+
+Test(plan, M1_lifetimes_from_definition_to_last_read)
+{
+	pr_program *p = tu_parse(OPS
+		"method @forward {\n"
+		"  %x: f32[16] = input user \"x\"\n"            /* 0 */
+		"  %a: f32[16] = aten::add.Tensor(%x, %x)\n"    /* 1 */
+		"  %b: f32[16] = aten::add.Tensor(%a, %a)\n"    /* 2 */
+		"  %c: f32[16] = aten::add.Tensor(%b, %x)\n"    /* 3 */
+		"  %e: f32[16] = aten::add.Tensor(%c, %c)\n"    /* 4 */
+		"  return %e\n"                                  /* 5 */
+		"}\n");
+	pr_lifetimes *lt = pr_lifetimes_compute(p->methods[0]);
+	cr_assert_eq(lt->n_positions, 6);
+	cr_assert_eq(lt->n_classes, 5);
+	const pr_plan_class *x = class_of(lt, "x", -1), *a = class_of(lt, "a", -1);
+	const pr_plan_class *c = class_of(lt, "c", -1), *e = class_of(lt, "e", -1);
+	cr_assert(x->start == 0 && x->end == 3, "x lives %lld..%lld", (long long)x->start, (long long)x->end);
+	cr_assert(a->start == 1 && a->end == 2);
+	cr_assert(c->start == 3 && c->end == 4);
+	cr_assert(e->start == 4 && e->end == 5, "the output lives to the return");
+	cr_assert(x->flags & PR_CLASS_USER_INPUT);
+	cr_assert(e->flags & PR_CLASS_OUTPUT);
+	cr_assert_eq(e->bytes, 64);
+	pr_lifetimes_free(lt);
+	pr_program_free(p);
+}
+
+Test(plan, M1_inplace_views_and_getitems_share_and_extend)
+{
+	pr_program *p = tu_parse(OPS
+		"method @forward {\n"
+		"  %x: f32[16] = input user \"x\"\n"              /* 0 */
+		"  %h: f32[16] = aten::add.Tensor(%x, %x)\n"      /* 1 */
+		"  %v: f32[16] = aten::view(%h, [16])\n"          /* 2 */
+		"  %r: f32[16] = aten::relu_(%v)\n"               /* 3 */
+		"  %hd: f32[16]@cuda:0 = aten::add.Tensor(%x, %x)\n" /* 4: a stand-in */
+		"  %d: (f32[16]@cuda:0, f32[16]@cuda:0) = delegate @dd(%hd)\n" /* 5 */
+		"  %g: f32[16]@cuda:0 = getitem %d, 1\n"          /* 6 */
+		"  %s: f32[16] = aten::add.Tensor(%r, %x)\n"      /* 7 */
+		"  return %s, %g\n"                                /* 8 */
+		"}\n");
+	pr_lifetimes *lt = pr_lifetimes_compute(p->methods[0]);
+	const pr_plan_class *h = class_of(lt, "h", -1);
+	cr_assert_eq(class_of(lt, "v", -1), h, "a view shares its base's class");
+	cr_assert_eq(class_of(lt, "r", -1), h, "an in-place result shares its base's class");
+	cr_assert(h->start == 1 && h->end == 7, "h lives %lld..%lld", (long long)h->start, (long long)h->end);
+	cr_assert_eq(class_of(lt, "g", -1), class_of(lt, "d", 1), "a getitem is its tuple element");
+	const pr_plan_class *d0 = class_of(lt, "d", 0), *d1 = class_of(lt, "d", 1);
+	cr_assert(d0 != d1);
+	cr_assert(d0->start == 5 && d0->end == 5, "an unread element lives only at its definition");
+	cr_assert(d1->start == 5 && d1->end == 8);
+	cr_assert(pr_device_equal(d1->device, class_of(lt, "hd", -1)->device));
+	cr_assert_str_eq(d1->device.type, "cuda");
+	pr_lifetimes_free(lt);
+	pr_program_free(p);
+}
+
+Test(plan, M1_mutable_buffers_live_for_the_whole_method_constants_unplanned)
+{
+	pr_program *p = tu_parse(OPS
+		"method @forward {\n"
+		"  %x: f32[16] = input user \"x\"\n"
+		"  %w: f32[16] = input parameter \"w\" data=zeros\n"
+		"  %k: f32[16] = input buffer \"k\" data=zeros\n"
+		"  %wd: f32[16]@cuda:0 = input parameter \"wd\" data=ones\n"
+		"  %a: f32[16] = aten::add.Tensor(%x, %w)\n"
+		"  custom::accumulate(%k, %a)\n"
+		"  return %a, %k -> buffer \"k\"\n"
+		"}\n");
+	pr_lifetimes *lt = pr_lifetimes_compute(p->methods[0]);
+	const pr_plan_class *k = class_of(lt, "k", -1), *w = class_of(lt, "w", -1);
+	const pr_plan_class *wd = class_of(lt, "wd", -1);
+	cr_assert(k->flags & PR_CLASS_MUTABLE);
+	cr_assert(k->start == 0 && k->end == lt->n_positions - 1);
+	cr_assert(pr_plan_class_plannable(k));
+	cr_assert(w->flags & PR_CLASS_CONSTANT);
+	cr_assert_not(pr_plan_class_plannable(w), "a host constant is never planned");
+	cr_assert(pr_plan_class_plannable(wd), "F10: a device-resident constant is planned");
+	cr_assert(wd->start == 0 && wd->end == lt->n_positions - 1, "F10: for the whole method");
+	pr_lifetimes_free(lt);
+	pr_program_free(p);
+}
+
+#define CHAIN(MA, MB, MC) \
+	OPS \
+	"method @forward {\n" \
+	"  %x: f32[16]" MA " = input user \"x\"\n" \
+	"  %a: f32[16]" MB " = aten::add.Tensor(%x, %x)\n" \
+	"  %b: f32[16]" MC " = aten::add.Tensor(%a, %a)\n" \
+	"  return %b\n" \
+	"}\n"
+
+Test(plan, M1_checker_accepts_reuse_after_death)
+{
+	/* x is read by a (both live at position 1), so they need two slots; x is
+	 * dead when b is defined, so b may take x's. */
+	pr_program *p = tu_parse(CHAIN("{mem=cpu:0}", "{mem=cpu:64}", "{mem=cpu:0}"));
+	pr_diags d;
+	cr_assert_eq(check(p, &d), 0);
+	pr_arena_usage *u = NULL;
+	cr_assert_eq(pr_plan_usage(p->methods[0], &u), 1);
+	cr_assert_str_eq(u[0].arena.type, "cpu");
+	cr_assert_eq(u[0].planned_bytes, 128);
+	cr_assert_eq(u[0].lower_bound_bytes, 128);
+	free(u);
+	pr_diags_free(&d);
+	pr_program_free(p);
+}
+
+Test(plan, M1_checker_catches_overlap)
+{
+	pr_program *p = tu_parse(CHAIN("{mem=cpu:0}", "{mem=cpu:32}", "{mem=cpu:128}"));
+	pr_diags d;
+	cr_assert_eq(check(p, &d), 1);
+	cr_assert(has_diag(&d, "x", "overlap") || has_diag(&d, "a", "overlap"));
+	cr_assert(strstr(d.items[0].message, "%x") && strstr(d.items[0].message, "%a"),
+		  "the message names both tensors: %s", d.items[0].message);
+	pr_diags_free(&d);
+	pr_program_free(p);
+}
+
+Test(plan, M1_checker_catches_wrong_arena)
+{
+	pr_program *p = tu_parse(OPS
+		"method @forward {\n"
+		"  %x: f32[16] = input user \"x\"\n"
+		"  %a: f32[16]@cuda:0{mem=cpu:0} = aten::add.Tensor(%x, %x)\n"
+		"  return %a\n"
+		"}\n");
+	pr_diags d;
+	cr_assert_eq(check(p, &d), 1);
+	cr_assert(has_diag(&d, "a", "is on cuda:0"), "%s", d.n ? d.items[0].message : "none");
+	pr_diags_free(&d);
+	pr_program_free(p);
+}
+
+Test(plan, M1_checker_catches_alias_apart)
+{
+	pr_program *p = tu_parse(OPS
+		"method @forward {\n"
+		"  %x: f32[16]{mem=cpu:0} = input user \"x\"\n"
+		"  %h: f32[16]{mem=cpu:64} = aten::add.Tensor(%x, %x)\n"
+		"  %r: f32[16]{mem=cpu:128} = aten::relu_(%h)\n"
+		"  return %r\n"
+		"}\n");
+	pr_diags d;
+	cr_assert_geq(check(p, &d), 1);
+	cr_assert(has_diag(&d, "r", "shares the memory of %h"), "%s", d.n ? d.items[0].message : "none");
+	pr_diags_free(&d);
+	pr_program_free(p);
+}
+
+Test(plan, F10_checker_refuses_planned_host_constant)
+{
+	pr_program *p = tu_parse(OPS
+		"method @forward {\n"
+		"  %x: f32[16]{mem=cpu:0} = input user \"x\"\n"
+		"  %w: f32[16]{mem=cpu:64} = input parameter \"w\" data=zeros\n"
+		"  %wd: f32[16]@cuda:0{mem=cuda:0:0} = input parameter \"wd\" data=zeros\n"
+		"  %a: f32[16]{mem=cpu:128} = aten::add.Tensor(%x, %w)\n"
+		"  return %a\n"
+		"}\n");
+	pr_diags d;
+	cr_assert_eq(check(p, &d), 1, "only the host constant is refused");
+	cr_assert(has_diag(&d, "w", "constant on the host"));
+	pr_diags_free(&d);
+	pr_program_free(p);
+}
+
+Test(plan, M1_checker_sweeps_many_tensors)
+{
+	/* 20000 tensors in a chain, each at the offset of the one two back: a
+	 * valid plan of 2 slots; then one moved onto its neighbour's slot. */
+	char *text = malloc(4 << 20);
+	size_t n = (size_t)sprintf(text, "%s%s", OPS, "method @forward {\n  %t0: f32[16]{mem=cpu:0} = input user \"x\"\n");
+	for (int i = 1; i < 20000; i++)
+		n += (size_t)sprintf(text + n, "  %%t%d: f32[16]{mem=cpu:%d} = aten::add.Tensor(%%t%d, %%t%d)\n",
+				     i, i == 12345 ? 0 : (i % 2) * 64, i - 1, i - 1);
+	sprintf(text + n, "  return %%t19999\n}\n");
+	pr_program *p = tu_parse(text);
+	pr_diags d;
+	/* An overlapping tensor is reported once, then left out of the sweep. */
+	cr_assert_eq(check(p, &d), 1, "t12345 overlaps t12344");
+	cr_assert(has_diag(&d, "t12345", "overlap") || has_diag(&d, "t12344", "overlap"));
+	pr_diags_free(&d);
+	pr_program_free(p);
+	free(text);
+}
+
+Test(plan, M1_usage_lower_bound_counts_aliases_once)
+{
+	pr_program *p = tu_parse(OPS
+		"method @forward {\n"
+		"  %x: f32[16]{mem=cpu:0} = input user \"x\"\n"
+		"  %h: f32[16]{mem=cpu:64} = aten::add.Tensor(%x, %x)\n"
+		"  %r: f32[16]{mem=cpu:64} = aten::relu_(%h)\n"
+		"  %v: f32[16]{mem=cpu:64} = aten::view(%r, [16])\n"
+		"  %s: f32[16]{mem=cpu:0} = aten::add.Tensor(%v, %h)\n"
+		"  return %s\n"
+		"}\n");
+	pr_diags d;
+	cr_assert_eq(check(p, &d), 0);
+	pr_arena_usage *u = NULL;
+	cr_assert_eq(pr_plan_usage(p->methods[0], &u), 1);
+	cr_assert_eq(u[0].lower_bound_bytes, 128, "h, r and v are one tensor");
+	cr_assert_eq(u[0].planned_bytes, 128);
+	free(u);
+	pr_diags_free(&d);
+	pr_program_free(p);
+}
