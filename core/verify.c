@@ -912,6 +912,18 @@ static void check_input(vctx *c, pr_node *n)
 	HASH_ADD_KEYPTR(hh, c->inputs, e->key, strlen(e->key), e);
 }
 
+static const char *input_kind_str(pr_input_kind k)
+{
+	switch (k) {
+	case PR_INPUT_POSITIONAL: return "positional";
+	case PR_INPUT_USER: return "user";
+	case PR_INPUT_PARAMETER: return "parameter";
+	case PR_INPUT_BUFFER: return "buffer";
+	case PR_INPUT_CONSTANT: return "constant";
+	}
+	return "unknown";
+}
+
 static void check_writeback(vctx *c, pr_node *ret, int i)
 {
 	char lv[LABEL_MAX], lt[LABEL_MAX], s1[SPEC_MAX], s2[SPEC_MAX];
@@ -929,10 +941,15 @@ static void check_writeback(vctx *c, pr_node *ret, int i)
 		HASH_FIND_STR(c->inputs, wb->target, e);
 	pr_input_kind want = buffer ? PR_INPUT_BUFFER : PR_INPUT_USER;
 	if (!e || e->node->input_kind != want) {
+		char what[LABEL_MAX + 48];
+		if (e)
+			snprintf(what, sizeof what, "which is %s, a %s input", label(e->node, lt),
+				 input_kind_str(e->node->input_kind));
+		else
+			snprintf(what, sizeof what, "which names no input");
 		report(c, "E-WRITEBACK", ret, "return value %d is written back to %s \"%s\", %s; "
 		       "expected the name of a %s input of @%s", i, kw, wb->target ? wb->target : "",
-		       e ? "which is an input of another kind" : "which names no input",
-		       buffer ? "buffer" : "user", c->g->name);
+		       what, buffer ? "buffer" : "user", c->g->name);
 		return;
 	}
 	pr_spec *v = arg_spec(&ret->args[i]);

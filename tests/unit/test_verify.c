@@ -1018,6 +1018,71 @@ Test(verify, parsed_interfaces_example_is_clean)
 	expect_clean(p);
 }
 
+/* The same rules through the text format, as a user meets them. */
+static void expect_text(const char *method_body, const char *code, const char *node)
+{
+	char text[4096];
+	snprintf(text, sizeof text,
+		 "passrun 1\n"
+		 "op aten::relu(Tensor self) -> Tensor\n"
+		 "op aten::sym_size.int(Tensor self, int dim) -> int {shape_only}\n"
+		 "op et_copy::_h2d_copy(Tensor self) -> Tensor {h2d}\n"
+		 "delegate @two target_device=\"cuda:0\" {\n"
+		 "  %%a: f32[2,3] = input\n"
+		 "  return %%a, %%a\n"
+		 "}\n"
+		 "method @forward {\n"
+		 "  %%x: f32[2,3] = input user \"x\"\n"
+		 "  %%k: f32[2,3] = input buffer \"cache\" data=zeros\n"
+		 "%s"
+		 "}\n", method_body);
+	pr_program *p = tu_parse(text);
+	expect_one(p, code, node);
+}
+
+Test(verify, text_host_op_reads_a_device_input)
+{
+	expect_text("  %xc: f32[2,3]@cuda:0 = et_copy::_h2d_copy(%x)\n"
+		    "  %n: int = aten::sym_size.int(%xc, 0)\n"   /* fine: shape_only */
+		    "  %y: f32[2,3] = aten::relu(%xc)\n"
+		    "  return %y\n", "E-PLACEMENT", "xc");
+	cr_assert(strstr(diags.items[0].message, "%y reads %xc"), "%s", diags.items[0].message);
+}
+
+Test(verify, text_writeback_to_an_unknown_buffer)
+{
+	expect_text("  return %x, %k -> buffer \"cahce\"\n", "E-WRITEBACK", "return");
+	cr_assert(strstr(diags.items[0].message, "cahce"), "%s", diags.items[0].message);
+}
+
+Test(verify, text_writeback_to_an_input_that_is_a_buffer)
+{
+	expect_text("  return %x, %k -> input \"cache\"\n", "E-WRITEBACK", "return");
+	cr_assert(strstr(diags.items[0].message, "buffer input"), "%s", diags.items[0].message);
+}
+
+Test(verify, text_getitem_out_of_range)
+{
+	expect_text("  %xc: f32[2,3]@cuda:0 = et_copy::_h2d_copy(%x)\n"
+		    "  %d: (f32[2,3]@cuda:0, f32[2,3]@cuda:0) = delegate @two(%xc)\n"
+		    "  %t: f32[2,3]@cuda:0 = getitem %d, 2\n"
+		    "  return %t\n", "E-GETITEM", "t");
+}
+
+Test(verify, text_placed_device_delegate_reads_a_host_tensor)
+{
+	expect_text("  %d: (f32[2,3]@cuda:0, f32[2,3]@cuda:0) = delegate @two(%x)\n"
+		    "  %t: f32[2,3]@cuda:0 = getitem %d, 0\n"
+		    "  return %t\n", "E-PLACEMENT", "x");
+}
+
+Test(verify, text_delegate_call_of_the_wrong_size)
+{
+	expect_text("  %d: (f32[2,3]) = delegate @two(%x)\n"
+		    "  %t: f32[2,3] = getitem %d, 0\n"
+		    "  return %t\n", "E-DELEGATE", "d");
+}
+
 /* ---- performance ------------------------------------------------------- */
 
 Test(verify, a_million_nodes_verify_in_linear_time, .timeout = 120)
