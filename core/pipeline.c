@@ -898,18 +898,24 @@ pr_err *pr_pipeline_load_plugins(pr_pipeline *pl, pr_registry *r)
 
 /* ---- validation ----------------------------------------------------------- */
 
+static const char *a_type(pr_option_type t)
+{
+	return t == PR_OPT_INT ? "an int" : t == PR_OPT_BOOL ? "a bool"
+		: t == PR_OPT_FLOAT ? "a float" : "a string";
+}
+
 static void check_scalar(errs *e, const pm_loc *loc, const char *what, const pr_option_decl *d,
 			 char **text, bool quoted)
 {
 	if (quoted && d->type != PR_OPT_STRING) {
-		err_add(e, loc, "%s expects a %s, got the quoted string \"%s\"", what,
-			pm_type_name(d->type), *text);
+		err_add(e, loc, "%s expects %s, got the quoted string \"%s\"", what,
+			a_type(d->type), *text);
 		return;
 	}
 	char *norm = NULL;
 	const char *problem = pm_value_check(d->type, *text, &norm);
 	if (problem) {
-		err_add(e, loc, "%s expects a %s (%s), got '%s'", what, pm_type_name(d->type),
+		err_add(e, loc, "%s expects %s (%s), got '%s'", what, a_type(d->type),
 			problem, *text);
 		return;
 	}
@@ -924,8 +930,8 @@ static void check_value(errs *e, pm_optval *v, const pr_option_decl *d, const ch
 		return;
 	}
 	if (!d->per_method) {
-		err_add(e, &v->vloc, "%s is not per-method: expected a %s, not a map", what,
-			pm_type_name(d->type));
+		err_add(e, &v->vloc, "%s is not per-method: expected %s, not a map", what,
+			a_type(d->type));
 		return;
 	}
 	for (int i = 0; i < v->n_map; i++)
@@ -1079,8 +1085,8 @@ pr_err *pr_pipeline_find(const char *arg, char **path)
 	int n = 0;
 	for (int i = 0; i < 2 && !n; i++)
 		list_pipelines(dirs[i], "", 0, &b, &n);
-	pr_err *e = pr_err_new("unknown pipeline '%s' (give a .yaml path, or one of the shipped "
-			       "pipelines: %s)", arg, n ? b.data : "none found");
+	pr_err *e = pr_err_new("--pipeline %s: unknown pipeline (give a .yaml path, or one of the "
+			       "shipped pipelines: %s)", arg, n ? b.data : "none found");
 	pr_strbuf_free(&b);
 	return e;
 }

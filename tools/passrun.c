@@ -393,9 +393,11 @@ typedef struct session {
 	pr_run_report rep;
 } session;
 
+/* Messages start with the file they are about (FILE:LINE:COL for pipelines
+ * and programs), so that editors can jump to them: printed as they are. */
 static int fail(int status, pr_err *e)
 {
-	fprintf(stderr, "passrun: %s\n", pr_err_message(e));
+	fprintf(stderr, "%s\n", pr_err_message(e));
 	pr_err_free(e);
 	return status;
 }
@@ -503,7 +505,7 @@ static int verify_program(session *s)
 	pr_diags_print(&s->diags, 0, stderr);
 	if (!bad)
 		return EXIT_OK;
-	fprintf(stderr, "passrun: %s: the program fails verification (%d error%s)\n",
+	fprintf(stderr, "%s: the program fails verification (%d error%s)\n",
 		s->o->program, bad, bad == 1 ? "" : "s");
 	return EXIT_PASS;
 }
@@ -515,7 +517,7 @@ static int run_pipeline(session *s)
 			  stderr, stderr};
 	pr_err *e = pr_pipeline_run(s->pl, s->reg, s->prog, &s->diags, &ro, &s->rep);
 	if (e) {
-		fprintf(stderr, "passrun: %s: %s\n", o->program, pr_err_message(e));
+		fprintf(stderr, "%s: %s\n", o->program, pr_err_message(e));
 		pr_err_free(e);
 		return EXIT_PASS;
 	}

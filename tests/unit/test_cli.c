@@ -1,0 +1,343 @@
+/* Tests of the passrun command line (tools/passrun.c, interfaces.md §4): the
+ * exit statuses, -o written atomically and never after a failure, convert,
+ * --print, the instrumentation (--print-after*, --verify-each, --time-passes,
+ * --stats=json checked by a JSON parser, --werror) and the dce plugin. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define GOOD PASSRUN_BINARY_DIR "/tests/plugins/prtest_good.so"
+#define BREAKER PASSRUN_BINARY_DIR "/tests/plugins/prtest_breaker.so"
+#define DCE PASSRUN_BINARY_DIR "/lib/passrun/plugins/dce.so"
+#define NODEF "--no-default-plugins"
+
+static const char *const program_text =
+	"passrun 1\n"
+	"\n"
+	"op aten::add.Tensor(Tensor self, Tensor other) -> Tensor\n"
+	"op aten::relu(Tensor self) -> Tensor\n"
+	"op aten::relu_(Tensor(a!) self) -> Tensor(a!)\n"
+	"\n"
+	"method @forward {\n"
+	"  %x: f32[2,3] = input user \"x\"\n"
+	"  %y: f32[2,3] = input user \"y\"\n"
+	"  %a: f32[2,3] = aten::add.Tensor(%x, %y)\n"
+	"  %r: f32[2,3] = aten::relu(%a)\n"
+	"  return %r\n"
+	"}\n";
+
+static const char *program(void)
+{
+	static char path[512];
+	snprintf(path, sizeof path, "%s", tu_write_temp("prog.pg", program_text));
+	return path;
+}
+
+static tu_result run(const char *fmt_args, const char *prog)
+{
+	return tu_run("unset PASSRUN_PLUGIN_PATH; %s " NODEF " --plugin " GOOD " %s %s",
+		      PASSRUN_EXE, fmt_args, prog);
+}
+
+Test(cli, help_lists_every_option)
+{
+	tu_result r = tu_run("%s --help", PASSRUN_EXE);
+	cr_assert_eq(r.status, 0);
+	const char *opts[] = {"--pipeline", "--passes", "--set", "--plugin", "--plugin-dir", "-o",
+			      "--print", "--print-after-all", "--print-after", "--verify-each",
+			      "--time-passes", "--stats=json", "--run[=N]", "--device", "--check",
+			      "--input", "--seed", "--output-dir", "--dot", "--list-passes",
+			      "--werror", "convert IN OUT"};
+	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+		cr_assert(strstr(r.out, opts[i]), "--help does not mention %s", opts[i]);
+	tu_result_free(&r);
+}
+
+Test(cli, bad_command_lines_exit_2)
+{
+	const char *bad[] = {"--frobnicate", "--stats=xml", "--run=0", "--device=tpu",
+			     "--pipeline", "--pipeline x.yaml --passes a", "--seed -1",
+			     "--input nameonly"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		tu_result r = tu_run("%s %s %s", PASSRUN_EXE, bad[i], program());
+		cr_assert_eq(r.status, 2, "'%s' gave %d: %s", bad[i], r.status, r.err);
+		cr_assert(strstr(r.err, "passrun: "), "%s", r.err);
+		tu_result_free(&r);
+	}
+	tu_result r = tu_run("%s", PASSRUN_EXE);
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "no program given"));
+	tu_result_free(&r);
+	r = tu_run("%s --print-aftr-all %s", PASSRUN_EXE, program());
+	cr_assert(strstr(r.err, "did you mean '--print-after-all'?"), "%s", r.err);
+	tu_result_free(&r);
+}
+
+Test(cli, unreadable_or_malformed_program_exits_3)
+{
+	tu_result r = tu_run("%s /nonexistent.pg", PASSRUN_EXE);
+	cr_assert_eq(r.status, 3);
+	cr_assert(strstr(r.err, "/nonexistent.pg"), "%s", r.err);
+	tu_result_free(&r);
+	const char *bad = tu_write_temp("bad.pg", "passrun 1\nmethod @f {\n  %x = bogus\n}\n");
+	r = tu_run("%s %s", PASSRUN_EXE, bad);
+	cr_assert_eq(r.status, 3);
+	cr_assert(strstr(r.err, "bad.pg:3:"), "FILE:LINE:COL: %s", r.err);
+	tu_result_free(&r);
+}
+
+Test(cli, program_failing_verification_on_load_exits_1)
+{
+	const char *p = tu_write_temp("dev.pg",
+		"passrun 1\nop aten::relu(Tensor self) -> Tensor\nmethod @forward {\n"
+		"  %x: f32[2]@cuda:0 = input user \"x\"\n  %r: f32[2] = aten::relu(%x)\n"
+		"  return %r\n}\n");
+	tu_result r = tu_run("%s " NODEF " %s", PASSRUN_EXE, p);
+	cr_assert_eq(r.status, 1, "%s", r.err);
+	cr_assert(strstr(r.err, "error[E-PLACEMENT] pass 'verifier' method 'forward'"), "%s", r.err);
+	cr_assert(strstr(r.err, "fails verification"), "%s", r.err);
+	tu_result_free(&r);
+}
+
+Test(cli, print_is_the_program_text)
+{
+	tu_result r = run("--print", program());
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_eq(r.out, program_text);
+	tu_result_free(&r);
+}
+
+Test(cli, convert_round_trips_through_binary)
+{
+	const char *pg = program();
+	char bin[600], back[600];
+	snprintf(bin, sizeof bin, "%s/prog.bin", tu_temp_dir());
+	snprintf(back, sizeof back, "%s/back.pg", tu_temp_dir());
+	tu_result r = tu_run("%s convert %s %s && %s convert %s %s", PASSRUN_EXE, pg, bin,
+			     PASSRUN_EXE, bin, back);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	tu_result_free(&r);
+	char *text = tu_read_file(back, NULL);
+	char *bytes = tu_read_file(bin, NULL);
+	cr_assert_str_eq(text, program_text);
+	cr_assert(!memcmp(bytes, "PASSRUN", 7), "binary magic");
+	free(text);
+	free(bytes);
+	r = tu_run("%s convert %s", PASSRUN_EXE, pg);
+	cr_assert_eq(r.status, 2);
+	tu_result_free(&r);
+}
+
+Test(cli, output_is_written_only_on_success)
+{
+	const char *pg = program();
+	char out[600];
+	snprintf(out, sizeof out, "%s/out.pg", tu_temp_dir());
+	tu_result r = tu_run("%s " NODEF " --plugin " GOOD " --passes test-noop -o %s %s", PASSRUN_EXE,
+		   out, pg);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	char *text = tu_read_file(out, NULL);
+	cr_assert_str_eq(text, program_text);
+	free(text);
+	tu_result_free(&r);
+	remove(out);
+	const char *failing[] = {"test-fail", "test-error", "test-touch,test-fail"};
+	for (int i = 0; i < 3; i++) {
+		r = tu_run("%s " NODEF " --plugin " GOOD " --passes %s -o %s %s", PASSRUN_EXE,
+			   failing[i], out, pg);
+		cr_assert_eq(r.status, 1, "%s: %s", failing[i], r.err);
+		cr_assert_null(tu_read_file(out, NULL), "-o written after %s failed", failing[i]);
+		tu_result_free(&r);
+	}
+	text = tu_read_file(pg, NULL);
+	cr_assert_str_eq(text, program_text, "the input file is untouched");
+	free(text);
+	/* Only the output file appears in the folder: no temporary left over. */
+	r = tu_run("ls %s | grep -c tmp", tu_temp_dir());
+	cr_assert_str_eq(r.out, "0\n");
+	tu_result_free(&r);
+}
+
+Test(cli, pass_error_names_the_pass)
+{
+	tu_result r = run("--passes test-noop,test-fail,test-noop --time-passes", program());
+	cr_assert_eq(r.status, 1);
+	cr_assert(strstr(r.err, "pass 'test-fail' failed: test-fail always fails"), "%s", r.err);
+	/* The run stopped: the second test-noop never ran. */
+	cr_assert_eq(tu_count(r.err, "test-noop\n"), 1, "%s", r.err);
+	tu_result_free(&r);
+}
+
+Test(cli, verify_each_names_the_pass_that_broke_the_program)
+{
+	tu_result r = tu_run("%s " NODEF " --plugin " GOOD " --plugin " BREAKER
+			     " --passes test-noop,test-break,test-noop --verify-each %s",
+			     PASSRUN_EXE, program());
+	cr_assert_eq(r.status, 1, "%s", r.err);
+	cr_assert(strstr(r.err, "verifier failed after pass 'test-break'"), "%s", r.err);
+	cr_assert(strstr(r.err, "error[E-PLACEMENT] pass 'test-break'"), "%s", r.err);
+	tu_result_free(&r);
+	/* Without --verify-each the broken program goes through the passes. */
+	r = tu_run("%s " NODEF " --plugin " BREAKER " --passes test-break %s", PASSRUN_EXE,
+		   program());
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	tu_result_free(&r);
+}
+
+Test(cli, werror_turns_warnings_into_errors)
+{
+	tu_result r = run("--passes test-warn", program());
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.err, "prog.pg: warning[W-TEST] pass 'test-warn' method 'forward': "),
+		  "§5 format: %s", r.err);
+	tu_result_free(&r);
+	r = run("--passes test-warn --werror", program());
+	cr_assert_eq(r.status, 1, "%s", r.err);
+	tu_result_free(&r);
+}
+
+Test(cli, print_after_prints_after_that_pass)
+{
+	tu_result r = run("--passes test-noop,test-touch --print-after=test-touch", program());
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(tu_count(r.err, "# *** program after pass"), 1, "%s", r.err);
+	cr_assert(strstr(r.err, "after pass 'test-touch'"), "%s", r.err);
+	cr_assert(strstr(r.err, "%a: f32[2,3] = aten::add.Tensor(%x, %y)"), "%s", r.err);
+	tu_result_free(&r);
+	r = run("--passes test-noop,test-touch --print-after-all", program());
+	cr_assert_eq(tu_count(r.err, "# *** program after pass"), 2, "%s", r.err);
+	tu_result_free(&r);
+	r = run("--passes test-noop --print-after=test-tuch", program());
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "did you mean 'test-touch'?"), "%s", r.err);
+	tu_result_free(&r);
+}
+
+Test(cli, time_passes_prints_a_table)
+{
+	tu_result r = run("--passes test-noop,test-touch --time-passes", program());
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.err, "passrun: time per pass"), "%s", r.err);
+	cr_assert(strstr(r.err, "yes      test-touch"), "%s", r.err);
+	cr_assert(strstr(r.err, "no       test-noop"), "%s", r.err);
+	cr_assert(strstr(r.err, "(load plugins)"), "%s", r.err);
+	cr_assert(strstr(r.err, "total"), "%s", r.err);
+	tu_result_free(&r);
+}
+
+/* Runs python3 on the JSON in out, with the checks in `code` (d is the
+ * parsed object); returns python's exit status. */
+static int check_json(const char *json, const char *code)
+{
+	const char *file = tu_write_temp("stats.json", json);
+	tu_result r = tu_run("python3 -c 'import json,sys\nd=json.load(open(sys.argv[1]))\n%s' %s",
+			     code, file);
+	if (r.status)
+		fprintf(stderr, "python: %s\n", r.err);
+	int st = r.status;
+	tu_result_free(&r);
+	return st;
+}
+
+Test(cli, stats_json_is_valid_and_complete)
+{
+	const char *pg = tu_write_temp("copies.pg",
+		"passrun 1\n"
+		"op aten::relu(Tensor self) -> Tensor\n"
+		"op et_copy::_h2d_copy(Tensor self) -> Tensor {h2d}\n"
+		"op et_copy::_d2h_copy(Tensor self) -> Tensor {d2h}\n"
+		"delegate @d backend=\"CudaBackend\" target_device=\"cuda:0\" {\n"
+		"  %a: f32[2,3] = input\n  return %a\n}\n"
+		"method @forward {\n"
+		"  %x: f32[2,3] = input user \"x\"\n"
+		"  %w: f32[4]@cuda:0 = input parameter \"w\" data=zeros\n"
+		"  %k: f32[2,3] = input buffer \"k\" data=zeros\n"
+		"  %c: f32[2,3]@cuda:0 = et_copy::_h2d_copy(%x)\n"
+		"  %e: f32[2,3]@cuda:0 = delegate @d(%c)\n"
+		"  %h: f32[2,3] = et_copy::_d2h_copy(%e)\n"
+		"  %r: f32[2,3] = aten::relu(%h)\n"
+		"  return %r, %e, %r -> buffer \"k\"\n"
+		"}\n");
+	tu_result r = tu_run("%s " NODEF " --plugin " GOOD " --passes test-warn,test-noop "
+			     "--time-passes --stats=json %s", PASSRUN_EXE, pg);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(check_json(r.out,
+		"m=d[\"methods\"][\"forward\"]\n"
+		"assert m[\"nodes\"]==8, m\n"
+		"assert (m[\"h2d_copies\"],m[\"d2h_copies\"])==(1,1), m\n"
+		"assert (m[\"h2d_bytes_per_call\"],m[\"d2h_bytes_per_call\"])==(24,24), m\n"
+		"assert m[\"load_h2d_bytes\"]==16, m\n"
+		"assert m[\"inputs\"]==[{\"name\":\"x\",\"device\":\"cpu\"}], m\n"
+		"assert m[\"outputs\"]==[{\"index\":0,\"name\":\"r\",\"device\":\"cpu\"},"
+		"{\"index\":1,\"name\":\"e\",\"device\":\"cuda:0\"}], m\n"
+		"x=d[\"diagnostics\"][0]\n"
+		"assert x[\"severity\"]==\"warning\" and x[\"code\"]==\"W-TEST\", x\n"
+		"assert x[\"method\"]==\"forward\", x\n"
+		"assert x[\"message\"]==\"a test warning about \\\"x\\\"\\twith a tab\", x\n"
+		"assert x[\"pass\"]==\"test-warn\" and x[\"bytes\"]==24 and x[\"node\"]==\"x\", x\n"
+		"assert [p[\"name\"] for p in d[\"passes\"]]==[\"test-warn\",\"test-noop\"], d\n"
+		"assert all(p[\"changed\"] is False and p[\"ms\"]>=0 for p in d[\"passes\"])\n"), 0,
+		"stats: %s", r.out);
+	cr_assert(strstr(r.err, "time per pass"), "--time-passes goes to stderr");
+	tu_result_free(&r);
+}
+
+Test(cli, stats_json_is_printed_after_a_failing_pass)
+{
+	tu_result r = run("--passes test-error --stats=json", program());
+	cr_assert_eq(r.status, 1);
+	cr_assert_eq(check_json(r.out, "assert d[\"diagnostics\"][0][\"code\"]==\"E-TEST\"\n"
+				"assert d[\"diagnostics\"][0][\"node\"] is None\n"), 0, "%s", r.out);
+	tu_result_free(&r);
+}
+
+/* ---- the dce plugin ------------------------------------------------------- */
+
+Test(cli, dce_removes_dead_ops_and_keeps_writes_copies_delegates_and_returns)
+{
+	const char *pg = tu_write_temp("dce.pg",
+		"passrun 1\n"
+		"op aten::add.Tensor(Tensor self, Tensor other) -> Tensor\n"
+		"op aten::relu(Tensor self) -> Tensor\n"
+		"op aten::relu_(Tensor(a!) self) -> Tensor(a!)\n"
+		"op aten::view(Tensor(a) self, int[] size) -> Tensor(a)\n"
+		"op et_copy::_h2d_copy(Tensor self) -> Tensor {h2d}\n"
+		"delegate @d backend=\"CudaBackend\" target_device=\"cuda:0\" {\n"
+		"  %a: f32[2,3] = input\n  return %a\n}\n"
+		"method @forward {\n"
+		"  %x: f32[2,3] = input user \"x\"\n"
+		"  %k: f32[2,3] = input buffer \"k\" data=zeros\n"
+		"  %a: f32[2,3] = aten::add.Tensor(%x, %x)\n"
+		"  %dead1: f32[2,3] = aten::relu(%a)\n"
+		"  %dead2: f32[2,3] = aten::add.Tensor(%dead1, %a)\n"
+		"  %deadview: f32[6] = aten::view(%a, [6])\n"
+		"  %v: f32[6] = aten::view(%k, [6])\n"
+		"  %written: f32[6] = aten::relu_(%v)\n"
+		"  %c: f32[2,3]@cuda:0 = et_copy::_h2d_copy(%x)\n"
+		"  %e: f32[2,3]@cuda:0 = delegate @d(%c)\n"
+		"  %b: f32[2,3] = aten::relu(%k)\n"
+		"  return %a, %b -> buffer \"k\"\n"
+		"}\n");
+	tu_result r = tu_run("%s " NODEF " --plugin " DCE " --passes 'dce{report=true}' --print "
+			     "--verify-each %s", PASSRUN_EXE, pg);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_null(strstr(r.out, "%dead1"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "%dead2"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "%deadview"), "%s", r.out);
+	cr_assert(strstr(r.out, "%written: f32[6] = aten::relu_(%v)"), "writes are kept: %s", r.out);
+	cr_assert(strstr(r.out, "%v: f32[6] = aten::view(%k, [6])"), "%s", r.out);
+	cr_assert(strstr(r.out, "%c: f32[2,3]@cuda:0 = et_copy::_h2d_copy(%x)"), "copies: %s", r.out);
+	cr_assert(strstr(r.out, "%e: f32[2,3]@cuda:0 = delegate @d(%c)"), "delegates: %s", r.out);
+	cr_assert(strstr(r.out, "%b: f32[2,3] = aten::relu(%k)"), "write-backs: %s", r.out);
+	cr_assert_eq(tu_count(r.err, "note[N-DCE-REMOVED] pass 'dce' method 'forward'"), 3,
+		     "%s", r.err);
+	tu_result_free(&r);
+	/* A second run finds nothing to do. */
+	r = tu_run("%s " NODEF " --plugin " DCE " --passes dce,dce --stats=json %s", PASSRUN_EXE, pg);
+	cr_assert_eq(check_json(r.out, "assert [p[\"changed\"] for p in d[\"passes\"]]==[True,False]\n"),
+		     0, "%s", r.out);
+	tu_result_free(&r);
+}
