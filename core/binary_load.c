@@ -869,8 +869,8 @@ static bool rd_section_table(rd *r, section *secs)
 		if (reserved)
 			return rd_fail(r, at + 4, "reserved field is %u, expected 0", reserved);
 		if (off < table_end || off > r->len || size > r->len - off)
-			return rd_fail(r, at + 8, "section %s [%llu, +%llu) lies outside the file's %zu bytes "
-				       "after the section table, expected it inside", section_names[kind],
+			return rd_fail(r, at + 8, "section %s [%llu, +%llu) lies outside the file (%zu bytes), "
+				       "expected it after the section table and inside the file", section_names[kind],
 				       (unsigned long long)off, (unsigned long long)size, r->len);
 		if (kind == PRB_SEC_DATA && off % PRB_ALIGN)
 			return rd_fail(r, at + 8, "section DATA starts at byte %llu, which is misaligned, "
