@@ -1,0 +1,169 @@
+/* device_sim.c: the simulated device (behaviour.md M4).
+ *
+ * Each allocation is its own anonymous mapping, kept PROT_NONE except while a
+ * device kernel or a copy runs on that device (enter/leave, reference
+ * counted), so a host kernel that touches device memory faults; the executor
+ * turns the fault into a "placement violation" naming the node. Device
+ * kernels run the host kernel code with the device's memory opened; the
+ * executor checks beforehand that every tensor they get lies in this
+ * device's memory, so a device kernel reading host memory is reported too.
+ *
+ * All regions of all sim devices are also kept in one process-wide list, so
+ * the SIGSEGV handler can tell a fault on sim memory from a real crash. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+typedef struct region {
+	uint8_t *p;
+	size_t size;
+	pr_dev *owner;
+} region;
+
+typedef struct sim {
+	int open;        /* nesting depth of enter() */
+} sim;
+
+static region *g_regions;
+static int g_n_regions, g_cap_regions;
+
+static size_t page_round(int64_t n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	return ((size_t)n + pg - 1) / pg * pg;
+}
+
+static void set_prot(pr_dev *d, int prot)
+{
+	for (int i = 0; i < g_n_regions; i++)
+		if (g_regions[i].owner == d)
+			mprotect(g_regions[i].p, g_regions[i].size, prot);
+}
+
+static pr_err *sim_alloc(pr_dev *d, int64_t bytes, void **out)
+{
+	size_t n = page_round(bytes);
+	sim *s = d->impl;
+	void *p = mmap(NULL, n, s->open ? PROT_READ | PROT_WRITE : PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return pr_err_new("sim device: cannot map %lld bytes", (long long)bytes);
+	if (g_n_regions == g_cap_regions) {
+		g_cap_regions = g_cap_regions ? 2 * g_cap_regions : 16;
+		g_regions = pr_xrealloc(g_regions, sizeof *g_regions * (size_t)g_cap_regions);
+	}
+	g_regions[g_n_regions++] = (region){p, n, d};
+	*out = p;
+	return NULL;
+}
+
+static void sim_free(pr_dev *d, void *p, int64_t bytes)
+{
+	(void)d;
+	(void)bytes;
+	for (int i = 0; i < g_n_regions; i++)
+		if (g_regions[i].p == p) {
+			munmap(p, g_regions[i].size);
+			g_regions[i] = g_regions[--g_n_regions];
+			return;
+		}
+}
+
+static void sim_enter(pr_dev *d)
+{
+	sim *s = d->impl;
+	if (s->open++ == 0)
+		set_prot(d, PROT_READ | PROT_WRITE);
+}
+
+static void sim_leave(pr_dev *d)
+{
+	sim *s = d->impl;
+	if (--s->open == 0)
+		set_prot(d, PROT_NONE);
+}
+
+static bool sim_contains(pr_dev *d, const void *p, int64_t n)
+{
+	const uint8_t *b = p;
+	for (int i = 0; i < g_n_regions; i++) {
+		region *r = &g_regions[i];
+		if (r->owner == d && b >= r->p && b + n <= r->p + r->size)
+			return true;
+	}
+	return false;
+}
+
+static pr_err *sim_copy(pr_dev *d, void *dst, const void *src, int64_t n)
+{
+	sim_enter(d);
+	memmove(dst, src, (size_t)n);
+	sim_leave(d);
+	return NULL;
+}
+
+static pr_err *sim_sync(pr_dev *d)
+{
+	(void)d;
+	return NULL;    /* copies are synchronous */
+}
+
+static void sim_destroy(pr_dev *d)
+{
+	for (int i = g_n_regions - 1; i >= 0; i--)
+		if (g_regions[i].owner == d) {
+			munmap(g_regions[i].p, g_regions[i].size);
+			g_regions[i] = g_regions[--g_n_regions];
+		}
+	if (g_n_regions == 0) {
+		free(g_regions);
+		g_regions = NULL;
+		g_cap_regions = 0;
+	}
+	free(d->impl);
+	free(d);
+}
+
+static const pr_dev_ops sim_ops = {
+	.kind = "sim",
+	.alloc = sim_alloc,
+	.free = sim_free,
+	.h2d = sim_copy,
+	.d2h = sim_copy,
+	.d2d = sim_copy,
+	.sync = sim_sync,
+	.enter = sim_enter,
+	.leave = sim_leave,
+	.contains = sim_contains,
+	.destroy = sim_destroy,
+};
+
+pr_dev *pr_sim_new(pr_device where)
+{
+	pr_dev *d = pr_xcalloc(1, sizeof *d);
+	d->ops = &sim_ops;
+	d->where = where;
+	d->impl = pr_xcalloc(1, sizeof(sim));
+	return d;
+}
+
+pr_dev *pr_sim_owner(const void *p)
+{
+	const uint8_t *b = p;
+	for (int i = 0; i < g_n_regions; i++)
+		if (b >= g_regions[i].p && b < g_regions[i].p + g_regions[i].size)
+			return g_regions[i].owner;
+	return NULL;
+}
+
+void pr_sim_protect_all(void)
+{
+	for (int i = 0; i < g_n_regions; i++) {
+		sim *s = g_regions[i].owner->impl;
+		s->open = 0;
+		mprotect(g_regions[i].p, g_regions[i].size, PROT_NONE);
+	}
+}

@@ -1,0 +1,996 @@
+/* executor.c: runs a method of a (placed, planned) program, and the reference
+ * interpreter, which is the same machine in a simpler mode.
+ *
+ * Loading compiles the method into a flat instruction list. Every node gets a
+ * value slot (pr_rv); arguments are resolved once to slot pointers, so a call
+ * is a loop over instructions calling kernel function pointers, with no lookup
+ * (the executor's overhead per node is what bench/executor measures).
+ * Storage is decided at load:
+ *   - a spec with mem=ARENA:OFFSET lives at that offset of its device's
+ *     arena (one allocation per device, sized from the largest offset+size);
+ *   - other results and unplanned inputs (M2) get an allocation of their own
+ *     on their spec's device;
+ *   - host constants point at the mapped file when it has their bytes, else
+ *     at a materialized copy; device-resident constants (a non-host spec
+ *     device, F10) are copied to the device once, counted as load bytes, and
+ *     each device is synchronized before the host staging is freed;
+ *   - results that alias an argument (views, in-place ops: the schema's alias
+ *     annotations) get no storage: the kernel derives them from the argument
+ *     at run time, with its strides and offset.
+ * Ops run on the host. A delegate whose target_device is a device runs its
+ * body on that device: each body input reads the caller's storage with the
+ * shape and strides the body declares (M5), body results are copied into the
+ * delegate's outputs. Copies are the ops with trait h2d/d2h: an h2d whose
+ * result is on the host, or a d2h whose argument is, is refused at load (M3).
+ *
+ * M4 on the sim device: device memory is PROT_NONE outside device kernels and
+ * copies, so a host kernel that touches it faults; a SIGSEGV/SIGBUS handler
+ * installed for the call jumps back (siglongjmp) and the call fails with
+ * "placement violation: node 'X' touched device memory". Before a device
+ * kernel runs, every tensor it gets must lie in that device's memory.
+ *
+ * The reference interpreter (options.reference) puts every tensor on the
+ * host, ignores the memory plan, and runs delegate bodies as host code on the
+ * caller's tensors as they are: plain eager semantics. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "passrun/data.h"
+#include "rt_cuda.h"
+
+typedef enum instr_kind { I_OP, I_COPY, I_DELEGATE, I_GETITEM } instr_kind;
+
+typedef struct frame frame;
+
+typedef struct instr {
+	instr_kind kind;
+	pr_kernel_fn fn;
+	pr_kctx k;
+	int alias_arg;        /* the argument the result aliases, or -1 */
+	bool meta;            /* the kernel reads no element */
+	frame *body;          /* I_DELEGATE */
+	int64_t index;        /* I_GETITEM */
+} instr;
+
+struct frame {
+	int n_slots;
+	pr_rv *slots;
+	int n_code;
+	instr *code;
+	int dev;              /* where ops run: 0 host */
+	int n_inputs;         /* body inputs (positional), in order */
+	pr_rv **inputs;
+	pr_spec **input_specs;
+	pr_node *ret;         /* the return node */
+	pr_rv **rets;         /* the slots it returns, one per argument */
+};
+
+typedef struct alloc_rec {
+	int dev;
+	void *p;
+	int64_t bytes;
+} alloc_rec;
+
+typedef struct user_input {
+	pr_node *node;
+	pr_rv *slot;
+	pr_tensor host;       /* the value every call starts from; storage malloc'd */
+	bool set;
+} user_input;
+
+struct pr_exec {
+	const pr_program *p;
+	pr_graph *g;
+	bool reference;
+	pr_devset devs;
+	frame main;
+	int n_allocs, cap_allocs;
+	alloc_rec *allocs;
+	int64_t arena_size[32];
+	uint8_t *arena[32];
+	int n_inputs;
+	user_input *inputs;
+	int64_t load_h2d;
+	int64_t call_h2d, call_d2h;
+	pr_rv **wb_buffer;    /* per returned value: the buffer it writes back to */
+	int n_frames, cap_frames;
+	frame **frames;       /* delegate bodies, for freeing */
+};
+
+/* ---- storage -------------------------------------------------------------------- */
+
+static pr_err *track_alloc(pr_exec *e, int dev, int64_t bytes, void **out)
+{
+	pr_err *err = pr_mem_alloc(&e->devs, dev, bytes, out);
+	if (err)
+		return err;
+	if (e->n_allocs == e->cap_allocs) {
+		e->cap_allocs = e->cap_allocs ? 2 * e->cap_allocs : 64;
+		e->allocs = pr_xrealloc(e->allocs, sizeof *e->allocs * (size_t)e->cap_allocs);
+	}
+	e->allocs[e->n_allocs++] = (alloc_rec){dev, *out, bytes};
+	return NULL;
+}
+
+static pr_err *node_err(const pr_node *n, pr_err *err)
+{
+	return pr_err_wrap(err, "node '%s'", n->name ? n->name : "(no result)");
+}
+
+/* Storage for a tensor of spec s: planned, or its own. force_dev >= 0 puts it
+ * on that device whatever the spec says (delegate bodies). */
+static pr_err *place_tensor(pr_exec *e, const pr_spec *s, int force_dev, pr_tensor *t)
+{
+	int dev = 0;
+	uint8_t *data = NULL;
+	pr_err *err = NULL;
+	int64_t bytes = pr_spec_storage_bytes(s);
+	if (force_dev >= 0) {
+		dev = force_dev;
+	} else if (!e->reference && s->has_mem) {
+		if ((err = pr_devset_slot(&e->devs, s->mem_arena, &dev)))
+			return err;
+		data = e->arena[dev] + s->mem_offset;
+	} else if (!e->reference) {
+		err = pr_devset_slot(&e->devs, s->device, &dev);
+	}
+	if (!err && !data)
+		err = track_alloc(e, dev, bytes, (void **)&data);
+	if (err)
+		return err;
+	*t = pr_tensor_from_spec(s, data, dev);
+	return NULL;
+}
+
+static void arena_grow(pr_exec *e, const pr_spec *s)
+{
+	int dev;
+	if (!s->has_mem)
+		return;
+	pr_err *err = pr_devset_slot(&e->devs, s->mem_arena, &dev);
+	if (err) {
+		pr_err_free(err);   /* reported when the tensor is placed */
+		return;
+	}
+	int64_t end = s->mem_offset + pr_spec_storage_bytes(s);
+	if (end > e->arena_size[dev])
+		e->arena_size[dev] = end;
+}
+
+/* One arena per device, sized by the plan. */
+static pr_err *alloc_arenas(pr_exec *e)
+{
+	if (e->reference)
+		return NULL;
+	pr_graph_for_each(e->g, n) {
+		if (n->type.kind == PR_TYPE_TENSOR)
+			arena_grow(e, &n->type.tensor);
+		for (int i = 0; n->type.kind == PR_TYPE_TUPLE && i < n->type.n_elems; i++)
+			arena_grow(e, &n->type.elems[i]);
+	}
+	for (int d = 0; d < e->devs.n; d++)
+		if (e->arena_size[d] > 0) {
+			pr_err *err = track_alloc(e, d, e->arena_size[d], (void **)&e->arena[d]);
+			if (err)
+				return pr_err_wrap(err, "memory plan arena");
+		}
+	return NULL;
+}
+
+/* ---- compiling -------------------------------------------------------------------- */
+
+static pr_rv *slot_of(const pr_node *n) { return n->scratch; }
+
+static pr_karg resolve_arg(const pr_arg *a)
+{
+	pr_karg k;
+	memset(&k, 0, sizeof k);
+	k.kind = a->kind;
+	switch (a->kind) {
+	case PR_ARG_VALUE: k.v = slot_of(a->u.value); break;
+	case PR_ARG_INT: k.i = a->u.i; k.f = (double)a->u.i; break;
+	case PR_ARG_FLOAT: k.f = a->u.f; k.i = (int64_t)a->u.f; break;
+	case PR_ARG_BOOL: k.b = a->u.b; k.i = a->u.b; k.f = a->u.b; break;
+	case PR_ARG_STRING: k.s = a->u.s; break;
+	case PR_ARG_LIST:
+		k.n = a->u.list.n;
+		k.items = pr_xcalloc((size_t)(k.n ? k.n : 1), sizeof *k.items);
+		for (int i = 0; i < k.n; i++)
+			k.items[i] = resolve_arg(&a->u.list.items[i]);
+		break;
+	case PR_ARG_NONE: break;
+	}
+	return k;
+}
+
+static void free_karg(pr_karg *k)
+{
+	if (k->kind != PR_ARG_LIST)
+		return;
+	for (int i = 0; i < k->n; i++)
+		free_karg(&k->items[i]);
+	free(k->items);
+}
+
+static instr *emit(frame *f, instr_kind kind, const pr_node *n, pr_exec *e)
+{
+	f->code = pr_xrealloc(f->code, sizeof *f->code * (size_t)(f->n_code + 1));
+	instr *in = &f->code[f->n_code++];
+	memset(in, 0, sizeof *in);
+	in->kind = kind;
+	in->alias_arg = -1;
+	in->k.node = n;
+	in->k.out = slot_of(n);
+	in->k.devs = &e->devs;
+	in->k.dev = f->dev;
+	in->k.n_args = n->n_args;
+	in->k.args = pr_xcalloc((size_t)(n->n_args ? n->n_args : 1), sizeof *in->k.args);
+	for (int i = 0; i < n->n_args; i++)
+		in->k.args[i] = resolve_arg(&n->args[i]);
+	return in;
+}
+
+static pr_err *compile_graph(pr_exec *e, pr_graph *g, frame *f, int dev);
+
+static pr_err *compile_constant(pr_exec *e, frame *f, pr_node *n, uint8_t **staging)
+{
+	pr_rv *r = slot_of(n);
+	pr_spec *s = &n->type.tensor;
+	int64_t bytes = pr_spec_storage_bytes(s);
+	r->kind = PR_RV_TENSOR;
+	bool on_device = !e->reference && !pr_device_is_host(s->device);
+	bool writable = n->input_kind == PR_INPUT_BUFFER;
+	if (!on_device && !writable && n->data.mapped && n->data.mapped_size == bytes) {
+		r->t = pr_tensor_from_spec(s, (void *)n->data.mapped, 0);
+		return NULL;
+	}
+	uint8_t *host;
+	pr_err *err = track_alloc(e, 0, bytes, (void **)&host);
+	if (!err)
+		err = pr_data_materialize(&n->data, s, host);
+	if (err)
+		return node_err(n, err);
+	if (!on_device) {
+		r->t = pr_tensor_from_spec(s, host, 0);
+		return NULL;
+	}
+	/* F10: a device-resident constant, copied once now; the staging is kept
+	 * until the device is synchronized. */
+	if ((err = place_tensor(e, s, -1, &r->t)))
+		return node_err(n, err);
+	*staging = host;
+	err = pr_mem_copy(&e->devs, r->t.dev, r->t.data, 0, host, bytes, true);
+	(void)f;
+	return err ? node_err(n, err) : NULL;
+}
+
+static pr_err *compile_input(pr_exec *e, frame *f, pr_node *n, bool body, uint8_t **staging)
+{
+	pr_rv *r = slot_of(n);
+	if (n->type.kind != PR_TYPE_TENSOR)
+		return node_err(n, pr_err_new("an input must be a tensor"));
+	if (body) {
+		f->inputs = pr_xrealloc(f->inputs, sizeof *f->inputs * (size_t)(f->n_inputs + 1));
+		f->input_specs = pr_xrealloc(f->input_specs, sizeof *f->input_specs * (size_t)(f->n_inputs + 1));
+		f->input_specs[f->n_inputs] = &n->type.tensor;
+		f->inputs[f->n_inputs++] = r;
+		return NULL;
+	}
+	if (n->input_kind != PR_INPUT_USER)
+		return compile_constant(e, f, n, staging);
+	r->kind = PR_RV_TENSOR;
+	pr_err *err = place_tensor(e, &n->type.tensor, -1, &r->t);
+	if (err)
+		return node_err(n, err);
+	e->inputs = pr_xrealloc(e->inputs, sizeof *e->inputs * (size_t)(e->n_inputs + 1));
+	e->inputs[e->n_inputs++] = (user_input){.node = n, .slot = r};
+	return NULL;
+}
+
+/* M3: the copy's device side must be a device. */
+static pr_err *check_copy(pr_exec *e, pr_node *n)
+{
+	if (n->n_args < 1 || n->args[0].kind != PR_ARG_VALUE || n->type.kind != PR_TYPE_TENSOR)
+		return node_err(n, pr_err_new("a copy takes one tensor and returns one"));
+	if (e->reference)
+		return NULL;
+	const pr_spec *src = pr_node_spec(n->args[0].u.value), *dst = &n->type.tensor;
+	if (!src)
+		return node_err(n, pr_err_new("a copy's argument must be a tensor"));
+	if (n->schema->h2d && pr_device_is_host(dst->device))
+		return pr_err_new("node '%s' (%s): refusing a host-to-device copy whose destination is "
+				  "on the CPU (M3)", n->name ? n->name : "?", n->schema->full_name);
+	if (n->schema->d2h && pr_device_is_host(src->device))
+		return pr_err_new("node '%s' (%s): refusing a device-to-host copy whose source is on "
+				  "the CPU (M3)", n->name ? n->name : "?", n->schema->full_name);
+	return NULL;
+}
+
+static pr_err *compile_op(pr_exec *e, frame *f, pr_node *n)
+{
+	pr_rv *r = slot_of(n);
+	pr_err *err;
+	if (n->schema->h2d || n->schema->d2h) {
+		if ((err = check_copy(e, n)))
+			return err;
+		r->kind = PR_RV_TENSOR;
+		if ((err = place_tensor(e, &n->type.tensor, f->dev ? f->dev : -1, &r->t)))
+			return node_err(n, err);
+		emit(f, I_COPY, n, e);
+		return NULL;
+	}
+	const pr_kernel *kern = pr_kernel_find(n->schema->full_name);
+	if (!kern)
+		return pr_err_new("node '%s': no kernel for op '%s'", n->name ? n->name : "(no result)",
+				  n->schema->full_name);
+	bool meta = kern->flags & PR_KERNEL_META;
+	bool cuda = f->dev && strcmp(e->devs.kind, "cuda") == 0;
+	if (cuda && !meta && !kern->cuda)
+		return pr_err_new("node '%s': no CUDA kernel for op '%s'", n->name ? n->name : "?",
+				  n->schema->full_name);
+	instr *in = emit(f, I_OP, n, e);
+	in->fn = cuda && !meta ? kern->cuda : kern->host;
+	in->meta = meta;
+	in->alias_arg = n->schema->n_returns > 0 ? pr_schema_return_alias(n->schema, 0) : -1;
+	if (in->alias_arg >= n->n_args || (in->alias_arg >= 0 && n->args[in->alias_arg].kind != PR_ARG_VALUE))
+		return node_err(n, pr_err_new("the argument its result aliases is missing"));
+	in->k.out_alias = in->alias_arg >= 0;
+	switch (n->type.kind) {
+	case PR_TYPE_NONE: r->kind = PR_RV_NONE; return NULL;
+	case PR_TYPE_INT: r->kind = PR_RV_INT; return NULL;
+	case PR_TYPE_TUPLE: return node_err(n, pr_err_new("ops returning tuples are not supported"));
+	case PR_TYPE_TENSOR: break;
+	}
+	r->kind = PR_RV_TENSOR;
+	if (in->alias_arg >= 0 && !(kern->flags & PR_KERNEL_MAY_COPY))
+		return NULL;
+	pr_tensor t;
+	if ((err = place_tensor(e, &n->type.tensor, f->dev ? f->dev : -1, &t)))
+		return node_err(n, err);
+	if (in->alias_arg < 0) {
+		r->t = t;
+		return NULL;
+	}
+	in->k.own = pr_xmalloc(sizeof t);
+	*in->k.own = t;
+	return NULL;
+}
+
+static pr_err *compile_delegate(pr_exec *e, frame *f, pr_node *n)
+{
+	pr_rv *r = slot_of(n);
+	pr_delegate *d = n->delegate;
+	int dev = 0;
+	pr_err *err;
+	const char *target = pr_delegate_spec(d, "target_device");
+	pr_device where = pr_device_host();
+	if (target && !pr_device_parse(target, strlen(target), &where))
+		return pr_err_new("delegate @%s: target_device \"%s\" is not a device", d->name, target);
+	if (!e->reference && !pr_device_is_host(where) && (err = pr_devset_slot(&e->devs, where, &dev)))
+		return pr_err_wrap(err, "delegate @%s", d->name);
+	frame *body = pr_xcalloc(1, sizeof *body);
+	e->frames = pr_xrealloc(e->frames, sizeof *e->frames * (size_t)(e->n_frames + 1));
+	e->frames[e->n_frames++] = body;
+	if ((err = compile_graph(e, d->body, body, dev)))
+		return pr_err_wrap(err, "delegate @%s", d->name);
+	if (body->n_inputs != n->n_args)
+		return node_err(n, pr_err_new("delegate @%s takes %d inputs, given %d", d->name,
+					      body->n_inputs, n->n_args));
+	int n_out = n->type.kind == PR_TYPE_TUPLE ? n->type.n_elems : 1;
+	int n_ret = body->ret ? body->ret->n_args : 0;
+	if (n_ret != n_out || n->type.kind == PR_TYPE_NONE)
+		return node_err(n, pr_err_new("delegate @%s returns %d values, the call expects %d",
+					      d->name, n_ret, n_out));
+	pr_rv *outs = r;
+	if (n->type.kind == PR_TYPE_TUPLE) {
+		r->kind = PR_RV_TUPLE;
+		r->n = n_out;
+		r->elems = pr_xcalloc((size_t)n_out, sizeof *r->elems);
+		outs = r->elems;
+	}
+	for (int i = 0; i < n_out; i++) {
+		pr_spec *s = n->type.kind == PR_TYPE_TUPLE ? &n->type.elems[i] : &n->type.tensor;
+		outs[i].kind = PR_RV_TENSOR;
+		if ((err = place_tensor(e, s, f->dev ? f->dev : -1, &outs[i].t)))
+			return node_err(n, err);
+	}
+	instr *in = emit(f, I_DELEGATE, n, e);
+	in->body = body;
+	in->k.dev = dev;
+	return NULL;
+}
+
+static pr_err *compile_node(pr_exec *e, frame *f, pr_node *n, bool body, uint8_t **staging)
+{
+	switch (n->kind) {
+	case PR_NODE_INPUT: return compile_input(e, f, n, body, staging);
+	case PR_NODE_OP:
+		if (!n->schema)
+			return node_err(n, pr_err_new("an op call without a schema"));
+		return compile_op(e, f, n);
+	case PR_NODE_DELEGATE: return compile_delegate(e, f, n);
+	case PR_NODE_GETITEM: {
+		if (n->n_args != 1 || n->args[0].kind != PR_ARG_VALUE)
+			return node_err(n, pr_err_new("getitem takes one value"));
+		instr *in = emit(f, I_GETITEM, n, e);
+		in->index = n->index;
+		slot_of(n)->kind = PR_RV_TENSOR;
+		return NULL;
+	}
+	case PR_NODE_RETURN:
+		f->ret = n;
+		f->rets = pr_xcalloc((size_t)(n->n_args ? n->n_args : 1), sizeof *f->rets);
+		for (int i = 0; i < n->n_args; i++)
+			f->rets[i] = n->args[i].kind == PR_ARG_VALUE ? slot_of(n->args[i].u.value) : NULL;
+		return NULL;
+	}
+	return NULL;
+}
+
+/* Device-resident constants were copied during compilation: wait for every
+ * device before the staging buffers go (F10). */
+static pr_err *finish_staging(pr_exec *e, uint8_t **staging, int n)
+{
+	pr_err *err = NULL;
+	for (int d = 1; d < e->devs.n && !err; d++)
+		err = pr_mem_sync(&e->devs, d);
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < e->n_allocs; j++)
+			if (e->allocs[j].p == staging[i]) {
+				pr_mem_free(&e->devs, 0, staging[i], e->allocs[j].bytes);
+				e->allocs[j] = e->allocs[--e->n_allocs];
+				break;
+			}
+	return err;
+}
+
+static pr_err *compile_graph(pr_exec *e, pr_graph *g, frame *f, int dev)
+{
+	f->dev = dev;
+	f->n_slots = (int)g->n_nodes;
+	f->slots = pr_xcalloc((size_t)(f->n_slots ? f->n_slots : 1), sizeof *f->slots);
+	void **saved = pr_xmalloc(sizeof(void *) * (size_t)(f->n_slots ? f->n_slots : 1));
+	int i = 0;
+	pr_graph_for_each(g, n) {
+		PR_ASSERT(i < f->n_slots);
+		saved[i] = n->scratch;
+		n->scratch = &f->slots[i++];
+	}
+	uint8_t **staging = pr_xcalloc((size_t)(f->n_slots ? f->n_slots : 1), sizeof *staging);
+	int n_staging = 0;
+	pr_err *err = NULL;
+	bool body = g->delegate != NULL;
+	pr_graph_for_each(g, n) {
+		uint8_t *st = NULL;
+		if ((err = compile_node(e, f, n, body, &st)))
+			break;
+		if (st)
+			staging[n_staging++] = st;
+	}
+	pr_err *err2 = finish_staging(e, staging, n_staging);
+	if (!err)
+		err = err2;
+	else
+		pr_err_free(err2);
+	free(staging);
+	i = 0;
+	pr_graph_for_each(g, n) n->scratch = saved[i++];
+	free(saved);
+	if (!err && !f->ret)
+		err = pr_err_new("graph '%s' has no return", g->name);
+	return err;
+}
+
+/* ---- running ------------------------------------------------------------------ */
+
+static __thread sigjmp_buf *g_jmp;
+static __thread const pr_node *g_node;
+static __thread void *g_fault_addr;
+static struct sigaction g_old_segv, g_old_bus;
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (g_jmp && pr_sim_owner(si->si_addr)) {
+		g_fault_addr = si->si_addr;
+		siglongjmp(*g_jmp, 1);
+	}
+	/* Not ours: put the old handler back; the access faults again into it. */
+	sigaction(sig, sig == SIGSEGV ? &g_old_segv : &g_old_bus, NULL);
+}
+
+static const char *node_name(const pr_node *n)
+{
+	return n && n->name ? n->name : "(no result)";
+}
+
+static pr_err *violation(const pr_node *n, const char *what, int dev_slot, const pr_devset *s)
+{
+	char buf[PR_DEVICE_STR_MAX];
+	return pr_err_new("placement violation: node '%s'%s%s %s (%s)", node_name(n),
+			  n && n->schema ? " " : "", n && n->schema ? n->schema->full_name : "", what,
+			  pr_device_str(s->where[dev_slot], buf));
+}
+
+bool pr_is_placement_violation(const pr_err *err)
+{
+	return err && strstr(pr_err_message(err), "placement violation") != NULL;
+}
+
+/* A device kernel gets only memory of its device (M4). */
+static pr_err *check_device_arg(const instr *in, const pr_tensor *t)
+{
+	pr_dev *d = pr_devset_dev(in->k.devs, in->k.dev);
+	if (pr_tensor_numel(t) == 0 || d->ops->contains(d, t->data, pr_tensor_span_bytes(t)))
+		return NULL;
+	return violation(in->k.node, "device kernel touched host memory on", in->k.dev, in->k.devs);
+}
+
+static pr_err *check_device_kargs(const instr *in, const pr_karg *a, int n)
+{
+	for (int i = 0; i < n; i++) {
+		pr_err *err = NULL;
+		if (a[i].kind == PR_ARG_VALUE && a[i].v->kind == PR_RV_TENSOR)
+			err = check_device_arg(in, &a[i].v->t);
+		else if (a[i].kind == PR_ARG_LIST)
+			err = check_device_kargs(in, a[i].items, a[i].n);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
+/* On CUDA nothing faults politely: a host kernel given device memory is
+ * refused from the tensors' device slots. */
+static pr_err *check_host_kargs(const instr *in, const pr_karg *a, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (a[i].kind == PR_ARG_VALUE && a[i].v->kind == PR_RV_TENSOR && a[i].v->t.dev != 0)
+			return violation(in->k.node, "touched device memory", a[i].v->t.dev, in->k.devs);
+		if (a[i].kind == PR_ARG_LIST) {
+			pr_err *err = check_host_kargs(in, a[i].items, a[i].n);
+			if (err)
+				return err;
+		}
+	}
+	return NULL;
+}
+
+static pr_err *run_frame(pr_exec *e, frame *f);
+
+static pr_err *run_op(instr *in)
+{
+	pr_kctx *k = &in->k;
+	if (in->alias_arg >= 0) {
+		pr_rv *a = k->args[in->alias_arg].v;
+		if (a->kind == PR_RV_TENSOR)
+			k->out->t = a->t;
+	}
+	if (!in->meta && k->dev) {
+		pr_err *err = check_device_kargs(in, k->args, k->n_args);
+		if (!err && k->out->kind == PR_RV_TENSOR && in->alias_arg < 0)
+			err = check_device_arg(in, &k->out->t);
+		if (err)
+			return err;
+	} else if (!in->meta && strcmp(k->devs->kind, "cuda") == 0) {
+		pr_err *err = check_host_kargs(in, k->args, k->n_args);
+		if (err)
+			return err;
+	}
+	return in->fn(k);
+}
+
+/* Copies move the bytes as stored (the copy does not know strides). */
+static pr_err *run_copy(pr_exec *e, instr *in)
+{
+	const pr_tensor *src = &in->k.args[0].v->t;
+	pr_tensor *dst = &in->k.out->t;
+	int64_t n = pr_tensor_span_bytes(src);
+	if (in->k.args[0].v->kind != PR_RV_TENSOR)
+		return pr_err_new("node '%s': a copy's argument must be a tensor", node_name(in->k.node));
+	if (n > pr_tensor_span_bytes(dst) || src->dtype != dst->dtype)
+		return pr_err_new("node '%s': copy source (%lld bytes, %s) does not fit its result",
+				  node_name(in->k.node), (long long)n, pr_dtype_name(src->dtype));
+	if (e->reference)
+		return pr_tensor_copy(dst, src);
+	pr_err *err = pr_mem_copy(&e->devs, dst->dev, dst->data, src->dev, src->data, n, true);
+	return err ? pr_err_wrap(err, "node '%s'", node_name(in->k.node)) : NULL;
+}
+
+/* Copies a body result into the delegate's output, on the delegate's device. */
+static pr_err *delegate_result(pr_exec *e, instr *in, pr_tensor *dst, const pr_tensor *src)
+{
+	if (in->k.dev) {
+		pr_err *err = check_device_arg(in, dst);
+		if (!err)
+			err = check_device_arg(in, src);
+		if (err)
+			return err;
+	}
+	bool same = src->dtype == dst->dtype && src->rank == dst->rank && pr_tensor_is_contiguous(src) &&
+		    pr_tensor_is_contiguous(dst) && pr_tensor_numel(src) == pr_tensor_numel(dst);
+	if (in->k.dev && strcmp(e->devs.kind, "cuda") == 0) {
+		if (!same)
+			return pr_err_new("node '%s': a delegate result with a non-contiguous layout is "
+					  "not supported on CUDA", node_name(in->k.node));
+		return pr_mem_copy(&e->devs, in->k.dev, dst->data, in->k.dev, src->data,
+				   pr_tensor_span_bytes(src), false);
+	}
+	pr_err *err = pr_tensor_copy(dst, src);
+	return err ? pr_err_wrap(err, "node '%s'", node_name(in->k.node)) : NULL;
+}
+
+static pr_err *run_delegate(pr_exec *e, instr *in)
+{
+	frame *b = in->body;
+	for (int i = 0; i < b->n_inputs; i++) {
+		pr_rv *a = in->k.args[i].kind == PR_ARG_VALUE ? in->k.args[i].v : NULL;
+		if (!a || a->kind != PR_RV_TENSOR)
+			return pr_err_new("node '%s': delegate argument %d is not a tensor",
+					  node_name(in->k.node), i);
+		b->inputs[i]->kind = PR_RV_TENSOR;
+		b->inputs[i]->t = a->t;
+		if (e->reference)
+			continue;
+		/* M5: the layout the body was compiled for, over the caller's storage. */
+		pr_tensor *t = &b->inputs[i]->t;
+		const pr_spec *s = b->input_specs[i];
+		t->rank = s->rank;
+		t->dtype = s->dtype;
+		memcpy(t->shape, s->shape, sizeof(int64_t) * (size_t)s->rank);
+		memcpy(t->strides, s->strides, sizeof(int64_t) * (size_t)s->rank);
+	}
+	pr_dev *d = in->k.dev ? pr_devset_dev(&e->devs, in->k.dev) : NULL;
+	if (d)
+		d->ops->enter(d);
+	pr_err *err = run_frame(e, b);
+	pr_rv *outs = in->k.out->kind == PR_RV_TUPLE ? in->k.out->elems : in->k.out;
+	for (int i = 0; !err && i < b->ret->n_args; i++) {
+		pr_rv *v = b->rets[i];
+		g_node = in->k.node;
+		if (!v || v->kind != PR_RV_TENSOR)
+			err = pr_err_new("delegate @%s: result %d is not a tensor",
+					 in->k.node->delegate->name, i);
+		else
+			err = delegate_result(e, in, &outs[i].t, &v->t);
+	}
+	if (d)
+		d->ops->leave(d);
+	return err;
+}
+
+static pr_err *run_getitem(instr *in)
+{
+	pr_rv *t = in->k.args[0].v;
+	if (t->kind == PR_RV_TUPLE) {
+		if (in->index < 0 || in->index >= t->n)
+			return pr_err_new("node '%s': getitem index %lld out of range",
+					  node_name(in->k.node), (long long)in->index);
+		in->k.out->t = t->elems[in->index].t;
+	} else if (t->kind == PR_RV_TENSOR && in->index == 0) {
+		in->k.out->t = t->t;
+	} else {
+		return pr_err_new("node '%s': getitem of a value that is not a tuple", node_name(in->k.node));
+	}
+	return NULL;
+}
+
+static pr_err *run_frame(pr_exec *e, frame *f)
+{
+	instr *in = f->code, *end = f->code + f->n_code;
+	pr_err *err = NULL;
+	for (; in < end && !err; in++) {
+		g_node = in->k.node;
+		switch (in->kind) {
+		case I_OP: err = run_op(in); break;
+		case I_COPY: err = run_copy(e, in); break;
+		case I_DELEGATE: err = run_delegate(e, in); break;
+		case I_GETITEM: err = run_getitem(in); break;
+		}
+	}
+	return err;
+}
+
+/* ---- calls ------------------------------------------------------------------------ */
+
+static pr_err *host_to_tensor(pr_exec *e, pr_tensor *dst, const pr_tensor *host)
+{
+	if (dst->dev == 0)
+		return pr_tensor_copy(dst, host);
+	if (!pr_tensor_is_contiguous(dst))
+		return pr_err_new("a device tensor with a non-contiguous layout cannot be set from the host");
+	return pr_mem_copy(&e->devs, dst->dev, dst->data, 0, host->data,
+			   pr_tensor_numel(dst) * (int64_t)pr_dtype_size(dst->dtype), false);
+}
+
+/* A contiguous host copy of t (uncounted: the caller's own transfer). */
+static pr_err *tensor_to_host(pr_exec *e, const pr_tensor *t, pr_tensor *out)
+{
+	int64_t span = pr_tensor_span_bytes(t);
+	uint8_t *raw = t->data;
+	pr_err *err = NULL;
+	if (t->dev != 0) {
+		raw = pr_xmalloc((size_t)(span ? span : 1));
+		err = pr_mem_copy(&e->devs, 0, raw, t->dev, t->data, span, false);
+	}
+	void *buf = pr_xmalloc(pr_dtype_size(t->dtype) * (size_t)(pr_tensor_numel(t) ? pr_tensor_numel(t) : 1));
+	*out = pr_tensor_make(t->dtype, t->rank, t->shape, buf);
+	if (!err) {
+		pr_tensor view = *t;
+		view.data = raw;
+		err = pr_tensor_copy(out, &view);
+	}
+	if (raw != t->data)
+		free(raw);
+	return err;
+}
+
+static pr_node *find_buffer(pr_graph *g, const char *name)
+{
+	pr_graph_for_each(g, n) {
+		if (n->kind == PR_NODE_INPUT && n->input_kind != PR_INPUT_USER && n->input_name &&
+		    strcmp(n->input_name, name) == 0)
+			return n;
+	}
+	return NULL;
+}
+
+static user_input *find_user_input(pr_exec *e, const char *name)
+{
+	for (int i = 0; i < e->n_inputs; i++)
+		if (strcmp(pr_exec_input_name(e, i), name) == 0)
+			return &e->inputs[i];
+	return NULL;
+}
+
+/* Copies between any two tensors of one shape (uncounted). */
+static pr_err *copy_any(pr_exec *e, pr_tensor *dst, const pr_tensor *src)
+{
+	if (dst->dev == 0 && src->dev == 0)
+		return pr_tensor_copy(dst, src);
+	pr_tensor h;
+	pr_err *err = tensor_to_host(e, src, &h);
+	if (!err)
+		err = host_to_tensor(e, dst, &h);
+	free(h.storage);
+	return err;
+}
+
+/* Write-backs: a mutable buffer takes the returned value into its storage,
+ * a user input keeps it for the next call. */
+static pr_err *write_back(pr_exec *e)
+{
+	pr_node *ret = e->main.ret;
+	for (int i = 0; ret->writebacks && i < ret->n_args; i++) {
+		pr_writeback *w = &ret->writebacks[i];
+		pr_rv *v = e->main.rets[i];
+		if (w->kind == PR_WRITEBACK_NONE || !v || v->kind != PR_RV_TENSOR)
+			continue;
+		pr_err *err = NULL;
+		if (w->kind == PR_WRITEBACK_INPUT) {
+			user_input *u = find_user_input(e, w->target);
+			if (!u)
+				return pr_err_new("write-back to unknown input \"%s\"", w->target);
+			free(u->host.storage);
+			err = tensor_to_host(e, &v->t, &u->host);
+		} else {
+			pr_rv *b = e->wb_buffer[i];
+			if (!b)
+				return pr_err_new("write-back to unknown buffer \"%s\"", w->target);
+			pr_tensor *dst = &b->t;
+			if (dst->data == v->t.data)
+				continue;
+			err = copy_any(e, dst, &v->t);
+		}
+		if (err)
+			return pr_err_wrap(err, "write-back of output %d", i);
+	}
+	return NULL;
+}
+
+static pr_err *load_inputs(pr_exec *e)
+{
+	for (int i = 0; i < e->n_inputs; i++) {
+		user_input *u = &e->inputs[i];
+		if (!u->set)
+			return pr_err_new("input '%s' was not given", pr_exec_input_name(e, i));
+		pr_err *err = host_to_tensor(e, &u->slot->t, &u->host);
+		if (err)
+			return pr_err_wrap(err, "input '%s'", pr_exec_input_name(e, i));
+	}
+	return NULL;
+}
+
+static pr_err *guarded_run(pr_exec *e)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_fault;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, &g_old_segv);
+	sigaction(SIGBUS, &sa, &g_old_bus);
+	sigjmp_buf jb;
+	pr_err *volatile err = NULL;
+	if (sigsetjmp(jb, 0) == 0) {
+		g_jmp = &jb;
+		err = run_frame(e, &e->main);
+	} else {
+		pr_sim_protect_all();
+		pr_dev *d = pr_sim_owner(g_fault_addr);
+		char buf[PR_DEVICE_STR_MAX];
+		const pr_node *n = g_node;
+		err = pr_err_new("placement violation: node '%s'%s%s touched device memory (%s) from "
+				 "host code", node_name(n), n && n->schema ? " " : "",
+				 n && n->schema ? n->schema->full_name : "",
+				 d ? pr_device_str(d->where, buf) : "?");
+	}
+	g_jmp = NULL;
+	sigaction(SIGSEGV, &g_old_segv, NULL);
+	sigaction(SIGBUS, &g_old_bus, NULL);
+	return err;
+}
+
+pr_err *pr_exec_run(pr_exec *e)
+{
+	pr_err *err = load_inputs(e);
+	if (err)
+		return err;
+	pr_devset_reset_counters(&e->devs);
+	err = guarded_run(e);
+	for (int d = 1; !err && d < e->devs.n; d++)
+		err = pr_mem_sync(&e->devs, d);
+	pr_devset_counters(&e->devs, &e->call_h2d, &e->call_d2h);
+	if (!err)
+		err = write_back(e);
+	return err;
+}
+
+/* ---- loading and the public accessors ------------------------------------------ */
+
+static void resolve_write_backs(pr_exec *e)
+{
+	pr_node *ret = e->main.ret;
+	e->wb_buffer = pr_xcalloc((size_t)(ret->n_args ? ret->n_args : 1), sizeof *e->wb_buffer);
+	for (int i = 0; ret->writebacks && i < ret->n_args; i++) {
+		if (ret->writebacks[i].kind != PR_WRITEBACK_BUFFER)
+			continue;
+		pr_node *b = find_buffer(e->g, ret->writebacks[i].target);
+		int idx = 0;
+		pr_graph_for_each(e->g, n) {
+			if (n == b)
+				e->wb_buffer[i] = &e->main.slots[idx];
+			idx++;
+		}
+	}
+}
+
+pr_err *pr_exec_load(const pr_program *p, const char *method, const pr_exec_options *o,
+		     pr_exec **out)
+{
+	*out = NULL;
+	pr_graph *g = pr_program_find_method(p, method);
+	if (!g)
+		return pr_err_new("the program has no method '%s'", method);
+	pr_exec *e = pr_xcalloc(1, sizeof *e);
+	e->p = p;
+	e->g = g;
+	e->reference = o->reference;
+	pr_err *err = pr_devset_init(&e->devs, o->reference || !o->device ? "sim" : o->device);
+	if (err) {
+		free(e);
+		return err;
+	}
+	err = alloc_arenas(e);
+	if (!err)
+		err = compile_graph(e, g, &e->main, 0);
+	if (!err) {
+		resolve_write_backs(e);
+		pr_devset_counters(&e->devs, &e->load_h2d, &e->call_d2h);
+		e->call_d2h = 0;
+	}
+	if (err) {
+		pr_exec_free(e);
+		return pr_err_wrap(err, "loading method '%s'", method);
+	}
+	*out = e;
+	return NULL;
+}
+
+static void free_frame(frame *f)
+{
+	for (int i = 0; i < f->n_code; i++) {
+		instr *in = &f->code[i];
+		for (int j = 0; j < in->k.n_args; j++)
+			free_karg(&in->k.args[j]);
+		free(in->k.args);
+		free(in->k.own);
+	}
+	for (int i = 0; i < f->n_slots; i++)
+		free(f->slots[i].elems);
+	free(f->code);
+	free(f->slots);
+	free(f->inputs);
+	free(f->input_specs);
+	free(f->rets);
+}
+
+void pr_exec_free(pr_exec *e)
+{
+	if (!e)
+		return;
+	for (int i = 0; i < e->n_frames; i++) {
+		free_frame(e->frames[i]);
+		free(e->frames[i]);
+	}
+	free(e->frames);
+	free_frame(&e->main);
+	for (int i = 0; i < e->n_allocs; i++)
+		pr_mem_free(&e->devs, e->allocs[i].dev, e->allocs[i].p, e->allocs[i].bytes);
+	free(e->allocs);
+	for (int i = 0; i < e->n_inputs; i++)
+		free(e->inputs[i].host.storage);
+	free(e->inputs);
+	free(e->wb_buffer);
+	pr_devset_free(&e->devs);
+	free(e);
+}
+
+int pr_exec_n_inputs(const pr_exec *e) { return e->n_inputs; }
+const pr_node *pr_exec_input(const pr_exec *e, int i) { return e->inputs[i].node; }
+
+const char *pr_exec_input_name(const pr_exec *e, int i)
+{
+	const pr_node *n = e->inputs[i].node;
+	return n->input_name ? n->input_name : n->name;
+}
+
+pr_err *pr_exec_set_input(pr_exec *e, int i, const pr_tensor *host)
+{
+	user_input *u = &e->inputs[i];
+	const pr_spec *s = &u->node->type.tensor;
+	bool same = host->dtype == s->dtype && host->rank == s->rank &&
+		    memcmp(host->shape, s->shape, sizeof(int64_t) * (size_t)s->rank) == 0;
+	if (!same)
+		return pr_err_new("input '%s' must be %s with shape of rank %d as declared",
+				  pr_exec_input_name(e, i), pr_dtype_name(s->dtype), s->rank);
+	free(u->host.storage);
+	int64_t bytes = pr_tensor_numel(host) * (int64_t)pr_dtype_size(host->dtype);
+	void *buf = pr_xmalloc((size_t)(bytes ? bytes : 1));
+	u->host = pr_tensor_make(host->dtype, host->rank, host->shape, buf);
+	u->set = true;
+	return pr_tensor_copy(&u->host, host);
+}
+
+int pr_exec_n_outputs(const pr_exec *e) { return e->main.ret->n_args; }
+
+const pr_node *pr_exec_output_node(const pr_exec *e, int i)
+{
+	const pr_arg *a = &e->main.ret->args[i];
+	return a->kind == PR_ARG_VALUE ? a->u.value : NULL;
+}
+
+pr_err *pr_exec_output(pr_exec *e, int i, pr_tensor *out)
+{
+	pr_rv *v = e->main.rets[i];
+	if (v && v->kind == PR_RV_INT) {
+		int64_t *buf = pr_xmalloc(sizeof *buf);
+		*buf = v->i;
+		*out = pr_tensor_make(PR_I64, 0, NULL, buf);
+		return NULL;
+	}
+	if (!v || v->kind != PR_RV_TENSOR)
+		return pr_err_new("output %d is not a tensor", i);
+	return tensor_to_host(e, &v->t, out);
+}
+
+void pr_exec_call_bytes(const pr_exec *e, int64_t *h2d, int64_t *d2h)
+{
+	*h2d = e->call_h2d;
+	*d2h = e->call_d2h;
+}
+
+int64_t pr_exec_load_bytes(const pr_exec *e) { return e->load_h2d; }

@@ -1,0 +1,98 @@
+/* kernel_registry.c: op full name -> kernels (host, and CUDA when built).
+ *
+ * The executor looks every op up here when it loads a program, so a program
+ * with an op that has no kernel is refused at load, naming the op. Several
+ * overloads share one kernel: the kernel reads its arguments by position and
+ * the schema's defaults fill the rest (add.Tensor and add.Scalar differ only
+ * in whether argument 1 is a tensor or a number). */
+#include <string.h>
+
+#include "kernels.h"
+
+#define META PR_KERNEL_META
+const pr_kernel pr_host_kernels[] = {
+	{"aten::add.Tensor", pr_k_add, NULL, 0},
+	{"aten::add.Scalar", pr_k_add, NULL, 0},
+	{"aten::add_.Tensor", pr_k_add, NULL, 0},
+	{"aten::add_.Scalar", pr_k_add, NULL, 0},
+	{"aten::sub.Tensor", pr_k_sub, NULL, 0},
+	{"aten::sub.Scalar", pr_k_sub, NULL, 0},
+	{"aten::sub_.Tensor", pr_k_sub, NULL, 0},
+	{"aten::mul.Tensor", pr_k_mul, NULL, 0},
+	{"aten::mul.Scalar", pr_k_mul, NULL, 0},
+	{"aten::mul_.Tensor", pr_k_mul, NULL, 0},
+	{"aten::mul_.Scalar", pr_k_mul, NULL, 0},
+	{"aten::div.Tensor", pr_k_div, NULL, 0},
+	{"aten::div.Scalar", pr_k_div, NULL, 0},
+	{"aten::div_.Tensor", pr_k_div, NULL, 0},
+	{"aten::neg", pr_k_neg, NULL, 0},
+	{"aten::relu", pr_k_relu, NULL, 0},
+	{"aten::relu_", pr_k_relu, NULL, 0},
+	{"aten::sin", pr_k_sin, NULL, 0},
+	{"aten::cos", pr_k_cos, NULL, 0},
+	{"aten::exp", pr_k_exp, NULL, 0},
+	{"aten::tanh", pr_k_tanh, NULL, 0},
+	{"aten::gelu", pr_k_gelu, NULL, 0},
+	{"aten::sigmoid", pr_k_sigmoid, NULL, 0},
+	{"aten::mm", pr_k_mm, NULL, 0},
+	{"aten::addmm", pr_k_addmm, NULL, 0},
+	{"aten::linear", pr_k_linear, NULL, 0},
+	{"aten::bmm", pr_k_bmm, NULL, 0},
+	{"aten::_softmax", pr_k_softmax, NULL, 0},
+	{"aten::softmax.int", pr_k_softmax, NULL, 0},
+	{"aten::sum.dim_IntList", pr_k_sum_dim, NULL, 0},
+	{"aten::mean.dim", pr_k_mean_dim, NULL, 0},
+	{"aten::layer_norm", pr_k_layer_norm, NULL, 0},
+	{"aten::rms_norm", pr_k_rms_norm, NULL, 0},
+	{"aten::embedding", pr_k_embedding, NULL, 0},
+	{"aten::index_select", pr_k_index_select, NULL, 0},
+	{"aten::index_put_", pr_k_index_put_, NULL, 0},
+	{"aten::cat", pr_k_cat, NULL, 0},
+	{"aten::slice.Tensor", pr_k_slice, NULL, META},
+	{"aten::select.int", pr_k_select, NULL, META},
+	{"aten::view", pr_k_view, NULL, META},
+	{"aten::_unsafe_view", pr_k_view, NULL, META},
+	{"aten::reshape", pr_k_reshape, NULL, PR_KERNEL_MAY_COPY},
+	{"aten::permute", pr_k_permute, NULL, META},
+	{"aten::transpose.int", pr_k_transpose, NULL, META},
+	{"aten::t", pr_k_t, NULL, META},
+	{"aten::as_strided", pr_k_as_strided, NULL, META},
+	{"aten::expand", pr_k_expand, NULL, META},
+	{"aten::unsqueeze", pr_k_unsqueeze, NULL, META},
+	{"aten::squeeze.dim", pr_k_squeeze_dim, NULL, META},
+	{"aten::alias", pr_k_alias, NULL, META},
+	{"aten::clone", pr_k_clone, NULL, 0},
+	{"aten::contiguous", pr_k_contiguous, NULL, PR_KERNEL_MAY_COPY},
+	{"aten::copy_", pr_k_copy_, NULL, 0},
+	{"aten::sym_size.int", pr_k_sym_size, NULL, META},
+	{"custom::accumulate", pr_k_accumulate, NULL, 0},
+	{"custom::kv_update", pr_k_kv_update, NULL, 0},
+};
+const int pr_n_host_kernels = (int)(sizeof pr_host_kernels / sizeof pr_host_kernels[0]);
+
+/* The merged entry: the host kernel with its CUDA twin, if any. */
+static pr_kernel merged[sizeof pr_host_kernels / sizeof pr_host_kernels[0]];
+static bool merged_ready;
+
+static void merge(void)
+{
+	int nc = 0;
+	const pr_cuda_kernel *ck = pr_cuda_kernels(&nc);
+	for (int i = 0; i < pr_n_host_kernels; i++) {
+		merged[i] = pr_host_kernels[i];
+		for (int j = 0; j < nc; j++)
+			if (strcmp(ck[j].op, merged[i].op) == 0)
+				merged[i].cuda = ck[j].fn;
+	}
+	merged_ready = true;
+}
+
+const pr_kernel *pr_kernel_find(const char *full_name)
+{
+	if (!merged_ready)
+		merge();
+	for (int i = 0; i < pr_n_host_kernels; i++)
+		if (strcmp(merged[i].op, full_name) == 0)
+			return &merged[i];
+	return NULL;
+}

@@ -1,0 +1,589 @@
+/* kernels_host.c: host kernels for arithmetic, reductions, matrix products
+ * and normalizations, plus the argument helpers every kernel uses.
+ *
+ * Elementwise ops share one strided loop (ew_impl): the output's shape drives
+ * an odometer, each input is seen through broadcast strides (stride 0 on a
+ * broadcast dim), and the in-place variants are the same kernel with the
+ * output aliasing the first argument (the executor arranges that). f32
+ * tensors take a float path; other dtypes go through pr_elem_load/store.
+ * The heavier kernels (matrix products, softmax, norms, reductions) gather
+ * their inputs into row-major doubles, compute there, and scatter into the
+ * output's strides: one code path for every layout, accumulation in double. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "passrun/data.h"
+
+/* ---- arguments ------------------------------------------------------------ */
+
+static pr_karg *karg(pr_kctx *k, int i)
+{
+	return i < k->n_args && k->args[i].kind != PR_ARG_NONE ? &k->args[i] : NULL;
+}
+
+pr_tensor *pr_karg_tensor(pr_kctx *k, int i)
+{
+	pr_karg *a = karg(k, i);
+	return a && a->kind == PR_ARG_VALUE && a->v->kind == PR_RV_TENSOR ? &a->v->t : NULL;
+}
+
+bool pr_karg_is_none(pr_kctx *k, int i) { return karg(k, i) == NULL; }
+
+static bool karg_num(const pr_karg *a, double *f)
+{
+	switch (a->kind) {
+	case PR_ARG_INT: *f = (double)a->i; return true;
+	case PR_ARG_FLOAT: *f = a->f; return true;
+	case PR_ARG_BOOL: *f = a->b; return true;
+	case PR_ARG_VALUE:
+		if (a->v->kind == PR_RV_INT) {
+			*f = (double)a->v->i;
+			return true;
+		}
+		if (a->v->kind == PR_RV_TENSOR && pr_tensor_numel(&a->v->t) == 1) {
+			*f = pr_elem_load(a->v->t.dtype, a->v->t.data);
+			return true;
+		}
+		return false;
+	default: return false;
+	}
+}
+
+int64_t pr_karg_int(pr_kctx *k, int i, int64_t dflt)
+{
+	pr_karg *a = karg(k, i);
+	double f;
+	if (!a)
+		return dflt;
+	if (a->kind == PR_ARG_INT)
+		return a->i;
+	if (a->kind == PR_ARG_VALUE && a->v->kind == PR_RV_INT)
+		return a->v->i;
+	return karg_num(a, &f) ? (int64_t)f : dflt;
+}
+
+double pr_karg_float(pr_kctx *k, int i, double dflt)
+{
+	pr_karg *a = karg(k, i);
+	double f;
+	return a && karg_num(a, &f) ? f : dflt;
+}
+
+int pr_karg_ints(pr_kctx *k, int i, int64_t *out, int max)
+{
+	pr_karg *a = karg(k, i);
+	if (!a)
+		return -1;
+	if (a->kind == PR_ARG_INT || (a->kind == PR_ARG_VALUE && a->v->kind == PR_RV_INT)) {
+		out[0] = a->kind == PR_ARG_INT ? a->i : a->v->i;   /* int[1] written as an int */
+		return 1;
+	}
+	if (a->kind != PR_ARG_LIST || a->n > max)
+		return -1;
+	for (int j = 0; j < a->n; j++) {
+		pr_karg *it = &a->items[j];
+		if (it->kind == PR_ARG_INT)
+			out[j] = it->i;
+		else if (it->kind == PR_ARG_VALUE && it->v->kind == PR_RV_INT)
+			out[j] = it->v->i;
+		else
+			return -1;
+	}
+	return a->n;
+}
+
+const char *pr_karg_str(pr_kctx *k, int i, const char *dflt)
+{
+	pr_karg *a = karg(k, i);
+	return a && a->kind == PR_ARG_STRING ? a->s : dflt;
+}
+
+pr_err *pr_kernel_error(pr_kctx *k, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	const char *op = k->node && k->node->schema ? k->node->schema->full_name : "?";
+	const char *name = k->node && k->node->name ? k->node->name : "(no result)";
+	return pr_err_new("node '%s' (%s): %s", name, op, msg);
+}
+
+int pr_dim(int64_t d, int rank)
+{
+	int64_t r = rank ? rank : 1;
+	if (d < 0)
+		d += r;
+	return d < 0 || d >= r ? -1 : (int)d;
+}
+
+static pr_tensor *need_tensor(pr_kctx *k, int i, pr_err **err)
+{
+	pr_tensor *t = pr_karg_tensor(k, i);
+	if (!t && !*err)
+		*err = pr_kernel_error(k, "argument %d must be a tensor", i);
+	return t;
+}
+
+/* ---- elementwise ------------------------------------------------------------ */
+
+typedef enum ew_op {
+	EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_NEG, EW_RELU, EW_SIN, EW_COS, EW_EXP,
+	EW_TANH, EW_GELU, EW_GELU_TANH, EW_SIGMOID,
+} ew_op;
+
+static inline double ew_apply(ew_op op, double a, double b)
+{
+	switch (op) {
+	case EW_ADD: return a + b;
+	case EW_SUB: return a - b;
+	case EW_MUL: return a * b;
+	case EW_DIV: return a / b;
+	case EW_NEG: return -a;
+	case EW_RELU: return a > 0 ? a : 0;
+	case EW_SIN: return sin(a);
+	case EW_COS: return cos(a);
+	case EW_EXP: return exp(a);
+	case EW_TANH: return tanh(a);
+	case EW_GELU: return 0.5 * a * (1 + erf(a * M_SQRT1_2));
+	case EW_GELU_TANH:
+		return 0.5 * a * (1 + tanh(sqrt(2 / M_PI) * (a + 0.044715 * a * a * a)));
+	case EW_SIGMOID: return 1 / (1 + exp(-a));
+	}
+	return 0;
+}
+
+static inline float ew_apply_f(ew_op op, float a, float b)
+{
+	switch (op) {
+	case EW_ADD: return a + b;
+	case EW_SUB: return a - b;
+	case EW_MUL: return a * b;
+	case EW_DIV: return a / b;
+	case EW_NEG: return -a;
+	case EW_RELU: return a > 0 ? a : 0;
+	default: return (float)ew_apply(op, a, b);
+	}
+}
+
+/* Strides of src seen with out's shape (0 on broadcast dims); false when the
+ * shapes do not broadcast. */
+static bool bcast(const pr_tensor *src, const pr_tensor *out, int64_t *st)
+{
+	int lead = out->rank - src->rank;
+	if (lead < 0)
+		return false;
+	for (int d = 0; d < out->rank; d++) {
+		int sd = d - lead;
+		if (sd < 0 || (src->shape[sd] == 1 && out->shape[d] != 1))
+			st[d] = 0;
+		else if (src->shape[sd] == out->shape[d])
+			st[d] = src->strides[sd];
+		else
+			return false;
+	}
+	return true;
+}
+
+typedef struct ew_args {
+	ew_op op;
+	pr_tensor *o;
+	const pr_tensor *a, *b;    /* b NULL: scalar operand */
+	int64_t as[PR_MAX_RANK], bs[PR_MAX_RANK];
+	double scalar;             /* b's value when b is NULL */
+	double alpha;              /* b is scaled by alpha (add/sub) */
+} ew_args;
+
+static void ew_loop_f32(ew_args *w)
+{
+	pr_tensor *o = w->o;
+	float *po = (float *)o->data;
+	const float *pa = (const float *)w->a->data;
+	const float *pb = w->b ? (const float *)w->b->data : NULL;
+	float sc = (float)w->scalar, alpha = (float)w->alpha;
+	int64_t idx[PR_MAX_RANK] = {0}, n = pr_tensor_numel(o);
+	int64_t oo = 0, ao = 0, bo = 0;
+	for (int64_t i = 0; i < n; i++) {
+		float bv = pb ? pb[bo] : sc;
+		po[oo] = ew_apply_f(w->op, pa[ao], alpha == 1 ? bv : alpha * bv);
+		for (int d = o->rank - 1; d >= 0; d--) {
+			oo += o->strides[d], ao += w->as[d], bo += w->bs[d];
+			if (++idx[d] < o->shape[d])
+				break;
+			oo -= o->strides[d] * o->shape[d];
+			ao -= w->as[d] * o->shape[d];
+			bo -= w->bs[d] * o->shape[d];
+			idx[d] = 0;
+		}
+	}
+}
+
+static void ew_loop_any(ew_args *w)
+{
+	pr_tensor *o = w->o;
+	size_t es = pr_dtype_size(o->dtype), as = pr_dtype_size(w->a->dtype);
+	size_t bsz = w->b ? pr_dtype_size(w->b->dtype) : 0;
+	int64_t idx[PR_MAX_RANK] = {0}, n = pr_tensor_numel(o);
+	int64_t oo = 0, ao = 0, bo = 0;
+	for (int64_t i = 0; i < n; i++) {
+		double bv = w->b ? pr_elem_load(w->b->dtype, w->b->data + bo * (int64_t)bsz) : w->scalar;
+		double av = pr_elem_load(w->a->dtype, w->a->data + ao * (int64_t)as);
+		pr_elem_store(o->dtype, o->data + oo * (int64_t)es, ew_apply(w->op, av, w->alpha * bv));
+		for (int d = o->rank - 1; d >= 0; d--) {
+			oo += o->strides[d], ao += w->as[d], bo += w->bs[d];
+			if (++idx[d] < o->shape[d])
+				break;
+			oo -= o->strides[d] * o->shape[d];
+			ao -= w->as[d] * o->shape[d];
+			bo -= w->bs[d] * o->shape[d];
+			idx[d] = 0;
+		}
+	}
+}
+
+/* out = op(a, alpha * b): b is argument 1 (a tensor or a number), alpha
+ * argument alpha_at (-1: none). Unary ops have no b. */
+static pr_err *ew_impl(pr_kctx *k, ew_op op, bool binary, int alpha_at)
+{
+	pr_err *err = NULL;
+	ew_args w = {.op = op, .o = &k->out->t, .alpha = 1};
+	w.a = need_tensor(k, 0, &err);
+	if (err)
+		return err;
+	if (binary) {
+		w.b = pr_karg_tensor(k, 1);
+		if (!w.b && pr_karg_is_none(k, 1))
+			return pr_kernel_error(k, "argument 1 must be a tensor or a number");
+		w.scalar = pr_karg_float(k, 1, 0);
+		if (alpha_at >= 0)
+			w.alpha = pr_karg_float(k, alpha_at, 1);
+	}
+	if (k->out->kind != PR_RV_TENSOR)
+		return pr_kernel_error(k, "the result must be a tensor");
+	if (!bcast(w.a, w.o, w.as) || (w.b && !bcast(w.b, w.o, w.bs)))
+		return pr_kernel_error(k, "argument shapes do not broadcast to the result's");
+	if (!w.b)
+		memset(w.bs, 0, sizeof w.bs);
+	if (w.o->dtype == PR_F32 && w.a->dtype == PR_F32 && (!w.b || w.b->dtype == PR_F32))
+		ew_loop_f32(&w);
+	else
+		ew_loop_any(&w);
+	return NULL;
+}
+
+pr_err *pr_k_add(pr_kctx *k) { return ew_impl(k, EW_ADD, true, 2); }
+pr_err *pr_k_sub(pr_kctx *k) { return ew_impl(k, EW_SUB, true, 2); }
+pr_err *pr_k_mul(pr_kctx *k) { return ew_impl(k, EW_MUL, true, -1); }
+pr_err *pr_k_div(pr_kctx *k) { return ew_impl(k, EW_DIV, true, -1); }
+pr_err *pr_k_neg(pr_kctx *k) { return ew_impl(k, EW_NEG, false, -1); }
+pr_err *pr_k_relu(pr_kctx *k) { return ew_impl(k, EW_RELU, false, -1); }
+pr_err *pr_k_sin(pr_kctx *k) { return ew_impl(k, EW_SIN, false, -1); }
+pr_err *pr_k_cos(pr_kctx *k) { return ew_impl(k, EW_COS, false, -1); }
+pr_err *pr_k_exp(pr_kctx *k) { return ew_impl(k, EW_EXP, false, -1); }
+pr_err *pr_k_tanh(pr_kctx *k) { return ew_impl(k, EW_TANH, false, -1); }
+pr_err *pr_k_sigmoid(pr_kctx *k) { return ew_impl(k, EW_SIGMOID, false, -1); }
+
+pr_err *pr_k_gelu(pr_kctx *k)
+{
+	const char *approx = pr_karg_str(k, 1, "none");
+	return ew_impl(k, strcmp(approx, "tanh") == 0 ? EW_GELU_TANH : EW_GELU, false, -1);
+}
+
+/* custom::accumulate(Tensor(a!) x, Tensor y) -> (): x += y. */
+pr_err *pr_k_accumulate(pr_kctx *k)
+{
+	pr_err *err = NULL;
+	pr_tensor *x = need_tensor(k, 0, &err);
+	if (err)
+		return err;
+	ew_args w = {.op = EW_ADD, .o = x, .a = x, .alpha = 1};
+	w.b = need_tensor(k, 1, &err);
+	if (err)
+		return err;
+	if (!bcast(w.a, x, w.as) || !bcast(w.b, x, w.bs))
+		return pr_kernel_error(k, "y does not broadcast to x's shape");
+	if (x->dtype == PR_F32 && w.b->dtype == PR_F32)
+		ew_loop_f32(&w);
+	else
+		ew_loop_any(&w);
+	return NULL;
+}
+
+static size_t nz(int64_t n) { return n > 0 ? (size_t)n : 1; }
+
+/* ---- matrix products ------------------------------------------------------ */
+
+/* c[n,m] = sum_k a[n,k] * b[k,m], or b[m,k] when bt. */
+static void matmul(const double *a, const double *b, double *c, int64_t n, int64_t kk,
+		   int64_t m, bool bt)
+{
+	for (int64_t i = 0; i < n; i++)
+		for (int64_t j = 0; j < m; j++) {
+			double s = 0;
+			for (int64_t p = 0; p < kk; p++)
+				s += a[i * kk + p] * (bt ? b[j * kk + p] : b[p * m + j]);
+			c[i * m + j] = s;
+		}
+}
+
+static pr_err *check_rank(pr_kctx *k, const pr_tensor *t, int rank, const char *what)
+{
+	if (t->rank != rank)
+		return pr_kernel_error(k, "%s must have rank %d, not %d", what, rank, t->rank);
+	return NULL;
+}
+
+/* out = beta * bias + alpha * (a @ b) for 2-D a, b; bias may be NULL. */
+static pr_err *mm_impl(pr_kctx *k, const pr_tensor *a, const pr_tensor *b, const pr_tensor *bias,
+		       double beta, double alpha)
+{
+	pr_err *err = check_rank(k, a, 2, "mat1");
+	if (!err)
+		err = check_rank(k, b, 2, "mat2");
+	if (err)
+		return err;
+	int64_t n = a->shape[0], kk = a->shape[1], m = b->shape[1];
+	pr_tensor *o = &k->out->t;
+	if (b->shape[0] != kk || o->rank != 2 || o->shape[0] != n || o->shape[1] != m)
+		return pr_kernel_error(k, "shapes do not match: [%lld,%lld] @ [%lld,%lld]",
+				       (long long)n, (long long)kk, (long long)b->shape[0],
+				       (long long)m);
+	double *av = pr_tensor_gather(a), *bv = pr_tensor_gather(b);
+	double *cv = pr_xmalloc(sizeof(double) * nz(n * m));
+	matmul(av, bv, cv, n, kk, m, false);
+	if (bias) {
+		pr_tensor full = *o;
+		int64_t st[PR_MAX_RANK];
+		if (!bcast(bias, o, st)) {
+			free(av), free(bv), free(cv);
+			return pr_kernel_error(k, "the bias does not broadcast to [%lld,%lld]",
+					       (long long)n, (long long)m);
+		}
+		full.data = bias->data, full.dtype = bias->dtype;
+		memcpy(full.strides, st, sizeof st);
+		double *biasv = pr_tensor_gather(&full);
+		for (int64_t i = 0; i < n * m; i++)
+			cv[i] = beta * biasv[i] + alpha * cv[i];
+		free(biasv);
+	} else if (alpha != 1) {
+		for (int64_t i = 0; i < n * m; i++)
+			cv[i] *= alpha;
+	}
+	pr_tensor_scatter(o, cv);
+	free(av), free(bv), free(cv);
+	return NULL;
+}
+
+pr_err *pr_k_mm(pr_kctx *k)
+{
+	pr_err *err = NULL;
+	pr_tensor *a = need_tensor(k, 0, &err), *b = need_tensor(k, 1, &err);
+	return err ? err : mm_impl(k, a, b, NULL, 1, 1);
+}
+
+pr_err *pr_k_addmm(pr_kctx *k)
+{
+	pr_err *err = NULL;
+	pr_tensor *bias = need_tensor(k, 0, &err), *a = need_tensor(k, 1, &err),
+		  *b = need_tensor(k, 2, &err);
+	if (err)
+		return err;
+	return mm_impl(k, a, b, bias, pr_karg_float(k, 3, 1), pr_karg_float(k, 4, 1));
+}
+
+/* linear(input[..., in], weight[out, in], bias[out]?) = input @ weight^T + bias. */
+pr_err *pr_k_linear(pr_kctx *k)
+{
+	pr_err *err = NULL;
+	pr_tensor *x = need_tensor(k, 0, &err), *w = need_tensor(k, 1, &err);
+	if (err || (err = check_rank(k, w, 2, "weight")))
+		return err;
+	pr_tensor *bias = pr_karg_tensor(k, 2);
+	pr_tensor *o = &k->out->t;
+	int64_t kk = w->shape[1], m = w->shape[0];
+	if (x->rank < 1 || x->shape[x->rank - 1] != kk || o->rank != x->rank ||
+	    o->shape[o->rank - 1] != m)
+		return pr_kernel_error(k, "input's last dim must be %lld and the result's %lld",
+				       (long long)kk, (long long)m);
+	int64_t n = pr_tensor_numel(x) / (kk ? kk : 1);
+	double *xv = pr_tensor_gather(x), *wv = pr_tensor_gather(w);
+	double *cv = pr_xmalloc(sizeof(double) * nz(n * m));
+	matmul(xv, wv, cv, n, kk, m, true);
+	if (bias) {
+		if (pr_tensor_numel(bias) != m) {
+			free(xv), free(wv), free(cv);
+			return pr_kernel_error(k, "bias must have %lld elements", (long long)m);
+		}
+		double *bv = pr_tensor_gather(bias);
+		for (int64_t i = 0; i < n * m; i++)
+			cv[i] += bv[i % m];
+		free(bv);
+	}
+	pr_tensor_scatter(o, cv);
+	free(xv), free(wv), free(cv);
+	return NULL;
+}
+
+pr_err *pr_k_bmm(pr_kctx *k)
+{
+	pr_err *err = NULL;
+	pr_tensor *a = need_tensor(k, 0, &err), *b = need_tensor(k, 1, &err);
+	if (err || (err = check_rank(k, a, 3, "self")) || (err = check_rank(k, b, 3, "mat2")))
+		return err;
+	pr_tensor *o = &k->out->t;
+	int64_t B = a->shape[0], n = a->shape[1], kk = a->shape[2], m = b->shape[2];
+	if (b->shape[0] != B || b->shape[1] != kk || o->rank != 3 || o->shape[0] != B ||
+	    o->shape[1] != n || o->shape[2] != m)
+		return pr_kernel_error(k, "shapes do not match for a batched product");
+	double *av = pr_tensor_gather(a), *bv = pr_tensor_gather(b);
+	double *cv = pr_xmalloc(sizeof(double) * nz(B * n * m));
+	for (int64_t i = 0; i < B; i++)
+		matmul(av + i * n * kk, bv + i * kk * m, cv + i * n * m, n, kk, m, false);
+	pr_tensor_scatter(o, cv);
+	free(av), free(bv), free(cv);
+	return NULL;
+}
+
+/* ---- softmax, reductions, norms --------------------------------------------- */
+
+/* Splits shape around dim: outer * len * inner. */
+static void split_dim(const pr_tensor *t, int d, int64_t *outer, int64_t *len, int64_t *inner)
+{
+	*outer = *inner = 1;
+	for (int i = 0; i < d; i++)
+		*outer *= t->shape[i];
+	*len = t->rank ? t->shape[d] : 1;
+	for (int i = d + 1; i < t->rank; i++)
+		*inner *= t->shape[i];
+}
+
+/* _softmax(self, dim, half_to_float) and softmax.int(self, dim, dtype?). */
+pr_err *pr_k_softmax(pr_kctx *k)
+{
+	pr_err *err = NULL;
+	pr_tensor *x = need_tensor(k, 0, &err);
+	if (err)
+		return err;
+	int d = pr_dim(pr_karg_int(k, 1, -1), x->rank);
+	if (d < 0)
+		return pr_kernel_error(k, "dim out of range");
+	int64_t outer, len, inner;
+	split_dim(x, d, &outer, &len, &inner);
+	double *v = pr_tensor_gather(x);
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t i = 0; i < inner; i++) {
+			double *p = v + o * len * inner + i, mx = -INFINITY, s = 0;
+			for (int64_t j = 0; j < len; j++)
+				mx = fmax(mx, p[j * inner]);
+			for (int64_t j = 0; j < len; j++)
+				s += (p[j * inner] = exp(p[j * inner] - mx));
+			for (int64_t j = 0; j < len; j++)
+				p[j * inner] /= s;
+		}
+	pr_tensor_scatter(&k->out->t, v);
+	free(v);
+	return NULL;
+}
+
+static pr_err *reduce_impl(pr_kctx *k, bool mean)
+{
+	pr_err *err = NULL;
+	pr_tensor *x = need_tensor(k, 0, &err);
+	if (err)
+		return err;
+	int64_t dims[PR_MAX_RANK];
+	int nd = pr_karg_ints(k, 1, dims, PR_MAX_RANK);
+	bool reduced[PR_MAX_RANK] = {false};
+	if (nd <= 0) {           /* none or [] reduces every dim */
+		for (int i = 0; i < x->rank; i++)
+			reduced[i] = true;
+	}
+	for (int i = 0; i < nd; i++) {
+		int d = pr_dim(dims[i], x->rank);
+		if (d < 0)
+			return pr_kernel_error(k, "dim %lld out of range", (long long)dims[i]);
+		reduced[d] = true;
+	}
+	int64_t n = pr_tensor_numel(x), on = pr_tensor_numel(&k->out->t), count = 1;
+	for (int i = 0; i < x->rank; i++)
+		if (reduced[i])
+			count *= x->shape[i];
+	if (count && on * count != n)
+		return pr_kernel_error(k, "the result has %lld elements, expected %lld",
+				       (long long)on, (long long)(n / count));
+	double *v = pr_tensor_gather(x), *acc = pr_xcalloc((size_t)(on ? on : 1), sizeof(double));
+	int64_t idx[PR_MAX_RANK] = {0};
+	for (int64_t i = 0; i < n; i++) {
+		int64_t o = 0;
+		for (int d = 0; d < x->rank; d++)
+			if (!reduced[d])
+				o = o * x->shape[d] + idx[d];
+		acc[o] += v[i];
+		for (int d = x->rank - 1; d >= 0; d--) {
+			if (++idx[d] < x->shape[d])
+				break;
+			idx[d] = 0;
+		}
+	}
+	if (mean)
+		for (int64_t i = 0; i < on; i++)
+			acc[i] /= (double)count;
+	pr_tensor_scatter(&k->out->t, acc);
+	free(v), free(acc);
+	return NULL;
+}
+
+pr_err *pr_k_sum_dim(pr_kctx *k) { return reduce_impl(k, false); }
+pr_err *pr_k_mean_dim(pr_kctx *k) { return reduce_impl(k, true); }
+
+/* Normalizes rows of the last dims named by normalized_shape (argument 1):
+ * layer_norm subtracts the mean, rms_norm does not. */
+static pr_err *norm_impl(pr_kctx *k, bool rms, int weight_at, int bias_at, int eps_at)
+{
+	pr_err *err = NULL;
+	pr_tensor *x = need_tensor(k, 0, &err);
+	if (err)
+		return err;
+	int64_t ns[PR_MAX_RANK];
+	int nn = pr_karg_ints(k, 1, ns, PR_MAX_RANK);
+	if (nn < 0 || nn > x->rank)
+		return pr_kernel_error(k, "normalized_shape must be a list of at most %d dims", x->rank);
+	int64_t len = 1;
+	for (int i = 0; i < nn; i++) {
+		if (ns[i] != x->shape[x->rank - nn + i])
+			return pr_kernel_error(k, "normalized_shape does not match the input's last dims");
+		len *= ns[i];
+	}
+	pr_tensor *w = pr_karg_tensor(k, weight_at), *b = bias_at >= 0 ? pr_karg_tensor(k, bias_at) : NULL;
+	if ((w && pr_tensor_numel(w) != len) || (b && pr_tensor_numel(b) != len))
+		return pr_kernel_error(k, "weight and bias must have %lld elements", (long long)len);
+	double eps = pr_karg_float(k, eps_at, rms ? (x->dtype == PR_F64 ? 2.220446049250313e-16
+								      : 1.1920928955078125e-07)
+						  : 1e-5);
+	double *v = pr_tensor_gather(x), *wv = w ? pr_tensor_gather(w) : NULL,
+	       *bv = b ? pr_tensor_gather(b) : NULL;
+	int64_t rows = len ? pr_tensor_numel(x) / len : 0;
+	for (int64_t r = 0; r < rows; r++) {
+		double *p = v + r * len, mu = 0, var = 0;
+		for (int64_t j = 0; j < len && !rms; j++)
+			mu += p[j] / (double)len;
+		for (int64_t j = 0; j < len; j++)
+			var += (p[j] - mu) * (p[j] - mu) / (double)len;
+		double inv = 1 / sqrt(var + eps);
+		for (int64_t j = 0; j < len; j++)
+			p[j] = (p[j] - mu) * inv * (wv ? wv[j] : 1) + (bv ? bv[j] : 0);
+	}
+	pr_tensor_scatter(&k->out->t, v);
+	free(v), free(wv), free(bv);
+	return NULL;
+}
+
+/* layer_norm(input, normalized_shape, weight?, bias?, eps=1e-5, cudnn_enable) */
+pr_err *pr_k_layer_norm(pr_kctx *k) { return norm_impl(k, false, 2, 3, 4); }
+/* rms_norm(input, normalized_shape, weight?, eps?) */
+pr_err *pr_k_rms_norm(pr_kctx *k) { return norm_impl(k, true, 2, -1, 3); }

@@ -1,0 +1,19 @@
+/* rt_cuda.h: what the CUDA kernels (kernels_cuda.cu) need from the CUDA
+ * device (device_cuda.c): its stream and cuBLAS handle. C linkage, so the .cu
+ * file and the C files agree. */
+#ifndef PASSRUN_RT_CUDA_H
+#define PASSRUN_RT_CUDA_H
+
+#include "rt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void *pr_cuda_stream(pr_dev *d);   /* cudaStream_t */
+void *pr_cuda_blas(pr_dev *d);     /* cublasHandle_t */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,262 @@
+/* run.c: pr_runtime_execute, what `passrun --run --check` does (runtime.h).
+ *
+ * Loads the placed method on the chosen device and, with check, the original
+ * method on the reference interpreter; gives both the same inputs (from .npy
+ * files, else random from the seed and the input's name); calls both N times,
+ * comparing every output of every call; reports the device layer's byte
+ * counters, the time per call of the placed method, and the largest errors. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "passrun/data.h"
+#include "passrun/runtime.h"
+#include "rt.h"
+
+bool pr_runtime_has_cuda(void) { return pr_cuda_available(); }
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* Random values for input `name`: floats in [-1, 1); integers 0 or 1, which
+ * are valid indices for any non-empty table. */
+static pr_tensor random_input(const pr_spec *s, uint64_t seed, const char *name)
+{
+	int64_t n = pr_spec_numel(s);
+	size_t es = pr_dtype_size(s->dtype);
+	uint8_t *buf = pr_xmalloc((size_t)(n ? n : 1) * es);
+	uint64_t key = seed ^ name_hash(name);
+	for (int64_t i = 0; i < n; i++) {
+		double v = pr_dtype_is_float(s->dtype) ? pr_random_value(s->dtype, key, (uint64_t)i)
+						       : (double)(pr_random_bits(key, (uint64_t)i) & 1);
+		pr_elem_store(s->dtype, buf + (size_t)i * es, v);
+	}
+	return pr_tensor_make(s->dtype, s->rank, s->shape, buf);
+}
+
+static const pr_run_input *given_input(const pr_run_options *o, const char *name)
+{
+	for (int i = 0; i < o->n_inputs; i++)
+		if (strcmp(o->inputs[i].name, name) == 0)
+			return &o->inputs[i];
+	return NULL;
+}
+
+static int find_input(const pr_exec *e, const char *name)
+{
+	for (int i = 0; i < pr_exec_n_inputs(e); i++)
+		if (strcmp(pr_exec_input_name(e, i), name) == 0)
+			return i;
+	return -1;
+}
+
+/* Sets every input of run (and the same-named one of ref). Bad input files
+ * set *status to 2. */
+static pr_err *set_inputs(pr_exec *run, pr_exec *ref, const pr_run_options *o, int *status)
+{
+	for (int i = 0; i < o->n_inputs; i++)
+		if (find_input(run, o->inputs[i].name) < 0) {
+			*status = 2;
+			return pr_err_new("--input %s: the method has no input named '%s'",
+					  o->inputs[i].name, o->inputs[i].name);
+		}
+	for (int i = 0; i < pr_exec_n_inputs(run); i++) {
+		const char *name = pr_exec_input_name(run, i);
+		const pr_spec *s = &pr_exec_input(run, i)->type.tensor;
+		const pr_run_input *g = given_input(o, name);
+		pr_tensor t;
+		pr_err *err = NULL;
+		*status = 2;
+		if (g)
+			err = pr_npy_read(g->path, &t);
+		else
+			t = random_input(s, o->seed, name);
+		if (!err)
+			err = pr_exec_set_input(run, i, &t);
+		int j = ref ? find_input(ref, name) : -1;
+		if (!err && ref && j < 0)
+			err = pr_err_new("the original program has no input '%s'", name);
+		if (!err && ref)
+			err = pr_exec_set_input(ref, j, &t);
+		if (!err || g)
+			free(t.storage);
+		if (err)
+			return g ? pr_err_wrap(err, "--input %s", name) : err;
+	}
+	*status = 0;
+	return NULL;
+}
+
+static const char *output_name(const pr_exec *e, int i)
+{
+	const pr_node *n = pr_exec_output_node(e, i);
+	return n && n->name ? n->name : "?";
+}
+
+/* Compares output i of one call; records the largest errors and the first
+ * mismatch. */
+static pr_err *compare_output(pr_exec *run, pr_exec *ref, int i, int call, const pr_run_options *o,
+			      pr_run_report *r)
+{
+	pr_tensor a, b;
+	pr_err *err = pr_exec_output(run, i, &a);
+	if (err)
+		return err;
+	if ((err = pr_exec_output(ref, i, &b))) {
+		free(a.storage);
+		return err;
+	}
+	double atol = o->atol > 0 || o->rtol > 0 ? o->atol : 1e-5;
+	double rtol = o->atol > 0 || o->rtol > 0 ? o->rtol : 1e-4;
+	int64_t n = pr_tensor_numel(&a);
+	bool same_shape = a.rank == b.rank && n == pr_tensor_numel(&b) &&
+			  memcmp(a.shape, b.shape, sizeof(int64_t) * (size_t)a.rank) == 0;
+	if (!same_shape && r->match) {
+		r->match = false;
+		snprintf(r->mismatch, sizeof r->mismatch, "output %d (%s) call %d: shapes differ", i,
+			 output_name(run, i), call + 1);
+	}
+	for (int64_t j = 0; same_shape && j < n; j++) {
+		double x = pr_elem_load(a.dtype, a.data + j * (int64_t)pr_dtype_size(a.dtype));
+		double y = pr_elem_load(b.dtype, b.data + j * (int64_t)pr_dtype_size(b.dtype));
+		if (isnan(x) && isnan(y))
+			continue;
+		double d = fabs(x - y), rel = y != 0 ? d / fabs(y) : d;
+		if (isnan(d))
+			d = rel = INFINITY;
+		r->max_abs_err = fmax(r->max_abs_err, d);
+		r->max_rel_err = fmax(r->max_rel_err, rel);
+		if (d > atol + rtol * fabs(y) && r->match) {
+			r->match = false;
+			snprintf(r->mismatch, sizeof r->mismatch,
+				 "output %d (%s) call %d element %lld: %.9g, reference %.9g", i,
+				 output_name(run, i), call + 1, (long long)j, x, y);
+		}
+	}
+	free(a.storage);
+	free(b.storage);
+	return NULL;
+}
+
+static pr_err *write_outputs(pr_exec *run, const char *dir, const char *method)
+{
+	for (int i = 0; i < pr_exec_n_outputs(run); i++) {
+		pr_tensor t;
+		pr_err *err = pr_exec_output(run, i, &t);
+		if (err)
+			return err;
+		char *path = pr_xasprintf("%s/%s.%d.npy", dir, method, i);
+		err = pr_npy_write(path, &t);
+		free(path);
+		free(t.storage);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static const char *pick_method(const pr_program *p, const pr_run_options *o)
+{
+	if (o->method)
+		return o->method;
+	if (pr_program_find_method(p, "forward"))
+		return "forward";
+	return p->n_methods ? p->methods[0]->name : "forward";
+}
+
+static pr_err *calls(pr_exec *run, pr_exec *ref, const pr_run_options *o, pr_run_report *r)
+{
+	double ms = 0;
+	int64_t h2d = 0, d2h = 0;
+	for (int c = 0; c < r->iterations; c++) {
+		double t0 = now_ms();
+		pr_err *err = pr_exec_run(run);
+		ms += now_ms() - t0;
+		if (err)
+			return pr_err_wrap(err, "call %d", c + 1);
+		int64_t a, b;
+		pr_exec_call_bytes(run, &a, &b);
+		h2d += a, d2h += b;
+		if (!ref)
+			continue;
+		if ((err = pr_exec_run(ref)))
+			return pr_err_wrap(err, "reference interpreter, call %d", c + 1);
+		if (pr_exec_n_outputs(run) != pr_exec_n_outputs(ref))
+			return pr_err_new("the placed method returns %d values, the original %d",
+					  pr_exec_n_outputs(run), pr_exec_n_outputs(ref));
+		for (int i = 0; i < pr_exec_n_outputs(run); i++)
+			if ((err = compare_output(run, ref, i, c, o, r)))
+				return err;
+	}
+	r->ms_per_call = ms / r->iterations;
+	r->h2d_bytes_per_call = h2d / r->iterations;
+	r->d2h_bytes_per_call = d2h / r->iterations;
+	return NULL;
+}
+
+pr_err *pr_runtime_execute(const pr_program *original, const pr_program *placed,
+			   const pr_run_options *o, pr_run_report *r)
+{
+	memset(r, 0, sizeof *r);
+	const char *device = o->device ? o->device : pr_cuda_available() ? "cuda" : "sim";
+	const char *method = pick_method(placed, o);
+	snprintf(r->device, sizeof r->device, "%s", device);
+	snprintf(r->method, sizeof r->method, "%s", method);
+	r->iterations = o->iterations < 1 ? 1 : o->iterations;
+	r->checked = o->check;
+	r->match = true;
+	r->exit_status = 5;
+	pr_exec *run = NULL, *ref = NULL;
+	pr_exec_options eo = {.device = device};
+	pr_err *err = pr_exec_load(placed, method, &eo, &run);
+	if (!err && o->check) {
+		pr_exec_options ro = {.reference = true};
+		err = original ? pr_exec_load(original, method, &ro, &ref)
+			       : pr_err_new("--check needs the original program");
+		if (err)
+			err = pr_err_wrap(err, "reference interpreter");
+	}
+	if (!err) {
+		r->load_h2d_bytes = pr_exec_load_bytes(run);
+		int status = 0;
+		err = set_inputs(run, ref, o, &status);
+		if (err)
+			r->exit_status = status ? status : 5;
+	}
+	if (!err && !(err = calls(run, ref, o, r)) && o->output_dir)
+		err = write_outputs(run, o->output_dir, method);
+	if (!err)
+		r->exit_status = r->match ? 0 : 4;
+	pr_exec_free(run);
+	pr_exec_free(ref);
+	return err;
+}
+
+void pr_run_report_json(const pr_run_report *r, FILE *out)
+{
+	fprintf(out, "{\"device\": \"%s\", \"method\": \"%s\", \"iterations\": %d, ", r->device,
+		r->method, r->iterations);
+	if (r->checked)
+		fprintf(out, "\"match\": %s, \"max_abs_err\": %.9g, \"max_rel_err\": %.9g, ",
+			r->match ? "true" : "false", r->max_abs_err, r->max_rel_err);
+	else
+		fprintf(out, "\"match\": null, ");
+	fprintf(out, "\"h2d_bytes_per_call\": %lld, \"d2h_bytes_per_call\": %lld, "
+		     "\"load_h2d_bytes\": %lld, \"ms_per_call\": %.6f}",
+		(long long)r->h2d_bytes_per_call, (long long)r->d2h_bytes_per_call,
+		(long long)r->load_h2d_bytes, r->ms_per_call);
+}

@@ -1,0 +1,129 @@
+/* tensor.c: runtime tensors (a data pointer, dtype, shape, strides) and the
+ * strided helpers every host kernel shares: gather to row-major doubles,
+ * scatter back, and a broadcasting elementwise copy. Element access goes
+ * through pr_elem_load/pr_elem_store (data.h) so that every dtype rounds the
+ * way the constant materializer does. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passrun/data.h"
+#include "rt.h"
+
+pr_tensor pr_tensor_from_spec(const pr_spec *s, void *data, int dev)
+{
+	pr_tensor t;
+	memset(&t, 0, sizeof t);
+	t.data = t.storage = data;
+	t.dtype = s->dtype;
+	t.rank = s->rank;
+	t.dev = dev;
+	memcpy(t.shape, s->shape, sizeof(int64_t) * (size_t)s->rank);
+	memcpy(t.strides, s->strides, sizeof(int64_t) * (size_t)s->rank);
+	return t;
+}
+
+pr_tensor pr_tensor_make(pr_dtype dt, int rank, const int64_t *shape, void *data)
+{
+	pr_spec s;
+	pr_spec_init(&s, dt, rank, shape);
+	return pr_tensor_from_spec(&s, data, 0);
+}
+
+int64_t pr_tensor_numel(const pr_tensor *t)
+{
+	int64_t n = 1;
+	for (int i = 0; i < t->rank; i++)
+		n *= t->shape[i];
+	return n;
+}
+
+bool pr_tensor_is_contiguous(const pr_tensor *t)
+{
+	int64_t want = 1;
+	for (int i = t->rank - 1; i >= 0; i--) {
+		if (t->shape[i] != 1 && t->strides[i] != want)
+			return false;
+		want *= t->shape[i];
+	}
+	return true;
+}
+
+int64_t pr_tensor_span_bytes(const pr_tensor *t)
+{
+	int64_t last = 0;
+	for (int i = 0; i < t->rank; i++) {
+		if (t->shape[i] == 0)
+			return 0;
+		last += (t->shape[i] - 1) * t->strides[i];
+	}
+	return (last + 1) * (int64_t)pr_dtype_size(t->dtype);
+}
+
+/* Calls f for every element in row-major order with its storage offset (in
+ * elements); the odometer keeps the offset up to date incrementally. */
+#define FOR_EACH_OFFSET(t, off, body)                                          \
+	do {                                                                   \
+		int64_t idx_[PR_MAX_RANK] = {0};                               \
+		int64_t n_ = pr_tensor_numel(t), off = 0;                      \
+		for (int64_t k_ = 0; k_ < n_; k_++) {                          \
+			body;                                                  \
+			for (int d_ = (t)->rank - 1; d_ >= 0; d_--) {          \
+				off += (t)->strides[d_];                       \
+				if (++idx_[d_] < (t)->shape[d_])               \
+					break;                                 \
+				off -= (t)->strides[d_] * (t)->shape[d_];      \
+				idx_[d_] = 0;                                  \
+			}                                                      \
+		}                                                              \
+	} while (0)
+
+double *pr_tensor_gather(const pr_tensor *t)
+{
+	int64_t n = pr_tensor_numel(t);
+	double *v = pr_xmalloc(sizeof(double) * (size_t)(n ? n : 1));
+	size_t es = pr_dtype_size(t->dtype);
+	int64_t i = 0;
+	FOR_EACH_OFFSET(t, off, v[i++] = pr_elem_load(t->dtype, t->data + off * (int64_t)es));
+	return v;
+}
+
+void pr_tensor_scatter(pr_tensor *t, const double *v)
+{
+	size_t es = pr_dtype_size(t->dtype);
+	int64_t i = 0;
+	FOR_EACH_OFFSET(t, off, pr_elem_store(t->dtype, t->data + off * (int64_t)es, v[i++]));
+}
+
+pr_err *pr_tensor_copy(pr_tensor *dst, const pr_tensor *src)
+{
+	if (src->rank > dst->rank)
+		return pr_err_new("cannot copy a rank-%d tensor into a rank-%d one", src->rank, dst->rank);
+	/* src seen with dst's shape: broadcast dims get stride 0. */
+	pr_tensor b = *dst;
+	int lead = dst->rank - src->rank;
+	for (int d = 0; d < dst->rank; d++) {
+		int sd = d - lead;
+		if (sd < 0 || src->shape[sd] == 1) {
+			b.strides[d] = 0;
+			continue;
+		}
+		if (src->shape[sd] != dst->shape[d])
+			return pr_err_new("shape mismatch in copy: dim %d is %lld, expected %lld", d,
+					  (long long)src->shape[sd], (long long)dst->shape[d]);
+		b.strides[d] = src->strides[sd];
+	}
+	b.data = src->data;
+	b.dtype = src->dtype;
+	size_t ds = pr_dtype_size(dst->dtype), ss = pr_dtype_size(src->dtype);
+	if (dst->dtype == src->dtype && pr_tensor_is_contiguous(dst) && pr_tensor_is_contiguous(&b) &&
+	    pr_tensor_numel(dst) > 0) {
+		memmove(dst->data, src->data, (size_t)pr_tensor_numel(dst) * ds);
+		return NULL;
+	}
+	/* Two odometers in lockstep: dst's offsets and b's. */
+	double *v = pr_tensor_gather(&b);
+	pr_tensor_scatter(dst, v);
+	free(v);
+	(void)ss;
+	return NULL;
+}

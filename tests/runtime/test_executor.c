@@ -1,0 +1,382 @@
+/* The executor and the reference interpreter (issue 6; behaviour.md M3, M4,
+ * M5, F10): small placed programs run on the sim device and are checked
+ * against hand-computed values and against the reference. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passrun/format.h"
+#include "passrun/runtime.h"
+#include "rt.h"
+#include "testutil.h"
+
+#define HDR                                                                  \
+	"passrun 1\n"                                                        \
+	"op aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor\n" \
+	"op aten::mul.Tensor(Tensor self, Tensor other) -> Tensor\n"        \
+	"op aten::relu(Tensor self) -> Tensor\n"                            \
+	"op aten::relu_(Tensor(a!) self) -> Tensor(a!)\n"                   \
+	"op aten::sin(Tensor self) -> Tensor\n"                             \
+	"op aten::t(Tensor(a) self) -> Tensor(a)\n"                         \
+	"op custom::accumulate(Tensor(a!) x, Tensor y) -> ()\n"             \
+	"op et_copy::_h2d_copy(Tensor self) -> Tensor {h2d}\n"              \
+	"op et_copy::_d2h_copy(Tensor self) -> Tensor {d2h}\n"
+
+#define ADD0                                                                 \
+	"delegate @add0 backend=\"CudaBackend\" target_device=\"cuda:0\" {\n" \
+	"  %a: f32[2,3] = input\n"                                          \
+	"  %b: f32[2,3] = input\n"                                          \
+	"  %c: f32[2,3] = aten::add.Tensor(%a, %b)\n"                       \
+	"  return %c\n"                                                     \
+	"}\n"
+
+static const float X[6] = {-1, 2, -3, 4, -5, 6};
+
+static pr_exec *load(pr_program *p, bool reference)
+{
+	pr_exec_options o = {.device = "sim", .reference = reference};
+	pr_exec *e = NULL;
+	pr_err *err = pr_exec_load(p, "forward", &o, &e);
+	cr_assert_null(err, "load: %s", err ? pr_err_message(err) : "");
+	return e;
+}
+
+static void set_x(pr_exec *e, const float *v)
+{
+	int64_t shape[2] = {2, 3};
+	pr_tensor t = pr_tensor_make(PR_F32, 2, shape, (void *)v);
+	cr_assert_eq(pr_exec_n_inputs(e), 1);
+	pr_err *err = pr_exec_set_input(e, 0, &t);
+	cr_assert_null(err);
+}
+
+static void run_ok(pr_exec *e)
+{
+	pr_err *err = pr_exec_run(e);
+	cr_assert_null(err, "run: %s", err ? pr_err_message(err) : "");
+}
+
+static void expect_output(pr_exec *e, int i, const float *want, int n)
+{
+	pr_tensor t;
+	pr_err *err = pr_exec_output(e, i, &t);
+	cr_assert_null(err);
+	cr_assert_eq(pr_tensor_numel(&t), n);
+	for (int j = 0; j < n; j++)
+		cr_expect_float_eq(((float *)t.data)[j], want[j], 1e-6, "output %d element %d: %g vs %g",
+				   i, j, ((float *)t.data)[j], want[j]);
+	free(t.storage);
+}
+
+static char *run_error(pr_exec *e)
+{
+	pr_err *err = pr_exec_run(e);
+	cr_assert_not_null(err, "the call should fail");
+	char *m = pr_xstrdup(pr_err_message(err));
+	pr_err_free(err);
+	return m;
+}
+
+/* weight = arange: 0..5; r = relu(x + w) computed on cuda:0 with copies. */
+static const char *placed_add =
+	HDR ADD0
+	"method @forward {\n"
+	"  %x: f32[2,3] = input user \"x\"\n"
+	"  %w: f32[2,3] = input parameter \"weight\" data=arange\n"
+	"  %x_h2d: f32[2,3]@cuda:0 = et_copy::_h2d_copy(%x)\n"
+	"  %w_h2d: f32[2,3]@cuda:0 = et_copy::_h2d_copy(%w)\n"
+	"  %d: (f32[2,3]@cuda:0) = delegate @add0(%x_h2d, %w_h2d)\n"
+	"  %t: f32[2,3]@cuda:0 = getitem %d, 0\n"
+	"  %t_d2h: f32[2,3] = et_copy::_d2h_copy(%t)\n"
+	"  %r: f32[2,3] = aten::relu(%t_d2h)\n"
+	"  return %r\n"
+	"}\n";
+
+Test(executor, delegate_on_sim_device_matches_hand_values_and_counts_bytes)
+{
+	pr_program *p = tu_parse(placed_add);
+	pr_exec *e = load(p, false);
+	set_x(e, X);
+	run_ok(e);
+	const float want[6] = {0, 3, 0, 7, 0, 11};
+	expect_output(e, 0, want, 6);
+	int64_t h2d, d2h;
+	pr_exec_call_bytes(e, &h2d, &d2h);
+	cr_expect_eq(h2d, 48, "two 24-byte h2d copies per call, got %lld", (long long)h2d);
+	cr_expect_eq(d2h, 24);
+	cr_expect_eq(pr_exec_load_bytes(e), 0);
+	run_ok(e);   /* a second call moves the same */
+	pr_exec_call_bytes(e, &h2d, &d2h);
+	cr_expect_eq(h2d, 48);
+	pr_exec_free(e);
+	pr_program_free(p);
+}
+
+Test(executor, reference_runs_delegate_bodies_as_host_code)
+{
+	pr_program *p = tu_parse(placed_add);
+	pr_exec *e = load(p, true);
+	set_x(e, X);
+	run_ok(e);
+	const float want[6] = {0, 3, 0, 7, 0, 11};
+	expect_output(e, 0, want, 6);
+	int64_t h2d, d2h;
+	pr_exec_call_bytes(e, &h2d, &d2h);
+	cr_expect_eq(h2d + d2h, 0, "the reference moves nothing through a device");
+	pr_exec_free(e);
+	pr_program_free(p);
+}
+
+/* M4: a host op reads the delegate's device output directly (F3's baseline). */
+Test(executor, M4_host_op_reading_device_memory_faults_naming_the_node)
+{
+	pr_program *p = tu_parse(
+		HDR ADD0
+		"method @forward {\n"
+		"  %x: f32[2,3] = input user \"x\"\n"
+		"  %w: f32[2,3] = input parameter \"weight\" data=arange\n"
+		"  %x_h2d: f32[2,3]@cuda:0 = et_copy::_h2d_copy(%x)\n"
+		"  %w_h2d: f32[2,3]@cuda:0 = et_copy::_h2d_copy(%w)\n"
+		"  %d: f32[2,3]@cuda:0 = delegate @add0(%x_h2d, %w_h2d)\n"
+		"  %r: f32[2,3] = aten::sin(%d)\n"
+		"  return %r\n"
+		"}\n");
+	pr_exec *e = load(p, false);
+	set_x(e, X);
+	char *m = run_error(e);
+	cr_expect(strstr(m, "placement violation") && strstr(m, "node 'r'") &&
+		  strstr(m, "touched device memory") && strstr(m, "cuda:0"), "%s", m);
+	free(m);
+	/* The executor stays usable: the sim memory is protected again. */
+	m = run_error(e);
+	cr_expect(strstr(m, "node 'r'"), "%s", m);
+	free(m);
+	pr_exec_free(e);
+	pr_program_free(p);
+}
+
+/* M4: a device delegate handed host memory (no h2d copy: F5's baseline). */
+Test(executor, M4_device_kernel_reading_host_memory_is_refused_naming_the_node)
+{
+	pr_program *p = tu_parse(
+		HDR ADD0
+		"method @forward {\n"
+		"  %x: f32[2,3] = input user \"x\"\n"
+		"  %w: f32[2,3] = input buffer \"weight\" data=arange\n"
+		"  %x_h2d: f32[2,3]@cuda:0 = et_copy::_h2d_copy(%x)\n"
+		"  %d: f32[2,3]@cuda:0 = delegate @add0(%x_h2d, %w)\n"
+		"  %r: f32[2,3] = et_copy::_d2h_copy(%d)\n"
+		"  return %r\n"
+		"}\n");
+	pr_exec *e = load(p, false);
+	set_x(e, X);
+	char *m = run_error(e);
+	cr_expect(strstr(m, "placement violation") && strstr(m, "node 'c'") &&
+		  strstr(m, "host memory"), "%s", m);
+	free(m);
+	pr_exec_free(e);
+	pr_program_free(p);
+}
+
+static char *load_error(const char *text)
+{
+	pr_program *p = tu_parse(text);
+	pr_exec_options o = {.device = "sim"};
+	pr_exec *e = NULL;
+	pr_err *err = pr_exec_load(p, "forward", &o, &e);
+	cr_assert_not_null(err, "load should fail");
+	cr_assert_null(e);
+	char *m = pr_xstrdup(pr_err_message(err));
+	pr_err_free(err);
+	pr_program_free(p);
+	return m;
+}
+
+Test(executor, M3_h2d_copy_to_the_cpu_is_refused_naming_the_node)
+{
+	char *m = load_error(HDR
+			     "method @forward {\n"
+			     "  %x: f32[2,3] = input user \"x\"\n"
+			     "  %x_h2d_cpu: f32[2,3] = et_copy::_h2d_copy(%x)\n"
+			     "  return %x_h2d_cpu\n"
+			     "}\n");
+	cr_expect(strstr(m, "node 'x_h2d_cpu'") && strstr(m, "destination is on the CPU") &&
+		  strstr(m, "M3"), "%s", m);
+	free(m);
+}
+
+Test(executor, M3_d2h_copy_from_the_cpu_is_refused_naming_the_node)
+{
+	char *m = load_error(HDR
+			     "method @forward {\n"
+			     "  %x: f32[2,3] = input user \"x\"\n"
+			     "  %back: f32[2,3] = et_copy::_d2h_copy(%x)\n"
+			     "  return %back\n"
+			     "}\n");
+	cr_expect(strstr(m, "node 'back'") && strstr(m, "source is on the CPU"), "%s", m);
+	free(m);
+}
+
+Test(executor, op_without_kernel_is_refused_at_load_naming_the_op)
+{
+	char *m = load_error("passrun 1\n"
+			     "op aten::frobnicate(Tensor self) -> Tensor\n"
+			     "method @forward {\n"
+			     "  %x: f32[2] = input user \"x\"\n"
+			     "  %y: f32[2] = aten::frobnicate(%x)\n"
+			     "  return %y\n"
+			     "}\n");
+	cr_expect(strstr(m, "aten::frobnicate") && strstr(m, "no kernel") && strstr(m, "'y'"), "%s", m);
+	free(m);
+}
+
+/* M5: the body was compiled for a transposed layout (strides [1,2]); the
+ * caller's copy is contiguous. The body reads the bytes with its strides. */
+Test(executor, M5_delegate_reads_inputs_with_the_body_layout)
+{
+	pr_program *p = tu_parse(
+		HDR
+		"delegate @id0 target_device=\"cuda:0\" {\n"
+		"  %a: f32[2,3]{strides=[1,2]} = input\n"
+		"  %b: f32[2,3] = aten::mul.Tensor(%a, %a)\n"
+		"  return %b\n"
+		"}\n"
+		"method @forward {\n"
+		"  %x: f32[2,3] = input user \"x\"\n"
+		"  %x_h2d: f32[2,3]@cuda:0 = et_copy::_h2d_copy(%x)\n"
+		"  %d: f32[2,3]@cuda:0 = delegate @id0(%x_h2d)\n"
+		"  %r: f32[2,3] = et_copy::_d2h_copy(%d)\n"
+		"  return %r\n"
+		"}\n");
+	pr_exec *e = load(p, false);
+	set_x(e, X);
+	run_ok(e);
+	/* Bytes x0..x5 read as a[i][j] = x[i + 2j]: rows (x0,x2,x4), (x1,x3,x5). */
+	const float want[6] = {1, 9, 25, 4, 16, 36};
+	expect_output(e, 0, want, 6);
+	pr_exec_free(e);
+	pr_exec *r = load(p, true);
+	set_x(r, X);
+	run_ok(r);
+	const float eager[6] = {1, 4, 9, 16, 25, 36};
+	expect_output(r, 0, eager, 6);
+	pr_exec_free(r);
+	pr_program_free(p);
+}
+
+/* F10: a device-resident constant is copied once at load, never per call,
+ * and the first call reads the right data. */
+Test(executor, F10_device_constant_copied_once_at_load)
+{
+	pr_program *p = tu_parse(
+		HDR ADD0
+		"method @forward {\n"
+		"  %x: f32[2,3] = input user \"x\"\n"
+		"  %w: f32[2,3]@cuda:0 = input parameter \"weight\" data=arange\n"
+		"  %x_h2d: f32[2,3]@cuda:0 = et_copy::_h2d_copy(%x)\n"
+		"  %d: f32[2,3]@cuda:0 = delegate @add0(%x_h2d, %w)\n"
+		"  %r: f32[2,3] = et_copy::_d2h_copy(%d)\n"
+		"  return %r\n"
+		"}\n");
+	pr_exec *e = load(p, false);
+	cr_expect_eq(pr_exec_load_bytes(e), 24);
+	set_x(e, X);
+	run_ok(e);
+	const float want[6] = {-1, 3, -1, 7, -1, 11};
+	expect_output(e, 0, want, 6);
+	int64_t h2d, d2h;
+	pr_exec_call_bytes(e, &h2d, &d2h);
+	cr_expect_eq(h2d, 24, "only x is copied per call, got %lld", (long long)h2d);
+	cr_expect_eq(d2h, 24);
+	pr_exec_free(e);
+	pr_program_free(p);
+}
+
+/* Memory plan: tensors at offsets of one arena per device; a view (t) and an
+ * in-place op (relu_) share their base's storage. */
+Test(executor, planned_arenas_views_and_in_place_results)
+{
+	pr_program *p = tu_parse(
+		HDR
+		"method @forward {\n"
+		"  %x: f32[2,3]{mem=cpu:0} = input user \"x\"\n"
+		"  %y: f32[2,3]{mem=cpu:32} = aten::sin(%x)\n"
+		"  %z: f32[2,3]{mem=cpu:0} = aten::relu_(%y)\n"
+		"  %v: f32[3,2]{strides=[1,3], mem=cpu:32} = aten::t(%z)\n"
+		"  %s: f32[3,2]{mem=cpu:64} = aten::add.Tensor(%v, %v)\n"
+		"  return %s, %y\n"
+		"}\n");
+	pr_exec *e = load(p, false);
+	set_x(e, X);
+	run_ok(e);
+	float sy[6], s[6];
+	for (int i = 0; i < 6; i++)
+		sy[i] = fmaxf(0, sinf(X[i]));
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 2; j++)
+			s[i * 2 + j] = 2 * sy[j * 3 + i];
+	expect_output(e, 0, s, 6);
+	expect_output(e, 1, sy, 6);   /* relu_ wrote y in place */
+	pr_exec_free(e);
+	pr_program_free(p);
+}
+
+/* A mutable buffer keeps its value from one call to the next. */
+Test(executor, mutable_buffer_persists_between_calls)
+{
+	pr_program *p = tu_parse(
+		HDR
+		"method @forward {\n"
+		"  %x: f32[2,3] = input user \"x\"\n"
+		"  %k: f32[2,3] = input buffer \"cache\" data=ones\n"
+		"  custom::accumulate(%k, %x)\n"
+		"  %r: f32[2,3] = aten::relu(%k)\n"
+		"  return %r, %k -> buffer \"cache\"\n"
+		"}\n");
+	for (int ref = 0; ref < 2; ref++) {
+		pr_exec *e = load(p, ref);
+		set_x(e, X);
+		run_ok(e);
+		run_ok(e);
+		float want[6];
+		for (int i = 0; i < 6; i++)
+			want[i] = fmaxf(0, 1 + 2 * X[i]);
+		expect_output(e, 0, want, 6);
+		pr_exec_free(e);
+	}
+	pr_program_free(p);
+}
+
+/* A written-back input: the next call starts from the returned value. */
+Test(executor, written_back_input_feeds_the_next_call)
+{
+	pr_program *p = tu_parse(
+		HDR
+		"method @forward {\n"
+		"  %x: f32[2,3] = input user \"x\"\n"
+		"  %y: f32[2,3] = aten::add.Tensor(%x, %x)\n"
+		"  return %y -> input \"x\"\n"
+		"}\n");
+	pr_exec *e = load(p, false);
+	set_x(e, X);
+	run_ok(e);
+	run_ok(e);
+	float want[6];
+	for (int i = 0; i < 6; i++)
+		want[i] = 4 * X[i];
+	expect_output(e, 0, want, 6);
+	pr_exec_free(e);
+	pr_program_free(p);
+}
+
+Test(executor, missing_input_is_an_error_naming_it)
+{
+	pr_program *p = tu_parse(placed_add);
+	pr_exec *e = load(p, false);
+	char *m = run_error(e);
+	cr_expect(strstr(m, "input 'x'"), "%s", m);
+	free(m);
+	pr_exec_free(e);
+	pr_program_free(p);
+}
