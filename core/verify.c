@@ -20,7 +20,8 @@
  *     one without a default), argument kinds (Tensor <- tensor value, int <-
  *     integer or int value, T[] <- list, ...), and the result kind;
  *   - getitem reads a tuple, its index is in range and its tensor type is that
- *     element's (dtype, shape, strides; the device is a placement fact);
+ *     element's (dtype, shape, strides; in a method the device is a placement
+ *     fact, below; memory is the plan checker's);
  *   - delegate calls name a delegate of the program, pass as many arguments as
  *     its body has inputs (same kinds, dtypes and shapes) and have the type its
  *     body returns (one tensor, or a tuple of them);
@@ -81,102 +82,17 @@
 #include <string.h>
 #include <uthash.h>
 
-/* ---- a pointer set/map (open addressing, linear probing) --------------- */
-
-typedef struct ptrmap {
-	size_t cap, n;       /* cap is a power of two, or 0 */
-	const void **keys;
-	int64_t *vals;       /* NULL for a set */
-	bool is_set;
-} ptrmap;
-
-static size_t ptr_hash(const void *k)
-{
-	uint64_t x = (uint64_t)(uintptr_t)k;
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return (size_t)x;
-}
-
-static void ptrmap_free(ptrmap *m)
-{
-	free(m->keys);
-	free(m->vals);
-	memset(m, 0, sizeof *m);
-}
-
-static size_t ptrmap_slot(const ptrmap *m, const void *k)
-{
-	size_t i = ptr_hash(k) & (m->cap - 1);
-	while (m->keys[i] && m->keys[i] != k)
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
-
-/* Room for at least n keys without growing (the load stays under 1/2). */
-static void ptrmap_reserve(ptrmap *m, size_t n)
-{
-	size_t cap = 64;
-	while (cap < 2 * n + 2)
-		cap *= 2;
-	if (cap <= m->cap)
-		return;
-	ptrmap old = *m;
-	m->cap = cap;
-	m->n = 0;
-	m->keys = pr_xcalloc(m->cap, sizeof *m->keys);
-	m->vals = m->is_set ? NULL : pr_xcalloc(m->cap, sizeof *m->vals);
-	for (size_t i = 0; i < old.cap; i++) {
-		if (!old.keys[i])
-			continue;
-		size_t s = ptrmap_slot(m, old.keys[i]);
-		m->keys[s] = old.keys[i];
-		if (m->vals)
-			m->vals[s] = old.vals[i];
-		m->n++;
-	}
-	free(old.keys);
-	free(old.vals);
-}
-
-/* Adds k -> v; false (and nothing changes) when k is already there. */
-static bool ptrmap_put(ptrmap *m, const void *k, int64_t v)
-{
-	if ((m->n + 1) * 2 > m->cap)
-		ptrmap_reserve(m, m->n * 2 + 1);
-	size_t s = ptrmap_slot(m, k);
-	if (m->keys[s])
-		return false;
-	m->keys[s] = k;
-	if (m->vals)
-		m->vals[s] = v;
-	m->n++;
-	return true;
-}
-
-static bool ptrmap_get(const ptrmap *m, const void *k, int64_t *v)
-{
-	if (!m->cap || !k)
-		return false;
-	size_t s = ptrmap_slot(m, k);
-	if (!m->keys[s])
-		return false;
-	if (v && m->vals)
-		*v = m->vals[s];
-	return true;
-}
-
 /* ---- context and reporting ------------------------------------------- */
 
 /* What a delegate call is checked against, computed once per delegate. */
 typedef struct dinfo {
-	pr_delegate *d;
+	pr_delegate *d;       /* the key of the hash */
 	int n_inputs;
 	pr_node **inputs;     /* the body's inputs, in order */
 	pr_node *ret;         /* the body's first return node, or NULL */
 	bool device_known;    /* target_device absent or parsed */
 	pr_device device;     /* host when absent */
+	UT_hash_handle hh;
 } dinfo;
 
 typedef struct named_input {
@@ -191,7 +107,7 @@ typedef struct vctx {
 	const char *pass;
 	int errors;
 	dinfo *dinfos;        /* one per p->delegates[i] */
-	ptrmap dmap;          /* pr_delegate * -> index in dinfos */
+	dinfo *by_delegate;   /* uthash of dinfos by delegate pointer */
 	/* per graph */
 	pr_graph *g;
 	bool body;            /* g is a delegate body */
@@ -757,17 +673,19 @@ static void check_getitem(vctx *c, pr_node *n)
 		report(c, "E-GETITEM", n, "getitem %s is %s; expected %s, element %" PRId64
 		       " of %s", label(n, ln), spec_str(&n->type.tensor, s1), spec_str(e, s2),
 		       n->index, label(t, lv));
-	else if (!c->body && !pr_device_equal(n->type.tensor.device, e->device))
-		report(c, "E-PLACEMENT", n, "getitem %s is %s but element %" PRId64 " of %s is "
-		       "%s; expected a getitem on the device of the element it reads",
+	else if (!pr_device_equal(n->type.tensor.device, e->device))
+		report(c, c->body ? "E-GETITEM" : "E-PLACEMENT", n, "getitem %s is %s but "
+		       "element %" PRId64 " of %s is %s; expected a getitem on the device of "
+		       "the element it reads",
 		       label(n, ln), spec_str(&n->type.tensor, s1), n->index, label(t, lv),
 		       spec_str(e, s2));
 }
 
-static dinfo *find_dinfo(vctx *c, const pr_delegate *d)
+static dinfo *find_dinfo(vctx *c, pr_delegate *d)
 {
-	int64_t i = 0;
-	return ptrmap_get(&c->dmap, d, &i) ? &c->dinfos[i] : NULL;
+	dinfo *di = NULL;
+	HASH_FIND_PTR(c->by_delegate, &d, di);
+	return di;
 }
 
 static void check_delegate_args(vctx *c, pr_node *n, const dinfo *di)
@@ -1058,7 +976,7 @@ static void check_graph(vctx *c, pr_graph *g, bool body)
 	pr_graph_for_each(g, n)
 		check_node(c, n);
 	if (!c->n_returns)
-		report(c, "E-RETURN", g->last, "@%s has no return; expected exactly one, as "
+		report(c, "E-RETURN", NULL, "@%s has no return; expected exactly one, as "
 		       "its last node", g->name);
 	i = 0;
 	pr_graph_for_each(g, n) {
@@ -1082,17 +1000,20 @@ static void build_dinfo(vctx *c, int i)
 	di->device = pr_device_host();
 	const char *td = pr_delegate_spec(d, "target_device");
 	di->device_known = !td || pr_device_parse(td, strlen(td), &di->device);
-	ptrmap_put(&c->dmap, d, i);
+	dinfo *dup = find_dinfo(c, d);
+	if (!dup)
+		HASH_ADD_PTR(c->by_delegate, d, di);
 	if (!d->body)
 		return;
-	int64_t n_in = 0;
-	pr_graph_for_each(d->body, n) {
+	/* Bounded by the node count: a broken list is check_links' to report. */
+	int64_t n_in = 0, seen = 0;
+	for (pr_node *n = d->body->first; n && seen++ < d->body->n_nodes; n = n->next) {
 		n_in += n->kind == PR_NODE_INPUT;
 		if (n->kind == PR_NODE_RETURN && !di->ret)
 			di->ret = n;
 	}
 	di->inputs = n_in ? pr_xcalloc((size_t)n_in, sizeof *di->inputs) : NULL;
-	pr_graph_for_each(d->body, n)
+	for (pr_node *n = d->body->first; n && di->n_inputs < n_in; n = n->next)
 		if (n->kind == PR_NODE_INPUT)
 			di->inputs[di->n_inputs++] = n;
 }
@@ -1115,10 +1036,10 @@ int pr_verify(pr_program *p, pr_diags *diags, const char *pass_name)
 	}
 	for (int i = 0; i < p->n_methods; i++)
 		check_graph(&c, p->methods[i], false);
+	HASH_CLEAR(hh, c.by_delegate);   /* before the entries it threads go */
 	for (int i = 0; i < p->n_delegates; i++)
 		free(c.dinfos[i].inputs);
 	free(c.dinfos);
 	free(c.sorted);
-	ptrmap_free(&c.dmap);
 	return c.errors;
 }
