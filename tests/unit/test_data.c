@@ -156,6 +156,16 @@ Test(data, random_follows_the_documented_generator)
 {
 	/* splitmix64's first output from state 0, as published. */
 	cr_expect_eq(pr_random_bits(0, 0), UINT64_C(0xE220A8397B1DCDAF));
+	/* The example in docs/binary-format.md. */
+	pr_data d0 = {.kind = PR_DATA_RANDOM, .seed = 0};
+	pr_spec one = spec(PR_F32, 0, NULL, NULL);
+	expect_bytes(&d0, &one, "5041443f");
+	one = spec(PR_I32, 0, NULL, NULL);
+	expect_bytes(&d0, &one, "06000000");
+	one = spec(PR_U8, 0, NULL, NULL);
+	expect_bytes(&d0, &one, "01");
+	one = spec(PR_BOOL, 0, NULL, NULL);
+	expect_bytes(&d0, &one, "01");
 	pr_data d = {.kind = PR_DATA_RANDOM, .seed = 12345};
 	pr_spec s = spec(PR_F32, 1, S3, NULL);
 	expect_bytes(&d, &s, "fbdc3bbf462217bf51cb42bf");
