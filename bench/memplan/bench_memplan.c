@@ -108,7 +108,7 @@ static int bench_file(const char *path, const mp_graph_options *o)
 
 int main(int argc, char **argv)
 {
-	mp_graph_options o = { true, true, 16, 256 };
+	mp_graph_options o = { true, true, 16, 16 };
 	int status = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--alignment") && i + 1 < argc)

@@ -10,8 +10,13 @@
  * alloc_graph_output is false (M2: the caller passes those; a class holding
  * both an input and an output is the caller's when either option says so).
  * planner.c (mp_plan_graph) then gives each class an offset, per arena, with the arena's
- * alignment (`alignment` for the host, `device_alignment` for devices), and
- * every member of a class gets its class's mem=ARENA:OFFSET. Values that get
+ * alignment (`alignment` for the host, `device_alignment` for devices; both
+ * 16 bytes by default, as ExecuTorch's memory planning: every dtype and
+ * 128-bit vector loads are aligned; 256 gives cudaMalloc's alignment at a
+ * cost in padding), and
+ * every member of a class gets its class's mem=ARENA:OFFSET. A member whose
+ * device is not its base's (the baseline's answer to F2's program) is an
+ * E-PLAN error: one memory cannot be in two arenas. Values that get
  * no memory lose any mem= an earlier run wrote, so running the pass twice
  * gives the same plan. */
 #include <stdio.h>
@@ -29,7 +34,7 @@ static const pr_option_decl memory_plan_options[] = {
 	  "plan memory for method outputs; false: the caller passes them (M2)", PR_SCOPE_PASS, true },
 	{ "alignment", PR_OPT_INT, "16",
 	  "offset alignment in bytes in the host arena (cpu); a power of two", PR_SCOPE_PASS, false },
-	{ "device_alignment", PR_OPT_INT, "256",
+	{ "device_alignment", PR_OPT_INT, "16",
 	  "offset alignment in bytes in device arenas (cuda:0, ...); a power of two", PR_SCOPE_PASS, false },
 };
 
@@ -43,6 +48,28 @@ static pr_err *get_alignment(pr_pass_ctx *ctx, const char *name, int64_t *out)
 	return NULL;
 }
 
+/* A member of a class on another device than its base (an in-place result
+ * or a view said to be on cuda:0 of a host tensor: what the baseline makes
+ * of F2's program) would need one memory in two arenas: the plan cannot be
+ * right, so say which tensors disagree. Each is planned with its base. */
+static void report_split_classes(pr_pass_ctx *ctx, pr_graph *g, const pr_lifetimes *lt)
+{
+	for (int64_t i = 0; i < lt->n_values; i++) {
+		const pr_plan_value *v = &lt->values[i];
+		const pr_plan_class *c = &lt->classes[v->cls];
+		pr_device d = pr_device_is_host(v->spec->device) ? pr_device_host() : v->spec->device;
+		if (pr_device_equal(d, c->device))
+			continue;
+		char name[128], base[128], dv[PR_DEVICE_STR_MAX], dc[PR_DEVICE_STR_MAX];
+		pr_plan_value_name(v->node, v->elem, name, sizeof name);
+		pr_plan_value_name(c->node, c->elem, base, sizeof base);
+		pr_pass_diag(ctx, PR_SEV_ERROR, "E-PLAN", g->name, name, pr_spec_storage_bytes(v->spec),
+			     "%%%s is on %s but shares the memory of %%%s (it is an in-place result or a view of it), which is on %s: "
+			     "one memory cannot be in two arenas",
+			     name, pr_device_str(d, dv), base, pr_device_str(c->device, dc));
+	}
+}
+
 static pr_err *plan_method(pr_pass_ctx *ctx, pr_graph *g, bool *changed)
 {
 	mp_graph_options o;
@@ -53,8 +80,11 @@ static pr_err *plan_method(pr_pass_ctx *ctx, pr_graph *g, bool *changed)
 		return err;
 	o.alloc_graph_input = pr_pass_opt_bool(ctx, "alloc_graph_input", g->name);
 	o.alloc_graph_output = pr_pass_opt_bool(ctx, "alloc_graph_output", g->name);
-	if (mp_plan_graph(g, &o, NULL, 0, NULL))
+	pr_lifetimes *lt = pr_lifetimes_compute(g);
+	report_split_classes(ctx, g, lt);
+	if (mp_plan_lifetimes(lt, &o, NULL, 0, NULL))
 		*changed = true;
+	pr_lifetimes_free(lt);
 	return NULL;
 }
 

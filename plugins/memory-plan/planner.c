@@ -446,6 +446,14 @@ bool mp_plan_graph(pr_graph *g, const mp_graph_options *o, mp_arena_report *repo
 		   int max_reports, int *n_reports)
 {
 	pr_lifetimes *lt = pr_lifetimes_compute(g);
+	bool changed = mp_plan_lifetimes(lt, o, reports, max_reports, n_reports);
+	pr_lifetimes_free(lt);
+	return changed;
+}
+
+bool mp_plan_lifetimes(const pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
+		       int max_reports, int *n_reports)
+{
 	int *arena = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena);
 	int64_t *offset = pr_xcalloc((size_t)lt->n_classes + 1, sizeof *offset);
 	arena_set set = { 0 };
@@ -468,6 +476,5 @@ bool mp_plan_graph(pr_graph *g, const mp_graph_options *o, mp_arena_report *repo
 	}
 	free(arena);
 	free(offset);
-	pr_lifetimes_free(lt);
 	return changed;
 }

@@ -52,5 +52,8 @@ typedef struct mp_graph_options {
  * count. */
 bool mp_plan_graph(pr_graph *g, const mp_graph_options *o, mp_arena_report *reports,
 		   int max_reports, int *n_reports);
+/* The same with lifetimes the caller computed (lt must be g's, fresh). */
+bool mp_plan_lifetimes(const pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
+		       int max_reports, int *n_reports);
 
 #endif

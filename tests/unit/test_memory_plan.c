@@ -1,0 +1,314 @@
+/* Tests of the memory-plan and device-constants plugins (behaviour.md M1, M2,
+ * F10), through the passrun command line on the programs in tests/memory/.
+ * Each test also runs the same program without the pass or option it is
+ * about and asserts the difference, so that it fails without them. Printed
+ * results are parsed back and given to the core's plan checker. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passrun/diag.h"
+#include "passrun/format.h"
+#include "passrun/plan.h"
+#include "passrun/program.h"
+#include "testutil.h"
+
+#define PROG(name) PASSRUN_SOURCE_DIR "/tests/memory/" name
+#define PLACE "device-constants,propagate-device,memory-plan"
+
+/* Runs passrun with args; asserts the exit status; returns its output. */
+static tu_result run_ok(const char *args, const char *file)
+{
+	tu_result r = tu_run("%s %s %s", PASSRUN_EXE, args, file);
+	cr_assert_eq(r.status, 0, "passrun %s %s: status %d\n%s", args, file, r.status, r.err);
+	return r;
+}
+
+/* The printed program starting at "passrun 1" (stats may follow it). */
+static pr_program *parse_printed(const char *out)
+{
+	const char *start = strstr(out, "passrun 1");
+	cr_assert(start, "no program printed:\n%s", out);
+	char *text = strdup(start);
+	char *json = strstr(text, "\n{\n");
+	if (json)
+		json[1] = 0;
+	pr_program *p = tu_parse(text);
+	free(text);
+	return p;
+}
+
+static int plan_errors(pr_program *p)
+{
+	pr_diags d;
+	pr_diags_init(&d, "printed.pg");
+	int n = pr_plan_check(p, &d, "test");
+	pr_diags_print(&d, 0, stderr);
+	pr_diags_free(&d);
+	return n;
+}
+
+/* The integer after "KEY": in the JSON text, after the first occurrence of
+ * `after` (NULL: from the start). */
+static long long json_int(const char *json, const char *after, const char *key)
+{
+	const char *s = after ? strstr(json, after) : json;
+	cr_assert(s, "no %s in\n%s", after, json);
+	char pat[128];
+	snprintf(pat, sizeof pat, "\"%s\": ", key);
+	s = strstr(s, pat);
+	cr_assert(s, "no %s in\n%s", key, json);
+	return atoll(s + strlen(pat));
+}
+
+/* ---- M1 --------------------------------------------------------------- */
+
+Test(memory_plan, M1_exact_offsets_on_a_chain)
+{
+	tu_result r = run_ok("--passes memory-plan --print --stats=json", PROG("m1_chain.pg"));
+	cr_assert(strstr(r.out, "%x: f32[16]{mem=cpu:128} = input user \"x\""), "%s", r.out);
+	cr_assert(strstr(r.out, "%a: f32[32]{mem=cpu:0} = aten::widen(%x)"), "%s", r.out);
+	cr_assert(strstr(r.out, "%b: f32[16]{mem=cpu:128} = aten::narrow_copy(%a)"), "%s", r.out);
+	cr_assert(strstr(r.out, "%c: f32[32]{mem=cpu:0} = aten::widen(%b)"), "%s", r.out);
+	cr_assert_eq(json_int(r.out, "\"planned_bytes\"", "cpu"), 192);
+	cr_assert_eq(json_int(r.out, "\"planned_lower_bound_bytes\"", "cpu"), 192);
+	tu_result_free(&r);
+	r = run_ok("--print", PROG("m1_chain.pg"));
+	cr_assert_eq(tu_count(r.out, "mem="), 0, "without memory-plan nothing is planned");
+	tu_result_free(&r);
+}
+
+Test(memory_plan, M1_aliases_share_and_devices_get_their_arena)
+{
+	tu_result r = run_ok("--passes memory-plan --print --stats=json", PROG("m1_aliases.pg"));
+	pr_program *p = parse_printed(r.out);
+	cr_assert_eq(plan_errors(p), 0);
+	pr_graph *g = p->methods[0];
+	pr_spec *h = pr_node_spec(pr_graph_find(g, "h")), *v = pr_node_spec(pr_graph_find(g, "v"));
+	pr_spec *rr = pr_node_spec(pr_graph_find(g, "r")), *gi = pr_node_spec(pr_graph_find(g, "g"));
+	pr_node *d = pr_graph_find(g, "d");
+	cr_assert(h->has_mem && v->has_mem && rr->has_mem);
+	cr_assert(h->mem_offset == v->mem_offset && h->mem_offset == rr->mem_offset, "a view and an in-place result share");
+	cr_assert(gi->has_mem && d->type.elems[0].has_mem && gi->mem_offset == d->type.elems[0].mem_offset);
+	cr_assert_str_eq(gi->mem_arena.type, "cuda");
+	cr_assert_eq(gi->mem_arena.index, 0);
+	cr_assert_str_eq(h->mem_arena.type, "cpu");
+	/* h lives until %t reads it, so %s (defined while h is live) is apart. */
+	pr_spec *s = pr_node_spec(pr_graph_find(g, "s"));
+	cr_assert_neq(s->mem_offset, h->mem_offset);
+	cr_assert_eq(json_int(r.out, "\"planned_bytes\"", "cpu"), json_int(r.out, "\"planned_lower_bound_bytes\"", "cpu"));
+	cr_assert_eq(json_int(r.out, "\"planned_bytes\"", "cuda:0"), 128);
+	pr_program_free(p);
+	tu_result_free(&r);
+}
+
+Test(memory_plan, M1_second_run_changes_nothing)
+{
+	tu_result once = run_ok("--passes memory-plan --print", PROG("m1_aliases.pg"));
+	tu_result twice = run_ok("--passes memory-plan,memory-plan --print --stats=json", PROG("m1_aliases.pg"));
+	const char *prog = strstr(twice.out, "passrun 1");
+	cr_assert(prog && !strncmp(prog, strstr(once.out, "passrun 1"), strlen(strstr(once.out, "passrun 1"))));
+	cr_assert(strstr(twice.out, "{\"name\": \"memory-plan\"") && tu_count(twice.out, "\"changed\": false") == 1,
+		  "the second run reports no change:\n%s", twice.out);
+	tu_result_free(&once);
+	tu_result_free(&twice);
+}
+
+Test(memory_plan, M1_plan_survives_binary_round_trip)
+{
+	char bin[600], back[600];
+	snprintf(bin, sizeof bin, "%s/plan.bin", tu_temp_dir());
+	snprintf(back, sizeof back, "%s/plan_back.pg", tu_temp_dir());
+	tu_result r = tu_run("%s --passes memory-plan -o %s %s && %s convert %s %s", PASSRUN_EXE, bin, PROG("m1_aliases.pg"),
+		   PASSRUN_EXE, bin, back);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	tu_result_free(&r);
+	tu_result printed = run_ok("--passes memory-plan --print", PROG("m1_aliases.pg"));
+	char *text = tu_read_file(back, NULL);
+	cr_assert(text && strstr(printed.out, text), "the plan is the same after text -> binary -> text:\n%s", text);
+	cr_assert_gt(tu_count(text, "mem="), 8);
+	free(text);
+	tu_result_free(&printed);
+}
+
+Test(memory_plan, M1_bad_alignment_is_refused)
+{
+	tu_result r = tu_run("%s --passes 'memory-plan{alignment=24}' %s", PASSRUN_EXE, PROG("m1_chain.pg"));
+	cr_assert_eq(r.status, 1, "status %d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, "alignment") && strstr(r.err, "power of two"), "%s", r.err);
+	tu_result_free(&r);
+}
+
+Test(memory_plan, M1_alignment_option_aligns_offsets)
+{
+	/* Every size rounds up to 256: two slots, x and b in one, a and c in the
+	 * other; the top one ends at 256 + 128. */
+	tu_result r = run_ok("--passes 'memory-plan{alignment=256}' --print --stats=json", PROG("m1_chain.pg"));
+	cr_assert_eq(tu_count(r.out, "{mem=cpu:0}") + tu_count(r.out, "{mem=cpu:256}"), 4, "%s", r.out);
+	cr_assert_eq(tu_count(r.out, "{mem=cpu:256}"), 2, "%s", r.out);
+	long long planned = json_int(r.out, "\"planned_bytes\"", "cpu");
+	cr_assert(planned == 384 || planned == 320, "planned %lld", planned);
+	tu_result_free(&r);
+}
+
+/* Every example plans, passes the checker, and meets the lower bound exactly
+ * when nothing is padded (alignment 1). */
+Test(memory_plan, M1_examples_plan_at_the_lower_bound)
+{
+	DIR *dir = opendir(PASSRUN_SOURCE_DIR "/examples");
+	cr_assert(dir);
+	FILE *cuda = fopen(PASSRUN_SOURCE_DIR "/pipelines/cuda.yaml", "r");
+	const char *pipeline = cuda ? "--pipeline " PASSRUN_SOURCE_DIR "/pipelines/cuda.yaml"
+				    : "--passes propagate-device,memory-plan";
+	if (cuda)
+		fclose(cuda);
+	struct dirent *e;
+	int planned = 0;
+	while ((e = readdir(dir))) {
+		size_t n = strlen(e->d_name);
+		if (n < 4 || strcmp(e->d_name + n - 3, ".pg"))
+			continue;
+		char path[1024];
+		snprintf(path, sizeof path, "%s/examples/%s", PASSRUN_SOURCE_DIR, e->d_name);
+		tu_result r = tu_run("%s %s --set memory-plan.alignment=1 --set memory-plan.device_alignment=1 "
+				     "--print --stats=json %s", PASSRUN_EXE, pipeline, path);
+		if (r.status != 0) { /* examples of refused programs */
+			tu_result_free(&r);
+			continue;
+		}
+		pr_program *p = parse_printed(r.out);
+		cr_assert_eq(plan_errors(p), 0, "%s", path);
+		for (int m = 0; m < p->n_methods; m++) {
+			pr_arena_usage *u = NULL;
+			int k = pr_plan_usage(p->methods[m], &u);
+			for (int a = 0; a < k; a++)
+				cr_assert_eq(u[a].planned_bytes, u[a].lower_bound_bytes, "%s: %s planned %lld, bound %lld",
+					     path, u[a].arena.type, (long long)u[a].planned_bytes,
+					     (long long)u[a].lower_bound_bytes);
+			free(u);
+		}
+		pr_program_free(p);
+		tu_result_free(&r);
+		planned++;
+	}
+	closedir(dir);
+	cr_assert_gt(planned, 10);
+}
+
+/* The baseline's answer to F2's program: relu_ on the host copy of a device
+ * output, its result said to be on the device. Planning must fail loudly. */
+Test(memory_plan, M1_alias_on_another_device_is_an_error)
+{
+	const char *path = PASSRUN_SOURCE_DIR "/examples/f2_write_after_read.pg";
+	FILE *f = fopen(path, "r");
+	if (!f)
+		cr_skip_test("no %s", path);
+	fclose(f);
+	tu_result r = tu_run("%s --passes propagate-device,memory-plan %s", PASSRUN_EXE, path);
+	if (r.status == 0)
+		cr_skip_test("propagate-device places this program consistently now");
+	cr_assert_eq(r.status, 1);
+	cr_assert(strstr(r.err, "error[E-PLAN] pass 'memory-plan'") && strstr(r.err, "two arenas"), "%s", r.err);
+	tu_result_free(&r);
+}
+
+/* ---- M2 --------------------------------------------------------------- */
+
+Test(memory_plan, M2_no_memory_for_inputs)
+{
+	tu_result with = run_ok("--passes memory-plan --print", PROG("m2_inplace_output.pg"));
+	cr_assert(strstr(with.out, "%x: f32[16]{mem=cpu:"), "planned by default:\n%s", with.out);
+	tu_result r = run_ok("--passes 'memory-plan{alloc_graph_input=false}' --print", PROG("m2_inplace_output.pg"));
+	cr_assert(strstr(r.out, "%x: f32[16] = input user \"x\""), "%s", r.out);
+	cr_assert(strstr(r.out, "%t: f32[16]{mem=cpu:"), "%s", r.out);
+	pr_program *p = parse_printed(r.out);
+	cr_assert_eq(plan_errors(p), 0);
+	pr_program_free(p);
+	tu_result_free(&r);
+	r = run_ok("--passes memory-plan --set memory-plan.alloc_graph_input=false --print", PROG("m2_inplace_output.pg"));
+	cr_assert(strstr(r.out, "%x: f32[16] = input user \"x\""), "--set works too:\n%s", r.out);
+	tu_result_free(&r);
+	tu_result_free(&with);
+}
+
+Test(memory_plan, M2_no_memory_for_outputs_and_their_aliases)
+{
+	tu_result with = run_ok("--passes memory-plan --print", PROG("m2_inplace_output.pg"));
+	cr_assert(strstr(with.out, "%r: f32[16]{mem=cpu:"), "%s", with.out);
+	tu_result r = run_ok("--passes 'memory-plan{alloc_graph_output=false}' --print --stats=json",
+			     PROG("m2_inplace_output.pg"));
+	cr_assert(strstr(r.out, "%r: f32[16] = aten::relu_(%h)"), "%s", r.out);
+	cr_assert(strstr(r.out, "%h: f32[16] = aten::add.Tensor(%t, %x)"), "the output's base is the caller's too:\n%s", r.out);
+	cr_assert(strstr(r.out, "%x: f32[16]{mem=cpu:"), "%s", r.out);
+	cr_assert_eq(json_int(r.out, "\"planned_bytes\"", "cpu"), 128, "x and t only");
+	tu_result_free(&r);
+	tu_result_free(&with);
+}
+
+/* ---- F10 -------------------------------------------------------------- */
+
+Test(memory_plan, F10_constant_read_only_by_one_device_lives_there)
+{
+	tu_result base = run_ok("--passes " PLACE " --print --stats=json", PROG("f10_constants.pg"));
+	cr_assert(strstr(base.out, "_h2d_copy(%w)"), "without the option: a per-call copy\n%s", base.out);
+	cr_assert_eq(json_int(base.out, NULL, "load_h2d_bytes"), 0);
+	tu_result r = run_ok("--passes " PLACE " --set skip_h2d_for_constants=true --print --stats=json",
+			     PROG("f10_constants.pg"));
+	cr_assert(strstr(r.out, "%w: f32[4,4]@cuda:0{mem=cuda:0:0} = input parameter \"w\""), "%s", r.out);
+	cr_assert_eq(tu_count(r.out, "_h2d_copy(%w)"), 0, "no per-call copy of w:\n%s", r.out);
+	cr_assert_eq(json_int(r.out, NULL, "load_h2d_bytes"), 64, "copied once at load");
+	int w_copies = tu_count(base.out, "_h2d_copy(%w)");
+	cr_assert_gt(w_copies, 0);
+	cr_assert_eq(json_int(r.out, NULL, "h2d_copies"), json_int(base.out, NULL, "h2d_copies") - w_copies);
+	pr_program *p = parse_printed(r.out);
+	cr_assert_eq(plan_errors(p), 0);
+	pr_lifetimes *lt = pr_lifetimes_compute(p->methods[0]);
+	for (int64_t i = 0; i < lt->n_classes; i++)
+		if (lt->classes[i].node == pr_graph_find(p->methods[0], "w"))
+			cr_assert(lt->classes[i].start == 0 && lt->classes[i].end == lt->n_positions - 1,
+				  "planned for the whole method");
+	pr_lifetimes_free(lt);
+	pr_program_free(p);
+	tu_result_free(&r);
+	tu_result_free(&base);
+}
+
+Test(memory_plan, F10_other_readers_keep_the_host)
+{
+	tu_result r = run_ok("--passes " PLACE " --set skip_h2d_for_constants=true --print", PROG("f10_constants.pg"));
+	cr_assert(strstr(r.out, "%wh: f32[4,4] = input parameter"), "a host op reads wh:\n%s", r.out);
+	cr_assert(strstr(r.out, "_h2d_copy(%wh)"));
+	cr_assert(strstr(r.out, "%wt: f32[4,4] = input parameter"), "wt is transposed on the host first");
+	cr_assert(strstr(r.out, "%w2: f32[4,4] = input constant"), "w2 is read on cuda:0 and cuda:1");
+	cr_assert(strstr(r.out, "_h2d_copy(%w2)"));
+	cr_assert(strstr(r.out, "%k: f32[4,4]{mem=cpu:"), "a mutable buffer stays a planned host tensor");
+	tu_result_free(&r);
+}
+
+Test(memory_plan, F10_empty_constant_is_tagged_and_planned)
+{
+	tu_result r = run_ok("--passes " PLACE " --set skip_h2d_for_constants=true --print --stats=json",
+			     PROG("f10_empty.pg"));
+	cr_assert(strstr(r.out, "%pad: f32[0,4]@cuda:0{mem=cuda:0:"), "%s", r.out);
+	cr_assert_eq(tu_count(r.out, "_h2d_copy(%pad)"), 0);
+	cr_assert_eq(json_int(r.out, NULL, "load_h2d_bytes"), 0, "an empty tensor moves no bytes");
+	pr_program *p = parse_printed(r.out);
+	cr_assert_eq(plan_errors(p), 0);
+	pr_program_free(p);
+	tu_result_free(&r);
+}
+
+Test(memory_plan, F10_shared_mutable_buffers_refused)
+{
+	tu_result r = tu_run("%s --passes " PLACE " --set skip_h2d_for_constants=true --set share_mutable_buffers=true %s",
+			     PASSRUN_EXE, PROG("f10_constants.pg"));
+	cr_assert_eq(r.status, 1, "status %d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, "error[E-SHARED-MUTABLE-BUFFERS]"), "%s", r.err);
+	cr_assert(strstr(r.err, "share_mutable_buffers") && strstr(r.err, "skip_h2d_for_constants"), "%s", r.err);
+	tu_result_free(&r);
+	r = tu_run("%s --passes " PLACE " --set share_mutable_buffers=true %s", PASSRUN_EXE, PROG("f10_constants.pg"));
+	cr_assert_eq(r.status, 0, "sharing alone is fine: %s", r.err);
+	tu_result_free(&r);
+}
