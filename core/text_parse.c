@@ -266,7 +266,9 @@ static bool tp_op_call(tp *p, pr_graph *g, pr_node *n)
 	size_t at = (tp_ws(p), p->pos);
 	if (!tp_op_name(p))
 		return false;
-	char *op = pr_xstrdup(p->scratch.data);
+	/* Usually declared already; otherwise keep the name for the end. */
+	pr_schema *s = pr_program_find_schema(p->prog, p->scratch.data);
+	char *op = s ? NULL : pr_xstrdup(p->scratch.data);
 	tp_args args = {0};
 	bool ok = tp_call_args(p, g, &args);
 	if (!ok) {
@@ -275,9 +277,9 @@ static bool tp_op_call(tp *p, pr_graph *g, pr_node *n)
 		return false;
 	}
 	pr_node_set_args(n, args.v, args.n);
-	n->schema = pr_program_find_schema(p->prog, op);
-	if (n->schema)
-		ok = tp_check_arity(p, n->schema, args.n, p->line, tp_col(p, at));
+	n->schema = s;
+	if (s)
+		ok = tp_check_arity(p, s, args.n, p->line, tp_col(p, at));
 	else
 		tp_pend(p, TP_PEND_OP, n, op, at);
 	free(op);
