@@ -898,7 +898,7 @@ pr_err *pr_pipeline_load_plugins(pr_pipeline *pl, pr_registry *r)
 
 /* ---- validation ----------------------------------------------------------- */
 
-static const char *a_type(pr_option_type t)
+const char *pm_type_article(pr_option_type t)
 {
 	return t == PR_OPT_INT ? "an int" : t == PR_OPT_BOOL ? "a bool"
 		: t == PR_OPT_FLOAT ? "a float" : "a string";
@@ -909,13 +909,13 @@ static void check_scalar(errs *e, const pm_loc *loc, const char *what, const pr_
 {
 	if (quoted && d->type != PR_OPT_STRING) {
 		err_add(e, loc, "%s expects %s, got the quoted string \"%s\"", what,
-			a_type(d->type), *text);
+			pm_type_article(d->type), *text);
 		return;
 	}
 	char *norm = NULL;
 	const char *problem = pm_value_check(d->type, *text, &norm);
 	if (problem) {
-		err_add(e, loc, "%s expects %s (%s), got '%s'", what, a_type(d->type),
+		err_add(e, loc, "%s expects %s (%s), got '%s'", what, pm_type_article(d->type),
 			problem, *text);
 		return;
 	}
@@ -931,7 +931,7 @@ static void check_value(errs *e, pm_optval *v, const pr_option_decl *d, const ch
 	}
 	if (!d->per_method) {
 		err_add(e, &v->vloc, "%s is not per-method: expected %s, not a map", what,
-			a_type(d->type));
+			pm_type_article(d->type));
 		return;
 	}
 	for (int i = 0; i < v->n_map; i++)

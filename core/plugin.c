@@ -126,8 +126,8 @@ static pr_err *check_option_decls(const pr_pass_info *p)
 		const char *problem = pm_value_check(o->type, o->default_value ? o->default_value : "",
 						     NULL);
 		if (problem)
-			return pr_err_new("pass '%s': the default of option '%s' is not a %s: %s",
-					  p->name, o->name, pm_type_name(o->type), problem);
+			return pr_err_new("pass '%s': the default of option '%s' is not %s: %s",
+					  p->name, o->name, pm_type_article(o->type), problem);
 	}
 	return NULL;
 }

@@ -63,6 +63,8 @@ struct pr_pipeline {
 };
 
 const char *pm_type_name(pr_option_type t);
+/* "a bool", "an int", "a float", "a string": for messages. */
+const char *pm_type_article(pr_option_type t);
 /* NULL when text is a good value of type t (unquoted YAML), else what is
  * wrong. When norm is not NULL it receives the canonical text (malloc'd). */
 const char *pm_value_check(pr_option_type t, const char *text, char **norm);

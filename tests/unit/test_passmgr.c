@@ -1,0 +1,383 @@
+/* Tests of the pass manager proper (core/passmgr.c, core/stats.c, and the
+ * registry's checks in core/plugin.c), in-process: passes registered without
+ * a plugin, programs from the text parser. Analyses are cached per graph and
+ * dropped after a changing pass unless preserved; options resolve pass level,
+ * then pipeline level, then the default, per method; a run stops at the
+ * first failing pass; --stats=json's object is derived from the graph. */
+#include <criterion/criterion.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passrun/manager.h"
+#include "passrun/verify.h"
+#include "testutil.h"
+
+static const char *const two_methods =
+	"passrun 1\n"
+	"op aten::relu(Tensor self) -> Tensor\n"
+	"method @forward {\n  %x: f32[2] = input user \"x\"\n"
+	"  %r: f32[2] = aten::relu(%x)\n  return %r\n}\n"
+	"method @decode {\n  %x: f32[2] = input user \"x\"\n  return %x\n}\n";
+
+/* ---- passes and an analysis that count what happens --------------------- */
+
+static int computed, destroyed, invalidate_between;
+static char seen[512];
+
+static void *count_compute(pr_pass_ctx *ctx, pr_graph *g)
+{
+	(void)ctx;
+	computed++;
+	int64_t *n = malloc(sizeof *n);
+	*n = g->n_nodes;
+	return n;
+}
+
+static void count_destroy(void *p)
+{
+	destroyed++;
+	free(p);
+}
+
+static pr_err *ask(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	(void)changed;
+	for (int i = 0; i < p->n_methods; i++) {
+		int64_t *a = pr_pass_analysis(ctx, "count", p->methods[i]);
+		if (invalidate_between)
+			pr_pass_invalidate(ctx, p->methods[i]);
+		int64_t *b = pr_pass_analysis(ctx, "count", p->methods[i]);
+		cr_assert_eq(*a, p->methods[i]->n_nodes);
+		cr_assert(invalidate_between || a == b, "cached within a pass");
+	}
+	cr_assert_null(pr_pass_analysis(ctx, "no-such-analysis", p->methods[0]));
+	return NULL;
+}
+
+static pr_err *change(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	(void)ctx;
+	(void)p;
+	*changed = true;
+	return NULL;
+}
+
+static const pr_option_decl opt_decls[] = {
+	{"level", PR_OPT_INT, "1", "pass level", PR_SCOPE_PASS, true},
+	{"shared", PR_OPT_INT, "2", "pipeline level", PR_SCOPE_PIPELINE, true},
+	{"ratio", PR_OPT_FLOAT, "0.25", "a float", PR_SCOPE_PASS, false},
+	{"on", PR_OPT_BOOL, "false", "a bool", PR_SCOPE_PIPELINE, false},
+};
+
+static pr_err *read_opts(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	(void)changed;
+	seen[0] = 0;
+	for (int i = 0; i < p->n_methods; i++) {
+		const char *m = p->methods[i]->name;
+		size_t n = strlen(seen);
+		snprintf(seen + n, sizeof seen - n, "%s:%lld,%lld,%g,%d ", m,
+			 (long long)pr_pass_opt_int(ctx, "level", m),
+			 (long long)pr_pass_opt_int(ctx, "shared", m), pr_pass_opt_float(ctx, "ratio", m),
+			 pr_pass_opt_bool(ctx, "on", m));
+	}
+	cr_assert_str_eq(pr_pass_name(ctx), "opts");
+	cr_assert_eq(pr_pass_user(ctx), (void *)seen);
+	return NULL;
+}
+
+static pr_err *warn(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	(void)p;
+	(void)changed;
+	pr_pass_diag(ctx, PR_SEV_WARNING, "W-X", "forward", "x", 8, "a warning %d", 1);
+	return NULL;
+}
+
+static pr_err *fail(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	(void)ctx;
+	(void)p;
+	(void)changed;
+	return pr_err_new("it broke");
+}
+
+/* Puts forward's input on cuda:0: a host op then reads device memory. */
+static pr_err *misplace(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	(void)ctx;
+	pr_node *x = pr_graph_find(pr_program_find_method(p, "forward"), "x");
+	pr_device_parse("cuda:0", 6, &pr_node_spec(x)->device);
+	*changed = true;
+	return NULL;
+}
+
+static const char *const needs_count[] = {"count", NULL};
+static const char *const needs_missing[] = {"missing", NULL};
+
+#define PASS(nm, fn) {.struct_size = sizeof(pr_pass_info), .name = nm, .run = fn}
+
+static const pr_pass_info passes[] = {
+	{.struct_size = sizeof(pr_pass_info), .name = "ask", .requires = needs_count, .run = ask},
+	PASS("change", change),
+	{.struct_size = sizeof(pr_pass_info), .name = "change-keep", .preserves = needs_count,
+	 .run = change},
+	{.struct_size = sizeof(pr_pass_info), .name = "opts", .options = opt_decls,
+	 .n_options = 4, .run = read_opts, .user = seen},
+	PASS("warn", warn),
+	PASS("fail", fail),
+	PASS("misplace", misplace),
+	{.struct_size = sizeof(pr_pass_info), .name = "needs-missing", .requires = needs_missing,
+	 .run = change},
+};
+
+static const pr_analysis_info count_analysis = {
+	.struct_size = sizeof(pr_analysis_info), .name = "count", .summary = "nodes",
+	.compute = count_compute, .destroy = count_destroy,
+};
+
+static pr_registry *registry(void)
+{
+	pr_registry *r = pr_registry_new();
+	cr_assert_null(pr_register_analysis(r, &count_analysis));
+	for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++)
+		cr_assert_null(pr_register_pass(r, &passes[i]));
+	return r;
+}
+
+typedef struct run_result {
+	pr_err *err;
+	pr_diags diags;
+	pr_run_report rep;
+} run_result;
+
+static run_result run_pipeline(pr_registry *r, pr_program *p, const char *inline_passes,
+			       const char *const *sets, bool verify_each, bool werror)
+{
+	pr_pipeline *pl;
+	pr_err *e = pr_pipeline_parse_inline(inline_passes, &pl);
+	cr_assert_null(e, "%s", pr_err_message(e));
+	for (; sets && *sets; sets++)
+		cr_assert_null(pr_pipeline_set(pl, *sets));
+	e = pr_pipeline_validate(pl, r);
+	cr_assert_null(e, "%s", pr_err_message(e));
+	run_result res;
+	pr_diags_init(&res.diags, "t.pg");
+	res.diags.werror = werror;
+	pr_run_report_init(&res.rep);
+	pr_run_opts o = {.verify_each = verify_each};
+	res.err = pr_pipeline_run(pl, r, p, &res.diags, &o, &res.rep);
+	pr_pipeline_free(pl);
+	return res;
+}
+
+static void result_free(run_result *res)
+{
+	pr_err_free(res->err);
+	pr_diags_free(&res->diags);
+	pr_run_report_free(&res->rep);
+}
+
+static void count_computes(const char *pipeline, int expect)
+{
+	computed = destroyed = 0;
+	pr_registry *r = registry();
+	pr_program *p = tu_parse(two_methods);
+	run_result res = run_pipeline(r, p, pipeline, NULL, false, false);
+	cr_assert_null(res.err);
+	cr_assert_eq(computed, expect, "%s: computed %d times, expected %d", pipeline, computed,
+		     expect);
+	cr_assert_eq(destroyed, computed, "%s: every result is destroyed", pipeline);
+	result_free(&res);
+	pr_program_free(p);
+	pr_registry_free(r);
+}
+
+Test(passmgr, analyses_are_cached_per_graph)
+{
+	count_computes("ask", 2);          /* two methods, asked twice each */
+	count_computes("ask,ask", 2);
+}
+
+Test(passmgr, a_changing_pass_drops_analyses_it_does_not_preserve)
+{
+	count_computes("ask,change,ask", 4);
+	count_computes("ask,change-keep,ask", 2);
+	count_computes("ask,warn,ask", 2);  /* no change: kept */
+}
+
+Test(passmgr, invalidate_drops_a_graphs_analyses_now)
+{
+	invalidate_between = 1;
+	count_computes("ask", 4);
+	invalidate_between = 0;
+}
+
+Test(passmgr, options_resolve_pass_then_pipeline_then_default)
+{
+	pr_registry *r = registry();
+	pr_program *p = tu_parse(two_methods);
+	run_result res = run_pipeline(r, p, "opts", NULL, false, false);
+	cr_assert_str_eq(seen, "forward:1,2,0.25,0 decode:1,2,0.25,0 ");
+	result_free(&res);
+	const char *const sets[] = {"opts.level={forward: 5}", "level=99", "shared=9",
+				    "opts.shared={decode: 7}", "on=true", "opts.ratio=1e3", NULL};
+	/* "level" is pass-scope: a pipeline-level value for it is an unknown
+	 * pipeline option, so it is not in this list's run; see below. */
+	const char *const good_sets[] = {sets[0], sets[2], sets[3], sets[4], sets[5], NULL};
+	res = run_pipeline(r, p, "opts", good_sets, false, false);
+	cr_assert_null(res.err);
+	cr_assert_str_eq(seen, "forward:5,9,1000,1 decode:1,7,1000,1 ");
+	result_free(&res);
+	pr_pipeline *pl;
+	cr_assert_null(pr_pipeline_parse_inline("opts", &pl));
+	cr_assert_null(pr_pipeline_set(pl, sets[1]));
+	pr_err *e = pr_pipeline_validate(pl, r);
+	cr_assert(e && strstr(pr_err_message(e), "unknown pipeline option 'level'"),
+		  "%s", pr_err_message(e));
+	pr_err_free(e);
+	pr_pipeline_free(pl);
+	pr_program_free(p);
+	pr_registry_free(r);
+}
+
+Test(passmgr, run_stops_at_the_first_failing_pass)
+{
+	pr_registry *r = registry();
+	pr_program *p = tu_parse(two_methods);
+	run_result res = run_pipeline(r, p, "change,fail,change", NULL, false, false);
+	cr_assert(res.err && !strcmp(pr_err_message(res.err), "pass 'fail' failed: it broke"),
+		  "%s", pr_err_message(res.err));
+	cr_assert_eq(res.rep.n, 2, "the third pass did not run");
+	cr_assert(res.rep.items[0].changed && res.rep.items[0].is_pass);
+	cr_assert_str_eq(res.rep.items[1].name, "fail");
+	result_free(&res);
+	/* A warning is fine, unless warnings are errors. */
+	res = run_pipeline(r, p, "warn,change", NULL, false, false);
+	cr_assert_null(res.err);
+	cr_assert_eq(res.diags.n, 1);
+	cr_assert_str_eq(res.diags.items[0].pass, "warn");
+	cr_assert_str_eq(res.diags.items[0].message, "a warning 1");
+	result_free(&res);
+	res = run_pipeline(r, p, "warn,change", NULL, false, true);
+	cr_assert(res.err && strstr(pr_err_message(res.err), "pass 'warn' reported 1 error"));
+	cr_assert_eq(res.rep.n, 1);
+	result_free(&res);
+	pr_program_free(p);
+	pr_registry_free(r);
+}
+
+Test(passmgr, verify_each_names_the_pass)
+{
+	pr_registry *r = registry();
+	pr_program *p = tu_parse(two_methods);
+	run_result res = run_pipeline(r, p, "change,misplace,change", NULL, true, false);
+	cr_assert(res.err, "the verifier should have failed");
+	cr_assert(strstr(pr_err_message(res.err), "verifier failed after pass 'misplace'"),
+		  "%s", pr_err_message(res.err));
+	cr_assert_geq(res.diags.n, 1);
+	cr_assert_str_eq(res.diags.items[0].pass, "misplace");
+	cr_assert_str_eq(res.diags.items[0].code, "E-PLACEMENT");
+	result_free(&res);
+	pr_program_free(p);
+	pr_registry_free(r);
+}
+
+Test(passmgr, a_required_analysis_must_be_registered)
+{
+	pr_registry *r = registry();
+	pr_pipeline *pl;
+	cr_assert_null(pr_pipeline_parse_inline("ask,needs-missing", &pl));
+	pr_err *e = pr_pipeline_validate(pl, r);
+	cr_assert(e && strstr(pr_err_message(e), "--passes:1:5: pass 'needs-missing' requires "
+			      "analysis 'missing'"), "%s", pr_err_message(e));
+	pr_err_free(e);
+	pr_pipeline_free(pl);
+	pr_registry_free(r);
+}
+
+/* ---- registration checks -------------------------------------------------- */
+
+static void refused(const pr_pass_info *info, const char *expect)
+{
+	pr_registry *r = registry();
+	pr_err *e = pr_register_pass(r, info);
+	cr_assert(e, "registered, expected: %s", expect);
+	cr_assert(strstr(pr_err_message(e), expect), "'%s' not in: %s", expect, pr_err_message(e));
+	pr_err_free(e);
+	pr_registry_free(r);
+}
+
+Test(passmgr, bad_registrations_are_refused)
+{
+	static const pr_option_decl dup[] = {{"a", PR_OPT_INT, "1", "", PR_SCOPE_PASS, false},
+					     {"a", PR_OPT_INT, "1", "", PR_SCOPE_PASS, false}};
+	static const pr_option_decl bad_default[] = {{"n", PR_OPT_INT, "lots", "", PR_SCOPE_PASS, false}};
+	static const pr_option_decl clash[] = {{"shared", PR_OPT_BOOL, "false", "", PR_SCOPE_PIPELINE, true}};
+	pr_pass_info p = PASS("a,b", change);
+	refused(&p, "no valid name");
+	p = (pr_pass_info)PASS("ask", change);
+	refused(&p, "pass 'ask' is registered twice: by built-in and by built-in");
+	p = (pr_pass_info)PASS("x", NULL);
+	refused(&p, "pass 'x' has no run function");
+	p = (pr_pass_info){.struct_size = sizeof p, .name = "x", .options = dup, .n_options = 2,
+			   .run = change};
+	refused(&p, "declares option 'a' twice");
+	p.options = bad_default;
+	p.n_options = 1;
+	refused(&p, "the default of option 'n' is not an int");
+	p.options = clash;
+	refused(&p, "pipeline option 'shared' as bool (per method), but another pass declares "
+		"it as int (per method)");
+	p = (pr_pass_info)PASS("x", change);
+	p.struct_size = offsetof(pr_pass_info, run);
+	refused(&p, "too small");
+}
+
+Test(passmgr, an_older_shorter_pass_struct_reads_as_zero_past_its_size)
+{
+	pr_registry *r = pr_registry_new();
+	pr_pass_info p = PASS("old", change);
+	p.user = (void *)&p;
+	p.struct_size = offsetof(pr_pass_info, user);
+	cr_assert_null(pr_register_pass(r, &p));
+	const pr_pass_info *got = pr_registry_find_pass(r, "old");
+	cr_assert_null(got->user);
+	cr_assert_eq(got->struct_size, sizeof(pr_pass_info));
+	pr_registry_free(r);
+}
+
+/* ---- --stats=json's object -------------------------------------------------- */
+
+Test(passmgr, stats_json_includes_the_run_object_and_escapes_strings)
+{
+	pr_program *p = tu_parse(two_methods);
+	pr_diags d;
+	pr_diags_init(&d, "t.pg");
+	pr_diags_add(&d, PR_SEV_ERROR, "E-Q", "p\"q", NULL, "n\\m", -1, "line\nbreak");
+	pr_run_report rep;
+	pr_run_report_init(&rep);
+	pr_run_report_add(&rep, "load plugins", 1.0, false, false);
+	pr_run_report_add(&rep, "ask", 0.5, true, true);
+	char *json = pr_stats_json(p, &d, &rep, "{\"device\": \"sim\", \"iterations\": 2}");
+	cr_assert(strstr(json, "\"pass\": \"p\\\"q\""), "%s", json);
+	cr_assert(strstr(json, "\"node\": \"n\\\\m\""), "%s", json);
+	cr_assert(strstr(json, "\"message\": \"line\\nbreak\""), "%s", json);
+	cr_assert(strstr(json, "\"method\": null"), "%s", json);
+	cr_assert(strstr(json, "\"passes\": [\n    {\"name\": \"ask\", \"ms\": 0.5000, "
+			 "\"changed\": true}\n  ]"), "phases are not passes: %s", json);
+	cr_assert(strstr(json, "\"run\": {\"device\": \"sim\", \"iterations\": 2}"), "%s", json);
+	cr_assert(strstr(json, "\"decode\": {\n      \"nodes\": 2,"), "%s", json);
+	const char *file = tu_write_temp("s.json", json);
+	tu_result r = tu_run("python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+			     "assert d[\"run\"][\"iterations\"]==2; "
+			     "assert list(d[\"methods\"])==[\"forward\",\"decode\"]' %s", file);
+	cr_assert_eq(r.status, 0, "invalid JSON: %s\n%s", r.err, json);
+	tu_result_free(&r);
+	free(json);
+	pr_run_report_free(&rep);
+	pr_diags_free(&d);
+	pr_program_free(p);
+}
