@@ -1,0 +1,131 @@
+/* copy_reuse.c: one device copy per tensor per device (behaviour.md F8).
+ *
+ * The base placement gives every device delegate its own _h2d_copy of each
+ * argument, so a tensor that several delegates on one device read is copied
+ * once per reader on every call. This pass keeps, for each tensor and each
+ * device, the newest copy made so far in graph order, and lets a later copy's
+ * readers read it instead, unless the tensor (or a view of it, or the tensor
+ * it views) is written between that copy and the later one: then the later
+ * copy stays and becomes the newest. Copies on different devices never mix,
+ * so a tensor read on cuda:0, cuda:1 and cuda:0 keeps two copies.
+ *
+ * Each tensor's copies are sorted by graph order once; the write check is a
+ * binary search in the host-writes analysis; the copies that go are erased
+ * from the newest reader back, so each use-list edit is short. The whole pass
+ * is O(n log n) in the number of copies. */
+#include "host-writes/host_writes.h"
+#include "propagate-device/placement.h"
+
+static const char *const reuse_requires[] = {PR_HOST_WRITES, NULL};
+static const char *const reuse_preserves[] = {PR_HOST_WRITES, NULL};
+
+typedef struct newest {
+	pr_device dev;
+	pr_node *copy;
+} newest;
+
+static int by_order(const void *a, const void *b)
+{
+	const pr_node *x = *(pr_node *const *)a, *y = *(pr_node *const *)b;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static newest *newest_on(newest *list, int *n, pr_device dev)
+{
+	for (int i = 0; i < *n; i++)
+		if (pr_device_equal(list[i].dev, dev))
+			return &list[i];
+	list[*n] = (newest){.dev = dev, .copy = NULL};
+	return &list[(*n)++];
+}
+
+/* Marks (scratch) and redirects the copies of s that an earlier one replaces. */
+static int reuse_copies_of(const pr_host_writes *hw, pr_node *s, pl_nodes *copies)
+{
+	qsort(copies->items, (size_t)copies->n, sizeof *copies->items, by_order);
+	newest *last = pr_xmalloc((size_t)copies->n * sizeof *last);
+	int n_dev = 0, merged = 0;
+	for (int i = 0; i < copies->n; i++) {
+		pr_node *h = copies->items[i];
+		newest *cur = newest_on(last, &n_dev, h->type.tensor.device);
+		if (cur->copy && !hw->writer_between(hw, s, cur->copy, h)) {
+			pr_node_replace_all_uses(h, cur->copy);
+			h->scratch = h;
+			merged++;
+		} else {
+			cur->copy = h;
+		}
+	}
+	free(last);
+	return merged;
+}
+
+static void erase_marked_readers(pr_node *s)
+{
+	for (int i = s->n_uses - 1; i >= 0; i--) {
+		pr_node *h = s->uses[i].user;
+		if (h->scratch == h && h->n_uses == 0)
+			pr_graph_erase(h);
+	}
+}
+
+static bool reuse_value(const pr_host_writes *hw, pr_node *s)
+{
+	pl_nodes copies = {0};
+	for (int i = 0; i < s->n_uses; i++)
+		if (pl_is_h2d(s->uses[i].user))
+			pl_nodes_push(&copies, s->uses[i].user);
+	int merged = copies.n > 1 ? reuse_copies_of(hw, s, &copies) : 0;
+	pl_nodes_free(&copies);
+	if (merged)
+		erase_marked_readers(s);
+	return merged > 0;
+}
+
+/* Values that two or more copies read: copies themselves never are, so no
+ * value on the list is erased while the list is walked. */
+static bool copied_twice(const pr_node *n)
+{
+	int copies = 0;
+	for (int i = 0; i < n->n_uses && copies < 2; i++)
+		copies += pl_is_h2d(n->uses[i].user);
+	return copies >= 2;
+}
+
+static pr_err *reuse_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	for (int m = 0; m < p->n_methods; m++) {
+		pr_graph *g = p->methods[m];
+		const pr_host_writes *hw = pr_pass_analysis(ctx, PR_HOST_WRITES, g);
+		if (!hw)
+			return pr_err_new("copy-reuse: the host-writes analysis is not registered");
+		if (g->order_stale)
+			pr_graph_renumber(g);
+		pl_nodes values = {0};
+		pr_graph_for_each(g, n) {
+			n->scratch = NULL;
+			if (copied_twice(n))
+				pl_nodes_push(&values, n);
+		}
+		for (int i = 0; i < values.n; i++)
+			*changed |= reuse_value(hw, values.items[i]);
+		pl_nodes_free(&values);
+	}
+	return NULL;
+}
+
+static const pr_pass_info reuse_pass = {
+	.struct_size = sizeof(pr_pass_info),
+	.name = "copy-reuse",
+	.summary = "one _h2d_copy per tensor per device, reused by later readers while the tensor is not written (F8)",
+	.requires = reuse_requires,
+	.preserves = reuse_preserves,
+	.run = reuse_run,
+};
+
+static pr_err *reuse_register(pr_registry *r)
+{
+	return pr_register_pass(r, &reuse_pass);
+}
+
+PL_PLUGIN("copy-reuse", reuse_register)

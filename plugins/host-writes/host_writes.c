@@ -1,0 +1,204 @@
+/* host_writes.c: the host-writes analysis and the host-writes pass (F2).
+ *
+ * The analysis (host_writes.h): one walk over the graph in order. For every
+ * op argument its schema marks Tensor(a!), the written tensor is followed up
+ * its chain of views (pl_alias_root: an op result whose schema aliases an
+ * argument, in-place results included) to the tensor that owns the storage,
+ * and the op is appended to that root's writer list. The lists are built in
+ * graph order, so they are sorted; "written between P and Q" finds the first
+ * writer after P by binary search on the nodes' current order numbers, which
+ * insertions never reorder. Building is linear in the graph; a query costs
+ * O(view depth + log writers). Roots with no writer take no memory.
+ *
+ * The pass: when a host op writes a device delegate's output in place, it
+ * writes the output's host copy (the _d2h_copy the base placement made for
+ * it). The base placement tagged every view and in-place result of a delegate
+ * output with the delegate's device, as if they shared the output's spec; but
+ * once such an op reads the host copy, its result *is* the host copy's storage.
+ * The pass gives each view of a _d2h_copy (transitively) the host device, so
+ * the in-place result has the spec of the tensor it writes and memory planning
+ * puts both in one buffer; a device delegate that reads such a result now
+ * reads it through a new _h2d_copy, since the data lives on the host. */
+#include "host-writes/host_writes.h"
+
+#include <uthash.h>
+
+#include "propagate-device/placement.h"
+
+typedef struct writes_entry {
+	const pr_node *root;
+	pl_nodes writers;       /* in graph order */
+	UT_hash_handle hh;
+} writes_entry;
+
+typedef struct writes_impl {
+	pr_graph *graph;
+	writes_entry *by_root;
+} writes_impl;
+
+static void note_write(writes_impl *w, pr_node *op, pr_node *target)
+{
+	pr_node *root = pl_alias_root(target);
+	writes_entry *e = NULL;
+	HASH_FIND_PTR(w->by_root, &root, e);
+	if (!e) {
+		e = pr_xcalloc(1, sizeof *e);
+		e->root = root;
+		HASH_ADD_PTR(w->by_root, root, e);
+	}
+	if (e->writers.n == 0 || e->writers.items[e->writers.n - 1] != op)
+		pl_nodes_push(&e->writers, op);
+}
+
+static void note_arg_writes(writes_impl *w, pr_node *op, const pr_arg *a)
+{
+	if (a->kind == PR_ARG_VALUE && a->u.value)
+		note_write(w, op, a->u.value);
+	else if (a->kind == PR_ARG_LIST)
+		for (int i = 0; i < a->u.list.n; i++)
+			note_arg_writes(w, op, &a->u.list.items[i]);
+}
+
+static writes_entry *entry_of(const writes_impl *w, pr_node *t)
+{
+	pr_node *root = pl_alias_root(t);
+	writes_entry *e = NULL;
+	HASH_FIND_PTR(w->by_root, &root, e);
+	return e;
+}
+
+static pr_node *writer_between(const pr_host_writes *hw, pr_node *t, const pr_node *after,
+			       const pr_node *before)
+{
+	const writes_impl *w = hw->impl;
+	writes_entry *e = entry_of(w, t);
+	if (!e)
+		return NULL;
+	if (w->graph->order_stale)
+		pr_graph_renumber(w->graph);
+	int lo = 0, hi = e->writers.n;
+	if (after) {
+		while (lo < hi) {   /* first writer that runs after `after` */
+			int mid = lo + (hi - lo) / 2;
+			if (e->writers.items[mid]->order <= after->order)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+	}
+	if (lo >= e->writers.n)
+		return NULL;
+	pr_node *first = e->writers.items[lo];
+	if (before && first->order >= before->order)
+		return NULL;
+	return first;
+}
+
+static int n_writers(const pr_host_writes *hw, pr_node *t)
+{
+	writes_entry *e = entry_of(hw->impl, t);
+	return e ? e->writers.n : 0;
+}
+
+static void *host_writes_compute(pr_pass_ctx *ctx, pr_graph *g)
+{
+	(void)ctx;
+	writes_impl *w = pr_xcalloc(1, sizeof *w);
+	w->graph = g;
+	pr_graph_for_each(g, n) {
+		if (n->kind != PR_NODE_OP || !n->schema)
+			continue;
+		for (int i = 0; i < n->n_args && i < n->schema->n_args; i++)
+			if (pr_schema_arg_writes(n->schema, i))
+				note_arg_writes(w, n, &n->args[i]);
+	}
+	pr_host_writes *hw = pr_xcalloc(1, sizeof *hw);
+	hw->struct_size = sizeof *hw;
+	hw->writer_between = writer_between;
+	hw->n_writers = n_writers;
+	hw->impl = w;
+	return hw;
+}
+
+static void host_writes_destroy(void *result)
+{
+	pr_host_writes *hw = result;
+	writes_impl *w = hw->impl;
+	writes_entry *e, *tmp;
+	HASH_ITER(hh, w->by_root, e, tmp) {
+		HASH_DEL(w->by_root, e);
+		pl_nodes_free(&e->writers);
+		free(e);
+	}
+	free(w);
+	free(hw);
+}
+
+/* ---- the pass -------------------------------------------------------------- */
+
+/* Moves the views of host copy c (and their views) to the host. */
+static pr_err *views_to_host(pr_program *p, pr_node *c, bool *changed)
+{
+	pl_nodes todo = {0};
+	pl_nodes_push(&todo, c);
+	pr_err *e = NULL;
+	for (int k = 0; k < todo.n && !e; k++) {
+		pr_node *v = todo.items[k];
+		for (int i = 0; i < v->n_uses; i++) {
+			pr_node *u = v->uses[i].user;
+			if (!pl_reads_as_view(u, v))
+				continue;
+			pl_nodes_push(&todo, u);
+			if (pr_device_is_host(u->type.tensor.device))
+				continue;
+			u->type.tensor.device = pr_device_host();
+			*changed = true;
+			e = pl_copy_to_readers(p, u, true, changed);
+			if (e)
+				break;
+		}
+	}
+	pl_nodes_free(&todo);
+	return e;
+}
+
+static pr_err *host_writes_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	(void)ctx;
+	for (int m = 0; m < p->n_methods; m++) {
+		pl_nodes copies = {0};
+		pr_graph_for_each(p->methods[m], n)
+			if (pl_is_d2h(n))
+				pl_nodes_push(&copies, n);
+		pr_err *e = NULL;
+		for (int i = 0; i < copies.n && !e; i++)
+			e = views_to_host(p, copies.items[i], changed);
+		pl_nodes_free(&copies);
+		if (e)
+			return e;
+	}
+	return NULL;
+}
+
+static const pr_pass_info host_writes_pass = {
+	.struct_size = sizeof(pr_pass_info),
+	.name = "host-writes",
+	.summary = "a host op writing a delegate output writes its host copy: views and in-place results of a _d2h_copy live on the host (F2)",
+	.run = host_writes_run,
+};
+
+static const pr_analysis_info host_writes_analysis = {
+	.struct_size = sizeof(pr_analysis_info),
+	.name = PR_HOST_WRITES,
+	.summary = "which ops write which tensor (directly or through views), in graph order (F2)",
+	.compute = host_writes_compute,
+	.destroy = host_writes_destroy,
+};
+
+static pr_err *host_writes_register(pr_registry *r)
+{
+	pr_err *e = pr_register_analysis(r, &host_writes_analysis);
+	return e ? e : pr_register_pass(r, &host_writes_pass);
+}
+
+PL_PLUGIN("host-writes", host_writes_register)
