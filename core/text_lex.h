@@ -73,6 +73,5 @@ bool tp_looks_numeric(tp *p);
 
 /* text_parse_type.c */
 bool tp_type(tp *p, pr_type *out);
-void tp_type_clear(pr_type *t);
 
 #endif

@@ -14,12 +14,6 @@
 #include "passrun/error.h"
 #include "text_lex.h"
 
-void tp_type_clear(pr_type *t)
-{
-	free(t->elems);
-	memset(t, 0, sizeof *t);
-}
-
 /* '[' [INT {',' INT}] ']' into v (at most PR_MAX_RANK); *count gets how many
  * were written, even past the limit (so the caller can say how many). */
 static bool tp_int_list(tp *p, const char *what, int64_t *v, int *count, size_t *over_pos)
