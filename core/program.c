@@ -35,6 +35,7 @@ typedef struct named {
 
 typedef struct program_index {
 	named *schemas, *delegates, *methods, *blobs;
+	pr_blob *last_blob;   /* so that adding a blob does not walk the list */
 } program_index;
 
 /* ---- dtypes ------------------------------------------------------------ */
@@ -743,11 +744,13 @@ pr_err *pr_program_add_blob(pr_program *p, const char *name, const uint8_t *byte
 			memcpy(copy, bytes, (size_t)size);
 		b->bytes = copy;
 	}
-	pr_blob **tail = &p->blobs;
-	while (*tail)
-		tail = &(*tail)->next;
-	*tail = b;
-	named_add(&index_of(p)->blobs, b->name, b);
+	program_index *ix = index_of(p);
+	if (ix->last_blob)
+		ix->last_blob->next = b;
+	else
+		p->blobs = b;
+	ix->last_blob = b;
+	named_add(&ix->blobs, b->name, b);
 	if (out)
 		*out = b;
 	return NULL;
