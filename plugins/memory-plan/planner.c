@@ -46,6 +46,10 @@ enum { N_ORDERS = 5 };
 /* Items visited (sorted, scanned) before no further order is started. */
 #define MP_WORK_BUDGET 40000000LL
 
+typedef struct span {
+	int64_t lo, hi;           /* [offset, offset + aligned size) */
+} span;
+
 typedef struct engine {
 	const mp_item *items;
 	const int64_t *asize;     /* aligned sizes */
@@ -56,7 +60,7 @@ typedef struct engine {
 	int64_t M;                /* leaves of the segment tree (power of two) */
 	int64_t *tree;            /* max end of placed items per subtree; -1 none */
 	int64_t *offset;          /* per item id, for the run in progress */
-	int64_t *found;           /* overlapping placed items (ids) */
+	struct span *found;       /* memory of the overlapping placed items */
 	int64_t n_found, cap_found;
 	int64_t base;             /* where the greedy starts (above the stack) */
 	int64_t work;
@@ -78,13 +82,12 @@ static int cmp_key(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static const engine *g_sort_engine; /* for cmp_found: qsort has no context */
-
-static int cmp_found(const void *a, const void *b)
+static int cmp_span(const void *a, const void *b)
 {
-	int64_t x = g_sort_engine->offset[*(const int64_t *)a];
-	int64_t y = g_sort_engine->offset[*(const int64_t *)b];
-	return x < y ? -1 : x > y;
+	const span *x = a, *y = b;
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->hi < y->hi ? -1 : x->hi > y->hi;
 }
 
 static int64_t round_up(int64_t x, int64_t align)
@@ -102,7 +105,8 @@ static void collect(engine *e, int64_t node, int64_t lo, int64_t hi, int64_t P, 
 			e->cap_found = e->cap_found ? 2 * e->cap_found : 256;
 			e->found = pr_xrealloc(e->found, (size_t)e->cap_found * sizeof *e->found);
 		}
-		e->found[e->n_found++] = e->by_start[node - e->M];
+		int64_t id = e->by_start[node - e->M];
+		e->found[e->n_found++] = (span){ e->offset[id], e->offset[id] + e->asize[id] };
 		return;
 	}
 	int64_t mid = lo + (hi - lo) / 2;
@@ -127,18 +131,18 @@ static int64_t count_started(const engine *e, int64_t t)
 /* Best fit among the gaps of the overlapping items, else on top of them. */
 static int64_t choose_offset(engine *e, int64_t need)
 {
-	g_sort_engine = e;
-	qsort(e->found, (size_t)e->n_found, sizeof *e->found, cmp_found);
+	if (e->n_found > 1)
+		qsort(e->found, (size_t)e->n_found, sizeof *e->found, cmp_span);
 	e->work += e->n_found;
 	int64_t top = e->base, best = -1, best_gap = INT64_MAX;
 	for (int64_t i = 0; i < e->n_found; i++) {
-		int64_t id = e->found[i], off = e->offset[id];
-		if (off - top >= need && off - top < best_gap) {
+		const span *f = &e->found[i];
+		if (f->lo - top >= need && f->lo - top < best_gap) {
 			best = top;
-			best_gap = off - top;
+			best_gap = f->lo - top;
 		}
-		if (off + e->asize[id] > top)
-			top = off + e->asize[id];
+		if (f->hi > top)
+			top = f->hi;
 	}
 	return best >= 0 ? best : top;
 }
