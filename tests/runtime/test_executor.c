@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <sys/stat.h>
 
 #include "passrun/format.h"
 #include "passrun/runtime.h"
@@ -379,4 +381,152 @@ Test(executor, missing_input_is_an_error_naming_it)
 	free(m);
 	pr_exec_free(e);
 	pr_program_free(p);
+}
+
+/* ---- pr_runtime_execute: what passrun --run --check does ------------------------ */
+
+static const char *original_add =
+	HDR ADD0
+	"method @forward {\n"
+	"  %x: f32[2,3] = input user \"x\"\n"
+	"  %w: f32[2,3] = input parameter \"weight\" data=arange\n"
+	"  %d: (f32[2,3]) = delegate @add0(%x, %w)\n"
+	"  %t: f32[2,3] = getitem %d, 0\n"
+	"  %r: f32[2,3] = aten::relu(%t)\n"
+	"  return %r\n"
+	"}\n";
+
+Test(execute, placed_program_matches_the_reference_and_reports_device_bytes)
+{
+	pr_program *orig = tu_parse(original_add), *placed = tu_parse(placed_add);
+	pr_run_options o = {.iterations = 3, .device = "sim", .check = true, .seed = 7,
+			    .output_dir = tu_temp_dir()};
+	pr_run_report r;
+	pr_err *err = pr_runtime_execute(orig, placed, &o, &r);
+	cr_assert_null(err, "%s", err ? pr_err_message(err) : "");
+	cr_expect_eq(r.exit_status, 0);
+	cr_expect(r.checked && r.match, "%s", r.mismatch);
+	cr_expect_eq(r.iterations, 3);
+	cr_expect_eq(r.h2d_bytes_per_call, 48);
+	cr_expect_eq(r.d2h_bytes_per_call, 24);
+	cr_expect_eq(r.load_h2d_bytes, 0);
+	cr_expect_str_eq(r.device, "sim");
+	cr_expect_str_eq(r.method, "forward");
+	char path[512];
+	snprintf(path, sizeof path, "%s/forward.0.npy", tu_temp_dir());
+	pr_tensor t;
+	cr_assert_null(pr_npy_read(path, &t), "--output-dir writes forward.0.npy");
+	cr_expect(t.rank == 2 && t.shape[1] == 3);
+	free(t.storage);
+	char *json = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&json, &len);
+	pr_run_report_json(&r, f);
+	fclose(f);
+	cr_expect(strstr(json, "\"match\": true") && strstr(json, "\"h2d_bytes_per_call\": 48") &&
+		  strstr(json, "\"iterations\": 3"), "%s", json);
+	free(json);
+	pr_program_free(orig);
+	pr_program_free(placed);
+}
+
+Test(execute, M5_layout_mismatch_is_found_by_check_with_exit_4)
+{
+	const char *body = HDR
+		"delegate @sq0 target_device=\"cuda:0\" {\n"
+		"  %a: f32[2,3]{strides=[1,2]} = input\n"
+		"  %b: f32[2,3] = aten::mul.Tensor(%a, %a)\n"
+		"  return %b\n"
+		"}\n";
+	char *orig_text = pr_xasprintf("%s"
+		"method @forward {\n"
+		"  %%w: f32[2,3]{strides=[1,2]} = input parameter \"w\" data=arange\n"
+		"  %%d: f32[2,3] = delegate @sq0(%%w)\n"
+		"  return %%d\n"
+		"}\n", body);
+	/* Baseline F1: the copy of the weight is contiguous; the body still reads
+	 * it with strides [1,2]. */
+	char *placed_text = pr_xasprintf("%s"
+		"method @forward {\n"
+		"  %%w: f32[2,3] = input parameter \"w\" data=arange\n"
+		"  %%w_h2d: f32[2,3]@cuda:0 = et_copy::_h2d_copy(%%w)\n"
+		"  %%d: f32[2,3]@cuda:0 = delegate @sq0(%%w_h2d)\n"
+		"  %%r: f32[2,3] = et_copy::_d2h_copy(%%d)\n"
+		"  return %%r\n"
+		"}\n", body);
+	pr_program *orig = tu_parse(orig_text), *placed = tu_parse(placed_text);
+	pr_run_options o = {.iterations = 1, .device = "sim", .check = true};
+	pr_run_report r;
+	pr_err *err = pr_runtime_execute(orig, placed, &o, &r);
+	cr_assert_null(err, "%s", err ? pr_err_message(err) : "");
+	cr_expect_eq(r.exit_status, 4);
+	cr_expect(!r.match);
+	cr_expect(strstr(r.mismatch, "output 0 (r)"), "%s", r.mismatch);
+	cr_expect(r.max_abs_err > 1);
+	pr_program_free(orig);
+	pr_program_free(placed);
+	free(orig_text);
+	free(placed_text);
+}
+
+Test(execute, placement_violation_is_exit_5_and_bad_input_exit_2)
+{
+	pr_program *orig = tu_parse(original_add);
+	pr_program *bad = tu_parse(
+		HDR ADD0
+		"method @forward {\n"
+		"  %x: f32[2,3] = input user \"x\"\n"
+		"  %w: f32[2,3] = input parameter \"weight\" data=arange\n"
+		"  %x_h2d: f32[2,3]@cuda:0 = et_copy::_h2d_copy(%x)\n"
+		"  %w_h2d: f32[2,3]@cuda:0 = et_copy::_h2d_copy(%w)\n"
+		"  %d: f32[2,3]@cuda:0 = delegate @add0(%x_h2d, %w_h2d)\n"
+		"  %r: f32[2,3] = aten::relu(%d)\n"
+		"  return %r\n"
+		"}\n");
+	pr_run_options o = {.iterations = 1, .device = "sim", .check = true};
+	pr_run_report r;
+	pr_err *err = pr_runtime_execute(orig, bad, &o, &r);
+	cr_assert_not_null(err);
+	cr_expect_eq(r.exit_status, 5);
+	cr_expect(pr_is_placement_violation(err) && strstr(pr_err_message(err), "node 'r'"), "%s",
+		  pr_err_message(err));
+	pr_err_free(err);
+	pr_run_input in = {"nope", "/nonexistent.npy"};
+	o.n_inputs = 1;
+	o.inputs = &in;
+	err = pr_runtime_execute(orig, orig, &o, &r);
+	cr_assert_not_null(err);
+	cr_expect_eq(r.exit_status, 2);
+	cr_expect(strstr(pr_err_message(err), "nope"), "%s", pr_err_message(err));
+	pr_err_free(err);
+	pr_program_free(orig);
+	pr_program_free(bad);
+}
+
+Test(execute, input_from_npy_file_is_used_by_both)
+{
+	pr_program *orig = tu_parse(original_add), *placed = tu_parse(placed_add);
+	int64_t shape[2] = {2, 3};
+	pr_tensor x = pr_tensor_make(PR_F32, 2, shape, (void *)X);
+	char path[1024], dir[512];
+	snprintf(path, sizeof path, "%s/x.npy", tu_temp_dir());
+	snprintf(dir, sizeof dir, "%s/out", tu_temp_dir());
+	mkdir(dir, 0700);
+	cr_assert_null(pr_npy_write(path, &x));
+	pr_run_input in = {"x", path};
+	pr_run_options o = {.iterations = 1, .device = "sim", .check = true, .n_inputs = 1,
+			    .inputs = &in, .output_dir = dir};
+	pr_run_report r;
+	pr_err *err = pr_runtime_execute(orig, placed, &o, &r);
+	cr_assert_null(err, "%s", err ? pr_err_message(err) : "");
+	cr_expect(r.match);
+	snprintf(path, sizeof path, "%s/forward.0.npy", dir);
+	pr_tensor t;
+	cr_assert_null(pr_npy_read(path, &t));
+	const float want[6] = {0, 3, 0, 7, 0, 11};
+	for (int i = 0; i < 6; i++)
+		cr_expect_eq(((float *)t.data)[i], want[i]);
+	free(t.storage);
+	pr_program_free(orig);
+	pr_program_free(placed);
 }
