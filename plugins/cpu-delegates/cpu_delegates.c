@@ -3,21 +3,27 @@
  * A partitioner may set target_device="cpu". The base placement treats that
  * like any device: it copies each input with an _h2d_copy to the CPU and each
  * output with a _d2h_copy from the CPU, copies the runtime refuses (M3). A
- * delegate on the CPU reads and writes host memory directly, like one with no
- * target_device, so this pass removes every _h2d_copy whose destination is
- * the host and every _d2h_copy whose source is on the host: their readers
- * read the tensor itself. A copy is recognised by its schema trait only. */
+ * delegate on the CPU reads and writes host memory directly, exactly like a
+ * delegate with no target_device (the shared contract says the same), so
+ * this pass, run before propagate-device, marks such delegates as host code:
+ * it removes their target_device compile spec (any spelling that parses to
+ * the host: "cpu", "CPU", "cpu:0"). Every other compile spec stays, and the
+ * delegates then get no copies. */
 #include "propagate-device/placement.h"
 
-static const char *const cpu_preserves[] = {"host-writes", NULL};
-
-static bool host_to_host(const pr_node *n)
+static bool remove_cpu_target(pr_delegate *d)
 {
-	if (pl_is_h2d(n))
-		return pr_device_is_host(n->type.tensor.device);
-	if (pl_is_d2h(n)) {
-		pr_node *src = pl_copy_src(n);
-		return src && pr_node_spec(src) && pr_device_is_host(pr_node_spec(src)->device);
+	pr_device dev;
+	if (pl_delegate_where(d, false, &dev) != PL_HOST_CODE || !pr_delegate_spec(d, "target_device"))
+		return false;
+	for (int i = 0; i < d->n_specs; i++) {
+		if (strcmp(d->specs[i].key, "target_device"))
+			continue;
+		free(d->specs[i].key);
+		free(d->specs[i].value);
+		memmove(&d->specs[i], &d->specs[i + 1], (size_t)(d->n_specs - i - 1) * sizeof *d->specs);
+		d->n_specs--;
+		return true;
 	}
 	return false;
 }
@@ -25,27 +31,17 @@ static bool host_to_host(const pr_node *n)
 static pr_err *cpu_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 {
 	(void)ctx;
-	for (int m = 0; m < p->n_methods; m++) {
-		pl_nodes copies = {0};
-		pr_graph_for_each(p->methods[m], n)
-			if (host_to_host(n))
-				pl_nodes_push(&copies, n);
-		for (int i = 0; i < copies.n; i++) {
-			pr_node *c = copies.items[i];
-			if (c->n_uses)
-				pr_node_replace_all_uses(c, pl_copy_src(c));
-		}
-		pl_erase_unused(&copies);
-		*changed |= copies.n > 0;
-		pl_nodes_free(&copies);
-	}
+	for (int i = 0; i < p->n_delegates; i++)
+		*changed |= remove_cpu_target(p->delegates[i]);
 	return NULL;
 }
+
+static const char *const cpu_preserves[] = {"host-writes", NULL};
 
 static const pr_pass_info cpu_pass = {
 	.struct_size = sizeof(pr_pass_info),
 	.name = "cpu-delegates",
-	.summary = "a delegate with target_device=cpu runs on the host: its copies go (F7)",
+	.summary = "a delegate with target_device=cpu is host code: it gets no copies (F7)",
 	.preserves = cpu_preserves,
 	.run = cpu_run,
 };

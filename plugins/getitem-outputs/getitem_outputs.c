@@ -1,56 +1,60 @@
 /* getitem_outputs.c: delegate results read with no getitem (behaviour.md F3).
  *
  * A delegate call that returns one tensor (not a tuple) has no getitem after
- * it. The base placement copies to the host only after getitems, so such a
- * result got no _d2h_copy: a host op read device memory, and a delegate on
- * another device got an _h2d_copy whose source is on a device. This pass runs
- * after propagate-device and gives the result the copy B3 gives a getitem:
- * a _d2h_copy right after the call that every other reader reads (with
- * skip_d2h_for_method_outputs, none when the method output is its only
- * reader). The _h2d_copy the base made for a delegate on another device now
- * reads the host copy; a delegate on the result's own device, which the base
- * let read the result directly, now reads an _h2d_copy of the host copy, so
- * that elide-round-trips decides about that round-trip as for any getitem
- * (B4 applies, and F2 keeps it when a host op writes the copy first). */
+ * it. The base placement copies results to the host only after getitems, so
+ * such a result got no _d2h_copy: a host op read device memory, and a
+ * delegate on another device got an _h2d_copy whose source is on a device.
+ * This pass runs before propagate-device and gives each such call on a
+ * device (target_device=cpu included, as the base placement sees it) the
+ * getitem it lacks: the call returns a one-element tuple and a getitem
+ * takes over the result's name and readers. The base placement then copies
+ * it like any getitem (B3), and B4 and F2 apply to its round-trips. The
+ * program is unchanged otherwise and still unplaced, so it verifies. */
 #include "propagate-device/placement.h"
 
-static const pr_option_decl getitem_outputs_options[] = {
-	PL_DECL_SKIP_D2H,
-};
-
-static pr_err *copy_result(pr_program *p, pr_node *call, bool skip_d2h, bool *changed)
+static pr_err *add_getitem(pr_node *call, bool *changed)
 {
-	if (call->n_uses == 0 ||
-	    (skip_d2h && call->n_uses == 1 && pl_use_is_output(&call->uses[0])))
-		return NULL;
-	pr_err *e = NULL;
-	pr_node *c = pl_copy_new(p, call, false, pr_device_host(), &e);
+	char *old = pr_xstrdup(call->name);
+	char *base = pr_xasprintf("%s_call", old);
+	char *fresh = pr_graph_fresh_name(call->graph, base);
+	pr_err *e = pr_node_rename(call, fresh);
+	free(base);
+	free(fresh);
+	if (e) {
+		free(old);
+		return e;
+	}
+	pr_node *gi = pr_node_new(PR_NODE_GETITEM, old);
+	free(old);
+	gi->type = call->type;           /* the tensor spec */
+	gi->index = 0;
+	call->type.kind = PR_TYPE_TUPLE;
+	call->type.n_elems = 1;
+	call->type.elems = pr_xmalloc(sizeof *call->type.elems);
+	call->type.elems[0] = gi->type.tensor;
+	e = pr_graph_insert_after(call, gi);
 	if (e)
 		return e;
-	e = pr_graph_insert_after(call, c);
-	if (e)
-		return e;
-	pr_node_replace_all_uses(call, c);
-	pl_copy_attach(c, call);
+	pr_node_replace_all_uses(call, gi);
+	pr_arg *a = pr_xcalloc(1, sizeof *a);
+	a->kind = PR_ARG_VALUE;
+	a->u.value = call;
+	pr_node_set_args(gi, a, 1);
 	*changed = true;
-	return pl_copy_to_readers(p, c, true, changed);
+	return NULL;
 }
 
 static pr_err *getitem_outputs_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 {
+	(void)ctx;
 	for (int m = 0; m < p->n_methods; m++) {
-		pr_graph *g = p->methods[m];
-		bool skip_d2h = pr_pass_opt_bool(ctx, PL_OPT_SKIP_D2H, g->name);
 		pl_nodes calls = {0};
-		pr_graph_for_each(g, n) {
-			pr_device dev;
-			if (n->type.kind == PR_TYPE_TENSOR && pl_call_device(n, true, &dev) &&
-			    pr_device_equal(dev, n->type.tensor.device))
+		pr_graph_for_each(p->methods[m], n)
+			if (n->type.kind == PR_TYPE_TENSOR && n->name && pl_call_device(n, true, NULL))
 				pl_nodes_push(&calls, n);
-		}
 		pr_err *e = NULL;
 		for (int i = 0; i < calls.n && !e; i++)
-			e = copy_result(p, calls.items[i], skip_d2h, changed);
+			e = add_getitem(calls.items[i], changed);
 		pl_nodes_free(&calls);
 		if (e)
 			return e;
@@ -61,9 +65,7 @@ static pr_err *getitem_outputs_run(pr_pass_ctx *ctx, pr_program *p, bool *change
 static const pr_pass_info getitem_outputs_pass = {
 	.struct_size = sizeof(pr_pass_info),
 	.name = "getitem-outputs",
-	.summary = "a delegate returning one tensor (no getitem) gets its _d2h_copy right after the call (F3)",
-	.options = getitem_outputs_options,
-	.n_options = sizeof getitem_outputs_options / sizeof getitem_outputs_options[0],
+	.summary = "a delegate returning one tensor gets a getitem, so its result gets a _d2h_copy like any other (F3)",
 	.run = getitem_outputs_run,
 };
 

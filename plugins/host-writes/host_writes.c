@@ -1,4 +1,4 @@
-/* host_writes.c: the host-writes analysis and the host-writes pass (F2).
+/* host_writes.c: the host-writes analysis (F2).
  *
  * The analysis (host_writes.h): one walk over the graph in order. For every
  * op argument its schema marks Tensor(a!), the written tensor is followed up
@@ -10,15 +10,11 @@
  * insertions never reorder. Building is linear in the graph; a query costs
  * O(view depth + log writers). Roots with no writer take no memory.
  *
- * The pass: when a host op writes a device delegate's output in place, it
- * writes the output's host copy (the _d2h_copy the base placement made for
- * it). The base placement tagged every view and in-place result of a delegate
- * output with the delegate's device, as if they shared the output's spec; but
- * once such an op reads the host copy, its result *is* the host copy's storage.
- * The pass gives each view of a _d2h_copy (transitively) the host device, so
- * the in-place result has the spec of the tensor it writes and memory planning
- * puts both in one buffer; a device delegate that reads such a result now
- * reads it through a new _h2d_copy, since the data lives on the host. */
+ * F2 is this analysis plus elide-round-trips' use of it: a host op that writes
+ * a device delegate's output in place writes the output's host copy (the base
+ * placement moves it onto the _d2h_copy, and its in-place result keeps the
+ * host spec of what it writes), so a round-trip to the same device is kept
+ * when the host copy is written before it is copied back. */
 #include "host-writes/host_writes.h"
 
 #include <uthash.h>
@@ -134,59 +130,6 @@ static void host_writes_destroy(void *result)
 	free(hw);
 }
 
-/* ---- the pass -------------------------------------------------------------- */
-
-/* Moves the views of host copy c (and their views) to the host. */
-static pr_err *views_to_host(pr_program *p, pr_node *c, bool *changed)
-{
-	pl_nodes todo = {0};
-	pl_nodes_push(&todo, c);
-	pr_err *e = NULL;
-	for (int k = 0; k < todo.n && !e; k++) {
-		pr_node *v = todo.items[k];
-		for (int i = 0; i < v->n_uses; i++) {
-			pr_node *u = v->uses[i].user;
-			if (!pl_reads_as_view(u, v))
-				continue;
-			pl_nodes_push(&todo, u);
-			if (pr_device_is_host(u->type.tensor.device))
-				continue;
-			u->type.tensor.device = pr_device_host();
-			*changed = true;
-			e = pl_copy_to_readers(p, u, true, changed);
-			if (e)
-				break;
-		}
-	}
-	pl_nodes_free(&todo);
-	return e;
-}
-
-static pr_err *host_writes_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
-{
-	(void)ctx;
-	for (int m = 0; m < p->n_methods; m++) {
-		pl_nodes copies = {0};
-		pr_graph_for_each(p->methods[m], n)
-			if (pl_is_d2h(n))
-				pl_nodes_push(&copies, n);
-		pr_err *e = NULL;
-		for (int i = 0; i < copies.n && !e; i++)
-			e = views_to_host(p, copies.items[i], changed);
-		pl_nodes_free(&copies);
-		if (e)
-			return e;
-	}
-	return NULL;
-}
-
-static const pr_pass_info host_writes_pass = {
-	.struct_size = sizeof(pr_pass_info),
-	.name = "host-writes",
-	.summary = "a host op writing a delegate output writes its host copy: views and in-place results of a _d2h_copy live on the host (F2)",
-	.run = host_writes_run,
-};
-
 static const pr_analysis_info host_writes_analysis = {
 	.struct_size = sizeof(pr_analysis_info),
 	.name = PR_HOST_WRITES,
@@ -197,8 +140,7 @@ static const pr_analysis_info host_writes_analysis = {
 
 static pr_err *host_writes_register(pr_registry *r)
 {
-	pr_err *e = pr_register_analysis(r, &host_writes_analysis);
-	return e ? e : pr_register_pass(r, &host_writes_pass);
+	return pr_register_analysis(r, &host_writes_analysis);
 }
 
 PL_PLUGIN("host-writes", host_writes_register)

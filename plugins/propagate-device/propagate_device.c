@@ -1,63 +1,75 @@
-/* propagate_device.c: the base device placement (behaviour.md B1-B5).
+/* propagate_device.c: device placement (behaviour.md B1-B5, F5, F6).
  *
- * This is ExecuTorch's PropagateDevicePass before the fixes, on purpose: each
- * fix is its own plugin, and the baseline pipeline runs this pass alone (with
- * elide-round-trips, B4) so that what each fix changes can be seen. The pass
- * works in two walks over each method:
+ * ExecuTorch's PropagateDevicePass. The baseline pipeline runs it with
+ * `copy_constants: false, share_inputs: false`, which is the pass before the
+ * fixes; those two fixes change what this pass decides for a placeholder, so
+ * they are options of it (on by default) rather than passes of their own
+ * (a pass after it could not undo a refusal, and a pass before it could not
+ * place one argument of a delegate without placing all of them). The other
+ * fixes are plugins that run before it (param-layout, getitem-outputs,
+ * cpu-delegates) or after it (elide-round-trips, outputs-on-device,
+ * copy-reuse, per-call-copies). The pass works in two walks over each method:
  *
  *   1. Results (B2, B3, B5). Every delegate call whose target_device parses
  *      to a device gets its results tagged with that device: a single tensor
- *      result, or the tuple's elements and the getitems that read them. The
- *      tag also reaches every view and in-place result of those tensors, as
- *      if they shared one spec (ExecuTorch's SpecPropPass shares the spec
- *      object; the host-writes pass, F2, undoes this for views of host
- *      copies). Each getitem then gets a _d2h_copy right after it and every
- *      other reader reads the copy; with skip_d2h_for_method_outputs a getitem
- *      whose only reader is the method output gets none. A single tensor
- *      result gets no copy at all (F3 adds it). An unparsable target_device or
- *      an unknown device type is E-UNKNOWN-DEVICE, naming the valid types.
+ *      result, or the tuple's elements and the getitems that read them. Each
+ *      getitem then gets a _d2h_copy right after it and every other reader
+ *      reads the copy; with skip_d2h_for_method_outputs a getitem whose only
+ *      reader is the method output gets none. A single tensor result gets no
+ *      copy (getitem-outputs, F3, gives it a getitem first). An unparsable
+ *      target_device or an unknown device type is E-UNKNOWN-DEVICE, naming
+ *      the valid types. target_device=cpu counts as a device here, as it did
+ *      before F7 (cpu-delegates removes it first).
  *   2. Arguments (B1). Every tensor a device delegate reads that is not
  *      already on the delegate's device gets its own _h2d_copy before the
  *      call (one per reader: copy-reuse, F8, shares them). A tensor already
- *      on that device gets none (the shared contract: a device-constants or
- *      shared-inputs pass may have placed it). With
- *      skip_h2d_for_method_inputs a placeholder that feeds a device delegate
- *      is instead tagged with the device, the caller passing device memory:
- *      only when the delegate is its one reader, else it is refused
- *      (E-INPUT-SHARED; F6 lifts this). The baseline does not tell constants
- *      from inputs here (F5 does), and it treats target_device=cpu as a
- *      device (F7 removes those copies).
+ *      on that device gets none (device-constants may have placed it). With
+ *      skip_h2d_for_method_inputs:
+ *        - baseline: a placeholder (any kind) that feeds a device delegate is
+ *          tagged with the device, the caller passing device memory, when the
+ *          delegate is its one reader; else it is refused (E-INPUT-SHARED).
+ *        - F5 (copy_constants): a constant (parameter, buffer or constant
+ *          that is not a mutable buffer) keeps its data on the host, so it is
+ *          always copied; one neither contiguous nor channels-last is refused
+ *          (E-CONSTANT-LAYOUT), since the copy moves the bytes as stored.
+ *        - F6 (share_inputs): a method input stays on the device D of its
+ *          first device-delegate reader in graph order. Delegates on D, ops
+ *          that read only its shape, and (with skip_d2h_for_method_outputs)
+ *          the method output read it there; all other readers share one
+ *          _d2h_copy of it, and a delegate on another device reads an
+ *          _h2d_copy of that. An input that an op writes in place on the host
+ *          (host-writes analysis, through views too) is refused
+ *          (E-INPUT-WRITTEN-ON-HOST); a write-back that reads it is named.
+ *      The per-call copies this leaves are reported by per-call-copies.
  *
  * Copies are declared with the shared contract's schemas and named after what
- * they copy (%x_h2d_cuda0, %t_d2h). Walk 2 visits each value's readers from
- * the last one back, so moving thousands of readers of one tensor stays
- * linear (the core removes a use by scanning from the end). */
+ * they copy (%x_h2d_cuda0, %t_d2h). Each value's readers are moved in one
+ * batch, newest first, so thousands of readers of one tensor stay linear. */
+#include "host-writes/host_writes.h"
 #include "propagate-device/placement.h"
 
 static const pr_option_decl propagate_options[] = {
 	PL_DECL_SKIP_H2D,
 	PL_DECL_SKIP_D2H,
+	{ "copy_constants", PR_OPT_BOOL, "true",
+	  "F5: constants feeding device delegates are copied even with skip_h2d_for_method_inputs; odd layouts refused",
+	  PR_SCOPE_PASS, false },
+	{ "share_inputs", PR_OPT_BOOL, "true",
+	  "F6: with skip_h2d_for_method_inputs, an input read on and off the device stays on it; the others share a _d2h_copy",
+	  PR_SCOPE_PASS, false },
 };
 
-/* ---- walk 1: results ---------------------------------------------------------- */
+static const char *const propagate_requires[] = {PR_HOST_WRITES, NULL};
 
-/* Tags v's views and in-place results (transitively) with dev. */
-static void tag_views(pr_node *v, pr_device dev)
-{
-	pl_nodes todo = {0};
-	pl_nodes_push(&todo, v);
-	for (int k = 0; k < todo.n; k++) {
-		pr_node *t = todo.items[k];
-		for (int i = 0; i < t->n_uses; i++) {
-			pr_node *u = t->uses[i].user;
-			if (!pl_reads_as_view(u, t))
-				continue;
-			u->type.tensor.device = dev;
-			pl_nodes_push(&todo, u);
-		}
-	}
-	pl_nodes_free(&todo);
-}
+typedef struct place_ctx {
+	pr_pass_ctx *pass;
+	pr_program *p;
+	pr_graph *g;
+	bool skip_h2d, skip_d2h, copy_constants, share_inputs;
+	bool *changed;
+} place_ctx;
+
+/* ---- walk 1: results ---------------------------------------------------------- */
 
 static bool only_reader_is_output(const pr_node *v)
 {
@@ -65,30 +77,28 @@ static bool only_reader_is_output(const pr_node *v)
 }
 
 /* B3: the getitem's readers read a host copy of it. */
-static pr_err *copy_getitem_to_host(pr_program *p, pr_node *gi, bool skip_d2h, bool *changed)
+static pr_err *copy_getitem_to_host(place_ctx *c, pr_node *gi)
 {
-	if (gi->n_uses == 0 || (skip_d2h && only_reader_is_output(gi)))
+	if (gi->n_uses == 0 || (c->skip_d2h && only_reader_is_output(gi)))
 		return NULL;
 	pr_err *e = NULL;
-	pr_node *c = pl_copy_new(p, gi, false, pr_device_host(), &e);
+	pr_node *copy = pl_copy_new(c->p, gi, false, pr_device_host(), &e);
 	if (e)
 		return e;
-	e = pr_graph_insert_after(gi, c);
+	e = pr_graph_insert_after(gi, copy);
 	if (e)
 		return e;
-	pr_node_replace_all_uses(gi, c);
-	pl_copy_attach(c, gi);
-	*changed = true;
+	pr_node_replace_all_uses(gi, copy);
+	pl_copy_attach(copy, gi);
+	*c->changed = true;
 	return NULL;
 }
 
-static pr_err *place_results(pr_program *p, pr_node *call, pr_device dev, bool skip_d2h,
-			     bool *changed)
+static pr_err *place_results(place_ctx *c, pr_node *call, pr_device dev)
 {
+	*c->changed = true;
 	if (call->type.kind == PR_TYPE_TENSOR) {
 		call->type.tensor.device = dev;
-		tag_views(call, dev);
-		*changed = true;
 		return NULL;
 	}
 	if (call->type.kind != PR_TYPE_TUPLE)
@@ -102,31 +112,27 @@ static pr_err *place_results(pr_program *p, pr_node *call, pr_device dev, bool s
 	pr_err *e = NULL;
 	for (int i = 0; i < getitems.n && !e; i++) {
 		pr_node *gi = getitems.items[i];
-		if (gi->type.kind == PR_TYPE_TENSOR) {
+		if (gi->type.kind == PR_TYPE_TENSOR)
 			gi->type.tensor.device = dev;
-			tag_views(gi, dev);
-		}
-		e = copy_getitem_to_host(p, gi, skip_d2h, changed);
+		e = copy_getitem_to_host(c, gi);
 	}
-	*changed = true;
 	pl_nodes_free(&getitems);
 	return e;
 }
 
-static void report_bad_device(pr_pass_ctx *ctx, pr_graph *g, pr_node *call)
+static void report_bad_device(place_ctx *c, pr_node *call)
 {
 	const char *td = pr_delegate_spec(call->delegate, "target_device");
-	pr_pass_diag(ctx, PR_SEV_ERROR, "E-UNKNOWN-DEVICE", g->name, call->name, -1,
+	pr_pass_diag(c->pass, PR_SEV_ERROR, "E-UNKNOWN-DEVICE", c->g->name, call->name, -1,
 		     "delegate @%s (%%%s) has target_device=\"%s\", which is not a device: "
 		     "expected TYPE[:INDEX] (any case) with TYPE one of: " PL_DEVICE_TYPES,
 		     call->delegate->name, call->name ? call->name : "", td);
 }
 
-static pr_err *walk_results(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *changed)
+static pr_err *walk_results(place_ctx *c)
 {
-	bool skip_d2h = pr_pass_opt_bool(ctx, PL_OPT_SKIP_D2H, g->name);
 	pl_nodes calls = {0};
-	pr_graph_for_each(g, n)
+	pr_graph_for_each(c->g, n)
 		if (n->kind == PR_NODE_DELEGATE)
 			pl_nodes_push(&calls, n);
 	pr_err *e = NULL;
@@ -134,9 +140,9 @@ static pr_err *walk_results(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *
 		pr_device dev;
 		pl_where w = pl_delegate_where(calls.items[i]->delegate, true, &dev);
 		if (w == PL_BAD_DEVICE)
-			report_bad_device(ctx, g, calls.items[i]);
+			report_bad_device(c, calls.items[i]);
 		else if (w == PL_ON_DEVICE)
-			e = place_results(p, calls.items[i], dev, skip_d2h, changed);
+			e = place_results(c, calls.items[i], dev);
 	}
 	pl_nodes_free(&calls);
 	return e;
@@ -144,32 +150,40 @@ static pr_err *walk_results(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *
 
 /* ---- walk 2: arguments ------------------------------------------------------- */
 
-static bool needs_copy(const pr_use *u, pr_node *v, pr_device *dev)
+/* The first reader of v (graph order) that needs v on its device. */
+static const pr_use *first_device_reader(pr_node *v, pr_device *dev)
 {
-	return pl_needs_copy(u, v, true, dev);
+	const pr_use *first = NULL;
+	for (int i = 0; i < v->n_uses; i++) {
+		pr_device d;
+		if (pl_needs_copy(&v->uses[i], v, true, &d) &&
+		    (!first || pr_node_before(v->uses[i].user, first->user))) {
+			first = &v->uses[i];
+			*dev = d;
+		}
+	}
+	return first;
 }
 
 static int distinct_readers(const pr_node *v)
 {
 	int n = 0;
-	for (int i = 0; i < v->n_uses; i++) {
+	for (int i = 0; i < v->n_uses && n <= 2; i++) {
 		bool seen = false;
 		for (int j = 0; j < i && !seen; j++)
 			seen = v->uses[j].user == v->uses[i].user;
 		n += !seen;
-		if (n > 2)
-			break;
 	}
 	return n;
 }
 
-/* B1 with skip_h2d_for_method_inputs: the caller passes v on the device. */
-static void place_skipped_input(pr_pass_ctx *ctx, pr_graph *g, pr_node *v, const pr_use *first,
-				pr_device dev, bool *changed)
+/* Baseline B1 with skip_h2d_for_method_inputs: the caller passes v on the
+ * device, which only works when the delegate is its one reader. */
+static void tag_skipped_input(place_ctx *c, pr_node *v, const pr_use *first, pr_device dev)
 {
 	if (distinct_readers(v) == 1) {
 		v->type.tensor.device = dev;
-		*changed = true;
+		*c->changed = true;
 		return;
 	}
 	const pr_use *other = NULL;
@@ -179,39 +193,146 @@ static void place_skipped_input(pr_pass_ctx *ctx, pr_graph *g, pr_node *v, const
 	char ds[PR_DEVICE_STR_MAX], reader[160], other_reader[160];
 	pl_describe_use(first, reader, sizeof reader);
 	pl_describe_use(other, other_reader, sizeof other_reader);
-	pr_pass_diag(ctx, PR_SEV_ERROR, "E-INPUT-SHARED", g->name, v->name, pl_bytes(v),
-		     "%s %%%s (%" PRId64 " bytes) feeds %s on %s, but with %s it must have one reader "
-		     "and %s also reads it",
-		     pl_input_kind_word(v), v->name, pl_bytes(v), reader, pl_dev(dev, ds),
-		     PL_OPT_SKIP_H2D, other_reader);
+	pr_pass_diag(c->pass, PR_SEV_ERROR, "E-INPUT-SHARED", c->g->name, v->name, pl_bytes(v),
+		     "%s '%s' (%%%s, %" PRId64 " bytes) feeds %s on %s, but with %s it may have no "
+		     "other reader, and %s also reads it",
+		     pl_input_kind_word(v), v->input_name ? v->input_name : v->name, v->name,
+		     pl_bytes(v), reader, pl_dev(dev, ds), PL_OPT_SKIP_H2D, other_reader);
 }
 
-static pr_err *place_arguments(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *changed)
+static void strides_str(const pr_spec *s, char *buf, size_t len)
 {
-	bool skip_h2d = pr_pass_opt_bool(ctx, PL_OPT_SKIP_H2D, g->name);
+	size_t at = (size_t)snprintf(buf, len, "[");
+	for (int i = 0; i < s->rank && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%" PRId64, i ? "," : "", s->strides[i]);
+	if (at < len)
+		snprintf(buf + at, len - at, "]");
+}
+
+/* F5: a constant is copied as stored, so its layout must survive that. */
+static bool constant_copyable(place_ctx *c, pr_node *v, const pr_use *first, pr_device dev)
+{
+	pr_spec *s = pr_node_spec(v);
+	if (pr_spec_is_contiguous(s) || pr_spec_is_channels_last(s))
+		return true;
+	char st[128], r[160], ds[PR_DEVICE_STR_MAX];
+	strides_str(s, st, sizeof st);
+	pl_describe_use(first, r, sizeof r);
+	pr_pass_diag(c->pass, PR_SEV_ERROR, "E-CONSTANT-LAYOUT", c->g->name, v->name, pl_bytes(v),
+		     "%s '%s' (%%%s, %" PRId64 " bytes) feeds %s on %s with strides %s, neither "
+		     "contiguous nor channels-last: its copy would move the bytes as stored and the "
+		     "delegate would read them in the wrong order; make it contiguous first "
+		     "(the param-layout pass does)",
+		     pl_input_kind_word(v), v->input_name ? v->input_name : v->name, v->name,
+		     pl_bytes(v), r, pl_dev(dev, ds), st);
+	return false;
+}
+
+/* F6: does reader u read input v where it stays, on dev? */
+static bool reads_on_device(const place_ctx *c, const pr_use *u, pr_device dev)
+{
+	pr_device d;
+	if (pl_call_device(u->user, true, &d))
+		return pr_device_equal(d, dev);
+	if (u->user->kind == PR_NODE_OP && u->user->schema && u->user->schema->shape_only)
+		return true;
+	return c->skip_d2h && pl_use_is_output(u);
+}
+
+static void refuse_written_input(place_ctx *c, pr_node *v, const pr_use *first, pr_device dev,
+				 pr_node *writer)
+{
+	char r[160], w[160], ds[PR_DEVICE_STR_MAX], wb[256] = "";
+	pl_describe_use(first, r, sizeof r);
+	pl_describe_node(writer, w, sizeof w);
+	for (int i = 0; i < v->n_uses; i++)
+		if (pl_return_slot(&v->uses[i]) >= 0 && !pl_use_is_output(&v->uses[i])) {
+			char b[160];
+			pl_describe_use(&v->uses[i], b, sizeof b);
+			snprintf(wb, sizeof wb, "; %s reads it: keep that buffer inside the delegate", b);
+			break;
+		}
+	pr_pass_diag(c->pass, PR_SEV_ERROR, "E-INPUT-WRITTEN-ON-HOST", c->g->name, v->name,
+		     pl_bytes(v),
+		     "%s '%s' (%%%s, %" PRId64 " bytes) would stay on %s for %s, but %s writes it "
+		     "in place on the host, which would change only a host copy%s",
+		     pl_input_kind_word(v), v->input_name ? v->input_name : v->name, v->name,
+		     pl_bytes(v), pl_dev(dev, ds), r, w, wb);
+}
+
+/* F6: the readers off the device read one host copy of v. */
+static pr_err *share_input(place_ctx *c, pr_node *v, pr_device dev)
+{
+	pr_node *first_off = NULL;
+	for (int i = 0; i < v->n_uses; i++)
+		if (!reads_on_device(c, &v->uses[i], dev) &&
+		    (!first_off || pr_node_before(v->uses[i].user, first_off)))
+			first_off = v->uses[i].user;
+	v->type.tensor.device = dev;
+	*c->changed = true;
+	if (!first_off)
+		return NULL;
+	pr_err *e = NULL;
+	pr_node *copy = pl_copy_new(c->p, v, false, pr_device_host(), &e);
+	if (e)
+		return e;
+	e = pr_graph_insert_before(first_off, copy);
+	if (e)
+		return e;
+	for (int i = v->n_uses - 1; i >= 0; i--)
+		if (!reads_on_device(c, &v->uses[i], dev))
+			pr_arg_set_value(v->uses[i].arg, copy);
+	pl_copy_attach(copy, v);
+	return pl_copy_to_readers(c->p, copy, true, c->changed);
+}
+
+static pr_err *place_shared_input(place_ctx *c, pr_node *v, const pr_use *first, pr_device dev)
+{
+	bool off = false;
+	for (int i = 0; i < v->n_uses && !off; i++)
+		off = !reads_on_device(c, &v->uses[i], dev);
+	if (off) {
+		const pr_host_writes *hw = pr_pass_analysis(c->pass, PR_HOST_WRITES, c->g);
+		pr_node *writer = hw ? pr_host_writer(hw, v) : NULL;
+		if (writer) {
+			refuse_written_input(c, v, first, dev, writer);
+			return NULL;
+		}
+	}
+	return share_input(c, v, dev);
+}
+
+static pr_err *place_value(place_ctx *c, pr_node *v)
+{
+	pr_device dev;
+	const pr_use *first = first_device_reader(v, &dev);
+	if (!first)
+		return NULL;
+	if (c->copy_constants && pl_is_constant(v)) {
+		if (!constant_copyable(c, v, first, dev))
+			return NULL;
+		return pl_copy_to_readers(c->p, v, true, c->changed);
+	}
+	if (c->skip_h2d && v->kind == PR_NODE_INPUT) {
+		if (c->share_inputs && pl_is_method_input(v))
+			return place_shared_input(c, v, first, dev);
+		tag_skipped_input(c, v, first, dev);
+		return NULL;
+	}
+	return pl_copy_to_readers(c->p, v, true, c->changed);
+}
+
+static pr_err *walk_arguments(place_ctx *c)
+{
 	pl_nodes values = {0};
-	pr_graph_for_each(g, n)
+	pr_graph_for_each(c->g, n)
 		if (n->type.kind == PR_TYPE_TENSOR && n->n_uses > 0)
 			pl_nodes_push(&values, n);
+	/* Walk 1 moved host ops onto host copies: the cached analysis is stale. */
+	pr_pass_invalidate(c->pass, c->g);
 	pr_err *e = NULL;
-	for (int k = 0; k < values.n && !e; k++) {
-		pr_node *v = values.items[k];
-		const pr_use *first = NULL;
-		pr_device dev, first_dev;
-		for (int i = 0; i < v->n_uses; i++)
-			if (needs_copy(&v->uses[i], v, &dev)) {
-				if (!first || pr_node_before(v->uses[i].user, first->user)) {
-					first = &v->uses[i];
-					first_dev = dev;
-				}
-			}
-		if (!first)
-			continue;
-		if (skip_h2d && v->kind == PR_NODE_INPUT)
-			place_skipped_input(ctx, g, v, first, first_dev, changed);
-		else
-			e = pl_copy_to_readers(p, v, true, changed);
-	}
+	for (int k = 0; k < values.n && !e; k++)
+		e = place_value(c, values.items[k]);
 	pl_nodes_free(&values);
 	return e;
 }
@@ -220,9 +341,16 @@ static pr_err *propagate_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 {
 	for (int m = 0; m < p->n_methods; m++) {
 		pr_graph *g = p->methods[m];
-		pr_err *e = walk_results(ctx, p, g, changed);
+		place_ctx c = {
+			.pass = ctx, .p = p, .g = g, .changed = changed,
+			.skip_h2d = pr_pass_opt_bool(ctx, PL_OPT_SKIP_H2D, g->name),
+			.skip_d2h = pr_pass_opt_bool(ctx, PL_OPT_SKIP_D2H, g->name),
+			.copy_constants = pr_pass_opt_bool(ctx, "copy_constants", g->name),
+			.share_inputs = pr_pass_opt_bool(ctx, "share_inputs", g->name),
+		};
+		pr_err *e = walk_results(&c);
 		if (!e)
-			e = place_arguments(ctx, p, g, changed);
+			e = walk_arguments(&c);
 		if (e)
 			return pr_err_wrap(e, "propagate-device, method '%s'", g->name);
 	}
@@ -232,9 +360,10 @@ static pr_err *propagate_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 static const pr_pass_info propagate_pass = {
 	.struct_size = sizeof(pr_pass_info),
 	.name = "propagate-device",
-	.summary = "base placement: _h2d_copy before device delegates, _d2h_copy after their getitems, skip flags (B1-B5)",
+	.summary = "device placement: _h2d_copy before device delegates, _d2h_copy after their getitems, skip flags (B1-B5, F5, F6)",
 	.options = propagate_options,
 	.n_options = sizeof propagate_options / sizeof propagate_options[0],
+	.requires = propagate_requires,
 	.run = propagate_run,
 };
 
