@@ -231,4 +231,10 @@ const pr_cuda_kernel *pr_cuda_kernels(int *n)
 	return NULL;
 }
 
+pr_err *pr_cuda_copy(pr_kctx *k, pr_tensor *dst, const pr_tensor *src)
+{
+	(void)k, (void)dst, (void)src;
+	return pr_err_new("this passrun was built without CUDA");
+}
+
 #endif

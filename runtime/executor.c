@@ -614,8 +614,7 @@ static pr_err *delegate_result(pr_exec *e, instr *in, pr_tensor *dst, const pr_t
 		    pr_tensor_is_contiguous(dst) && pr_tensor_numel(src) == pr_tensor_numel(dst);
 	if (in->k.dev && strcmp(e->devs.kind, "cuda") == 0) {
 		if (!same)
-			return pr_err_new("node '%s': a delegate result with a non-contiguous layout is "
-					  "not supported on CUDA", node_name(in->k.node));
+			return pr_cuda_copy(&in->k, dst, src);
 		return pr_mem_copy(&e->devs, in->k.dev, dst->data, in->k.dev, src->data,
 				   pr_tensor_span_bytes(src), false);
 	}

@@ -83,6 +83,10 @@ static void merge(void)
 		for (int j = 0; j < nc; j++)
 			if (strcmp(ck[j].op, merged[i].op) == 0)
 				merged[i].cuda = ck[j].fn;
+#ifdef PASSRUN_HAVE_CUDA
+		if (!merged[i].cuda && !(merged[i].flags & PR_KERNEL_META))
+			merged[i].cuda = pr_k_staged;   /* no CUDA kernel yet: staged through the host */
+#endif
 	}
 	merged_ready = true;
 }

@@ -6,6 +6,10 @@
 
 #include "rt.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define PR_KERNELS(X)                                                         \
 	X(add) X(sub) X(mul) X(div) X(neg) X(relu) X(sin) X(cos) X(exp)      \
 	X(tanh) X(gelu) X(sigmoid) X(mm) X(addmm) X(linear) X(bmm)           \
@@ -18,10 +22,25 @@
 #define PR_DECLARE_KERNEL(name) pr_err *pr_k_##name(pr_kctx *k);
 PR_KERNELS(PR_DECLARE_KERNEL)
 
+/* Elementwise ops, shared by the host and CUDA kernels. */
+typedef enum pr_ew_op {
+	PR_EW_ADD, PR_EW_SUB, PR_EW_MUL, PR_EW_DIV, PR_EW_NEG, PR_EW_RELU, PR_EW_SIN, PR_EW_COS,
+	PR_EW_EXP, PR_EW_TANH, PR_EW_GELU, PR_EW_GELU_TANH, PR_EW_SIGMOID, PR_EW_COPY,
+} pr_ew_op;
+
+/* select.int's view: t without dim, at index (negative counts from the end). */
+pr_err *pr_select_view(pr_kctx *k, const pr_tensor *t, int64_t dim, int64_t index, pr_tensor *out);
+/* Runs the host kernel of k's op on host copies of its device tensors and
+ * copies the written ones back (a fallback for ops with no CUDA kernel). */
+pr_err *pr_k_staged(pr_kctx *k);
+
 /* Shared by the shape kernels and the executor: the view of t with shape
  * `shape` (rank n), or false when t's strides cannot express it. */
 bool pr_view_strides(const pr_tensor *t, int n, const int64_t *shape, int64_t *strides);
 /* Normalizes a possibly negative dim against rank; -1 when out of range. */
 int pr_dim(int64_t d, int rank);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -132,66 +132,44 @@ static pr_tensor *need_tensor(pr_kctx *k, int i, pr_err **err)
 
 /* ---- elementwise ------------------------------------------------------------ */
 
-typedef enum ew_op {
-	EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_NEG, EW_RELU, EW_SIN, EW_COS, EW_EXP,
-	EW_TANH, EW_GELU, EW_GELU_TANH, EW_SIGMOID,
-} ew_op;
 
-static inline double ew_apply(ew_op op, double a, double b)
+static inline double ew_apply(pr_ew_op op, double a, double b)
 {
 	switch (op) {
-	case EW_ADD: return a + b;
-	case EW_SUB: return a - b;
-	case EW_MUL: return a * b;
-	case EW_DIV: return a / b;
-	case EW_NEG: return -a;
-	case EW_RELU: return a > 0 ? a : 0;
-	case EW_SIN: return sin(a);
-	case EW_COS: return cos(a);
-	case EW_EXP: return exp(a);
-	case EW_TANH: return tanh(a);
-	case EW_GELU: return 0.5 * a * (1 + erf(a * M_SQRT1_2));
-	case EW_GELU_TANH:
+	case PR_EW_ADD: return a + b;
+	case PR_EW_SUB: return a - b;
+	case PR_EW_MUL: return a * b;
+	case PR_EW_DIV: return a / b;
+	case PR_EW_NEG: return -a;
+	case PR_EW_RELU: return a > 0 ? a : 0;
+	case PR_EW_SIN: return sin(a);
+	case PR_EW_COS: return cos(a);
+	case PR_EW_EXP: return exp(a);
+	case PR_EW_TANH: return tanh(a);
+	case PR_EW_GELU: return 0.5 * a * (1 + erf(a * M_SQRT1_2));
+	case PR_EW_GELU_TANH:
 		return 0.5 * a * (1 + tanh(sqrt(2 / M_PI) * (a + 0.044715 * a * a * a)));
-	case EW_SIGMOID: return 1 / (1 + exp(-a));
+	case PR_EW_SIGMOID: return 1 / (1 + exp(-a));
+	case PR_EW_COPY: return a;
 	}
 	return 0;
 }
 
-static inline float ew_apply_f(ew_op op, float a, float b)
+static inline float ew_apply_f(pr_ew_op op, float a, float b)
 {
 	switch (op) {
-	case EW_ADD: return a + b;
-	case EW_SUB: return a - b;
-	case EW_MUL: return a * b;
-	case EW_DIV: return a / b;
-	case EW_NEG: return -a;
-	case EW_RELU: return a > 0 ? a : 0;
+	case PR_EW_ADD: return a + b;
+	case PR_EW_SUB: return a - b;
+	case PR_EW_MUL: return a * b;
+	case PR_EW_DIV: return a / b;
+	case PR_EW_NEG: return -a;
+	case PR_EW_RELU: return a > 0 ? a : 0;
 	default: return (float)ew_apply(op, a, b);
 	}
 }
 
-/* Strides of src seen with out's shape (0 on broadcast dims); false when the
- * shapes do not broadcast. */
-static bool bcast(const pr_tensor *src, const pr_tensor *out, int64_t *st)
-{
-	int lead = out->rank - src->rank;
-	if (lead < 0)
-		return false;
-	for (int d = 0; d < out->rank; d++) {
-		int sd = d - lead;
-		if (sd < 0 || (src->shape[sd] == 1 && out->shape[d] != 1))
-			st[d] = 0;
-		else if (src->shape[sd] == out->shape[d])
-			st[d] = src->strides[sd];
-		else
-			return false;
-	}
-	return true;
-}
-
 typedef struct ew_args {
-	ew_op op;
+	pr_ew_op op;
 	pr_tensor *o;
 	const pr_tensor *a, *b;    /* b NULL: scalar operand */
 	int64_t as[PR_MAX_RANK], bs[PR_MAX_RANK];
@@ -248,7 +226,7 @@ static void ew_loop_any(ew_args *w)
 
 /* out = op(a, alpha * b): b is argument 1 (a tensor or a number), alpha
  * argument alpha_at (-1: none). Unary ops have no b. */
-static pr_err *ew_impl(pr_kctx *k, ew_op op, bool binary, int alpha_at)
+static pr_err *ew_impl(pr_kctx *k, pr_ew_op op, bool binary, int alpha_at)
 {
 	pr_err *err = NULL;
 	ew_args w = {.op = op, .o = &k->out->t, .alpha = 1};
@@ -265,7 +243,7 @@ static pr_err *ew_impl(pr_kctx *k, ew_op op, bool binary, int alpha_at)
 	}
 	if (k->out->kind != PR_RV_TENSOR)
 		return pr_kernel_error(k, "the result must be a tensor");
-	if (!bcast(w.a, w.o, w.as) || (w.b && !bcast(w.b, w.o, w.bs)))
+	if (!pr_bcast_strides(w.a, w.o, w.as) || (w.b && !pr_bcast_strides(w.b, w.o, w.bs)))
 		return pr_kernel_error(k, "argument shapes do not broadcast to the result's");
 	if (!w.b)
 		memset(w.bs, 0, sizeof w.bs);
@@ -276,22 +254,22 @@ static pr_err *ew_impl(pr_kctx *k, ew_op op, bool binary, int alpha_at)
 	return NULL;
 }
 
-pr_err *pr_k_add(pr_kctx *k) { return ew_impl(k, EW_ADD, true, 2); }
-pr_err *pr_k_sub(pr_kctx *k) { return ew_impl(k, EW_SUB, true, 2); }
-pr_err *pr_k_mul(pr_kctx *k) { return ew_impl(k, EW_MUL, true, -1); }
-pr_err *pr_k_div(pr_kctx *k) { return ew_impl(k, EW_DIV, true, -1); }
-pr_err *pr_k_neg(pr_kctx *k) { return ew_impl(k, EW_NEG, false, -1); }
-pr_err *pr_k_relu(pr_kctx *k) { return ew_impl(k, EW_RELU, false, -1); }
-pr_err *pr_k_sin(pr_kctx *k) { return ew_impl(k, EW_SIN, false, -1); }
-pr_err *pr_k_cos(pr_kctx *k) { return ew_impl(k, EW_COS, false, -1); }
-pr_err *pr_k_exp(pr_kctx *k) { return ew_impl(k, EW_EXP, false, -1); }
-pr_err *pr_k_tanh(pr_kctx *k) { return ew_impl(k, EW_TANH, false, -1); }
-pr_err *pr_k_sigmoid(pr_kctx *k) { return ew_impl(k, EW_SIGMOID, false, -1); }
+pr_err *pr_k_add(pr_kctx *k) { return ew_impl(k, PR_EW_ADD, true, 2); }
+pr_err *pr_k_sub(pr_kctx *k) { return ew_impl(k, PR_EW_SUB, true, 2); }
+pr_err *pr_k_mul(pr_kctx *k) { return ew_impl(k, PR_EW_MUL, true, -1); }
+pr_err *pr_k_div(pr_kctx *k) { return ew_impl(k, PR_EW_DIV, true, -1); }
+pr_err *pr_k_neg(pr_kctx *k) { return ew_impl(k, PR_EW_NEG, false, -1); }
+pr_err *pr_k_relu(pr_kctx *k) { return ew_impl(k, PR_EW_RELU, false, -1); }
+pr_err *pr_k_sin(pr_kctx *k) { return ew_impl(k, PR_EW_SIN, false, -1); }
+pr_err *pr_k_cos(pr_kctx *k) { return ew_impl(k, PR_EW_COS, false, -1); }
+pr_err *pr_k_exp(pr_kctx *k) { return ew_impl(k, PR_EW_EXP, false, -1); }
+pr_err *pr_k_tanh(pr_kctx *k) { return ew_impl(k, PR_EW_TANH, false, -1); }
+pr_err *pr_k_sigmoid(pr_kctx *k) { return ew_impl(k, PR_EW_SIGMOID, false, -1); }
 
 pr_err *pr_k_gelu(pr_kctx *k)
 {
 	const char *approx = pr_karg_str(k, 1, "none");
-	return ew_impl(k, strcmp(approx, "tanh") == 0 ? EW_GELU_TANH : EW_GELU, false, -1);
+	return ew_impl(k, strcmp(approx, "tanh") == 0 ? PR_EW_GELU_TANH : PR_EW_GELU, false, -1);
 }
 
 /* custom::accumulate(Tensor(a!) x, Tensor y) -> (): x += y. */
@@ -301,11 +279,11 @@ pr_err *pr_k_accumulate(pr_kctx *k)
 	pr_tensor *x = need_tensor(k, 0, &err);
 	if (err)
 		return err;
-	ew_args w = {.op = EW_ADD, .o = x, .a = x, .alpha = 1};
+	ew_args w = {.op = PR_EW_ADD, .o = x, .a = x, .alpha = 1};
 	w.b = need_tensor(k, 1, &err);
 	if (err)
 		return err;
-	if (!bcast(w.a, x, w.as) || !bcast(w.b, x, w.bs))
+	if (!pr_bcast_strides(w.a, x, w.as) || !pr_bcast_strides(w.b, x, w.bs))
 		return pr_kernel_error(k, "y does not broadcast to x's shape");
 	if (x->dtype == PR_F32 && w.b->dtype == PR_F32)
 		ew_loop_f32(&w);
@@ -359,7 +337,7 @@ static pr_err *mm_impl(pr_kctx *k, const pr_tensor *a, const pr_tensor *b, const
 	if (bias) {
 		pr_tensor full = *o;
 		int64_t st[PR_MAX_RANK];
-		if (!bcast(bias, o, st)) {
+		if (!pr_bcast_strides(bias, o, st)) {
 			free(av), free(bv), free(cv);
 			return pr_kernel_error(k, "the bias does not broadcast to [%lld,%lld]",
 					       (long long)n, (long long)m);

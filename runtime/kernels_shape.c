@@ -252,7 +252,7 @@ pr_err *pr_k_slice(pr_kctx *k)
 }
 
 /* select.int(self, dim, index): the view without dim. */
-static pr_err *select_view(pr_kctx *k, const pr_tensor *x, int64_t dim, int64_t index, pr_tensor *v)
+pr_err *pr_select_view(pr_kctx *k, const pr_tensor *x, int64_t dim, int64_t index, pr_tensor *v)
 {
 	int d = pr_dim(dim, x->rank);
 	if (d < 0 || x->rank == 0)
@@ -274,7 +274,7 @@ pr_err *pr_k_select(pr_kctx *k)
 {
 	pr_err *err = NULL;
 	pr_tensor *x = arg_tensor(k, 0, &err), v;
-	if (err || (err = select_view(k, x, pr_karg_int(k, 1, 0), pr_karg_int(k, 2, 0), &v)))
+	if (err || (err = pr_select_view(k, x, pr_karg_int(k, 1, 0), pr_karg_int(k, 2, 0), &v)))
 		return err;
 	return view_result(k, &v);
 }
@@ -308,7 +308,7 @@ pr_err *pr_k_squeeze_dim(pr_kctx *k)
 	int d = pr_dim(pr_karg_int(k, 1, 0), x->rank);
 	if (x->rank == 0 || d < 0 || x->shape[d] != 1)
 		return view_result(k, x);
-	if ((err = select_view(k, x, d, 0, &v)))
+	if ((err = pr_select_view(k, x, d, 0, &v)))
 		return err;
 	return view_result(k, &v);
 }
@@ -384,8 +384,8 @@ pr_err *pr_k_kv_update(pr_kctx *k)
 	pr_tensor *cache = arg_tensor(k, 0, &err), *value = arg_tensor(k, 1, &err), row, src;
 	if (err)
 		return err;
-	if ((err = select_view(k, cache, 0, pr_karg_int(k, 2, 0), &row)) ||
-	    (err = select_view(k, value, 0, 0, &src)))
+	if ((err = pr_select_view(k, cache, 0, pr_karg_int(k, 2, 0), &row)) ||
+	    (err = pr_select_view(k, value, 0, 0, &src)))
 		return err;
 	return copy_into(k, &row, &src);
 }
@@ -421,9 +421,9 @@ static pr_err *gather_rows(pr_kctx *k, const pr_tensor *src, int dim, const int6
 {
 	for (int64_t i = 0; i < n; i++) {
 		pr_tensor s, d;
-		pr_err *err = select_view(k, src, dim, idx[i], &s);
+		pr_err *err = pr_select_view(k, src, dim, idx[i], &s);
 		if (!err)
-			err = select_view(k, dst, ddim, i, &d);
+			err = pr_select_view(k, dst, ddim, i, &d);
 		if (!err)
 			err = copy_into(k, &d, &s);
 		if (err)

@@ -21,9 +21,6 @@
 
 #ifdef __cplusplus
 extern "C" {
-#ifdef __cplusplus
-}
-#endif
 #endif
 
 /* ---- tensors ------------------------------------------------------------ */
@@ -50,6 +47,9 @@ int64_t pr_tensor_span_bytes(const pr_tensor *t);
 double *pr_tensor_gather(const pr_tensor *t);
 /* Writes logical row-major values v into t's elements. */
 void pr_tensor_scatter(pr_tensor *t, const double *v);
+/* Strides of src seen with out's shape (0 on broadcast dims); false when the
+ * shapes do not broadcast. */
+bool pr_bcast_strides(const pr_tensor *src, const pr_tensor *out, int64_t *st);
 /* Elementwise copy src -> dst (same shape or broadcastable src; any strides). */
 pr_err *pr_tensor_copy(pr_tensor *dst, const pr_tensor *src);
 

@@ -12,6 +12,8 @@ extern "C" {
 
 void *pr_cuda_stream(pr_dev *d);   /* cudaStream_t */
 void *pr_cuda_blas(pr_dev *d);     /* cublasHandle_t */
+/* A strided elementwise copy on k's device (kernels_cuda.cu). */
+pr_err *pr_cuda_copy(pr_kctx *k, pr_tensor *dst, const pr_tensor *src);
 
 #ifdef __cplusplus
 }

@@ -127,3 +127,20 @@ pr_err *pr_tensor_copy(pr_tensor *dst, const pr_tensor *src)
 	(void)ss;
 	return NULL;
 }
+
+bool pr_bcast_strides(const pr_tensor *src, const pr_tensor *out, int64_t *st)
+{
+	int lead = out->rank - src->rank;
+	if (lead < 0)
+		return false;
+	for (int d = 0; d < out->rank; d++) {
+		int sd = d - lead;
+		if (sd < 0 || (src->shape[sd] == 1 && out->shape[d] != 1))
+			st[d] = 0;
+		else if (src->shape[sd] == out->shape[d])
+			st[d] = src->strides[sd];
+		else
+			return false;
+	}
+	return true;
+}

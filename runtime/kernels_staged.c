@@ -1,0 +1,103 @@
+/* kernels_staged.c: the fallback for device ops that have no CUDA kernel yet
+ * (softmax, reductions, norms, indexing): copy each device tensor argument
+ * to the host, run the op's host kernel there, and copy back what it wrote
+ * (the result, and every argument the schema marks Tensor(a!)). Slow but
+ * exact, and it shares the host kernel, so a fix lands once. These transfers
+ * are the kernel's own, not copy nodes, so they are not counted. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+typedef struct shadow {
+	pr_tensor *t;          /* the device tensor, redirected to host memory */
+	pr_tensor saved;
+	uint8_t *host;
+	int64_t bytes;
+} shadow;
+
+/* Host copy of the storage range [storage, data + span) of t. */
+static pr_err *shadow_in(pr_kctx *k, pr_tensor *t, shadow *s, bool load)
+{
+	int64_t off = t->data - t->storage;
+	s->t = t;
+	s->saved = *t;
+	s->bytes = off + pr_tensor_span_bytes(t);
+	s->host = pr_xmalloc((size_t)(s->bytes ? s->bytes : 1));
+	pr_err *err = load ? pr_mem_copy(k->devs, 0, s->host, t->dev, t->storage, s->bytes, false) : NULL;
+	t->storage = s->host;
+	t->data = s->host + off;
+	t->dev = 0;
+	return err;
+}
+
+static pr_err *shadow_out(pr_kctx *k, shadow *s, bool store)
+{
+	pr_err *err = store ? pr_mem_copy(k->devs, s->saved.dev, s->saved.storage, 0, s->host,
+					  s->bytes, false)
+			    : NULL;
+	pr_tensor now = *s->t;
+	*s->t = s->saved;
+	/* A view result keeps the kernel's shape/strides over the device storage. */
+	s->t->rank = now.rank;
+	memcpy(s->t->shape, now.shape, sizeof now.shape);
+	memcpy(s->t->strides, now.strides, sizeof now.strides);
+	s->t->data = s->saved.storage + (now.data - now.storage);
+	free(s->host);
+	return err;
+}
+
+pr_err *pr_k_staged(pr_kctx *k)
+{
+	const pr_kernel *kern = pr_kernel_find(k->node->schema->full_name);
+	shadow sh[64];
+	bool written[64];
+	int n = 0;
+	pr_err *err = NULL;
+	for (int i = 0; i < k->n_args && !err; i++) {
+		pr_karg *a = &k->args[i];
+		int m = a->kind == PR_ARG_LIST ? a->n : 1;
+		for (int j = 0; j < m && !err; j++) {
+			pr_karg *it = a->kind == PR_ARG_LIST ? &a->items[j] : a;
+			if (it->kind != PR_ARG_VALUE || it->v->kind != PR_RV_TENSOR || it->v->t.dev == 0)
+				continue;
+			if (n == 64)
+				return pr_kernel_error(k, "too many tensor arguments to stage");
+			written[n] = pr_schema_arg_writes(k->node->schema, i);
+			err = shadow_in(k, &it->v->t, &sh[n++], true);
+		}
+	}
+	bool out_dev = !k->out_alias && k->out->kind == PR_RV_TENSOR && k->out->t.dev != 0;
+	int ai = k->out_alias ? pr_schema_return_alias(k->node->schema, 0) : -1;
+	pr_tensor *base = ai >= 0 && ai < k->n_args && k->args[ai].kind == PR_ARG_VALUE &&
+				  k->args[ai].v->kind == PR_RV_TENSOR ? &k->args[ai].v->t : NULL;
+	shadow out;
+	if (!err && out_dev)
+		err = shadow_in(k, &k->out->t, &out, false);
+	if (!err && base)
+		k->out->t = *base;   /* the aliasing result starts as its (shadowed) base */
+	if (!err)
+		err = kern->host(k);
+	pr_tensor r = k->out->t;
+	int64_t roff = r.storage ? r.data - r.storage : 0;
+	if (out_dev) {
+		pr_err *e2 = shadow_out(k, &out, !err);
+		err = err ? err : e2;
+	}
+	while (n-- > 0) {
+		pr_err *e2 = shadow_out(k, &sh[n], !err && written[n]);
+		if (e2 && !err)
+			err = e2;
+		else if (e2)
+			pr_err_free(e2);
+	}
+	/* The aliasing result, computed over the shadow, is moved back over the
+	 * base's device storage (same offset, the kernel's shape and strides). */
+	if (base && r.dev == 0 && r.storage) {
+		k->out->t = r;
+		k->out->t.storage = base->storage;
+		k->out->t.data = base->storage + roff;
+		k->out->t.dev = base->dev;
+	}
+	return err;
+}
