@@ -21,9 +21,21 @@
 
 #pragma weak pr_plan_usage
 
+/* What one walk over a method finds. */
 typedef struct method_stats {
 	int64_t h2d, d2h, h2d_bytes, d2h_bytes, load_bytes;
+	int n_inputs, cap_inputs;
+	pr_node **inputs;     /* user inputs, in graph order */
 } method_stats;
+
+static void add_input(method_stats *m, pr_node *n)
+{
+	if (m->n_inputs == m->cap_inputs) {
+		m->cap_inputs = m->cap_inputs ? 2 * m->cap_inputs : 8;
+		m->inputs = pr_xrealloc(m->inputs, (size_t)m->cap_inputs * sizeof *m->inputs);
+	}
+	m->inputs[m->n_inputs++] = n;
+}
 
 static bool is_constant(const pr_node *n)
 {
@@ -52,6 +64,8 @@ static method_stats count(pr_graph *g)
 			pr_spec *s = pr_node_spec(n);
 			if (s && !pr_device_is_host(s->device))
 				m.load_bytes += pr_spec_storage_bytes(s);
+		} else if (n->kind == PR_NODE_INPUT && n->input_kind == PR_INPUT_USER) {
+			add_input(&m, n);
 		}
 	}
 	return m;
@@ -70,14 +84,12 @@ static void put_device(pr_strbuf *b, pr_node *n)
 	pr_strbuf_json_string(b, pr_device_str(d, buf));
 }
 
-static void put_inputs(pr_strbuf *b, pr_graph *g)
+static void put_inputs(pr_strbuf *b, const method_stats *m)
 {
 	pr_strbuf_puts(b, "\"inputs\": [");
-	int k = 0;
-	pr_graph_for_each(g, n) {
-		if (n->kind != PR_NODE_INPUT || n->input_kind != PR_INPUT_USER)
-			continue;
-		pr_strbuf_puts(b, k++ ? ", {\"name\": " : "{\"name\": ");
+	for (int i = 0; i < m->n_inputs; i++) {
+		pr_node *n = m->inputs[i];
+		pr_strbuf_puts(b, i ? ", {\"name\": " : "{\"name\": ");
 		pr_strbuf_json_string(b, n->input_name ? n->input_name : n->name ? n->name : "");
 		pr_strbuf_puts(b, ", \"device\": ");
 		put_device(b, n);
@@ -136,11 +148,12 @@ static void put_method(pr_strbuf *b, pr_graph *g)
 	pr_strbuf_printf(b, "      \"h2d_bytes_per_call\": %lld, \"d2h_bytes_per_call\": %lld,\n",
 			 (long long)m.h2d_bytes, (long long)m.d2h_bytes);
 	pr_strbuf_printf(b, "      \"load_h2d_bytes\": %lld,\n      ", (long long)m.load_bytes);
-	put_inputs(b, g);
+	put_inputs(b, &m);
 	pr_strbuf_puts(b, ",\n      ");
 	put_outputs(b, g);
 	put_plan(b, g);
 	pr_strbuf_puts(b, "\n    }");
+	free(m.inputs);
 }
 
 static void put_string_or_null(pr_strbuf *b, const char *s)

@@ -554,13 +554,17 @@ static int write_result(session *s)
 /* --time-passes and --stats=json, also after a failed pass. */
 static void report(session *s)
 {
+	char *json = NULL;
+	if (s->o->stats_json && s->prog) {
+		double t0 = pr_now_ms();
+		json = pr_stats_json(s->prog, &s->diags, &s->rep, NULL);
+		pr_run_report_add(&s->rep, "stats", pr_now_ms() - t0, false, false);
+	}
 	if (s->o->time_passes)
 		pr_run_report_print_times(&s->rep, stderr);
-	if (s->o->stats_json && s->prog) {
-		char *json = pr_stats_json(s->prog, &s->diags, &s->rep, NULL);
+	if (json)
 		fputs(json, stdout);
-		free(json);
-	}
+	free(json);
 	fflush(stdout);
 }
 
