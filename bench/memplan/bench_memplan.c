@@ -69,10 +69,10 @@ static int bench_method(const char *file, pr_graph *g, const mp_graph_options *o
 				fprintf(stderr, "%s: pr_plan_usage disagrees on %s\n", file, pr_device_str(reps[a].arena, dev));
 		double ratio = r->lower_bound_bytes ? (double)r->planned_bytes / r->lower_bound_bytes : 1.0;
 		double aratio = r->aligned_lower_bound ? (double)r->planned_bytes / r->aligned_lower_bound : 1.0;
-		printf("| %s | %s | %s | %lld | %lld | %lld | %.4f | %lld | %.4f | %s (%d tried) | %.1f | %.1f |\n",
+		printf("| %s | %s | %s | %lld | %lld | %lld | %.4f | %lld | %.4f | %s%s (%d tried) | %.1f | %.1f |\n",
 		       base_name(file), g->name, pr_device_str(reps[a].arena, dev), (long long)reps[a].n_items,
 		       (long long)r->planned_bytes, (long long)r->lower_bound_bytes, ratio,
-		       (long long)r->aligned_lower_bound, aratio, mp_order_names[r->best_order],
+		       (long long)r->aligned_lower_bound, aratio, mp_order_names[r->best_order], r->first_fit ? ", first fit" : "",
 		       r->orders_tried, lifetimes_ms, ms);
 	}
 	free(u);

@@ -21,15 +21,22 @@
  *     order (P by binary search) under a subtree whose max end is >= s: a
  *     descent that prunes every other subtree finds the k overlapping items in
  *     O((k + 1) log n).
- *  4. Orders tried, best plan kept, stopping as soon as a plan meets the
+ *  4. Orders tried, each with best fit and with first fit (the lowest gap
+ *     that fits), the best plan kept, stopping as soon as a plan meets the
  *     (aligned) lower bound: by size (the paper's), by breadth (the peak live
  *     sum over the item's lifetime first, the paper's "greedy by breadth" idea
- *     applied per item), by duration, by size x duration, and by start (what
- *     an online allocator such as ggml's would do). Large programs try fewer
- *     orders: a work budget (items visited) keeps planning well under a second
- *     for 10^6 tensors, and is counted, not timed, so the plan is the same on
- *     every machine.
- *
+ *     applied per item), by duration, by size x duration, by start (what an
+ *     online allocator such as ggml's would do), then by sizes scaled by
+ *     seeded noise (near sizes trade places).
+ *  5. If the best plan is still above the bound: ruin and recreate. The items
+ *     live around an item that reaches the peak are taken out and placed
+ *     again in another order while the rest stay; the move is kept when the
+ *     peak, then the number of items reaching it, does not grow.
+ *  All of it runs under a work budget (items visited, 10^7): counted, not
+ *  timed, so the plan is the same on every machine, and a 10^6-tensor method
+ *  runs one order (which meets the bound on decoder-like programs) and stops.
+ *  The pseudo-random choices come from a fixed seed.
+
  * Sizes are rounded up to the alignment for packing, so every offset is a
  * multiple of it; the arena's size is the top of its highest item. */
 #include "planner.h"
@@ -40,11 +47,14 @@
 
 #include "passrun/error.h"
 
-const char *const mp_order_names[] = { "size", "breadth", "duration", "area", "start", NULL };
-enum { N_ORDERS = 5 };
+const char *const mp_order_names[] = { "size", "breadth", "duration", "area", "start", "size (perturbed)",
+				       "local search", NULL };
+enum { N_ORDERS = 5, N_PERTURBED = 3 };
 
 /* Items visited (sorted, scanned) before no further order is started. */
-#define MP_WORK_BUDGET 40000000LL
+#ifndef MP_WORK_BUDGET
+#define MP_WORK_BUDGET 10000000LL
+#endif
 
 typedef struct span {
 	int64_t lo, hi;           /* [offset, offset + aligned size) */
@@ -64,10 +74,11 @@ typedef struct engine {
 	int64_t n_found, cap_found;
 	int64_t base;             /* where the greedy starts (above the stack) */
 	int64_t work;
+	bool first_fit;           /* the lowest gap that fits, not the tightest */
 } engine;
 
 typedef struct sort_key {
-	int64_t k1, k2, k3, id;   /* ascending on k1, k2, k3, id */
+	int64_t k1, k2, k3, id;   /* ascending on k1, k2, k3 (then id for qsort) */
 } sort_key;
 
 static int cmp_key(const void *a, const void *b)
@@ -137,7 +148,7 @@ static int64_t choose_offset(engine *e, int64_t need)
 	int64_t top = e->base, best = -1, best_gap = INT64_MAX;
 	for (int64_t i = 0; i < e->n_found; i++) {
 		const span *f = &e->found[i];
-		if (f->lo - top >= need && f->lo - top < best_gap) {
+		if (f->lo - top >= need && f->lo - top < best_gap && (!e->first_fit || best < 0)) {
 			best = top;
 			best_gap = f->lo - top;
 		}
@@ -216,6 +227,49 @@ static int64_t range_max_query(const range_max *r, int64_t lo, int64_t hi) /* [l
 	return best;
 }
 
+/* Sorts keys by (k1, k2, k3), stable: an LSD radix sort, 8 bits a pass,
+ * skipping the passes where every key has the same byte (most of them: sizes
+ * and durations take few values). qsort on 10^6 keys costs more than the
+ * greedy it feeds. */
+static uint64_t key_field(const sort_key *k, int field)
+{
+	int64_t v = field == 0 ? k->k1 : field == 1 ? k->k2 : k->k3;
+	return (uint64_t)v ^ (1ull << 63); /* signed order as unsigned */
+}
+
+static void radix_sort_keys(sort_key *a, int64_t n)
+{
+	sort_key *tmp = pr_xmalloc((size_t)(n + 1) * sizeof *tmp);
+	for (int field = 2; field >= 0; field--) {
+		for (int shift = 0; shift < 64; shift += 8) {
+			int64_t count[257] = { 0 };
+			for (int64_t i = 0; i < n; i++)
+				count[((key_field(&a[i], field) >> shift) & 255) + 1]++;
+			bool trivial = false;
+			for (int b = 1; b <= 256; b++)
+				trivial |= count[b] == n;
+			if (trivial)
+				continue;
+			for (int b = 1; b <= 256; b++)
+				count[b] += count[b - 1];
+			for (int64_t i = 0; i < n; i++)
+				tmp[count[(key_field(&a[i], field) >> shift) & 255]++] = a[i];
+			memcpy(a, tmp, (size_t)n * sizeof *a);
+		}
+	}
+	free(tmp);
+}
+
+/* splitmix64's finalizer: a fixed, portable stream of pseudo-random bits. */
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
 static void make_order(const engine *e, int which, const range_max *profile, sort_key *out)
 {
 	for (int64_t i = 0; i < e->m; i++) {
@@ -232,11 +286,18 @@ static void make_order(const engine *e, int which, const range_max *profile, sor
 			k = (sort_key){ area > 9e18 ? INT64_MIN : -(int64_t)area, -size, it->start, id };
 			break;
 		}
-		default: k = (sort_key){ it->start, -size, -dur, id }; break;
+		case 4: k = (sort_key){ it->start, -size, -dur, id }; break;
+		default: {
+			/* by size, each size scaled by a pseudo-random factor in
+			 * [0.7, 1.4): near sizes trade places, far ones do not */
+			double f = 0.7 + 0.7 * (double)(mix64((uint64_t)id * 0x9e3779b97f4a7c15ull + (uint64_t)which) >> 11) / 9007199254740992.0;
+			k = (sort_key){ -(int64_t)((double)size * f), -dur, it->start, id };
+			break;
+		}
 		}
 		out[i] = k;
 	}
-	qsort(out, (size_t)e->m, sizeof *out, cmp_key);
+	radix_sort_keys(out, e->m); /* ties keep the order of their starts */
 }
 
 /* ---- bounds and the stack --------------------------------------------- */
@@ -292,7 +353,11 @@ static void engine_init(engine *e, mp_item *items, const int64_t *asize, int64_t
 	for (int64_t i = 0; i < n; i++)
 		if (!lives_throughout(&items[i], T) && items[i].size > 0)
 			keys[e->m++] = (sort_key){ items[i].start, 0, 0, i };
-	qsort(keys, (size_t)e->m, sizeof *keys, cmp_key);
+	bool sorted = true; /* items usually come in graph order already */
+	for (int64_t i = 1; i < e->m && sorted; i++)
+		sorted = cmp_key(&keys[i - 1], &keys[i]) < 0;
+	if (!sorted)
+		qsort(keys, (size_t)e->m, sizeof *keys, cmp_key);
 	e->by_start = pr_xmalloc((size_t)(e->m + 1) * sizeof *e->by_start);
 	e->starts = pr_xmalloc((size_t)(e->m + 1) * sizeof *e->starts);
 	e->slot = pr_xmalloc((size_t)(n + 1) * sizeof *e->slot);
@@ -319,39 +384,200 @@ static void engine_free(engine *e)
 	free(e->found);
 }
 
+/* ---- local search ------------------------------------------------------ */
+
+/* The plan's peak, and how many items reach it (fewer is closer to a
+ * lower peak: the search's second objective). */
+static int64_t plan_peak(const engine *e, int64_t *n_at_peak)
+{
+	int64_t peak = e->base, n = 0;
+	for (int64_t i = 0; i < e->m; i++) {
+		int64_t id = e->by_start[i], top = e->offset[id] + e->asize[id];
+		if (top > peak) {
+			peak = top;
+			n = 0;
+		}
+		n += top == peak;
+	}
+	*n_at_peak = n;
+	return peak;
+}
+
+static void set_placed(engine *e, int64_t id, bool placed)
+{
+	int64_t x = e->M + e->slot[id];
+	e->tree[x] = placed ? e->items[id].end : -1;
+	for (x /= 2; x >= 1; x /= 2) {
+		int64_t l = e->tree[2 * x], r = e->tree[2 * x + 1];
+		e->tree[x] = l > r ? l : r;
+	}
+}
+
+/* The ids of the placed items live somewhere in [s, t]. */
+static int64_t collect_ids(engine *e, int64_t s, int64_t t, int64_t **ids, int64_t *cap)
+{
+	int64_t n = 0;
+	int64_t P = count_started(e, t);
+	/* an explicit stack: the same descent as collect(), keeping ids */
+	int64_t stack[128][3];
+	int sp = 0;
+	stack[sp][0] = 1, stack[sp][1] = 0, stack[sp][2] = e->M, sp++;
+	while (sp) {
+		sp--;
+		int64_t node = stack[sp][0], lo = stack[sp][1], hi = stack[sp][2];
+		if (lo >= P || e->tree[node] < s)
+			continue;
+		e->work++;
+		if (node >= e->M) {
+			if (n == *cap) {
+				*cap = *cap ? 2 * *cap : 256;
+				*ids = pr_xrealloc(*ids, (size_t)*cap * sizeof **ids);
+			}
+			(*ids)[n++] = e->by_start[node - e->M];
+			continue;
+		}
+		int64_t mid = lo + (hi - lo) / 2;
+		stack[sp][0] = 2 * node, stack[sp][1] = lo, stack[sp][2] = mid, sp++;
+		stack[sp][0] = 2 * node + 1, stack[sp][1] = mid, stack[sp][2] = hi, sp++;
+	}
+	return n;
+}
+
+/* Places ids[0..n) again, in order of their sizes scaled by noise. */
+static void replace_items(engine *e, const int64_t *ids, int64_t n, uint64_t seed, sort_key *keys)
+{
+	for (int64_t i = 0; i < n; i++) {
+		int64_t id = ids[i];
+		double f = 0.6 + 0.8 * (double)(mix64(seed ^ ((uint64_t)id * 0x9e3779b97f4a7c15ull)) >> 11) / 9007199254740992.0;
+		const mp_item *it = &e->items[id];
+		switch (seed % 3) {
+		case 0: keys[i] = (sort_key){ -(int64_t)((double)e->asize[id] * f), it->start, 0, id }; break;
+		case 1: keys[i] = (sort_key){ it->start, -e->asize[id], 0, id }; break;
+		default: keys[i] = (sort_key){ -(int64_t)((double)(it->end - it->start + 1) * f), -e->asize[id], 0, id }; break;
+		}
+	}
+	qsort(keys, (size_t)n, sizeof *keys, cmp_key);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t id = keys[i].id;
+		const mp_item *it = &e->items[id];
+		e->n_found = 0;
+		collect(e, 1, 0, e->M, count_started(e, it->end), it->start);
+		e->offset[id] = choose_offset(e, e->asize[id]);
+		set_placed(e, id, true);
+	}
+}
+
+/* Ruin and recreate: the items live around an item that sets the peak are
+ * taken out and placed again in another order, the rest staying where they
+ * are; the move is kept when the peak does not grow. A few hundred moves fix
+ * most of what greedy orders leave above the bound. */
+static int64_t local_search(engine *e, int64_t peak, int64_t bound, int64_t budget)
+{
+	int64_t *ids = NULL, cap = 0, *saved = NULL, saved_cap = 0;
+	sort_key *keys = NULL;
+	int64_t keys_cap = 0, n_at_peak;
+	plan_peak(e, &n_at_peak);
+	for (uint64_t iter = 0; peak > bound && e->work < budget; iter++) {
+		int64_t top_id = -1, n_top = 0;
+		for (int64_t i = 0; i < e->m; i++) {
+			int64_t id = e->by_start[i];
+			if (e->offset[id] + e->asize[id] != peak)
+				continue;
+			n_top++; /* one of the items at the peak, at random */
+			if (mix64(iter * 31 + (uint64_t)n_top) % (uint64_t)n_top == 0)
+				top_id = id;
+		}
+		e->work += e->m;
+		const mp_item *it = &e->items[top_id];
+		int64_t widen = (int64_t)(mix64(iter) % 4) * (it->end - it->start + 1);
+		int64_t n = collect_ids(e, it->start - widen, it->end + widen, &ids, &cap);
+		if (n > saved_cap || n > keys_cap) {
+			saved_cap = keys_cap = n;
+			saved = pr_xrealloc(saved, (size_t)n * sizeof *saved);
+			keys = pr_xrealloc(keys, (size_t)n * sizeof *keys);
+		}
+		for (int64_t i = 0; i < n; i++) {
+			saved[i] = e->offset[ids[i]];
+			set_placed(e, ids[i], false);
+		}
+		replace_items(e, ids, n, mix64(iter + 0x5eed), keys);
+		int64_t n_np, np = plan_peak(e, &n_np);
+		e->work += e->m;
+		if (np < peak || (np == peak && n_np <= n_at_peak)) {
+			peak = np;
+			n_at_peak = n_np;
+			continue;
+		}
+		for (int64_t i = 0; i < n; i++)
+			e->offset[ids[i]] = saved[i];
+	}
+	free(ids);
+	free(saved);
+	free(keys);
+	return peak;
+}
+
 /* Tries the orders, keeping the best plan in items[].offset. */
+/* The peak live sum over positions, as a range-max structure: the breadth
+ * order's key. Built when that order is first needed. */
+static range_max breadth_profile(const engine *e, const mp_item *items, int64_t T)
+{
+	int64_t *profile = pr_xcalloc((size_t)T + 1, sizeof *profile);
+	int64_t *sizes = pr_xcalloc((size_t)e->m + 1, sizeof *sizes);
+	mp_item *greedy = pr_xmalloc((size_t)(e->m + 1) * sizeof *greedy);
+	for (int64_t i = 0; i < e->m; i++) {
+		greedy[i] = items[e->by_start[i]];
+		sizes[i] = e->asize[e->by_start[i]];
+	}
+	peak_of(greedy, sizes, e->m, T, profile);
+	range_max rm = range_max_build(profile, T);
+	free(profile);
+	free(sizes);
+	free(greedy);
+	return rm;
+}
+
 static void plan_greedy(engine *e, mp_item *items, int64_t T, int64_t bound, mp_result *r)
 {
 	sort_key *order = pr_xmalloc((size_t)(e->m + 1) * sizeof *order);
-	int64_t *profile = pr_xcalloc((size_t)T + 1, sizeof *profile);
-	int64_t *greedy_sizes = pr_xcalloc((size_t)e->m + 1, sizeof *greedy_sizes);
-	mp_item *greedy_items = pr_xmalloc((size_t)(e->m + 1) * sizeof *greedy_items);
-	for (int64_t i = 0; i < e->m; i++) {
-		greedy_items[i] = items[e->by_start[i]];
-		greedy_sizes[i] = e->asize[e->by_start[i]];
-	}
-	peak_of(greedy_items, greedy_sizes, e->m, T, profile);
-	range_max rm = range_max_build(profile, T);
+	range_max rm = { 0, NULL };
 	int64_t best = INT64_MAX;
-	for (int o = 0; o < N_ORDERS && best > bound; o++) {
-		if (o > 0 && e->work > MP_WORK_BUDGET)
+	for (int a = 0; a < 2 * (N_ORDERS + N_PERTURBED) && best > bound; a++) {
+		int o = a / 2;
+		if (a > 0 && e->work > MP_WORK_BUDGET)
 			break;
+		e->first_fit = a % 2;
+		if (o == 1 && !rm.t)
+			rm = breadth_profile(e, items, T);
 		make_order(e, o, &rm, order);
 		e->work += e->m;
 		int64_t peak = run_greedy(e, order);
 		r->orders_tried++;
 		if (peak < best) {
 			best = peak;
-			r->best_order = o;
+			r->best_order = o < N_ORDERS ? o : N_ORDERS;
+			r->first_fit = e->first_fit;
+			for (int64_t i = 0; i < e->m; i++)
+				items[e->by_start[i]].offset = e->offset[e->by_start[i]];
+		}
+	}
+	if (best > bound && e->work < MP_WORK_BUDGET) {
+		/* start from the best plan: every item placed at its offset */
+		for (int64_t i = 0; i < e->m; i++) {
+			e->offset[e->by_start[i]] = items[e->by_start[i]].offset;
+			set_placed(e, e->by_start[i], true);
+		}
+		e->first_fit = r->first_fit;
+		int64_t peak = local_search(e, best, bound, MP_WORK_BUDGET);
+		if (peak < best) {
+			best = peak;
+			r->best_order = N_ORDERS + 1;
 			for (int64_t i = 0; i < e->m; i++)
 				items[e->by_start[i]].offset = e->offset[e->by_start[i]];
 		}
 	}
 	free(rm.t);
 	free(order);
-	free(profile);
-	free(greedy_sizes);
-	free(greedy_items);
 }
 
 mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
@@ -474,6 +700,8 @@ bool mp_plan_lifetimes(const pr_lifetimes *lt, const mp_graph_options *o, mp_are
 		*n_reports = set.n < max_reports ? set.n : max_reports;
 	bool changed = false;
 	for (int64_t v = 0; v < lt->n_values; v++) {
+		if (v + 8 < lt->n_values)
+			__builtin_prefetch(&lt->values[v + 8].spec->has_mem, 1);
 		int64_t c = lt->values[v].cls;
 		bool has = arena[c] >= 0;
 		changed |= write_mem(lt->values[v].spec, has, has ? set.devices[arena[c]] : pr_device_host(), offset[c]);

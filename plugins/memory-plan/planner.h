@@ -24,6 +24,7 @@ typedef struct mp_result {
 	int64_t aligned_lower_bound;/* the same with sizes rounded up to align */
 	int orders_tried;           /* greedy orders run before stopping */
 	int best_order;             /* which one gave the plan (index into mp_order_names) */
+	bool first_fit;             /* with the lowest fitting gap, not the tightest */
 } mp_result;
 
 extern const char *const mp_order_names[];
