@@ -56,8 +56,13 @@ static void gather_logical(const pr_spec *old, const uint8_t *storage, uint8_t *
 
 static pr_err *rewrite_stored_bytes(pr_program *p, pr_node *n, const pr_spec *old)
 {
-	if (n->data.kind != PR_DATA_BLOB && !n->data.mapped)
-		return NULL;   /* values by logical index: the same under any layout */
+	if (n->data.kind != PR_DATA_BLOB) {
+		/* Values by logical index: the same under any layout. Bytes a
+		 * binary file holds for them are in the old storage order. */
+		n->data.mapped = NULL;
+		n->data.mapped_size = 0;
+		return NULL;
+	}
 	int64_t sb = pr_spec_storage_bytes(old), nb = pr_spec_nbytes(old);
 	uint8_t *storage = pr_xmalloc((size_t)(sb > 0 ? sb : 1));
 	uint8_t *logical = pr_xmalloc((size_t)(nb > 0 ? nb : 1));

@@ -119,15 +119,17 @@ static void report_input(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_node 
 	char ds[PR_DEVICE_STR_MAX], onr[160] = "a delegate", offr[160] = "a reader", extra[512];
 	if (on)
 		pl_describe_use(on, onr, sizeof onr);
+	if (off && pl_is_h2d(off->user) && off->user->n_uses)
+		off = &off->user->uses[0];   /* the delegate on another device, not its copy */
 	if (off)
 		pl_describe_use(off, offr, sizeof offr);
 	input_extras(c, extra, sizeof extra);
 	pr_pass_diag(ctx, f->error ? PR_SEV_ERROR : PR_SEV_WARNING,
 		     f->error ? "E-INPUT-COPY" : "W-INPUT-COPY", g->name, v->name, pl_bytes(v),
-		     "Method input '%s' (%s %%%s, %" PRId64 " bytes) stays on %s for %s, but %s "
+		     "Method input '%s' (%s%%%s, %" PRId64 " bytes) stays on %s for %s, but %s "
 		     "reads it off the device: it is copied to the host on every call (%%%s)%s%s",
-		     name_of(v), pl_input_kind_word(v), v->name, pl_bytes(v),
-		     pl_dev(v->type.tensor.device, ds), onr, offr, c->name, extra,
+		     name_of(v), v->input_kind == PR_INPUT_USER ? "" : "mutable buffer ", v->name,
+		     pl_bytes(v), pl_dev(v->type.tensor.device, ds), onr, offr, c->name, extra,
 		     f->error ? RAISED : "");
 }
 
@@ -161,7 +163,9 @@ static void report_outputs(pr_pass_ctx *ctx, pr_graph *g, const flags *f,
 			continue;
 		char ds[PR_DEVICE_STR_MAX], w[160];
 		pl_describe_node(writer, w, sizeof w);
-		pr_spec *xs = pr_node_spec(pl_copy_src(copy));
+		pr_node *x = pl_copy_src(copy);
+		pr_spec *xs = pr_node_spec(x);
+		const char *out_name = v == copy ? x->name : v->name;   /* the user's tensor */
 		pr_pass_diag(ctx, f->error ? PR_SEV_ERROR : PR_SEV_WARNING,
 			     f->error ? "E-OUTPUT-ON-HOST" : "W-OUTPUT-ON-HOST", g->name, v->name,
 			     pl_bytes(v),
@@ -171,7 +175,7 @@ static void report_outputs(pr_pass_ctx *ctx, pr_graph *g, const flags *f,
 			     "says so; a caller who passes its own output buffers must pass a host "
 			     "buffer for it; move that op into the delegate to keep the output on the "
 			     "device%s",
-			     i, v->name, pl_bytes(v), pl_dev(xs->device, ds), w, copy->name,
+			     i, out_name, pl_bytes(v), pl_dev(xs->device, ds), w, copy->name,
 			     f->error ? RAISED : "");
 	}
 }

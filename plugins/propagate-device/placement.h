@@ -8,8 +8,9 @@
  *
  * Devices (B5): a delegate's compile spec target_device is parsed
  * case-insensitively as TYPE[:INDEX]. The valid types are PL_DEVICE_TYPES:
- * "cpu" (the host) and "cuda" (a GPU, real or simulated). A bare "cuda" means
- * "cuda:0". Any other type is E-UNKNOWN-DEVICE, reported by propagate-device.
+ * "cpu" (the host) and "cuda" (a GPU, real or simulated). A bare "cuda" is
+ * kept as the device "cuda" (no index), as the core's parser and verifier see
+ * it. Any other type is E-UNKNOWN-DEVICE, reported by propagate-device.
  *
  * Placeholders: a *method input* is a `user` input or a mutable buffer (a
  * buffer the method writes back): the caller owns its memory, so the skip
@@ -77,8 +78,6 @@ static inline pl_where pl_delegate_where(const pr_delegate *d, bool cpu_is_devic
 	pr_device dev;
 	if (!pr_device_parse(td, strlen(td), &dev) || !pl_device_type_valid(&dev))
 		return PL_BAD_DEVICE;
-	if (!strcmp(dev.type, "cuda") && dev.index < 0)
-		dev.index = 0;
 	if (!strcmp(dev.type, "cpu"))
 		dev = pr_device_host();
 	if (out)
@@ -204,8 +203,10 @@ static inline void pl_copy_attach(pr_node *c, pr_node *src)
 /* Does delegate reader u need v copied to its device (set in *dev)? */
 static inline bool pl_needs_copy(const pr_use *u, pr_node *v, bool cpu_is_device, pr_device *dev)
 {
+	/* A delegate on the CPU counts as a device only in the baseline (F7),
+	 * which copied every argument "to the CPU". */
 	return pl_call_device(u->user, cpu_is_device, dev) &&
-	       !pr_device_equal(*dev, pr_node_spec(v)->device);
+	       (pr_device_is_host(*dev) || !pr_device_equal(*dev, pr_node_spec(v)->device));
 }
 
 /* B1 for one value: every device delegate reading v off its device reads its
@@ -352,8 +353,12 @@ static inline void pl_describe_use(const pr_use *u, char *buf, size_t len)
 		snprintf(buf, len, "delegate @%s (%%%s)", n->delegate ? n->delegate->name : "?",
 			 n->name ? n->name : "");
 	} else if (n->kind == PR_NODE_OP) {
-		snprintf(buf, len, "%s op %s (%%%s)", pl_is_copy(n) ? "copy" : "host",
-			 n->schema ? n->schema->full_name : "?", n->name ? n->name : "-");
+		const char *op = n->schema ? n->schema->full_name : "?";
+		const char *what = pl_is_copy(n) ? "copy" : "host op";
+		if (n->name)
+			snprintf(buf, len, "%s %s (%%%s)", what, op, n->name);
+		else
+			snprintf(buf, len, "%s %s", what, op);
 	} else {
 		snprintf(buf, len, "%%%s", n->name ? n->name : "?");
 	}
@@ -362,10 +367,6 @@ static inline void pl_describe_use(const pr_use *u, char *buf, size_t len)
 static inline void pl_describe_node(const pr_node *n, char *buf, size_t len)
 {
 	pr_use u = {.user = (pr_node *)n, .arg = NULL};
-	if (n->kind == PR_NODE_OP && !n->name) {
-		snprintf(buf, len, "host op %s", n->schema ? n->schema->full_name : "?");
-		return;
-	}
 	pl_describe_use(&u, buf, len);
 }
 
