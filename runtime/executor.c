@@ -51,6 +51,7 @@ typedef struct instr {
 	pr_kctx k;
 	int alias_arg;        /* the argument the result aliases, or -1 */
 	bool meta;            /* the kernel reads no element */
+	bool check_host;      /* a host kernel on a device set that cannot fault (cuda) */
 	frame *body;          /* I_DELEGATE */
 	int64_t index;        /* I_GETITEM */
 } instr;
@@ -334,6 +335,7 @@ static pr_err *compile_op(pr_exec *e, frame *f, pr_node *n)
 	instr *in = emit(f, I_OP, n, e);
 	in->fn = cuda && !meta ? kern->cuda : kern->host;
 	in->meta = meta;
+	in->check_host = !meta && !f->dev && strcmp(e->devs.kind, "cuda") == 0;
 	in->alias_arg = n->schema->n_returns > 0 ? pr_schema_return_alias(n->schema, 0) : -1;
 	if (in->alias_arg >= n->n_args || (in->alias_arg >= 0 && n->args[in->alias_arg].kind != PR_ARG_VALUE))
 		return node_err(n, pr_err_new("the argument its result aliases is missing"));
@@ -575,7 +577,7 @@ static pr_err *run_op(instr *in)
 			err = check_device_arg(in, &k->out->t);
 		if (err)
 			return err;
-	} else if (!in->meta && strcmp(k->devs->kind, "cuda") == 0) {
+	} else if (in->check_host) {
 		pr_err *err = check_host_kargs(in, k->args, k->n_args);
 		if (err)
 			return err;

@@ -224,6 +224,29 @@ static void ew_loop_any(ew_args *w)
 	}
 }
 
+/* Same shape, all contiguous: one flat loop (the common case). */
+static bool same_dense(const pr_tensor *o, const pr_tensor *a, const pr_tensor *b)
+{
+	if (a->rank != o->rank || (b && b->rank != o->rank))
+		return false;
+	for (int d = 0; d < o->rank; d++)
+		if (a->shape[d] != o->shape[d] || (b && b->shape[d] != o->shape[d]))
+			return false;
+	return pr_tensor_is_contiguous(o) && pr_tensor_is_contiguous(a) &&
+	       (!b || pr_tensor_is_contiguous(b));
+}
+
+static void ew_dense_f32(ew_args *w)
+{
+	float *po = (float *)w->o->data;
+	const float *pa = (const float *)w->a->data;
+	const float *pb = w->b ? (const float *)w->b->data : NULL;
+	float sc = (float)w->scalar, alpha = (float)w->alpha;
+	int64_t n = pr_tensor_numel(w->o);
+	for (int64_t i = 0; i < n; i++)
+		po[i] = ew_apply_f(w->op, pa[i], alpha * (pb ? pb[i] : sc));
+}
+
 /* out = op(a, alpha * b): b is argument 1 (a tensor or a number), alpha
  * argument alpha_at (-1: none). Unary ops have no b. */
 static pr_err *ew_impl(pr_kctx *k, pr_ew_op op, bool binary, int alpha_at)
@@ -247,7 +270,10 @@ static pr_err *ew_impl(pr_kctx *k, pr_ew_op op, bool binary, int alpha_at)
 		return pr_kernel_error(k, "argument shapes do not broadcast to the result's");
 	if (!w.b)
 		memset(w.bs, 0, sizeof w.bs);
-	if (w.o->dtype == PR_F32 && w.a->dtype == PR_F32 && (!w.b || w.b->dtype == PR_F32))
+	if (w.o->dtype == PR_F32 && w.a->dtype == PR_F32 && (!w.b || w.b->dtype == PR_F32) &&
+	    same_dense(w.o, w.a, w.b))
+		ew_dense_f32(&w);
+	else if (w.o->dtype == PR_F32 && w.a->dtype == PR_F32 && (!w.b || w.b->dtype == PR_F32))
 		ew_loop_f32(&w);
 	else
 		ew_loop_any(&w);
