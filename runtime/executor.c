@@ -236,35 +236,62 @@ static instr *emit(frame *f, instr_kind kind, const pr_node *n, pr_exec *e)
 
 static pr_err *compile_graph(pr_exec *e, pr_graph *g, frame *f, int dev);
 
-static pr_err *compile_constant(pr_exec *e, frame *f, pr_node *n, uint8_t **staging)
+/* The bytes a constant is stored with. Like ExecuTorch's emitter, a constant
+ * whose layout is neither contiguous nor channels-last is stored contiguous
+ * (its spec is changed to match): host ops read the right values, but a
+ * delegate compiled for the original strides reads the wrong ones (F1). */
+static pr_err *constant_bytes(pr_exec *e, pr_node *n, pr_spec *stored, uint8_t **out)
+{
+	const pr_spec *s = &n->type.tensor;
+	*stored = *s;
+	bool odd = !pr_spec_is_contiguous(s) && !pr_spec_is_channels_last(s);
+	if (odd)
+		pr_spec_set_contiguous(stored);
+	uint8_t *host, *raw = NULL;
+	pr_err *err = track_alloc(e, 0, pr_spec_storage_bytes(stored), (void **)&host);
+	if (err)
+		return err;
+	if (!odd)
+		return (*out = host, pr_data_materialize(&n->data, s, host));
+	raw = pr_xmalloc((size_t)(pr_spec_storage_bytes(s) ? pr_spec_storage_bytes(s) : 1));
+	err = pr_data_materialize(&n->data, s, raw);
+	if (!err) {
+		pr_tensor from = pr_tensor_from_spec(s, raw, 0), to = pr_tensor_from_spec(stored, host, 0);
+		err = pr_tensor_copy(&to, &from);
+	}
+	free(raw);
+	*out = host;
+	return err;
+}
+
+static pr_err *compile_constant(pr_exec *e, pr_node *n, uint8_t **staging)
 {
 	pr_rv *r = slot_of(n);
-	pr_spec *s = &n->type.tensor;
-	int64_t bytes = pr_spec_storage_bytes(s);
+	const pr_spec *s = &n->type.tensor;
 	r->kind = PR_RV_TENSOR;
 	bool on_device = !e->reference && !pr_device_is_host(s->device);
 	bool writable = n->input_kind == PR_INPUT_BUFFER;
-	if (!on_device && !writable && n->data.mapped && n->data.mapped_size == bytes) {
+	bool odd = !pr_spec_is_contiguous(s) && !pr_spec_is_channels_last(s);
+	if (!on_device && !writable && !odd && n->data.mapped &&
+	    n->data.mapped_size == pr_spec_storage_bytes(s)) {
 		r->t = pr_tensor_from_spec(s, (void *)n->data.mapped, 0);
 		return NULL;
 	}
+	pr_spec stored;
 	uint8_t *host;
-	pr_err *err = track_alloc(e, 0, bytes, (void **)&host);
-	if (!err)
-		err = pr_data_materialize(&n->data, s, host);
+	pr_err *err = constant_bytes(e, n, &stored, &host);
 	if (err)
 		return node_err(n, err);
 	if (!on_device) {
-		r->t = pr_tensor_from_spec(s, host, 0);
+		r->t = pr_tensor_from_spec(&stored, host, 0);
 		return NULL;
 	}
 	/* F10: a device-resident constant, copied once now; the staging is kept
 	 * until the device is synchronized. */
-	if ((err = place_tensor(e, s, -1, &r->t)))
+	if ((err = place_tensor(e, &stored, -1, &r->t)))
 		return node_err(n, err);
 	*staging = host;
-	err = pr_mem_copy(&e->devs, r->t.dev, r->t.data, 0, host, bytes, true);
-	(void)f;
+	err = pr_mem_copy(&e->devs, r->t.dev, r->t.data, 0, host, pr_spec_storage_bytes(&stored), true);
 	return err ? node_err(n, err) : NULL;
 }
 
@@ -281,7 +308,7 @@ static pr_err *compile_input(pr_exec *e, frame *f, pr_node *n, bool body, uint8_
 		return NULL;
 	}
 	if (n->input_kind != PR_INPUT_USER)
-		return compile_constant(e, f, n, staging);
+		return compile_constant(e, n, staging);
 	r->kind = PR_RV_TENSOR;
 	pr_err *err = place_tensor(e, &n->type.tensor, -1, &r->t);
 	if (err)

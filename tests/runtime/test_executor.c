@@ -383,6 +383,40 @@ Test(executor, missing_input_is_an_error_naming_it)
 	pr_program_free(p);
 }
 
+/* F1: a constant that is neither contiguous nor channels-last is stored
+ * contiguous (as ExecuTorch's emitter does). Host ops read the right values;
+ * a delegate compiled for the original strides reads the stored bytes with
+ * them, which gives the wrong elements, the bug param-layout fixes. */
+Test(executor, F1_odd_layout_constant_is_stored_contiguous)
+{
+	pr_program *p = tu_parse(
+		HDR
+		"delegate @dbl target_device=\"cuda:0\" {\n"
+		"  %b: f32[3,2]{strides=[1,3]} = input\n"
+		"  %c: f32[3,2] = aten::add.Tensor(%b, %b)\n"
+		"  return %c\n"
+		"}\n"
+		"method @forward {\n"
+		"  %x: f32[2,3] = input user \"x\"\n"
+		"  %w: f32[3,2]{strides=[1,3]} = input parameter \"weight\" data=arange\n"
+		"  %sq: f32[3,2] = aten::mul.Tensor(%w, %w)\n"
+		"  %w_h2d: f32[3,2]@cuda:0{strides=[1,3]} = et_copy::_h2d_copy(%w)\n"
+		"  %d: f32[3,2]@cuda:0 = delegate @dbl(%w_h2d)\n"
+		"  %r: f32[3,2] = et_copy::_d2h_copy(%d)\n"
+		"  return %sq, %r\n"
+		"}\n");
+	pr_exec *e = load(p, false);
+	set_x(e, X);
+	run_ok(e);
+	const float sq[6] = {0, 1, 4, 9, 16, 25};
+	expect_output(e, 0, sq, 6);
+	/* Stored bytes 0..5 read with strides [1,3]: [[0,3],[1,4],[2,5]], doubled. */
+	const float wrong[6] = {0, 6, 2, 8, 4, 10};
+	expect_output(e, 1, wrong, 6);
+	pr_exec_free(e);
+	pr_program_free(p);
+}
+
 /* ---- pr_runtime_execute: what passrun --run --check does ------------------------ */
 
 static const char *original_add =
