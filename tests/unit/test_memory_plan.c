@@ -198,9 +198,21 @@ Test(memory_plan, M1_examples_plan_at_the_lower_bound)
 	cr_assert_gt(planned, 10);
 }
 
-/* The baseline's answer to F2's program: relu_ on the host copy of a device
- * output, its result said to be on the device. Planning must fail loudly. */
+/* A view said to be on another device than its base: one memory cannot be in
+ * two arenas, and planning says so. */
 Test(memory_plan, M1_alias_on_another_device_is_an_error)
+{
+	tu_result r = tu_run("%s --passes memory-plan %s", PASSRUN_EXE, PROG("m1_split_view.pg"));
+	cr_assert_eq(r.status, 1, "%s", r.err);
+	cr_assert(strstr(r.err, "error[E-PLAN] pass 'memory-plan'") && strstr(r.err, "%v is on cuda:0") &&
+		  strstr(r.err, "%h") && strstr(r.err, "two arenas"), "%s", r.err);
+	tu_result_free(&r);
+}
+
+/* The baseline's answer to F2's program, where the baseline still gives it:
+ * relu_ on the host copy of a device output, its result said to be on the
+ * device. Planning must fail loudly. */
+Test(memory_plan, M1_baseline_F2_program_fails_planning)
 {
 	const char *path = PASSRUN_SOURCE_DIR "/examples/f2_write_after_read.pg";
 	FILE *f = fopen(path, "r");
@@ -312,4 +324,83 @@ Test(memory_plan, F10_shared_mutable_buffers_refused)
 	r = tu_run("%s --passes " PLACE " --set share_mutable_buffers=true %s", PASSRUN_EXE, PROG("f10_constants.pg"));
 	cr_assert_eq(r.status, 0, "sharing alone is fine: %s", r.err);
 	tu_result_free(&r);
+}
+
+/* ---- random programs ---------------------------------------------------- */
+
+/* A random program of n nodes mixing host ops, in-place ops, views and copies
+ * to and from cuda:0 and cuda:1, sizes from 4 B to 16 KiB. */
+static char *random_program(unsigned seed, int n)
+{
+	size_t cap = 256 + (size_t)n * 160, len = 0;
+	char *t = malloc(cap);
+	int *size = calloc((size_t)n + 1, sizeof *size), *dev = calloc((size_t)n + 1, sizeof *dev);
+	len += (size_t)snprintf(t + len, cap - len,
+		"passrun 1\n"
+		"op aten::f(Tensor self, Tensor other) -> Tensor\n"
+		"op aten::relu_(Tensor(a!) self) -> Tensor(a!)\n"
+		"op aten::view(Tensor(a) self, int[] size) -> Tensor(a)\n"
+		"op et_copy::_h2d_copy(Tensor self) -> Tensor {h2d}\n"
+		"op et_copy::_d2h_copy(Tensor self) -> Tensor {d2h}\n"
+		"method @forward {\n  %%v0: f32[16] = input user \"x\"\n");
+	size[0] = 16;
+	srand(seed);
+	int last_host = 0;
+	for (int i = 1; i < n; i++) {
+		int r = rand() % 100, a = i - 1 - (rand() % 4 == 0 ? rand() % i : rand() % (i < 3 ? i : 3));
+		const char *dn = dev[a] == 0 ? "" : dev[a] == 1 ? "@cuda:0" : "@cuda:1";
+		if (dev[a] != 0 || r < 15) { /* a device value: copy it back; a host one: to a device */
+			int to = dev[a] ? 0 : 1 + rand() % 2;
+			size[i] = size[a];
+			dev[i] = to;
+			len += (size_t)snprintf(t + len, cap - len, "  %%v%d: f32[%d]%s = et_copy::%s(%%v%d)\n", i, size[i],
+						to == 0 ? "" : to == 1 ? "@cuda:0" : "@cuda:1",
+						to ? "_h2d_copy" : "_d2h_copy", a);
+		} else if (r < 25) {
+			size[i] = size[a];
+			len += (size_t)snprintf(t + len, cap - len, "  %%v%d: f32[%d]%s = aten::relu_(%%v%d)\n", i, size[i], dn, a);
+		} else if (r < 35) {
+			size[i] = size[a];
+			len += (size_t)snprintf(t + len, cap - len, "  %%v%d: f32[%d]%s = aten::view(%%v%d, [%d])\n", i, size[i], dn,
+						a, size[a]);
+		} else {
+			int b = last_host;
+			size[i] = 1 << (rand() % 13);
+			len += (size_t)snprintf(t + len, cap - len, "  %%v%d: f32[%d] = aten::f(%%v%d, %%v%d)\n", i, size[i], a, b);
+		}
+		if (dev[i] == 0)
+			last_host = i;
+	}
+	snprintf(t + len, cap - len, "  return %%v%d\n}\n", last_host);
+	free(size);
+	free(dev);
+	return t;
+}
+
+Test(memory_plan, M1_random_programs_plan_without_overlap)
+{
+	static const char *aligns[] = { "1", "16", "64" };
+	for (unsigned seed = 1; seed <= 24; seed++) {
+		char *text = random_program(seed, 40 + (int)seed * 10);
+		char name[64];
+		snprintf(name, sizeof name, "random_%u.pg", seed);
+		const char *path = tu_write_temp(name, text);
+		tu_result r = tu_run("%s --passes 'memory-plan{alignment=%s,device_alignment=%s}' --print %s", PASSRUN_EXE,
+				     aligns[seed % 3], aligns[(seed + 1) % 3], path);
+		cr_assert_eq(r.status, 0, "seed %u: %s", seed, r.err);
+		pr_program *p = parse_printed(r.out);
+		cr_assert_eq(plan_errors(p), 0, "seed %u", seed);
+		pr_lifetimes *lt = pr_lifetimes_compute(p->methods[0]);
+		for (int64_t i = 0; i < lt->n_values; i++) /* every tensor, the input too (default) */
+			cr_assert(lt->values[i].spec->has_mem, "seed %u: %s unplanned", seed, lt->values[i].node->name);
+		pr_lifetimes_free(lt);
+		pr_arena_usage *u = NULL;
+		int k = pr_plan_usage(p->methods[0], &u);
+		for (int a = 0; a < k; a++)
+			cr_assert_geq(u[a].planned_bytes, u[a].lower_bound_bytes);
+		free(u);
+		pr_program_free(p);
+		tu_result_free(&r);
+		free(text);
+	}
 }
