@@ -165,8 +165,38 @@ static inline pr_node *pl_copy_src(const pr_node *n)
  * destination device, with no memory (planned later) and never a constant
  * (it is an op's result). Its argument is set by pl_copy_attach, so that a
  * caller moving many readers can order the use-list edits. */
+/* A name not used in g: base, else base_N. *next (may be NULL) remembers where
+ * the last search for this base ended, so that naming k copies of one tensor
+ * costs O(k), not O(k^2) as probing base_1, base_2, ... each time would. */
+static inline char *pl_fresh_name(const pr_graph *g, const char *base, int *next)
+{
+	if ((!next || *next == 0) && !pr_graph_find(g, base)) {
+		if (next)
+			*next = 1;
+		return pr_xstrdup(base);
+	}
+	for (int i = next && *next > 0 ? *next : 1;; i++) {
+		char *name = pr_xasprintf("%s_%d", base, i);
+		if (!pr_graph_find(g, name)) {
+			if (next)
+				*next = i + 1;
+			return name;
+		}
+		free(name);
+	}
+}
+
+static inline pr_node *pl_copy_new_named(pr_program *p, pr_node *src, bool h2d, pr_device dev,
+					 int *next, pr_err **err);
+
 static inline pr_node *pl_copy_new(pr_program *p, pr_node *src, bool h2d, pr_device dev,
 				   pr_err **err)
+{
+	return pl_copy_new_named(p, src, h2d, dev, NULL, err);
+}
+
+static inline pr_node *pl_copy_new_named(pr_program *p, pr_node *src, bool h2d, pr_device dev,
+					 int *next, pr_err **err)
 {
 	pr_schema *s = NULL;
 	*err = pr_program_declare_op(p, h2d ? PL_H2D_SCHEMA : PL_D2H_SCHEMA, &s);
@@ -178,7 +208,7 @@ static inline pr_node *pl_copy_new(pr_program *p, pr_node *src, bool h2d, pr_dev
 		base = pr_xasprintf("%s_h2d_%s", src->name ? src->name : "t", tag);
 	else
 		base = pr_xasprintf("%s_d2h", src->name ? src->name : "t");
-	char *name = pr_graph_fresh_name(src->graph, base);
+	char *name = pl_fresh_name(src->graph, base, next);
 	free(base);
 	pr_node *c = pr_node_new(PR_NODE_OP, name);
 	free(name);
@@ -228,11 +258,18 @@ static inline pr_err *pl_copy_to_readers(pr_program *p, pr_node *v, bool cpu_is_
 		args[k] = v->uses[slots[k]].arg;
 	pl_nodes copies = {0};
 	pr_err *e = NULL;
+	pr_device devs[8];
+	int next[8] = {0}, n_devs = 0;
 	/* Named first reader first (%x_h2d_cuda0, then %x_h2d_cuda0_1, ...). */
 	for (int k = 0; k < readers.n && !e; k++) {
 		pr_device dev;
 		pl_call_device(readers.items[k], cpu_is_device, &dev);
-		pr_node *c = pl_copy_new(p, v, true, dev, &e);
+		int d = 0;
+		while (d < n_devs && !pr_device_equal(devs[d], dev))
+			d++;
+		if (d == n_devs && n_devs < 8)
+			devs[n_devs++] = dev;
+		pr_node *c = pl_copy_new_named(p, v, true, dev, d < 8 ? &next[d] : NULL, &e);
 		if (!e)
 			e = pr_graph_insert_before(readers.items[k], c);
 		if (!e)
