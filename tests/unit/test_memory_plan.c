@@ -209,24 +209,6 @@ Test(memory_plan, M1_alias_on_another_device_is_an_error)
 	tu_result_free(&r);
 }
 
-/* The baseline's answer to F2's program, where the baseline still gives it:
- * relu_ on the host copy of a device output, its result said to be on the
- * device. Planning must fail loudly. */
-Test(memory_plan, M1_baseline_F2_program_fails_planning)
-{
-	const char *path = PASSRUN_SOURCE_DIR "/examples/f2_write_after_read.pg";
-	FILE *f = fopen(path, "r");
-	if (!f)
-		cr_skip_test("no %s", path);
-	fclose(f);
-	tu_result r = tu_run("%s --passes propagate-device,memory-plan %s", PASSRUN_EXE, path);
-	if (r.status == 0)
-		cr_skip_test("propagate-device places this program consistently now");
-	cr_assert_eq(r.status, 1);
-	cr_assert(strstr(r.err, "error[E-PLAN] pass 'memory-plan'") && strstr(r.err, "two arenas"), "%s", r.err);
-	tu_result_free(&r);
-}
-
 /* ---- M2 --------------------------------------------------------------- */
 
 Test(memory_plan, M2_no_memory_for_inputs)
