@@ -546,7 +546,7 @@ static void plan_greedy(engine *e, mp_item *items, int64_t T, int64_t bound, mp_
 		int o = a / 2;
 		if (a > 0 && e->work > MP_WORK_BUDGET)
 			break;
-		e->first_fit = a % 2;
+		e->first_fit = !(a % 2); /* first fit first: it wins more often */
 		if (o == 1 && !rm.t)
 			rm = breadth_profile(e, items, T);
 		make_order(e, o, &rm, order);
@@ -593,12 +593,20 @@ mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
 		items[i].offset = 0;
 	}
 	r.lower_bound_bytes = peak_of(items, raw, n, T, NULL);
-	r.aligned_lower_bound = peak_of(items, asize, n, T, NULL);
+	/* Offsets are multiples of align, so under the top item of a position
+	 * every live item takes its rounded size: a plan needs at least the peak
+	 * of rounded sizes less the top item's padding (at most the largest). */
+	int64_t aligned_peak = peak_of(items, asize, n, T, NULL), max_pad = 0;
+	for (int64_t i = 0; i < n; i++)
+		if (asize[i] - raw[i] > max_pad)
+			max_pad = asize[i] - raw[i];
+	r.aligned_lower_bound = aligned_peak - max_pad > r.lower_bound_bytes ? aligned_peak - max_pad
+									     : r.lower_bound_bytes;
 	engine e;
 	engine_init(&e, items, asize, n, T);
 	e.base = stack_whole(items, asize, n, T);
 	if (e.m > 0)
-		plan_greedy(&e, items, T, r.aligned_lower_bound, &r);
+		plan_greedy(&e, items, T, aligned_peak, &r);
 	for (int64_t i = 0; i < n; i++)
 		if (items[i].size > 0 && items[i].offset + items[i].size > r.planned_bytes)
 			r.planned_bytes = items[i].offset + items[i].size;

@@ -21,7 +21,8 @@ typedef struct mp_item {
 typedef struct mp_result {
 	int64_t planned_bytes;      /* max over items of offset + size */
 	int64_t lower_bound_bytes;  /* peak over positions of the live sizes */
-	int64_t aligned_lower_bound;/* the same with sizes rounded up to align */
+	int64_t aligned_lower_bound;/* no plan with this alignment can use less: the
+				     * peak of rounded sizes less the largest padding */
 	int orders_tried;           /* greedy orders run before stopping */
 	int best_order;             /* which one gave the plan (index into mp_order_names) */
 	bool first_fit;             /* with the lowest fitting gap, not the tightest */
