@@ -5,6 +5,7 @@
  * files, else random from the seed and the input's name); calls both N times,
  * comparing every output of every call; reports the device layer's byte
  * counters, the time per call of the placed method, and the largest errors. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +74,7 @@ static pr_err *set_inputs(pr_exec *run, pr_exec *ref, const pr_run_options *o, i
 		const pr_run_input *g = given_input(o, name);
 		pr_tensor t;
 		pr_err *err = NULL;
-		*status = 2;
+		*status = g ? 2 : 5;   /* a bad file or shape is the user's; else ours */
 		if (g)
 			err = pr_npy_read(g->path, &t);
 		else
@@ -241,6 +242,8 @@ pr_err *pr_runtime_execute(const pr_program *original, const pr_program *placed,
 		err = write_outputs(run, o->output_dir, method);
 	if (!err)
 		r->exit_status = r->match ? 0 : 4;
+	else
+		r->match = false;   /* nothing was compared to the end */
 	pr_exec_free(run);
 	pr_exec_free(ref);
 	return err;
@@ -250,9 +253,12 @@ void pr_run_report_json(const pr_run_report *r, FILE *out)
 {
 	fprintf(out, "{\"device\": \"%s\", \"method\": \"%s\", \"iterations\": %d, ", r->device,
 		r->method, r->iterations);
+	/* JSON has no infinity: an infinite error prints as the largest double. */
+	double abs_err = isinf(r->max_abs_err) ? DBL_MAX : r->max_abs_err;
+	double rel_err = isinf(r->max_rel_err) ? DBL_MAX : r->max_rel_err;
 	if (r->checked)
 		fprintf(out, "\"match\": %s, \"max_abs_err\": %.9g, \"max_rel_err\": %.9g, ",
-			r->match ? "true" : "false", r->max_abs_err, r->max_rel_err);
+			r->match ? "true" : "false", abs_err, rel_err);
 	else
 		fprintf(out, "\"match\": null, ");
 	fprintf(out, "\"h2d_bytes_per_call\": %lld, \"d2h_bytes_per_call\": %lld, "

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh: the checks that need a GPU (issue 6). Not run by CI.
+#
+#   1. configures and builds passrun with CUDA (build-gpu/, Release);
+#   2. runs the runtime's unit tests there: on a GPU the CUDA kernels are
+#      compared with the host kernels and the executor runs on cuda;
+#   3. runs every example's "# Run:" commands (from its header) with
+#      --run --check --stats=json, once with --device=cuda and once with
+#      --device=sim, and prints a table: example, exit status on each device,
+#      whether the outputs matched the reference, ms per call and bytes per
+#      call on cuda. A command whose exit status differs between the devices,
+#      or that crashes, is a failure.
+#
+# Usage: tests/gpu/run.sh [BUILD_DIR]     (takes a few minutes; exit 0 = all good)
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${1:-$ROOT/build-gpu}
+JOBS=$(nproc 2>/dev/null || echo 4)
+fail=0
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+	echo "run.sh: no GPU here (nvidia-smi finds none); nothing to do" >&2
+	exit 1
+fi
+nvidia-smi -L
+
+echo "== build ($BUILD)"
+if ! cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DPASSRUN_CUDA=ON >"$BUILD.configure.log" 2>&1; then
+	cat "$BUILD.configure.log"; exit 1
+fi
+if ! grep -q "CUDA device enabled" "$BUILD.configure.log"; then
+	echo "run.sh: CMake did not enable the CUDA device:" >&2
+	grep -i cuda "$BUILD.configure.log" >&2
+	exit 1
+fi
+if ! cmake --build "$BUILD" -j"$JOBS" >"$BUILD.build.log" 2>&1; then
+	tail -40 "$BUILD.build.log"; exit 1
+fi
+PASSRUN=$BUILD/bin/passrun
+
+echo "== unit tests (runtime)"
+if ! ctest --test-dir "$BUILD" -R '^runtime_' --output-on-failure --timeout 120; then
+	fail=1
+fi
+
+# The commands of an example: "# Run: passrun ..." and the continuation lines
+# "#      passrun ..." right after it, one per line, with passrun's own output
+# flags removed (the table wants the JSON alone).
+example_commands() {
+	awk '/^# Run:/ {on=1; sub(/^# Run:[ \t]*/, ""); print; next}
+	     on && /^#[ \t]+passrun / {sub(/^#[ \t]+/, ""); print; next}
+	     {on=0}' "$1" |
+	sed -e 's/ --print-after-all//g' -e 's/ --print-after=[^ ]*//g' -e 's/ --print//g' \
+	    -e 's/ --time-passes//g' -e 's/ --stats=json//g' -e 's/ -o [^ ]*//g' \
+	    -e 's/ --dot [^ ]*//g' -e 's/ --device=[a-z]*//g'
+}
+
+# Fields of the "run" block of --stats=json on stdin: match ms h2d d2h load.
+run_fields() {
+	python3 -c '
+import json, sys
+try:
+    r = json.load(sys.stdin).get("run") or {}
+except Exception:
+    r = {}
+def f(k, fmt="{}"):
+    v = r.get(k)
+    return "-" if v is None else fmt.format(v)
+print(f("match"), f("ms_per_call", "{:.3f}"), f("h2d_bytes_per_call"), f("d2h_bytes_per_call"), f("load_h2d_bytes"))
+'
+}
+
+echo "== examples (--device=cuda vs --device=sim, both --check)"
+printf '%-34s %-9s %4s %4s %-6s %9s %8s %8s %8s\n' example pipeline cuda sim match ms/call h2d/call d2h/call load
+n=0
+for ex in "$ROOT"/examples/*.pg; do
+	name=$(basename "$ex" .pg)
+	while IFS= read -r cmd; do
+		[ -n "$cmd" ] || continue
+		args=${cmd#passrun }
+		case " $args " in *" --run"*) ;; *) args="--run $args" ;; esac
+		pipeline=$(printf '%s\n' "$args" | sed -n 's/.*--pipeline \([^ ]*\).*/\1/p')
+		# shellcheck disable=SC2086
+		out_cuda=$(cd "$ROOT" && timeout 60 "$PASSRUN" $args --device=cuda --check --stats=json 2>"$BUILD.last.err")
+		rc_cuda=$?
+		# shellcheck disable=SC2086
+		(cd "$ROOT" && timeout 60 "$PASSRUN" $args --device=sim --check --stats=json >/dev/null 2>&1)
+		rc_sim=$?
+		read -r match ms h2d d2h load <<<"$(printf '%s' "$out_cuda" | run_fields)"
+		printf '%-34s %-9s %4s %4s %-6s %9s %8s %8s %8s\n' "$name" "${pipeline:--}" "$rc_cuda" "$rc_sim" \
+			"$match" "$ms" "$h2d" "$d2h" "$load"
+		n=$((n + 1))
+		if [ "$rc_cuda" -ne "$rc_sim" ] || [ "$rc_cuda" -gt 5 ]; then
+			echo "  FAIL: exit $rc_cuda on cuda, $rc_sim on sim: passrun $args" >&2
+			sed 's/^/    /' "$BUILD.last.err" | tail -5 >&2
+			fail=1
+		fi
+	done < <(example_commands "$ex")
+done
+echo "== $n example commands; $([ $fail -eq 0 ] && echo all good || echo FAILURES above)"
+exit $fail
