@@ -200,12 +200,12 @@ double pr_now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-void pr_run_report_init(pr_run_report *rep)
+void pr_pass_report_init(pr_pass_report *rep)
 {
 	memset(rep, 0, sizeof *rep);
 }
 
-void pr_run_report_free(pr_run_report *rep)
+void pr_pass_report_free(pr_pass_report *rep)
 {
 	for (int i = 0; i < rep->n; i++)
 		free(rep->items[i].name);
@@ -213,7 +213,7 @@ void pr_run_report_free(pr_run_report *rep)
 	memset(rep, 0, sizeof *rep);
 }
 
-void pr_run_report_add(pr_run_report *rep, const char *name, double ms, bool changed,
+void pr_pass_report_add(pr_pass_report *rep, const char *name, double ms, bool changed,
 		       bool is_pass)
 {
 	if (rep->n == rep->cap) {
@@ -230,7 +230,7 @@ static int by_time_desc(const void *a, const void *b)
 	return (x->ms < y->ms) - (x->ms > y->ms);
 }
 
-void pr_run_report_print_times(const pr_run_report *rep, FILE *out)
+void pr_pass_report_print_times(const pr_pass_report *rep, FILE *out)
 {
 	double total = 0;
 	const pr_pass_record **sorted = pr_xcalloc((size_t)rep->n + 1, sizeof *sorted);
@@ -256,7 +256,7 @@ void pr_run_report_print_times(const pr_run_report *rep, FILE *out)
 
 /* ---- running -------------------------------------------------------------- */
 
-static bool wants_print(const pr_run_opts *o, const char *pass)
+static bool wants_print(const pr_instrument_opts *o, const char *pass)
 {
 	if (o->print_after_all)
 		return true;
@@ -277,8 +277,8 @@ static void print_program(const pr_program *p, const char *pass, FILE *out)
 }
 
 /* Runs one pass and what surrounds it; returns an error that stops the run. */
-static pr_err *run_one(pr_pass_ctx *ctx, pr_program *p, const pr_run_opts *o,
-		       pr_run_report *rep)
+static pr_err *run_one(pr_pass_ctx *ctx, pr_program *p, const pr_instrument_opts *o,
+		       pr_pass_report *rep)
 {
 	const pr_pass_info *info = ctx->entry->info;
 	int diags_before = ctx->diags->n;
@@ -288,7 +288,7 @@ static pr_err *run_one(pr_pass_ctx *ctx, pr_program *p, const pr_run_opts *o,
 	pr_err *e = info->run(ctx, p, &changed);
 	double ms = pr_now_ms() - t0;
 	if (rep)
-		pr_run_report_add(rep, info->name, ms, changed, true);
+		pr_pass_report_add(rep, info->name, ms, changed, true);
 	if (changed)
 		invalidate_after(ctx->cache, info);
 	if (o->diag_out)
@@ -314,10 +314,10 @@ static pr_err *run_one(pr_pass_ctx *ctx, pr_program *p, const pr_run_opts *o,
 }
 
 pr_err *pr_pipeline_run(const pr_pipeline *pl, const pr_registry *r, pr_program *p,
-			pr_diags *diags, const pr_run_opts *opts, pr_run_report *rep)
+			pr_diags *diags, const pr_instrument_opts *opts, pr_pass_report *rep)
 {
 	PR_ASSERT(pl->validated || pl->n_passes == 0);
-	pr_run_opts none;
+	pr_instrument_opts none;
 	memset(&none, 0, sizeof none);
 	if (!opts)
 		opts = &none;

@@ -190,7 +190,7 @@ static void put_diags(pr_strbuf *b, const pr_diags *d)
 	pr_strbuf_puts(b, d && d->n ? "\n  ]" : "]");
 }
 
-static void put_passes(pr_strbuf *b, const pr_run_report *rep)
+static void put_passes(pr_strbuf *b, const pr_pass_report *rep)
 {
 	pr_strbuf_puts(b, "  \"passes\": [");
 	int k = 0;
@@ -206,7 +206,7 @@ static void put_passes(pr_strbuf *b, const pr_run_report *rep)
 	pr_strbuf_puts(b, k ? "\n  ]" : "]");
 }
 
-char *pr_stats_json(pr_program *p, const pr_diags *diags, const pr_run_report *rep,
+char *pr_stats_json(pr_program *p, const pr_diags *diags, const pr_pass_report *rep,
 		    const char *run_json)
 {
 	pr_strbuf b;

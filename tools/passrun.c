@@ -23,10 +23,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "passrun/dot.h"
 #include "passrun/format.h"
 #include "passrun/manager.h"
 #include "passrun/passrun.h"
 #include "passrun/strbuf.h"
+#ifdef PASSRUN_HAVE_RUNTIME
+#include "passrun/runtime.h"
+#endif
 
 enum { EXIT_OK = 0, EXIT_PASS = 1, EXIT_USAGE = 2, EXIT_PROGRAM = 3, EXIT_CONTINUE = -1 };
 
@@ -93,7 +97,8 @@ static const flag flags[] = {
 	{"--stats", ARG_REQUIRED, "json", "statistics as JSON on stdout (--stats=json)"},
 	{"--list-passes", ARG_NONE, NULL, "every registered pass, its plugin and its options"},
 	{"--werror", ARG_NONE, NULL, "warnings are errors"},
-	{"--run", ARG_OPTIONAL, "N", "execute the result N times (default 1)"},
+	{"--run", ARG_OPTIONAL, "N", "execute the result N times (default 1; --device, --check, "
+	 "--input, --seed and --output-dir imply --run)"},
 	{"--device", ARG_REQUIRED, "sim|cuda", "where delegates run (default: cuda with a GPU, "
 	 "else sim)"},
 	{"--check", ARG_NONE, NULL, "compare every output with the reference interpreter"},
@@ -389,8 +394,10 @@ typedef struct session {
 	pr_registry *reg;
 	pr_pipeline *pl;
 	pr_program *prog;
+	pr_program *original;   /* the program before any pass, for --check */
 	pr_diags diags;
-	pr_run_report rep;
+	pr_pass_report rep;
+	char *run_json;         /* the "run" object of --stats=json */
 } session;
 
 /* Messages start with the file they are about (FILE:LINE:COL for pipelines
@@ -420,7 +427,7 @@ static int load_plugins(session *s)
 	pr_plugin_search search = {o->plugins, o->n_plugins, o->plugin_dirs, o->n_plugin_dirs,
 				   getenv("PASSRUN_PLUGIN_PATH"), o->no_default_plugins};
 	pr_err *e = pr_registry_load_search(s->reg, &search);
-	pr_run_report_add(&s->rep, "load plugins", pr_now_ms() - t0, false, false);
+	pr_pass_report_add(&s->rep, "load plugins", pr_now_ms() - t0, false, false);
 	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
 }
 
@@ -472,7 +479,7 @@ static int load_pipeline(session *s)
 		e = pr_pipeline_validate(s->pl, s->reg);
 	if (!e)
 		e = check_print_after(o, s->reg);
-	pr_run_report_add(&s->rep, "load pipeline", pr_now_ms() - t0, false, false);
+	pr_pass_report_add(&s->rep, "load pipeline", pr_now_ms() - t0, false, false);
 	if (e)
 		return fail(EXIT_USAGE, e);
 	if (o->print_pipeline) {
@@ -493,7 +500,10 @@ static int load_program(session *s)
 {
 	double t0 = pr_now_ms();
 	pr_err *e = load_file(s->o->program, &s->prog);
-	pr_run_report_add(&s->rep, "load program", pr_now_ms() - t0, false, false);
+	/* --check runs the program as it was before the passes: a second copy. */
+	if (!e && s->o->check)
+		e = load_file(s->o->program, &s->original);
+	pr_pass_report_add(&s->rep, "load program", pr_now_ms() - t0, false, false);
 	return e ? fail(EXIT_PROGRAM, e) : EXIT_OK;
 }
 
@@ -501,7 +511,7 @@ static int verify_program(session *s)
 {
 	double t0 = pr_now_ms();
 	int bad = pr_verify(s->prog, &s->diags, "verifier");
-	pr_run_report_add(&s->rep, "verify", pr_now_ms() - t0, false, false);
+	pr_pass_report_add(&s->rep, "verify", pr_now_ms() - t0, false, false);
 	pr_diags_print(&s->diags, 0, stderr);
 	if (!bad)
 		return EXIT_OK;
@@ -513,7 +523,7 @@ static int verify_program(session *s)
 static int run_pipeline(session *s)
 {
 	const opts *o = s->o;
-	pr_run_opts ro = {o->print_after_all, o->print_after, o->n_print_after, o->verify_each,
+	pr_instrument_opts ro = {o->print_after_all, o->print_after, o->n_print_after, o->verify_each,
 			  stderr, stderr};
 	pr_err *e = pr_pipeline_run(s->pl, s->reg, s->prog, &s->diags, &ro, &s->rep);
 	if (e) {
@@ -524,19 +534,71 @@ static int run_pipeline(session *s)
 	return EXIT_OK;
 }
 
-/* The runtime (issue 6) plugs in here: --run, --device, --check, --input,
- * --seed, --output-dir and --dot are parsed into opts already. */
-static int execute(session *s)
+static bool wants_run(const opts *o)
+{
+	return o->run || o->device || o->check || o->n_inputs || o->has_seed || o->output_dir;
+}
+
+#ifdef PASSRUN_HAVE_RUNTIME
+/* --run and the flags that go with it (each of them alone runs once). */
+static int run_program(session *s)
 {
 	const opts *o = s->o;
-	const char *used = o->run ? "--run" : o->device ? "--device" : o->check ? "--check"
-		: o->n_inputs ? "--input" : o->has_seed ? "--seed" : o->output_dir ? "--output-dir"
-		: o->dot ? "--dot" : NULL;
-	if (!used)
-		return EXIT_OK;
-	fprintf(stderr, "passrun: %s is not built yet (the runtime is not wired into this "
-		"passrun)\n", used);
+	pr_run_input inputs[MAX_LIST];
+	char *names[MAX_LIST];
+	for (int i = 0; i < o->n_inputs; i++) {
+		const char *eq = strchr(o->inputs[i], '=');
+		names[i] = strndup(o->inputs[i], (size_t)(eq - o->inputs[i]));
+		inputs[i] = (pr_run_input){names[i], eq + 1};
+	}
+	pr_run_options ro = {NULL, o->run ? (int)o->run_n : 1, o->device, o->check,
+			     o->has_seed ? o->seed : 0, o->n_inputs, inputs, o->output_dir, 0, 0};
+	pr_run_report rr;
+	memset(&rr, 0, sizeof rr);
+	double t0 = pr_now_ms();
+	pr_err *e = pr_runtime_execute(s->original, s->prog, &ro, &rr);
+	pr_pass_report_add(&s->rep, "run", pr_now_ms() - t0, false, false);
+	for (int i = 0; i < o->n_inputs; i++)
+		free(names[i]);
+	size_t len;
+	FILE *mem = open_memstream(&s->run_json, &len);
+	if (mem) {
+		pr_run_report_json(&rr, mem);
+		fclose(mem);
+	}
+	int st = rr.exit_status ? rr.exit_status : e ? 5 : EXIT_OK;
+	if (e)
+		fprintf(stderr, "%s: %s\n", o->program, pr_err_message(e));
+	else if (rr.checked && !rr.match)
+		fprintf(stderr, "%s: --check: %s\n", o->program, rr.mismatch);
+	pr_err_free(e);
+	return st;
+}
+#else
+static int run_program(session *s)
+{
+	(void)s;
+	fprintf(stderr, "passrun: --run, --device, --check, --input, --seed and --output-dir "
+		"need the runtime, which this passrun was built without\n");
 	return EXIT_USAGE;
+}
+#endif
+
+static int write_dot(session *s)
+{
+	char *text = pr_dot_render(s->prog, &s->diags);
+	pr_err *e = write_atomic(s->o->dot, text, strlen(text));
+	free(text);
+	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
+}
+
+/* Executes the result (--run ...) and draws it (--dot). */
+static int execute(session *s)
+{
+	int st = s->o->dot ? write_dot(s) : EXIT_OK;
+	if (!st && wants_run(s->o))
+		st = run_program(s);
+	return st;
 }
 
 static int write_result(session *s)
@@ -557,11 +619,11 @@ static void report(session *s)
 	char *json = NULL;
 	if (s->o->stats_json && s->prog) {
 		double t0 = pr_now_ms();
-		json = pr_stats_json(s->prog, &s->diags, &s->rep, NULL);
-		pr_run_report_add(&s->rep, "stats", pr_now_ms() - t0, false, false);
+		json = pr_stats_json(s->prog, &s->diags, &s->rep, s->run_json);
+		pr_pass_report_add(&s->rep, "stats", pr_now_ms() - t0, false, false);
 	}
 	if (s->o->time_passes)
-		pr_run_report_print_times(&s->rep, stderr);
+		pr_pass_report_print_times(&s->rep, stderr);
 	if (json)
 		fputs(json, stdout);
 	free(json);
@@ -575,15 +637,17 @@ static void session_init(session *s, const opts *o)
 	s->reg = pr_registry_new();
 	pr_diags_init(&s->diags, o->program);
 	s->diags.werror = o->werror;
-	pr_run_report_init(&s->rep);
+	pr_pass_report_init(&s->rep);
 }
 
 static void session_free(session *s)
 {
 	pr_program_free(s->prog);
+	pr_program_free(s->original);
+	free(s->run_json);
 	pr_pipeline_free(s->pl);
 	pr_diags_free(&s->diags);
-	pr_run_report_free(&s->rep);
+	pr_pass_report_free(&s->rep);
 	pr_registry_free(s->reg);
 }
 

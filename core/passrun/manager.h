@@ -122,14 +122,14 @@ char *pr_pipeline_to_yaml(const pr_pipeline *pl);
 
 /* ---- running ------------------------------------------------------------- */
 
-typedef struct pr_run_opts {
+typedef struct pr_instrument_opts {
 	bool print_after_all;
 	const char *const *print_after;  /* pass names */
 	int n_print_after;
 	bool verify_each;
 	FILE *print_out;   /* --print-after*: NULL means stderr */
 	FILE *diag_out;    /* new diagnostics are printed here after each pass; NULL: not printed */
-} pr_run_opts;
+} pr_instrument_opts;
 
 typedef struct pr_pass_record {
 	char *name;
@@ -138,17 +138,17 @@ typedef struct pr_pass_record {
 	bool is_pass;      /* false: a phase of passrun itself (loading plugins, ...) */
 } pr_pass_record;
 
-typedef struct pr_run_report {
+typedef struct pr_pass_report {
 	int n, cap;
 	pr_pass_record *items;
-} pr_run_report;
+} pr_pass_report;
 
-void pr_run_report_init(pr_run_report *rep);
-void pr_run_report_free(pr_run_report *rep);
-void pr_run_report_add(pr_run_report *rep, const char *name, double ms, bool changed,
+void pr_pass_report_init(pr_pass_report *rep);
+void pr_pass_report_free(pr_pass_report *rep);
+void pr_pass_report_add(pr_pass_report *rep, const char *name, double ms, bool changed,
 		       bool is_pass);
 /* --time-passes: a table, largest first, with the total. */
-void pr_run_report_print_times(const pr_run_report *rep, FILE *out);
+void pr_pass_report_print_times(const pr_pass_report *rep, FILE *out);
 /* Milliseconds on a monotonic clock, for timing phases. */
 double pr_now_ms(void);
 
@@ -157,13 +157,13 @@ double pr_now_ms(void);
  * warnings under diags->werror; returns an error too), or after which the
  * verifier fails under verify_each ("verifier failed after pass 'X'"). */
 pr_err *pr_pipeline_run(const pr_pipeline *pl, const pr_registry *r, pr_program *p,
-			pr_diags *diags, const pr_run_opts *opts, pr_run_report *rep);
+			pr_diags *diags, const pr_instrument_opts *opts, pr_pass_report *rep);
 
 /* ---- statistics ---------------------------------------------------------- */
 
 /* --stats=json (interfaces.md §6). run_json is the "run" object's text, or
  * NULL to leave it out. Returns a malloc'd string ending in a newline. */
-char *pr_stats_json(pr_program *p, const pr_diags *diags, const pr_run_report *rep,
+char *pr_stats_json(pr_program *p, const pr_diags *diags, const pr_pass_report *rep,
 		    const char *run_json);
 
 #ifdef __cplusplus

@@ -341,3 +341,36 @@ Test(cli, dce_removes_dead_ops_and_keeps_writes_copies_delegates_and_returns)
 		     0, "%s", r.out);
 	tu_result_free(&r);
 }
+
+/* ---- execution and pictures (the runtime, core/dot.c) ---------------------- */
+
+Test(cli, run_and_check_report_the_run_object)
+{
+	tu_result r = run("--passes test-noop --run=2 --check --seed 3 --stats=json", program());
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(check_json(r.out, "x=d[\"run\"]\n"
+				"assert x[\"iterations\"]==2 and x[\"match\"] is True, x\n"
+				"assert x[\"device\"] in (\"sim\",\"cuda\"), x\n"), 0, "%s", r.out);
+	tu_result_free(&r);
+	/* A bad --input is a bad command line; nothing is written. */
+	char out[600];
+	snprintf(out, sizeof out, "%s/run.pg", tu_temp_dir());
+	r = tu_run("%s " NODEF " --input nosuch=/nonexistent.npy -o %s %s", PASSRUN_EXE, out,
+		   program());
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "nosuch"), "%s", r.err);
+	cr_assert_null(tu_read_file(out, NULL));
+	tu_result_free(&r);
+}
+
+Test(cli, dot_writes_a_graphviz_file)
+{
+	char dot[600];
+	snprintf(dot, sizeof dot, "%s/p.dot", tu_temp_dir());
+	tu_result r = tu_run("%s " NODEF " --dot %s %s", PASSRUN_EXE, dot, program());
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	char *text = tu_read_file(dot, NULL);
+	cr_assert(text && !strncmp(text, "digraph", 7), "%s", text ? text : "(no file)");
+	free(text);
+	tu_result_free(&r);
+}

@@ -151,7 +151,7 @@ static pr_registry *registry(void)
 typedef struct run_result {
 	pr_err *err;
 	pr_diags diags;
-	pr_run_report rep;
+	pr_pass_report rep;
 } run_result;
 
 static run_result run_pipeline(pr_registry *r, pr_program *p, const char *inline_passes,
@@ -167,8 +167,8 @@ static run_result run_pipeline(pr_registry *r, pr_program *p, const char *inline
 	run_result res;
 	pr_diags_init(&res.diags, "t.pg");
 	res.diags.werror = werror;
-	pr_run_report_init(&res.rep);
-	pr_run_opts o = {.verify_each = verify_each};
+	pr_pass_report_init(&res.rep);
+	pr_instrument_opts o = {.verify_each = verify_each};
 	res.err = pr_pipeline_run(pl, r, p, &res.diags, &o, &res.rep);
 	pr_pipeline_free(pl);
 	return res;
@@ -178,7 +178,7 @@ static void result_free(run_result *res)
 {
 	pr_err_free(res->err);
 	pr_diags_free(&res->diags);
-	pr_run_report_free(&res->rep);
+	pr_pass_report_free(&res->rep);
 }
 
 static void count_computes(const char *pipeline, int expect)
@@ -358,10 +358,10 @@ Test(passmgr, stats_json_includes_the_run_object_and_escapes_strings)
 	pr_diags d;
 	pr_diags_init(&d, "t.pg");
 	pr_diags_add(&d, PR_SEV_ERROR, "E-Q", "p\"q", NULL, "n\\m", -1, "line\nbreak");
-	pr_run_report rep;
-	pr_run_report_init(&rep);
-	pr_run_report_add(&rep, "load plugins", 1.0, false, false);
-	pr_run_report_add(&rep, "ask", 0.5, true, true);
+	pr_pass_report rep;
+	pr_pass_report_init(&rep);
+	pr_pass_report_add(&rep, "load plugins", 1.0, false, false);
+	pr_pass_report_add(&rep, "ask", 0.5, true, true);
 	char *json = pr_stats_json(p, &d, &rep, "{\"device\": \"sim\", \"iterations\": 2}");
 	cr_assert(strstr(json, "\"pass\": \"p\\\"q\""), "%s", json);
 	cr_assert(strstr(json, "\"node\": \"n\\\\m\""), "%s", json);
@@ -378,7 +378,7 @@ Test(passmgr, stats_json_includes_the_run_object_and_escapes_strings)
 	cr_assert_eq(r.status, 0, "invalid JSON: %s\n%s", r.err, json);
 	tu_result_free(&r);
 	free(json);
-	pr_run_report_free(&rep);
+	pr_pass_report_free(&rep);
 	pr_diags_free(&d);
 	pr_program_free(p);
 }

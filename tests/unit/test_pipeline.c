@@ -274,3 +274,36 @@ Test(pipeline, nearest_is_by_edit_distance)
 	cr_assert_str_eq(pr_nearest("propagate", choices, 3), "propagate-device");
 	cr_assert_null(pr_nearest("x", choices, 0));
 }
+
+/* Every shipped pipeline checks against the shipped plugins (the placement
+ * plugins' options are what the YAML files say). */
+static void check_shipped(const char *dir, const char *prefix, int *n)
+{
+	DIR *d = opendir(dir);
+	for (struct dirent *ent; d && (ent = readdir(d));) {
+		char path[1024], name[512];
+		size_t len = strlen(ent->d_name);
+		snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+		if (len > 5 && !strcmp(ent->d_name + len - 5, ".yaml")) {
+			snprintf(name, sizeof name, "%s%.*s", prefix, (int)(len - 5), ent->d_name);
+			tu_result r = tu_run("unset PASSRUN_PLUGIN_PATH; %s --pipeline %s "
+					     "--print-pipeline --list-passes", PASSRUN_EXE, name);
+			cr_assert_eq(r.status, 0, "%s: %s", name, r.err);
+			cr_assert(strstr(r.err, "passes:"), "--print-pipeline: %s", r.err);
+			tu_result_free(&r);
+			(*n)++;
+		} else if (ent->d_name[0] != '.' && !strchr(ent->d_name, '.')) {
+			snprintf(name, sizeof name, "%s%s/", prefix, ent->d_name);
+			check_shipped(path, name, n);
+		}
+	}
+	if (d)
+		closedir(d);
+}
+
+Test(pipeline, shipped_pipelines_check_against_shipped_plugins)
+{
+	int n = 0;
+	check_shipped(PASSRUN_SOURCE_DIR "/pipelines", "", &n);
+	cr_log_info("%d shipped pipelines checked", n);
+}
