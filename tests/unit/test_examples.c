@@ -271,6 +271,18 @@ static const char *generate(const char *script, const char *args, const char *ou
 	return path;
 }
 
+/* The tensor whose storage v is: through views and in-place results. */
+static const pr_node *storage_base(const pr_node *v)
+{
+	while (v->kind == PR_NODE_OP && v->schema->n_returns == 1) {
+		int a = pr_schema_return_alias(v->schema, 0);
+		if (a < 0 || a >= v->n_args || v->args[a].kind != PR_ARG_VALUE)
+			break;
+		v = v->args[a].u.value;
+	}
+	return v;
+}
+
 static bool same_file(const char *a, const char *b)
 {
 	size_t la, lb;
@@ -380,4 +392,34 @@ Test(generators, random_programs_parse_and_verify)
 	for (int f = 0; f < 7; f++)
 		cr_expect_gt(features[f], 10, "only %d of 200 random programs have %s",
 			     features[f], what[f]);
+}
+
+Test(generators, random_programs_without_refusals_parse_and_verify)
+{
+	need_python3();
+	char dir[512];
+	snprintf(dir, sizeof dir, "%s/placeable", tu_temp_dir());
+	tu_result r = tu_run("mkdir -p %s && python3 %s/gen_random.py --seed 1000 --count 100 "
+			     "--no-refusals --out-dir %s", dir, GEN_DIR, dir);
+	cr_assert_eq(r.status, 0, "gen_random.py --no-refusals failed (%d): %s", r.status, r.err);
+	tu_result_free(&r);
+	for (int s = 1000; s < 1100; s++) {
+		char path[600];
+		snprintf(path, sizeof path, "%s/random_%d.pg", dir, s);
+		pr_program *p = load_and_verify(path);
+		pr_graph_for_each(p->methods[0], n) {
+			if (n->kind != PR_NODE_DELEGATE)
+				continue;
+			const char *dev = pr_delegate_spec(n->delegate, "target_device");
+			if (!dev || strcmp(dev, "cpu") == 0)
+				continue;
+			for (int a = 0; a < n->n_args; a++) {
+				const pr_node *b = storage_base(n->args[a].u.value);
+				cr_expect(!(b->kind == PR_NODE_INPUT && b->input_kind == PR_INPUT_BUFFER),
+					  "random_%d.pg: device delegate %%%s reads buffer %%%s", s,
+					  n->name, b->name);
+			}
+		}
+		pr_program_free(p);
+	}
 }
