@@ -13,8 +13,9 @@
  *     program, every cached result not named in its `preserves` is dropped.
  *   - instrumentation: the time of each pass, --print-after-all /
  *     --print-after=PASS (the program as text on print_out), --verify-each
- *     (pr_verify with the pass's name; a failure stops the run and names the
- *     pass), and new diagnostics printed after each pass.
+ *     (pr_verify and the memory-plan checker pr_plan_check, with the pass's
+ *     name; a failure stops the run and names the pass), and new diagnostics
+ *     printed after each pass.
  *
  * The run stops at the first pass that fails: one that returns an error, or
  * whose diagnostics contain errors (warnings too under --werror), or after
@@ -28,6 +29,7 @@
 #include <uthash.h>
 
 #include "passrun/format.h"
+#include "passrun/plan.h"
 #include "passrun/verify.h"
 #include "pm_internal.h"
 
@@ -304,6 +306,7 @@ static pr_err *run_one(pr_pass_ctx *ctx, pr_program *p, const pr_instrument_opts
 	if (o->verify_each) {
 		diags_before = ctx->diags->n;
 		int bad = pr_verify(p, ctx->diags, info->name);
+		bad += pr_plan_check(p, ctx->diags, info->name);
 		if (o->diag_out)
 			pr_diags_print(ctx->diags, diags_before, o->diag_out);
 		if (bad)

@@ -27,6 +27,7 @@
 #include "passrun/format.h"
 #include "passrun/manager.h"
 #include "passrun/passrun.h"
+#include "passrun/plan.h"
 #include "passrun/strbuf.h"
 #ifdef PASSRUN_HAVE_RUNTIME
 #include "passrun/runtime.h"
@@ -511,6 +512,7 @@ static int verify_program(session *s)
 {
 	double t0 = pr_now_ms();
 	int bad = pr_verify(s->prog, &s->diags, "verifier");
+	bad += pr_plan_check(s->prog, &s->diags, "verifier");
 	pr_pass_report_add(&s->rep, "verify", pr_now_ms() - t0, false, false);
 	pr_diags_print(&s->diags, 0, stderr);
 	if (!bad)

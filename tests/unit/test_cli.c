@@ -374,3 +374,17 @@ Test(cli, dot_writes_a_graphviz_file)
 	free(text);
 	tu_result_free(&r);
 }
+
+Test(cli, overlapping_memory_plan_fails_verification_on_load)
+{
+	const char *p = tu_write_temp("overlap.pg",
+		"passrun 1\nop aten::add.Tensor(Tensor self, Tensor other) -> Tensor\n"
+		"method @forward {\n  %x: f32[2,3] = input user \"x\"\n"
+		"  %a: f32[2,3]{mem=cpu:0} = aten::add.Tensor(%x, %x)\n"
+		"  %b: f32[2,3]{mem=cpu:8} = aten::add.Tensor(%a, %x)\n"
+		"  %c: f32[2,3] = aten::add.Tensor(%a, %b)\n  return %c\n}\n");
+	tu_result r = tu_run("%s " NODEF " %s", PASSRUN_EXE, p);
+	cr_assert_eq(r.status, 1, "%s", r.err);
+	cr_assert(strstr(r.err, "error[E-PLAN] pass 'verifier' method 'forward'"), "%s", r.err);
+	tu_result_free(&r);
+}
