@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "passrun/dot.h"
@@ -297,50 +298,10 @@ static int parse_args(int argc, char **argv, opts *o)
 	return st;
 }
 
-/* ---- files: pr_program_load_file / save_file, with a local fallback ------- */
+/* ---- files ---------------------------------------------------------------- */
 
-/* format.h's file functions belong to the format module; until a build has
- * them, these weak references are NULL and the tool does the same job itself
- * (read by content; write to a temporary file in the same folder and rename). */
-#pragma weak pr_program_load_file
-#pragma weak pr_program_save_file
-
-static pr_err *read_all(const char *path, pr_strbuf *b)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return pr_err_new("%s: %s", path, strerror(errno));
-	char chunk[1 << 16];
-	size_t got;
-	while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
-		pr_strbuf_add(b, chunk, got);
-	bool bad = ferror(f);
-	fclose(f);
-	return bad ? pr_err_new("%s: read error", path) : NULL;
-}
-
-static pr_err *load_file(const char *path, pr_program **out)
-{
-	if (pr_program_load_file)
-		return pr_program_load_file(path, out);
-	pr_strbuf b;
-	pr_strbuf_init(&b);
-	pr_err *e = read_all(path, &b);
-	const char *data = b.data ? b.data : "";
-	if (!e && pr_binary_sniff((const uint8_t *)data, b.len))
-		e = pr_binary_load(path, (const uint8_t *)data, b.len, false, out);
-	else if (!e)
-		e = pr_text_parse(path, data, b.len, out);
-	pr_strbuf_free(&b);
-	return e;
-}
-
-static bool has_suffix(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && !strcmp(s + n - m, suffix);
-}
-
+/* For --dot: a temporary file in the same folder, then rename, like
+ * pr_program_save_file, so a reader never sees half a picture. */
 static pr_err *write_atomic(const char *path, const void *data, size_t len)
 {
 	char *tmp = pr_xasprintf("%s.tmpXXXXXX", path);
@@ -350,6 +311,9 @@ static pr_err *write_atomic(const char *path, const void *data, size_t len)
 		free(tmp);
 		return e;
 	}
+	mode_t mask = umask(0);   /* mkstemp makes 0600; give the usual 0666 & ~umask */
+	umask(mask);
+	fchmod(fd, 0666 & ~mask);
 	FILE *f = fdopen(fd, "wb");
 	bool ok = f && fwrite(data, 1, len, f) == len;
 	ok = f && fflush(f) == 0 && fsync(fd) == 0 && ok;
@@ -365,27 +329,6 @@ static pr_err *write_atomic(const char *path, const void *data, size_t len)
 	}
 	free(tmp);
 	return NULL;
-}
-
-static pr_err *save_file(const pr_program *p, const char *path)
-{
-	if (pr_program_save_file)
-		return pr_program_save_file(p, path);
-	if (has_suffix(path, ".bin")) {
-		uint8_t *buf;
-		size_t len;
-		pr_err *e = pr_binary_write(p, &buf, &len);
-		if (e)
-			return e;
-		e = write_atomic(path, buf, len);
-		free(buf);
-		return e;
-	}
-	size_t len;
-	char *text = pr_text_print(p, &len);
-	pr_err *e = write_atomic(path, text, len);
-	free(text);
-	return e;
 }
 
 /* ---- the steps of a run ---------------------------------------------------- */
@@ -413,10 +356,10 @@ static int fail(int status, pr_err *e)
 static int convert(const opts *o)
 {
 	pr_program *p = NULL;
-	pr_err *e = load_file(o->convert_in, &p);
+	pr_err *e = pr_program_load_file(o->convert_in, &p);
 	if (e)
 		return fail(EXIT_PROGRAM, e);
-	e = save_file(p, o->convert_out);
+	e = pr_program_save_file(p, o->convert_out);
 	pr_program_free(p);
 	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
 }
@@ -500,10 +443,10 @@ static int list_passes(session *s)
 static int load_program(session *s)
 {
 	double t0 = pr_now_ms();
-	pr_err *e = load_file(s->o->program, &s->prog);
+	pr_err *e = pr_program_load_file(s->o->program, &s->prog);
 	/* --check runs the program as it was before the passes: a second copy. */
 	if (!e && s->o->check)
-		e = load_file(s->o->program, &s->original);
+		e = pr_program_load_file(s->o->program, &s->original);
 	pr_pass_report_add(&s->rep, "load program", pr_now_ms() - t0, false, false);
 	return e ? fail(EXIT_PROGRAM, e) : EXIT_OK;
 }
@@ -611,7 +554,7 @@ static int write_result(session *s)
 		fwrite(text, 1, len, stdout);
 		free(text);
 	}
-	pr_err *e = s->o->output ? save_file(s->prog, s->o->output) : NULL;
+	pr_err *e = s->o->output ? pr_program_save_file(s->prog, s->o->output) : NULL;
 	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
 }
 
