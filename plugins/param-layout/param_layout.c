@@ -165,7 +165,7 @@ static pr_err *make_contiguous(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, pr_
 		     "%s '%s' (%%%s, %" PRId64 " bytes, on %s) had strides %s, neither contiguous "
 		     "nor channels-last: it is now stored contiguous with strides %s, and %s "
 		     "(with every other reader) reads it with that layout",
-		     pl_input_kind_word(n), n->input_name ? n->input_name : n->name, n->name,
+		     pl_input_kind_word(n, NULL), n->input_name ? n->input_name : n->name, n->name,
 		     pl_bytes(n), pl_dev(n->type.tensor.device, ds), was, now, r);
 	return NULL;
 }

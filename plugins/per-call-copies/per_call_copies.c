@@ -39,6 +39,7 @@ static const char *const per_call_requires[] = {PR_HOST_WRITES, NULL};
 
 typedef struct flags {
 	bool skip_h2d, skip_d2h, skip_const, error;
+	pl_buffers buffers;     /* the method's mutable buffers */
 } flags;
 
 #define RAISED " (an error because error_on_per_call_copies is set)"
@@ -60,7 +61,7 @@ static void report_constant(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_no
 		     "Constant '%s' (%s %%%s, %" PRId64 " bytes) is copied to %s on every call "
 		     "(%%%s, read by %s): its data is stored on the host, and "
 		     "skip_h2d_for_method_inputs does not apply to constants%s%s",
-		     name_of(c), pl_input_kind_word(c), c->name, pl_bytes(c),
+		     name_of(c), pl_input_kind_word(c, &f->buffers), c->name, pl_bytes(c),
 		     pl_dev(h->type.tensor.device, ds), h->name, r,
 		     f->skip_const ? "" : "; skip_h2d_for_constants keeps a constant that only one "
 					   "device's delegates read in device memory",
@@ -187,9 +188,9 @@ static void report_method(pr_pass_ctx *ctx, pr_graph *g, const flags *f)
 		pr_node *src = pl_is_copy(n) ? pl_copy_src(n) : NULL;
 		if (!src)
 			continue;
-		if (pl_is_h2d(n) && pl_is_constant(src))
+		if (pl_is_h2d(n) && pl_is_constant(src, &f->buffers))
 			report_constant(ctx, g, f, n);
-		else if (pl_is_d2h(n) && pl_is_method_input(src) &&
+		else if (pl_is_d2h(n) && pl_is_method_input(src, &f->buffers) &&
 			 !pr_device_is_host(src->type.tensor.device))
 			report_input(ctx, g, f, n);
 	}
@@ -214,7 +215,9 @@ static pr_err *per_call_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 				     "skip_h2d_for_method_inputs nor skip_d2h_for_method_outputs is: "
 				     "every input and output is copied anyway, so it can never fire",
 				     g->name);
+		pl_buffers_init(&f.buffers, g);
 		report_method(ctx, g, &f);
+		pl_buffers_free(&f.buffers);
 	}
 	return NULL;
 }

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uthash.h>
+
 #include "passrun/passrun.h"
 
 /* ---- options (interfaces.md §3; all pipeline-scope, per method) -------- */
@@ -290,39 +292,75 @@ static inline pr_err *pl_copy_to_readers(pr_program *p, pr_node *v, bool cpu_is_
 
 /* ---- placeholders ---------------------------------------------------------- */
 
-static inline bool pl_is_mutable_buffer(const pr_node *in)
+/* The buffers a method writes back (`-> buffer "NAME"`), as a set of names
+ * built once per method: asking the return node for each placeholder would
+ * make a pass quadratic in a decoder with a cache per layer. */
+typedef struct pl_buffer_name {
+	const char *name;       /* the return node's own string */
+	UT_hash_handle hh;
+} pl_buffer_name;
+
+typedef struct pl_buffers {
+	pl_buffer_name *set;
+} pl_buffers;
+
+static inline void pl_buffers_init(pl_buffers *b, const pr_graph *g)
 {
-	const pr_node *ret = in->graph ? pr_graph_return(in->graph) : NULL;
-	if (in->kind != PR_NODE_INPUT || in->input_kind != PR_INPUT_BUFFER || !in->input_name ||
-	    !ret || !ret->writebacks)
+	b->set = NULL;
+	const pr_node *ret = pr_graph_return(g);
+	for (int i = 0; ret && ret->writebacks && i < ret->n_args; i++) {
+		const pr_writeback *w = &ret->writebacks[i];
+		pl_buffer_name *e = NULL;
+		if (w->kind != PR_WRITEBACK_BUFFER || !w->target)
+			continue;
+		HASH_FIND_STR(b->set, w->target, e);
+		if (e)
+			continue;
+		e = pr_xmalloc(sizeof *e);
+		e->name = w->target;
+		HASH_ADD_KEYPTR(hh, b->set, e->name, strlen(e->name), e);
+	}
+}
+
+static inline void pl_buffers_free(pl_buffers *b)
+{
+	pl_buffer_name *e, *tmp;
+	HASH_ITER(hh, b->set, e, tmp) {
+		HASH_DEL(b->set, e);
+		free(e);
+	}
+}
+
+static inline bool pl_is_mutable_buffer(const pr_node *in, const pl_buffers *b)
+{
+	pl_buffer_name *e = NULL;
+	if (in->kind != PR_NODE_INPUT || in->input_kind != PR_INPUT_BUFFER || !in->input_name)
 		return false;
-	for (int i = 0; i < ret->n_args; i++)
-		if (ret->writebacks[i].kind == PR_WRITEBACK_BUFFER && ret->writebacks[i].target &&
-		    !strcmp(ret->writebacks[i].target, in->input_name))
-			return true;
-	return false;
+	HASH_FIND_STR(b->set, in->input_name, e);
+	return e != NULL;
 }
 
 /* A placeholder whose memory the caller provides. */
-static inline bool pl_is_method_input(const pr_node *n)
+static inline bool pl_is_method_input(const pr_node *n, const pl_buffers *b)
 {
 	return n->kind == PR_NODE_INPUT &&
-	       (n->input_kind == PR_INPUT_USER || pl_is_mutable_buffer(n));
+	       (n->input_kind == PR_INPUT_USER || pl_is_mutable_buffer(n, b));
 }
 
 /* A placeholder whose data the program stores on the host. */
-static inline bool pl_is_constant(const pr_node *n)
+static inline bool pl_is_constant(const pr_node *n, const pl_buffers *b)
 {
 	return n->kind == PR_NODE_INPUT && n->input_kind != PR_INPUT_USER &&
-	       n->input_kind != PR_INPUT_POSITIONAL && !pl_is_mutable_buffer(n);
+	       n->input_kind != PR_INPUT_POSITIONAL && !pl_is_mutable_buffer(n, b);
 }
 
-static inline const char *pl_input_kind_word(const pr_node *n)
+/* b may be NULL: a buffer is then just "buffer". */
+static inline const char *pl_input_kind_word(const pr_node *n, const pl_buffers *b)
 {
 	switch (n->input_kind) {
 	case PR_INPUT_USER: return "method input";
 	case PR_INPUT_PARAMETER: return "parameter";
-	case PR_INPUT_BUFFER: return pl_is_mutable_buffer(n) ? "mutable buffer" : "buffer";
+	case PR_INPUT_BUFFER: return b && pl_is_mutable_buffer(n, b) ? "mutable buffer" : "buffer";
 	case PR_INPUT_CONSTANT: return "constant";
 	default: return "input";
 	}

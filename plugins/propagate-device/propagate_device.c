@@ -66,6 +66,7 @@ typedef struct place_ctx {
 	pr_program *p;
 	pr_graph *g;
 	bool skip_h2d, skip_d2h, copy_constants, share_inputs;
+	pl_buffers buffers;     /* the method's mutable buffers */
 	bool *changed;
 } place_ctx;
 
@@ -196,7 +197,7 @@ static void tag_skipped_input(place_ctx *c, pr_node *v, const pr_use *first, pr_
 	pr_pass_diag(c->pass, PR_SEV_ERROR, "E-INPUT-SHARED", c->g->name, v->name, pl_bytes(v),
 		     "%s '%s' (%%%s, %" PRId64 " bytes) feeds %s on %s, but with %s it may have no "
 		     "other reader, and %s also reads it",
-		     pl_input_kind_word(v), v->input_name ? v->input_name : v->name, v->name,
+		     pl_input_kind_word(v, &c->buffers), v->input_name ? v->input_name : v->name, v->name,
 		     pl_bytes(v), reader, pl_dev(dev, ds), PL_OPT_SKIP_H2D, other_reader);
 }
 
@@ -223,7 +224,7 @@ static bool constant_copyable(place_ctx *c, pr_node *v, const pr_use *first, pr_
 		     "contiguous nor channels-last: its copy would move the bytes as stored and the "
 		     "delegate would read them in the wrong order; make it contiguous first "
 		     "(the param-layout pass does)",
-		     pl_input_kind_word(v), v->input_name ? v->input_name : v->name, v->name,
+		     pl_input_kind_word(v, &c->buffers), v->input_name ? v->input_name : v->name, v->name,
 		     pl_bytes(v), r, pl_dev(dev, ds), st);
 	return false;
 }
@@ -256,7 +257,7 @@ static void refuse_written_input(place_ctx *c, pr_node *v, const pr_use *first, 
 		     pl_bytes(v),
 		     "%s '%s' (%%%s, %" PRId64 " bytes) would stay on %s for %s, but %s writes it "
 		     "in place on the host, which would change only a host copy%s",
-		     pl_input_kind_word(v), v->input_name ? v->input_name : v->name, v->name,
+		     pl_input_kind_word(v, &c->buffers), v->input_name ? v->input_name : v->name, v->name,
 		     pl_bytes(v), pl_dev(dev, ds), r, w, wb);
 }
 
@@ -308,13 +309,13 @@ static pr_err *place_value(place_ctx *c, pr_node *v)
 	const pr_use *first = first_device_reader(v, &dev);
 	if (!first)
 		return NULL;
-	if (c->copy_constants && pl_is_constant(v)) {
+	if (c->copy_constants && pl_is_constant(v, &c->buffers)) {
 		if (!constant_copyable(c, v, first, dev))
 			return NULL;
 		return pl_copy_to_readers(c->p, v, true, c->changed);
 	}
 	if (c->skip_h2d && v->kind == PR_NODE_INPUT) {
-		if (c->share_inputs && pl_is_method_input(v))
+		if (c->share_inputs && pl_is_method_input(v, &c->buffers))
 			return place_shared_input(c, v, first, dev);
 		tag_skipped_input(c, v, first, dev);
 		return NULL;
@@ -348,9 +349,11 @@ static pr_err *propagate_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 			.copy_constants = pr_pass_opt_bool(ctx, "copy_constants", g->name),
 			.share_inputs = pr_pass_opt_bool(ctx, "share_inputs", g->name),
 		};
+		pl_buffers_init(&c.buffers, g);
 		pr_err *e = walk_results(&c);
 		if (!e)
 			e = walk_arguments(&c);
+		pl_buffers_free(&c.buffers);
 		if (e)
 			return pr_err_wrap(e, "propagate-device, method '%s'", g->name);
 	}
