@@ -202,14 +202,25 @@ static uint64_t w_segment(writer *w, const uint8_t *bytes, size_t n)
 	return at;
 }
 
+/* Is materializing s cheap, O(its storage)? Not when more elements than the
+ * storage holds overlap in it (stride 0): f32[1099511627776]{strides=[0]}
+ * spans 4 bytes but has 2^40 elements to compute. */
+static bool w_worth_storing(const pr_spec *s, int64_t *storage)
+{
+	int64_t numel;
+	return pr_spec_storage_bytes_checked(s, storage) && *storage > 0 &&
+	       pr_spec_numel_checked(s, &numel) && numel <= *storage / (int64_t)pr_dtype_size(s->dtype);
+}
+
 /* The storage bytes of a constant with logical data, as a segment. A
- * constant whose data cannot be materialized (a list of the wrong length)
- * keeps its description only: the verifier reports it, not the writer. */
+ * constant whose data cannot be materialized (a list of the wrong length), or
+ * not cheaply (see above), keeps its description only: the verifier reports
+ * the former, and a runtime can materialize the latter as it sees fit. */
 static void w_data_segment(writer *w, wbuf *b, const pr_node *n)
 {
 	const pr_spec *s = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : NULL;
 	int64_t storage = 0;
-	if (s && pr_spec_storage_bytes_checked(s, &storage) && storage > 0) {
+	if (s && w_worth_storing(s, &storage)) {
 		uint8_t *bytes = pr_xmalloc((size_t)storage);
 		pr_err *e = pr_data_materialize(&n->data, s, bytes);
 		if (!e) {

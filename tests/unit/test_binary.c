@@ -367,3 +367,26 @@ Test(fileio, a_truncated_binary_file_is_an_error_with_its_byte_offset)
 	free(bin);
 	pr_program_free(p);
 }
+
+Test(binary, broadcast_constant_keeps_only_its_description)
+{
+	/* 2^40 elements over 4 bytes of storage: computing them would take hours,
+	 * so the writer stores no bytes and the round trip keeps the text. */
+	pr_program *p = tu_parse("passrun 1\n"
+				 "method @m {\n"
+				 "  %c: f32[1099511627776]{strides=[0]} = input constant \"c\" data=ones\n"
+				 "  return %c\n"
+				 "}\n");
+	uint8_t *bin;
+	size_t len;
+	write_ok(p, &bin, &len, "broadcast");
+	pr_program *q = load_ok(bin, len, true, "broadcast");
+	cr_expect_null(pr_graph_find(pr_program_find_method(q, "m"), "c")->data.mapped);
+	char *a = print(p), *b = print(q);
+	cr_expect_str_eq(a, b);
+	free(a);
+	free(b);
+	free(bin);
+	pr_program_free(q);
+	pr_program_free(p);
+}
