@@ -213,6 +213,7 @@ static void optval_free(pm_optval *v)
 		free(v->map[i].method);
 		free(v->map[i].text);
 		free(v->map[i].loc.file);
+		free(v->map[i].key_loc.file);
 	}
 	free(v->map);
 	memset(v, 0, sizeof *v);
@@ -257,6 +258,7 @@ static void optlist_copy(pm_optlist *dst, const pm_optval *v)
 		c.map[i].method = pr_xstrdup(v->map[i].method);
 		c.map[i].text = pr_xstrdup(v->map[i].text);
 		c.map[i].loc.file = pr_xstrdup(v->map[i].loc.file);
+		c.map[i].key_loc.file = pr_xstrdup(v->map[i].key_loc.file);
 	}
 	optlist_put(dst, &c);
 }
@@ -441,6 +443,7 @@ static void read_method_map(const yctx *c, const yaml_node_t *n, pm_optval *v)
 		m->text = pr_xstrdup(yscalar(val));
 		m->quoted = yquoted(val);
 		m->loc = yloc(c, val);
+		m->key_loc = yloc(c, k);
 	}
 }
 
@@ -1022,6 +1025,40 @@ pr_err *pr_pipeline_validate(pr_pipeline *pl, const pr_registry *r)
 	check_pipeline_options(&e, pl, r);
 	pl->validated = !e.n;
 	return errs_take(&e);
+}
+
+static int check_map_methods(const pm_optlist *l, const pr_program *p, const char **names,
+			     pr_diags *diags)
+{
+	int n = 0;
+	for (int i = 0; i < l->n; i++) {
+		const pm_optval *v = &l->items[i];
+		for (int j = 0; j < v->n_map; j++) {
+			const pm_method_value *m = &v->map[j];
+			if (pr_program_find_method(p, m->method))
+				continue;
+			const char *near = pr_nearest(m->method, names, p->n_methods);
+			pr_diags_add(diags, PR_SEV_WARNING, "W-UNKNOWN-METHOD", "pipeline", NULL, NULL, -1,
+				     "%s:%d:%d: option '%s' names method '%s', which the program does "
+				     "not have%s%s%s", m->key_loc.file, m->key_loc.line, m->key_loc.col, v->name,
+				     m->method, near ? "; did you mean '" : "", near ? near : "",
+				     near ? "'?" : "");
+			n++;
+		}
+	}
+	return n;
+}
+
+int pr_pipeline_check_methods(const pr_pipeline *pl, const pr_program *p, pr_diags *diags)
+{
+	const char **names = pr_xcalloc((size_t)p->n_methods + 1, sizeof *names);
+	for (int i = 0; i < p->n_methods; i++)
+		names[i] = p->methods[i]->name;
+	int n = check_map_methods(&pl->opts, p, names, diags);
+	for (int i = 0; i < pl->n_passes; i++)
+		n += check_map_methods(&pl->passes[i].opts, p, names, diags);
+	free(names);
+	return n;
 }
 
 /* ---- finding shipped pipelines ------------------------------------------- */

@@ -18,7 +18,8 @@ typedef struct pm_method_value {
 	char *method;
 	char *text;
 	bool quoted;       /* written as a quoted YAML string */
-	pm_loc loc;
+	pm_loc loc;        /* the value */
+	pm_loc key_loc;    /* the method's name */
 } pm_method_value;
 
 /* An option as a pipeline sets it: a scalar, or a map keyed by method. */

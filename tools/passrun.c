@@ -456,8 +456,13 @@ static int verify_program(session *s)
 	double t0 = pr_now_ms();
 	int bad = pr_verify(s->prog, &s->diags, "verifier");
 	bad += pr_plan_check(s->prog, &s->diags, "verifier");
+	pr_pipeline_check_methods(s->pl, s->prog, &s->diags);
 	pr_pass_report_add(&s->rep, "verify", pr_now_ms() - t0, false, false);
 	pr_diags_print(&s->diags, 0, stderr);
+	if (!bad && pr_diags_errors(&s->diags)) {
+		fprintf(stderr, "%s: warnings are errors (--werror)\n", s->o->program);
+		return EXIT_PASS;
+	}
 	if (!bad)
 		return EXIT_OK;
 	fprintf(stderr, "%s: the program fails verification (%d error%s)\n",

@@ -113,6 +113,11 @@ pr_err *pr_pipeline_set(pr_pipeline *pl, const char *assignment);
  * a pass requires is registered. All errors, one per line. */
 pr_err *pr_pipeline_validate(pr_pipeline *pl, const pr_registry *r);
 
+/* Per-method maps name methods the program may not have (a typo there would
+ * silently do nothing): adds a warning W-UNKNOWN-METHOD (pass "pipeline") for
+ * each, at its FILE:LINE:COL, with the nearest method. Returns how many. */
+int pr_pipeline_check_methods(const pr_pipeline *pl, const pr_program *p, pr_diags *diags);
+
 const char *pr_pipeline_name(const pr_pipeline *pl);
 const char *pr_pipeline_file(const pr_pipeline *pl);
 int pr_pipeline_n_passes(const pr_pipeline *pl);

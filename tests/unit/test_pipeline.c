@@ -307,3 +307,24 @@ Test(pipeline, shipped_pipelines_check_against_shipped_plugins)
 	check_shipped(PASSRUN_SOURCE_DIR "/pipelines", "", &n);
 	cr_log_info("%d shipped pipelines checked", n);
 }
+
+Test(pipeline, a_per_method_map_naming_no_method_warns)
+{
+	char yaml[512];   /* tu_write_temp's buffer is reused by program() */
+	snprintf(yaml, sizeof yaml, "%s", tu_write_temp("typo.yaml",
+		"options:\n  test_level: {fowrard: 3, decode: 1}\npasses: [test-opts]\n"));
+	char args[600];
+	snprintf(args, sizeof args, "--pipeline %s", yaml);
+	tu_result r = passrun(args);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.err, "warning[W-UNKNOWN-METHOD] pass 'pipeline'"), "%s", r.err);
+	cr_assert(strstr(r.err, "typo.yaml:2:16: option 'test_level' names method 'fowrard', which "
+			 "the program does not have; did you mean 'forward'?"), "%s", r.err);
+	cr_assert_eq(tu_count(r.err, "W-UNKNOWN-METHOD"), 1, "decode exists: %s", r.err);
+	tu_result_free(&r);
+	snprintf(args, sizeof args, "--pipeline %s --werror", yaml);
+	r = passrun(args);
+	cr_assert_eq(r.status, 1, "%s", r.err);
+	cr_assert(strstr(r.err, "warnings are errors"), "%s", r.err);
+	tu_result_free(&r);
+}
