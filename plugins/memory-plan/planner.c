@@ -65,7 +65,7 @@ typedef struct engine {
 	const int64_t *asize;     /* aligned sizes */
 	int64_t m;                /* items placed by the greedy (not stacked) */
 	int64_t *by_start;        /* item ids, by start */
-	int64_t *starts;          /* their starts, for the binary search */
+	int64_t *started;         /* per position t: how many start at or before t */
 	int64_t *slot;            /* item id -> index in by_start */
 	int64_t M;                /* leaves of the segment tree (power of two) */
 	int64_t *tree;            /* max end of placed items per subtree; -1 none */
@@ -125,18 +125,11 @@ static void collect(engine *e, int64_t node, int64_t lo, int64_t hi, int64_t P, 
 	collect(e, 2 * node + 1, mid, hi, P, s);
 }
 
-/* Number of greedy items with start <= t. */
+/* Number of greedy items with start <= t: a table over positions, so that a
+ * query costs one load instead of a binary search of random loads. */
 static int64_t count_started(const engine *e, int64_t t)
 {
-	int64_t lo = 0, hi = e->m;
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-		if (e->starts[mid] <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return e->started[t];
 }
 
 /* Best fit among the gaps of the overlapping items, else on top of them. */
@@ -176,6 +169,13 @@ static int64_t run_greedy(engine *e, const sort_key *order)
 	int64_t peak = e->base;
 	for (int64_t i = 0; i < e->m; i++) {
 		int64_t id = order[i].id;
+		if (i + 16 < e->m) { /* the order jumps around the arrays */
+			int64_t ahead = order[i + 16].id;
+			__builtin_prefetch(&e->items[ahead]);
+			__builtin_prefetch(&e->slot[ahead]);
+			__builtin_prefetch(&e->asize[ahead]);
+			__builtin_prefetch(&e->offset[ahead], 1);
+		}
 		const mp_item *it = &e->items[id];
 		e->n_found = 0;
 		collect(e, 1, 0, e->M, count_started(e, it->end), it->start);
@@ -359,13 +359,15 @@ static void engine_init(engine *e, mp_item *items, const int64_t *asize, int64_t
 	if (!sorted)
 		qsort(keys, (size_t)e->m, sizeof *keys, cmp_key);
 	e->by_start = pr_xmalloc((size_t)(e->m + 1) * sizeof *e->by_start);
-	e->starts = pr_xmalloc((size_t)(e->m + 1) * sizeof *e->starts);
+	e->started = pr_xcalloc((size_t)T + 1, sizeof *e->started);
 	e->slot = pr_xmalloc((size_t)(n + 1) * sizeof *e->slot);
 	for (int64_t i = 0; i < e->m; i++) {
 		e->by_start[i] = keys[i].id;
-		e->starts[i] = keys[i].k1;
+		e->started[keys[i].k1]++;
 		e->slot[keys[i].id] = i;
 	}
+	for (int64_t t = 1; t < T; t++)
+		e->started[t] += e->started[t - 1];
 	free(keys);
 	e->M = 1;
 	while (e->M < e->m)
@@ -377,7 +379,7 @@ static void engine_init(engine *e, mp_item *items, const int64_t *asize, int64_t
 static void engine_free(engine *e)
 {
 	free(e->by_start);
-	free(e->starts);
+	free(e->started);
 	free(e->slot);
 	free(e->tree);
 	free(e->offset);
