@@ -534,8 +534,29 @@ static bool rd_input(rd *r, pr_node *n)
 	if (kind > PR_INPUT_CONSTANT)
 		return rd_fail(r, at, "input kind %u is unknown, expected 0 (positional), 1 (user), "
 			       "2 (parameter), 3 (buffer) or 4 (constant)", kind);
+	/* What the text can say, so that the loaded program prints as text that
+	 * parses: positional inputs (only and all in delegate bodies) have no
+	 * name and no data; data is for constants of tensor type. */
+	bool body = n->graph->delegate != NULL;
+	if (body != (kind == PR_INPUT_POSITIONAL))
+		return rd_fail(r, at, "input kind %u in %s @%s, expected %s", kind,
+			       body ? "delegate" : "method", n->graph->name,
+			       body ? "0 (positional)" : "1..4 (user, parameter, buffer, constant)");
 	n->input_kind = (pr_input_kind)kind;
-	return rd_string(r, "the input's name", true, &n->input_name) && rd_data(r, n);
+	size_t name_at = r->pos;
+	if (!rd_string(r, "the input's name", true, &n->input_name))
+		return false;
+	if (body && n->input_name)
+		return rd_fail(r, name_at, "a delegate body's input has a name, expected none");
+	size_t data_at = r->pos;
+	if (!rd_data(r, n))
+		return false;
+	bool constant = kind >= PR_INPUT_PARAMETER && n->type.kind == PR_TYPE_TENSOR;
+	if (n->data.kind != PR_DATA_NONE && !constant)
+		return rd_fail(r, data_at, "a %s has data, expected data only on a parameter, buffer or "
+			       "constant of tensor type", n->type.kind == PR_TYPE_TENSOR ?
+			       "user or positional input" : "non-tensor input");
+	return true;
 }
 
 static bool rd_node_args(rd *r, pr_node **nodes, uint64_t self, pr_node *n)

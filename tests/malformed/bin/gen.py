@@ -181,10 +181,14 @@ def base_parts(view_args=None, schema_text=None, second_name="b", k_dims=(2,),
         args(meth, [])
     meth.mark("x")
     node_head(meth, INPUT, "x")
+    meth.mark("x_input_kind")
     meth.u8(USER); meth.ostr("x"); meth.u8(D_NONE)
     meth.mark("w")
     node_head(meth, INPUT, "w")
-    meth.u8(PARAMETER); meth.ostr("w"); meth.u8(D_BLOB)
+    meth.mark("w_input_kind")
+    meth.u8(PARAMETER); meth.ostr("w")
+    meth.mark("w_data")
+    meth.u8(D_BLOB)
     meth.mark("blob_index")
     meth.u32(0)
     meth.mark("k")
@@ -376,6 +380,10 @@ def cases():
         ["nest deeper than 32"]
     yield "bad_bool", fixed(assemble(base_parts(view_args=[("v", 5), ("b", 2)]))[0]), \
         ["bool argument is 2"]
+    yield "positional_input_in_method", patch(base, m["methods.x_input_kind"], "B", POSITIONAL), \
+        ["input kind 0 in method @forward", "byte %d" % m["methods.x_input_kind"]]
+    yield "data_on_user_input", patch(base, m["methods.w_input_kind"], "B", USER), \
+        ["user or positional input has data", "byte %d" % m["methods.w_data"]]
     yield "bad_node_kind", patch(base, m["methods.x"], "B", 9), \
         ["node kind 9 is unknown", "byte %d" % m["methods.x"]]
 
