@@ -246,21 +246,20 @@ static void add_use(pr_node *value, pr_node *user, pr_arg *arg)
 		value->cap_uses = value->cap_uses ? value->cap_uses * 2 : 4;
 		value->uses = pr_xrealloc(value->uses, (size_t)value->cap_uses * sizeof *value->uses);
 	}
+	arg->use_index = value->n_uses;
 	value->uses[value->n_uses++] = (pr_use){.user = user, .arg = arg};
 }
 
-static void remove_use(pr_node *value, const pr_arg *arg)
+/* O(1): the slot knows its place, and the last use fills the hole. A value
+ * read thousands of times loses readers one by one in placement and DCE, so
+ * a search or an order-keeping shift here would make those passes quadratic. */
+static void remove_use(pr_node *value, pr_arg *arg)
 {
-	for (int i = value->n_uses - 1; i >= 0; i--) {
-		if (value->uses[i].arg == arg) {
-			/* Keep readers in insertion order: passes report "the first reader". */
-			memmove(&value->uses[i], &value->uses[i + 1],
-				(size_t)(value->n_uses - i - 1) * sizeof *value->uses);
-			value->n_uses--;
-			return;
-		}
-	}
-	PR_ASSERT(!"use list out of sync with arguments");
+	int i = arg->use_index;
+	PR_ASSERT(i >= 0 && i < value->n_uses && value->uses[i].arg == arg);
+	value->uses[i] = value->uses[--value->n_uses];
+	value->uses[i].arg->use_index = i;
+	arg->use_index = -1;
 }
 
 static void args_attach(pr_node *owner, pr_arg *args, int n)
@@ -578,6 +577,7 @@ void pr_node_replace_uses_except(pr_node *old, pr_node *new_value, const pr_node
 	/* Move the use records over in one pass instead of one removal each. */
 	for (int i = 0; i < n; i++) {
 		if (uses[i].user == except) {
+			uses[i].arg->use_index = kept;
 			uses[kept++] = uses[i];
 			continue;
 		}

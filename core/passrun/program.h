@@ -161,6 +161,7 @@ typedef struct pr_arg {
 		struct { int n; struct pr_arg *items; } list;
 	} u;
 	pr_node *owner;      /* the node whose argument this is */
+	int use_index;       /* PR_ARG_VALUE: its place in the value's use list */
 } pr_arg;
 
 /* A reader of a value: the node and the argument slot that names it. */
@@ -241,7 +242,7 @@ struct pr_node {
 	pr_arg *args;         /* owned; never reallocated while the node lives */
 
 	int n_uses, cap_uses;
-	pr_use *uses;         /* readers of this node's value */
+	pr_use *uses;         /* readers of this node's value, in no set order */
 
 	/* PR_NODE_INPUT */
 	pr_input_kind input_kind;
