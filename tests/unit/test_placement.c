@@ -232,6 +232,7 @@ Test(placement, F6_input_written_on_host_refused) { run_case("f6_written_on_host
 Test(placement, F7_cpu_delegate_gets_no_copies) { run_case("f7_cpu_delegate.pg"); }
 Test(placement, F8_one_copy_per_device) { run_case("f8_copy_reuse.pg"); }
 Test(placement, F8_written_between_not_reused) { run_case("f8_written_between.pg"); }
+Test(placement, F8_F2_write_to_viewed_base_not_reused) { run_case("f8_view_base_written.pg"); }
 Test(placement, F9_per_call_copies_become_errors) { run_case("f9_errors.pg"); }
 Test(placement, F9_no_skip_flag_warns_no_effect) { run_case("f9_no_effect.pg"); }
 
