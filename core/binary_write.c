@@ -337,10 +337,29 @@ static bool w_node(writer *w, wbuf *b, const pr_node *n)
 	return w_fail(w, pr_err_new("cannot write a node of unknown kind %d", (int)n->kind));
 }
 
+/* The loader wants one return node, at the end; say so here rather than
+ * write a file it refuses. */
+static bool w_graph_shape(writer *w, const pr_graph *g, uint64_t *count)
+{
+	*count = 0;
+	pr_graph_for_each(g, n) {
+		(*count)++;
+		if ((n->kind == PR_NODE_RETURN) != (n->next == NULL))
+			return w_fail(w, pr_err_new("cannot write @%s: it must end with its one return node",
+						    g->name));
+	}
+	if (!*count)
+		return w_fail(w, pr_err_new("cannot write @%s: it has no return node", g->name));
+	return true;
+}
+
 static bool w_graph(writer *w, wbuf *b, const pr_graph *g)
 {
-	wb_u64(b, (uint64_t)g->n_nodes);
-	pm_init(&w->nodes, (size_t)g->n_nodes);
+	uint64_t count;
+	if (!w_graph_shape(w, g, &count))
+		return false;
+	wb_u64(b, count);
+	pm_init(&w->nodes, (size_t)count);
 	uint64_t i = 0;
 	bool ok = true;
 	pr_graph_for_each(g, n) {

@@ -390,3 +390,29 @@ Test(binary, broadcast_constant_keeps_only_its_description)
 	pr_program_free(q);
 	pr_program_free(p);
 }
+
+Test(binary, writer_refuses_a_graph_that_does_not_end_with_its_return)
+{
+	pr_program *p = tu_parse("passrun 1\n"
+				 "op aten::neg(Tensor self) -> Tensor\n"
+				 "method @m {\n"
+				 "  %x: f32[2] = input user \"x\"\n"
+				 "  return %x\n"
+				 "}\n");
+	pr_graph *g = pr_program_find_method(p, "m");
+	pr_node *n = pr_node_new(PR_NODE_OP, "late");
+	n->schema = pr_program_find_schema(p, "aten::neg");
+	pr_arg *args = calloc(1, sizeof *args);
+	args[0].kind = PR_ARG_VALUE;
+	args[0].u.value = pr_graph_find(g, "x");
+	pr_node_set_args(n, args, 1);
+	cr_assert_null(pr_graph_append(g, n));   /* after the return */
+	uint8_t *bin = NULL;
+	size_t len;
+	pr_err *e = pr_binary_write(p, &bin, &len);
+	cr_assert_not_null(e);
+	cr_expect(strstr(pr_err_message(e), "@m: it must end with its one return node"), "%s",
+		  pr_err_message(e));
+	pr_err_free(e);
+	pr_program_free(p);
+}
