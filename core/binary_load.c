@@ -134,26 +134,8 @@ static bool rd_count(rd *r, const char *what, size_t min_each, uint32_t *n)
 	return true;
 }
 
-static bool utf8_valid(const uint8_t *s, size_t n)
-{
-	size_t i = 0;
-	while (i < n) {
-		uint8_t c = s[i];
-		size_t k = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 9;
-		if (k == 9 || (k == 1 && c < 0xC2) || (k == 3 && c > 0xF4) || n - i - 1 < k)
-			return false;
-		for (size_t j = 1; j <= k; j++)
-			if ((s[i + j] & 0xC0) != 0x80)
-				return false;
-		if ((k == 2 && c == 0xE0 && s[i + 1] < 0xA0) || (k == 2 && c == 0xED && s[i + 1] >= 0xA0) ||
-		    (k == 3 && c == 0xF0 && s[i + 1] < 0x90) || (k == 3 && c == 0xF4 && s[i + 1] >= 0x90))
-			return false;
-		i += k + 1;
-	}
-	return true;
-}
-
-/* A string: u32 length, then that many bytes of UTF-8 without NUL. With
+/* A string: u32 length, then that many bytes without NUL. Not necessarily
+ * UTF-8: the text's \xHH escapes can put any other byte in a string. With
  * optional, the length PRB_NO_STRING means absent (*out = NULL). */
 static bool rd_string(rd *r, const char *what, bool optional, char **out)
 {
@@ -171,8 +153,6 @@ static bool rd_string(rd *r, const char *what, bool optional, char **out)
 	const uint8_t *s = r->buf + r->pos;
 	if (memchr(s, 0, n))
 		return rd_fail(r, at, "%s contains a NUL byte, expected text", what);
-	if (!utf8_valid(s, n))
-		return rd_fail(r, at, "%s is not valid UTF-8", what);
 	*out = pr_xstrndup((const char *)s, n);
 	r->pos += n;
 	return true;

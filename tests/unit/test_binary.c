@@ -416,3 +416,31 @@ Test(binary, writer_refuses_a_graph_that_does_not_end_with_its_return)
 	pr_err_free(e);
 	pr_program_free(p);
 }
+
+Test(binary, strings_keep_any_byte_the_text_can_escape)
+{
+	/* \xff is not UTF-8, but the text allows it in a string: so does the binary. */
+	pr_program *p = tu_parse("passrun 1\n"
+				 "op custom::tag(Tensor self, str s) -> Tensor\n"
+				 "delegate @d backend=\"B\\xfe\" {\n"
+				 "  %a: f32[2] = input\n"
+				 "  return %a\n"
+				 "}\n"
+				 "method @m {\n"
+				 "  %x: f32[2] = input user \"a\\xffb\\n\\\"\"\n"
+				 "  %y: f32[2] = custom::tag(%x, \"\\x80\\t\")\n"
+				 "  return %y, %x -> input \"a\\xffb\\n\\\"\"\n"
+				 "}\n");
+	uint8_t *bin;
+	size_t len;
+	write_ok(p, &bin, &len, "strings");
+	pr_program *q = load_ok(bin, len, false, "strings");
+	char *a = print(p), *b = print(q);
+	cr_expect_str_eq(b, a);
+	cr_expect(strstr(a, "\\xff"), "the test wants an escaped byte in the text: %s", a);
+	free(a);
+	free(b);
+	free(bin);
+	pr_program_free(q);
+	pr_program_free(p);
+}

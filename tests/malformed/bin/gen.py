@@ -5,7 +5,7 @@ This is a second, independent writer of the binary format, written from
 docs/binary-format.md alone. It builds one valid program (base.valid, whose
 text is base.valid.txt; test_malformed_bin.c checks that it loads and prints
 exactly that text) and derives each bad file from it, either by building a
-variant (a forward reference, deep nesting, invalid UTF-8, ...) or by patching
+variant (a forward reference, deep nesting, a NUL in a string, ...) or by patching
 one field at an offset the builder recorded. Each NAME.bin has a sidecar
 NAME.expect: every non-empty line of it must appear in the loader's error
 message (the second line, when present, is the byte offset of the bad field).
@@ -371,8 +371,8 @@ def cases():
         ["%a is defined twice in @d0"]
     yield "bad_schema_text", fixed(assemble(base_parts(schema_text="aten::add(Tensor self"))[0]), \
         ["op schema 0"]
-    yield "invalid_utf8", fixed(assemble(base_parts(view_args=[("v", 5), ("s", b"\xc3\x28")]))[0]), \
-        ["not valid UTF-8"]
+    yield "nul_in_string", fixed(assemble(base_parts(view_args=[("v", 5), ("s", b"a\x00b")]))[0]), \
+        ["a string argument contains a NUL byte"]
     nested = ("i", 1)
     for _ in range(40):
         nested = ("list", [nested])
