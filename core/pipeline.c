@@ -24,6 +24,7 @@
 #include <yaml.h>
 
 #include "passrun/strbuf.h"
+#include "locate.h"
 #include "pm_internal.h"
 
 /* ---- values -------------------------------------------------------------- */
@@ -1108,9 +1109,9 @@ pr_err *pr_pipeline_find(const char *arg, char **path)
 		*path = pr_xstrdup(arg);
 		return NULL;
 	}
-	const char *dirs[] = {PASSRUN_BUILD_PIPELINE_DIR, PASSRUN_INSTALL_PIPELINE_DIR};
-	for (int i = 0; i < 2; i++) {
-		char *p = pr_xasprintf("%s/%s.yaml", dirs[i], arg);
+	const char *dir = pr_locate_pipeline_dir();
+	if (dir) {
+		char *p = pr_xasprintf("%s/%s.yaml", dir, arg);
 		if (is_file(p)) {
 			*path = p;
 			return NULL;
@@ -1120,8 +1121,8 @@ pr_err *pr_pipeline_find(const char *arg, char **path)
 	pr_strbuf b;
 	pr_strbuf_init(&b);
 	int n = 0;
-	for (int i = 0; i < 2 && !n; i++)
-		list_pipelines(dirs[i], "", 0, &b, &n);
+	if (dir)
+		list_pipelines(dir, "", 0, &b, &n);
 	pr_err *e = pr_err_new("--pipeline %s: unknown pipeline (give a .yaml path, or one of the "
 			       "shipped pipelines: %s)", arg, n ? b.data : "none found");
 	pr_strbuf_free(&b);

@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "locate.h"
 #include "pm_internal.h"
 
 typedef struct plugin_rec {
@@ -423,19 +424,9 @@ pr_err *pr_registry_load_dir(pr_registry *r, const char *dir)
 	return e;
 }
 
-static bool is_dir(const char *path)
-{
-	struct stat st;
-	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 const char *pr_registry_default_plugin_dir(void)
 {
-	if (is_dir(PASSRUN_BUILD_PLUGIN_DIR))
-		return PASSRUN_BUILD_PLUGIN_DIR;
-	if (is_dir(PASSRUN_INSTALL_PLUGIN_DIR))
-		return PASSRUN_INSTALL_PLUGIN_DIR;
-	return NULL;
+	return pr_locate_plugin_dir();
 }
 
 static pr_err *load_env_path(pr_registry *r, const char *env)

@@ -60,10 +60,9 @@ typedef struct pr_plugin_search {
 } pr_plugin_search;
 
 pr_err *pr_registry_load_search(pr_registry *r, const pr_plugin_search *s);
-/* The shipped plugin folder: the build tree's when it exists (an uninstalled
- * passrun), else the install folder when it exists, else NULL. Only one of
- * the two, so a passrun run from its build tree does not see each shipped
- * pass twice. */
+/* The shipped plugin folder, found next to the core library itself
+ * (LIBDIR/passrun/plugins), so a build tree and any install prefix each find
+ * their own; NULL when there is none. */
 const char *pr_registry_default_plugin_dir(void);
 
 int pr_registry_n_passes(const pr_registry *r);
