@@ -199,8 +199,8 @@ struct pr_blob {
 };
 
 /* Storage-order bytes of a constant with spec s and data d, written into buf
- * of pr_spec_storage_bytes(s) bytes. random(SEED) is documented in
- * docs/text-format.md and gives the same bytes on every machine. */
+ * of pr_spec_storage_bytes(s) bytes. random(SEED) is defined in core/data.c
+ * (and docs/binary-format.md) and gives the same bytes on every machine. */
 pr_err *pr_data_materialize(const pr_data *d, const pr_spec *s, uint8_t *buf);
 
 /* ---- nodes ------------------------------------------------------------ */
