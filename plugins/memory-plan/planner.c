@@ -66,6 +66,7 @@ typedef struct engine {
 	int64_t m;                /* items placed by the greedy (not stacked) */
 	int64_t *by_start;        /* item ids, by start */
 	int64_t *started;         /* per position t: how many start at or before t */
+	int64_t T;                /* positions */
 	int64_t *slot;            /* item id -> index in by_start */
 	int64_t M;                /* leaves of the segment tree (power of two) */
 	int64_t *tree;            /* max end of placed items per subtree; -1 none */
@@ -129,7 +130,9 @@ static void collect(engine *e, int64_t node, int64_t lo, int64_t hi, int64_t P, 
  * query costs one load instead of a binary search of random loads. */
 static int64_t count_started(const engine *e, int64_t t)
 {
-	return e->started[t];
+	if (t < 0)
+		return 0;
+	return t < e->T ? e->started[t] : e->m;
 }
 
 /* Best fit among the gaps of the overlapping items, else on top of them. */
@@ -359,6 +362,7 @@ static void engine_init(engine *e, mp_item *items, const int64_t *asize, int64_t
 	if (!sorted)
 		qsort(keys, (size_t)e->m, sizeof *keys, cmp_key);
 	e->by_start = pr_xmalloc((size_t)(e->m + 1) * sizeof *e->by_start);
+	e->T = T;
 	e->started = pr_xcalloc((size_t)T + 1, sizeof *e->started);
 	e->slot = pr_xmalloc((size_t)(n + 1) * sizeof *e->slot);
 	for (int64_t i = 0; i < e->m; i++) {
