@@ -10,9 +10,8 @@
  * so a tensor read on cuda:0, cuda:1 and cuda:0 keeps two copies.
  *
  * Each tensor's copies are sorted by graph order once; the write check is a
- * binary search in the host-writes analysis; the copies that go are erased
- * from the newest reader back, so each use-list edit is short. The whole pass
- * is O(n log n) in the number of copies. */
+ * binary search in the host-writes analysis; each use-list edit is O(1). The
+ * whole pass is O(n log n) in the number of copies. */
 #include "host-writes/host_writes.h"
 #include "propagate-device/placement.h"
 

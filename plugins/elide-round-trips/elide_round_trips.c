@@ -11,8 +11,8 @@
  * kept. A write that runs after the _h2d_copy cannot change what it copies,
  * so it keeps nothing. With `respect_host_writes: false` (the baseline, and
  * the pipeline without F2) every round-trip goes, as ExecuTorch did before
- * the fix. Each query is a binary search in the analysis; each _d2h_copy's
- * readers are visited once, from the last, so the pass is linear. */
+ * the fix. Each query is a binary search in the analysis and each
+ * _d2h_copy's readers are visited once, so the pass is linear. */
 #include "host-writes/host_writes.h"
 #include "propagate-device/placement.h"
 
@@ -38,7 +38,7 @@ static void elide_copy(const pr_host_writes *hw, pr_node *d2h, bool *changed)
 		if (hw && hw->writer_between(hw, d2h, d2h, h))
 			continue;
 		pr_node_replace_all_uses(h, x);
-		pr_graph_erase(h);   /* its use of d2h was at i: only kept readers follow */
+		pr_graph_erase(h);   /* its use of d2h was at i: what moves there was visited */
 		*changed = true;
 	}
 	if (d2h->n_uses == 0) {

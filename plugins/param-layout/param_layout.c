@@ -160,7 +160,7 @@ static pr_err *make_contiguous(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, pr_
 	strides_str(&old, was, sizeof was);
 	strides_str(&n->type.tensor, now, sizeof now);
 	if (n->n_uses)
-		pl_describe_use(&n->uses[0], r, sizeof r);
+		pl_describe_use(pl_first_use(n), r, sizeof r);
 	pr_pass_diag(ctx, PR_SEV_WARNING, "W-LAYOUT-CHANGED", g->name, n->name, pl_bytes(n),
 		     "%s '%s' (%%%s, %" PRId64 " bytes, on %s) had strides %s, neither contiguous "
 		     "nor channels-last: it is now stored contiguous with strides %s, and %s "

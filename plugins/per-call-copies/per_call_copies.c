@@ -55,7 +55,7 @@ static void report_constant(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_no
 	bool err = f->error && f->skip_h2d;
 	char ds[PR_DEVICE_STR_MAX], r[160] = "no reader";
 	if (h->n_uses)
-		pl_describe_use(&h->uses[0], r, sizeof r);
+		pl_describe_use(pl_first_use(h), r, sizeof r);
 	pr_pass_diag(ctx, err ? PR_SEV_ERROR : PR_SEV_WARNING,
 		     err ? "E-CONSTANT-COPY" : "W-CONSTANT-COPY", g->name, c->name, pl_bytes(c),
 		     "Constant '%s' (%s %%%s, %" PRId64 " bytes) is copied to %s on every call "
@@ -82,15 +82,6 @@ static const pr_use *device_reader(const pr_node *v)
 	return first;
 }
 
-static const pr_use *first_use(const pr_node *c)
-{
-	const pr_use *first = NULL;
-	for (int i = 0; i < c->n_uses; i++)
-		if (!first || pr_node_before(c->uses[i].user, first->user))
-			first = &c->uses[i];
-	return first;
-}
-
 static void input_extras(const pr_node *c, char *buf, size_t len)
 {
 	size_t at = 0;
@@ -100,7 +91,7 @@ static void input_extras(const pr_node *c, char *buf, size_t len)
 		if (pl_is_h2d(u)) {
 			char ds[PR_DEVICE_STR_MAX], r[160] = "a delegate";
 			if (u->n_uses)
-				pl_describe_use(&u->uses[0], r, sizeof r);
+				pl_describe_use(pl_first_use(u), r, sizeof r);
 			at += (size_t)snprintf(buf + at, len - at, ", and on to %s for %s (%%%s)",
 					       pl_dev(u->type.tensor.device, ds), r, u->name);
 		}
@@ -116,12 +107,12 @@ static void input_extras(const pr_node *c, char *buf, size_t len)
 static void report_input(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_node *c)
 {
 	pr_node *v = pl_copy_src(c);
-	const pr_use *on = device_reader(v), *off = first_use(c);
+	const pr_use *on = device_reader(v), *off = pl_first_use(c);
 	char ds[PR_DEVICE_STR_MAX], onr[160] = "a delegate", offr[160] = "a reader", extra[512];
 	if (on)
 		pl_describe_use(on, onr, sizeof onr);
 	if (off && pl_is_h2d(off->user) && off->user->n_uses)
-		off = &off->user->uses[0];   /* the delegate on another device, not its copy */
+		off = pl_first_use(off->user);   /* the delegate on another device, not its copy */
 	if (off)
 		pl_describe_use(off, offr, sizeof offr);
 	input_extras(c, extra, sizeof extra);

@@ -232,6 +232,23 @@ static inline void pl_copy_attach(pr_node *c, pr_node *src)
 	pr_node_set_args(c, a, 1);
 }
 
+/* Orders uses by their readers' graph order (the graph must be numbered). */
+static inline int pl_use_by_order(const void *a, const void *b)
+{
+	const pr_node *x = ((const pr_use *)a)->user, *y = ((const pr_use *)b)->user;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* v's first reader in graph order (use lists have no order), or NULL. */
+static inline const pr_use *pl_first_use(const pr_node *v)
+{
+	const pr_use *first = NULL;
+	for (int i = 0; i < v->n_uses; i++)
+		if (!first || pr_node_before(v->uses[i].user, first->user))
+			first = &v->uses[i];
+	return first;
+}
+
 /* Does delegate reader u need v copied to its device (set in *dev)? */
 static inline bool pl_needs_copy(const pr_use *u, pr_node *v, bool cpu_is_device, pr_device *dev)
 {
@@ -246,18 +263,25 @@ static inline bool pl_needs_copy(const pr_use *u, pr_node *v, bool cpu_is_device
 static inline pr_err *pl_copy_to_readers(pr_program *p, pr_node *v, bool cpu_is_device,
 					 bool *changed)
 {
-	pl_nodes readers = {0};   /* graph order, as the use list keeps it */
-	int *slots = pr_xmalloc((size_t)v->n_uses * sizeof *slots);
+	/* Use lists have no order: sort the readers by graph order, so that the
+	 * copies get the same names whatever the edits before. */
+	pr_use *uses = pr_xmalloc((size_t)(v->n_uses ? v->n_uses : 1) * sizeof *uses);
+	int n = 0;
 	for (int i = 0; i < v->n_uses; i++) {
 		pr_device dev;
-		if (pl_needs_copy(&v->uses[i], v, cpu_is_device, &dev)) {
-			slots[readers.n] = i;
-			pl_nodes_push(&readers, v->uses[i].user);
-		}
+		if (pl_needs_copy(&v->uses[i], v, cpu_is_device, &dev))
+			uses[n++] = v->uses[i];
 	}
-	pr_arg **args = pr_xmalloc((size_t)readers.n * sizeof *args);
-	for (int k = 0; k < readers.n; k++)
-		args[k] = v->uses[slots[k]].arg;
+	if (v->graph->order_stale)
+		pr_graph_renumber(v->graph);
+	qsort(uses, (size_t)n, sizeof *uses, pl_use_by_order);
+	pl_nodes readers = {0};
+	pr_arg **args = pr_xmalloc((size_t)(n ? n : 1) * sizeof *args);
+	for (int k = 0; k < n; k++) {
+		pl_nodes_push(&readers, uses[k].user);
+		args[k] = uses[k].arg;
+	}
+	free(uses);
 	pl_nodes copies = {0};
 	pr_err *e = NULL;
 	pr_device devs[8];
@@ -277,7 +301,6 @@ static inline pr_err *pl_copy_to_readers(pr_program *p, pr_node *v, bool cpu_is_
 		if (!e)
 			pl_nodes_push(&copies, c);
 	}
-	/* Readers move newest first, so each use removal finds its use at the end. */
 	for (int k = copies.n - 1; k >= 0; k--)
 		pr_arg_set_value(args[k], copies.items[k]);
 	for (int k = 0; k < copies.n; k++)
@@ -286,7 +309,6 @@ static inline pr_err *pl_copy_to_readers(pr_program *p, pr_node *v, bool cpu_is_
 	pl_nodes_free(&copies);
 	pl_nodes_free(&readers);
 	free(args);
-	free(slots);
 	return e;
 }
 
@@ -451,9 +473,8 @@ static inline int64_t pl_bytes(pr_node *n)
 	return s ? pr_spec_nbytes(s) : -1;
 }
 
-/* Erases the nodes of v that have no readers left, newest use first: the
- * core removes a use by scanning its value's use list from the end, so
- * erasing readers in reverse keeps each removal short. */
+/* Erases the nodes of v that have no readers left, last first (a node
+ * erased first may be the only reader keeping an earlier one). */
 static inline void pl_erase_unused(pl_nodes *v)
 {
 	for (int i = v->n - 1; i >= 0; i--)

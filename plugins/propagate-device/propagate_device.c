@@ -43,8 +43,8 @@
  *      The per-call copies this leaves are reported by per-call-copies.
  *
  * Copies are declared with the shared contract's schemas and named after what
- * they copy (%x_h2d_cuda0, %t_d2h). Each value's readers are moved in one
- * batch, newest first, so thousands of readers of one tensor stay linear. */
+ * they copy (%x_h2d_cuda0, %t_d2h), first reader first. Each value's readers
+ * are moved in one batch, so thousands of readers of one tensor stay linear. */
 #include "host-writes/host_writes.h"
 #include "propagate-device/placement.h"
 
@@ -187,9 +187,10 @@ static void tag_skipped_input(place_ctx *c, pr_node *v, const pr_use *first, pr_
 		*c->changed = true;
 		return;
 	}
-	const pr_use *other = NULL;
-	for (int i = 0; i < v->n_uses && !other; i++)
-		if (v->uses[i].user != first->user)
+	const pr_use *other = NULL;   /* the first other reader in graph order */
+	for (int i = 0; i < v->n_uses; i++)
+		if (v->uses[i].user != first->user &&
+		    (!other || pr_node_before(v->uses[i].user, other->user)))
 			other = &v->uses[i];
 	char ds[PR_DEVICE_STR_MAX], reader[160], other_reader[160];
 	pl_describe_use(first, reader, sizeof reader);
