@@ -74,6 +74,7 @@ typedef struct engine {
 	struct span *found;       /* memory of the overlapping placed items */
 	int64_t n_found, cap_found;
 	int64_t base;             /* where the greedy starts (above the stack) */
+	int64_t base_top;         /* the stack's last byte */
 	int64_t work;
 	bool first_fit;           /* the lowest gap that fits, not the tightest */
 } engine;
@@ -164,12 +165,19 @@ static void mark_placed(engine *e, int64_t id)
 	}
 }
 
-/* Places the greedy items in the given order; returns the aligned peak. */
+/* The top of item id at offset off: its raw size, not the rounded one (the
+ * arena ends where the last byte is). */
+static int64_t item_top(const engine *e, int64_t id, int64_t off)
+{
+	return off + e->items[id].size;
+}
+
+/* Places the greedy items in the given order; returns the plan's top. */
 static int64_t run_greedy(engine *e, const sort_key *order)
 {
 	for (int64_t i = 0; i < 2 * e->M; i++)
 		e->tree[i] = -1;
-	int64_t peak = e->base;
+	int64_t peak = e->base_top;
 	for (int64_t i = 0; i < e->m; i++) {
 		int64_t id = order[i].id;
 		if (i + 16 < e->m) { /* the order jumps around the arrays */
@@ -185,8 +193,8 @@ static int64_t run_greedy(engine *e, const sort_key *order)
 		int64_t off = choose_offset(e, e->asize[id]);
 		e->offset[id] = off;
 		mark_placed(e, id);
-		if (off + e->asize[id] > peak)
-			peak = off + e->asize[id];
+		if (item_top(e, id, off) > peak)
+			peak = item_top(e, id, off);
 	}
 	return peak;
 }
@@ -329,8 +337,9 @@ static bool lives_throughout(const mp_item *it, int64_t T)
 	return it->start == 0 && it->end >= T - 1;
 }
 
-/* Stacks the whole-method items at the bottom, largest first; returns the top. */
-static int64_t stack_whole(mp_item *items, const int64_t *asize, int64_t n, int64_t T)
+/* Stacks the whole-method items at the bottom, largest first; returns where
+ * the next item may start, *last_byte where the last one ends. */
+static int64_t stack_whole(mp_item *items, const int64_t *asize, int64_t n, int64_t T, int64_t *last_byte)
 {
 	int64_t k = 0;
 	sort_key *keys = pr_xmalloc((size_t)(n + 1) * sizeof *keys);
@@ -339,8 +348,10 @@ static int64_t stack_whole(mp_item *items, const int64_t *asize, int64_t n, int6
 			keys[k++] = (sort_key){ -asize[i], 0, 0, i };
 	qsort(keys, (size_t)k, sizeof *keys, cmp_key);
 	int64_t top = 0;
+	*last_byte = 0;
 	for (int64_t i = 0; i < k; i++) {
 		items[keys[i].id].offset = top;
+		*last_byte = top + items[keys[i].id].size;
 		top += asize[keys[i].id];
 	}
 	free(keys);
@@ -396,9 +407,9 @@ static void engine_free(engine *e)
  * lower peak: the search's second objective). */
 static int64_t plan_peak(const engine *e, int64_t *n_at_peak)
 {
-	int64_t peak = e->base, n = 0;
+	int64_t peak = e->base_top, n = 0;
 	for (int64_t i = 0; i < e->m; i++) {
-		int64_t id = e->by_start[i], top = e->offset[id] + e->asize[id];
+		int64_t id = e->by_start[i], top = item_top(e, id, e->offset[id]);
 		if (top > peak) {
 			peak = top;
 			n = 0;
@@ -483,11 +494,14 @@ static int64_t local_search(engine *e, int64_t peak, int64_t bound, int64_t budg
 	sort_key *keys = NULL;
 	int64_t keys_cap = 0, n_at_peak;
 	plan_peak(e, &n_at_peak);
-	for (uint64_t iter = 0; peak > bound && e->work < budget; iter++) {
+	/* The bound may be out of reach: small problems stop after a number of
+	 * moves proportional to their size, large ones at the budget. */
+	uint64_t max_iter = 64 + 8 * (uint64_t)e->m;
+	for (uint64_t iter = 0; peak > bound && e->work < budget && iter < max_iter; iter++) {
 		int64_t top_id = -1, n_top = 0;
 		for (int64_t i = 0; i < e->m; i++) {
 			int64_t id = e->by_start[i];
-			if (e->offset[id] + e->asize[id] != peak)
+			if (item_top(e, id, e->offset[id]) != peak)
 				continue;
 			n_top++; /* one of the items at the peak, at random */
 			if (mix64(iter * 31 + (uint64_t)n_top) % (uint64_t)n_top == 0)
@@ -610,9 +624,9 @@ mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
 									     : r.lower_bound_bytes;
 	engine e;
 	engine_init(&e, items, asize, n, T);
-	e.base = stack_whole(items, asize, n, T);
+	e.base = stack_whole(items, asize, n, T, &e.base_top);
 	if (e.m > 0)
-		plan_greedy(&e, items, T, aligned_peak, &r);
+		plan_greedy(&e, items, T, r.aligned_lower_bound, &r);
 	for (int64_t i = 0; i < n; i++)
 		if (items[i].size > 0 && items[i].offset + items[i].size > r.planned_bytes)
 			r.planned_bytes = items[i].offset + items[i].size;
