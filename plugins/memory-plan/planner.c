@@ -32,13 +32,17 @@
  *     live around an item that reaches the peak are taken out and placed
  *     again in another order while the rest stay; the move is kept when the
  *     peak, then the number of items reaching it, does not grow.
- *  All of it runs under a work budget (items visited, 10^7): counted, not
- *  timed, so the plan is the same on every machine, and a 10^6-tensor method
- *  runs one order (which meets the bound on decoder-like programs) and stops.
- *  The pseudo-random choices come from a fixed seed.
-
+ *  All of it runs under a work budget (items visited, 10^7; the local search
+ *  also stops after 64 + 8n moves): counted, not timed, so the plan is the
+ *  same on every machine, and a 10^6-tensor method runs one order (which
+ *  meets the bound on decoder-like programs) and stops. The pseudo-random
+ *  choices come from a fixed seed.
+ *
+ * A plan is judged by its last byte (offset + size of its highest item)
+ * against the bound for aligned plans: the peak of rounded-up sizes, less
+ * the largest padding (the top item needs none), never below the plain bound.
  * Sizes are rounded up to the alignment for packing, so every offset is a
- * multiple of it; the arena's size is the top of its highest item. */
+ * multiple of it. */
 #include "planner.h"
 
 #include <stdbool.h>
