@@ -604,6 +604,50 @@ static void plan_greedy(engine *e, mp_item *items, int64_t T, int64_t bound, mp_
 	free(order);
 }
 
+static int64_t last_byte(const mp_item *items, int64_t n)
+{
+	int64_t top = 0;
+	for (int64_t i = 0; i < n; i++)
+		if (items[i].size > 0 && items[i].offset + items[i].size > top)
+			top = items[i].offset + items[i].size;
+	return top;
+}
+
+/* The stack of whole-method items may as well sit above the others: every
+ * item overlaps it in time, so moving it keeps the plan valid, and the top
+ * item needs no padding: the cheaper way round wins (small tensors). The
+ * stack keeps its order, its most padded item last. */
+static void stack_on_top_if_smaller(mp_item *items, const int64_t *asize, int64_t n, int64_t T,
+				    int64_t base)
+{
+	int64_t below = last_byte(items, n), others_top = 0, pad_last = -1, last = -1;
+	for (int64_t i = 0; i < n; i++) {
+		if (items[i].size <= 0)
+			continue;
+		if (!lives_throughout(&items[i], T)) {
+			if (items[i].offset - base + asize[i] > others_top)
+				others_top = items[i].offset - base + asize[i];
+		} else if (asize[i] - items[i].size > pad_last) {
+			pad_last = asize[i] - items[i].size;
+			last = i;
+		}
+	}
+	if (last < 0 || others_top + base - pad_last >= below)
+		return;
+	int64_t next = others_top;
+	for (int64_t i = 0; i < n; i++) {
+		if (items[i].size <= 0)
+			continue;
+		if (!lives_throughout(&items[i], T))
+			items[i].offset -= base;
+		else if (i != last) {
+			items[i].offset = next;
+			next += asize[i];
+		}
+	}
+	items[last].offset = next;
+}
+
 mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
 {
 	mp_result r = { 0 };
@@ -631,6 +675,8 @@ mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
 	e.base = stack_whole(items, asize, n, T, &e.base_top);
 	if (e.m > 0)
 		plan_greedy(&e, items, T, r.aligned_lower_bound, &r);
+	if (e.base > 0 && e.m > 0)
+		stack_on_top_if_smaller(items, asize, n, T, e.base);
 	for (int64_t i = 0; i < n; i++)
 		if (items[i].size > 0 && items[i].offset + items[i].size > r.planned_bytes)
 			r.planned_bytes = items[i].offset + items[i].size;
