@@ -8,7 +8,8 @@
  * uses, made fast and run with several orders:
  *
  *  1. Items live for the whole method (mutable buffers, device constants) can
- *     share with nothing: they are stacked at the bottom, largest first. Every
+ *     share with nothing: they are stacked at the bottom, largest first (or
+ *     above everything else, when that saves the top item's padding). Every
  *     position's live sum includes them, so this costs nothing over the bound.
  *  2. The others are placed one by one in a given order. For an item, the
  *     already placed items that overlap it in time are collected, sorted by
