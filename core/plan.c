@@ -259,12 +259,12 @@ static void finish_classes(pr_lifetimes *lt, pr_node *ret)
 }
 
 /* The graph is a linked list of large nodes: on a big method every first
- * touch of a node is a cache miss, so nodes are touched as few times as
- * possible. Positions come from node->order: the walk that numbers the nodes
- * checks that the orders step evenly (they do after pr_graph_renumber, which
- * it calls when they do not), so a node's position is one division away and
- * nothing needs writing into the nodes. */
-#define PREFETCH_AHEAD 8
+ * touch of a node is a cache miss, so the nodes are walked once, numbering
+ * and processing each, with the next node's lines prefetched. Positions come
+ * from node->order: the walk checks that the orders step evenly (they do
+ * after pr_graph_renumber, which it calls and starts again when they do
+ * not), so a node's position is one division away and nothing is written
+ * into the nodes. */
 
 /* Every cache line of the node that the walk reads: the spec's head, shape
  * and strides, the links and arguments. */
@@ -275,47 +275,65 @@ static void prefetch_node(const pr_node *n)
 		__builtin_prefetch(p + off);
 }
 
-/* Fills b->nodes in graph order; false when the orders do not step evenly. */
-static bool number_nodes(lt_builder *b, pr_graph *g, int64_t *cap)
+static void builder_grow(lt_builder *b, int64_t *cap)
 {
-	int64_t n = 0;
+	*cap *= 2;
+	b->nodes = pr_xrealloc(b->nodes, (size_t)*cap * sizeof *b->nodes);
+	b->first_value = pr_xrealloc(b->first_value, (size_t)*cap * sizeof *b->first_value);
+}
+
+/* Numbers and processes every node; false (and b half done) when the orders
+ * do not step evenly. */
+static bool walk_nodes(lt_builder *b, pr_graph *g)
+{
+	int64_t cap = g->n_nodes > 0 ? g->n_nodes : 16, n = 0;
+	b->nodes = pr_xmalloc((size_t)cap * sizeof *b->nodes);
+	b->first_value = pr_xmalloc((size_t)cap * sizeof *b->first_value);
+	b->cap_values = b->cap_classes = cap;
+	b->lt->values = pr_xmalloc((size_t)b->cap_values * sizeof *b->lt->values);
+	b->lt->classes = pr_xmalloc((size_t)b->cap_classes * sizeof *b->lt->classes);
 	pr_graph_for_each(g, node) {
-		if (n == *cap) {
-			*cap *= 2;
-			b->nodes = pr_xrealloc(b->nodes, (size_t)*cap * sizeof *b->nodes);
-		}
+		if (node->next)
+			prefetch_node(node->next);
+		if (n == cap)
+			builder_grow(b, &cap);
 		if (n == 0)
 			b->order0 = node->order;
 		else if (n == 1)
 			b->gap = node->order - b->order0;
-		b->nodes[n++] = node;
-		if (n > 1 && (b->gap == 0 || node->order != b->order0 + (uint64_t)(n - 1) * b->gap))
+		if (n > 0 && (b->gap == 0 || node->order != b->order0 + (uint64_t)n * b->gap))
 			return false;
+		b->nodes[n] = node;
+		b->lt->n_positions = n + 1;
+		read_args(b, node, n);
+		define_values(b, node, n);
+		n++;
 	}
-	b->lt->n_positions = n;
 	return true;
+}
+
+static void builder_reset(lt_builder *b)
+{
+	free(b->nodes);
+	free(b->first_value);
+	free(b->lt->values);
+	free(b->lt->classes);
+	memset(b->lt, 0, sizeof *b->lt);
+	pr_lifetimes *lt = b->lt;
+	memset(b, 0, sizeof *b);
+	b->lt = lt;
 }
 
 pr_lifetimes *pr_lifetimes_compute(pr_graph *g)
 {
 	lt_builder b = { 0 };
 	b.lt = pr_xcalloc(1, sizeof *b.lt);
-	int64_t cap = g->n_nodes > 0 ? g->n_nodes : 16;
-	b.nodes = pr_xmalloc((size_t)cap * sizeof *b.nodes);
-	if (g->order_stale || !number_nodes(&b, g, &cap)) {
+	if (g->order_stale)
 		pr_graph_renumber(g);
-		PR_ASSERT(number_nodes(&b, g, &cap));
-	}
-	int64_t n = b.lt->n_positions;
-	b.first_value = pr_xmalloc((size_t)(n + 1) * sizeof *b.first_value);
-	b.cap_values = b.cap_classes = n + 1;
-	b.lt->values = pr_xmalloc((size_t)b.cap_values * sizeof *b.lt->values);
-	b.lt->classes = pr_xmalloc((size_t)b.cap_classes * sizeof *b.lt->classes);
-	for (int64_t pos = 0; pos < n; pos++) {
-		if (pos + PREFETCH_AHEAD < n)
-			prefetch_node(b.nodes[pos + PREFETCH_AHEAD]);
-		read_args(&b, b.nodes[pos], pos);
-		define_values(&b, b.nodes[pos], pos);
+	if (!walk_nodes(&b, g)) {
+		builder_reset(&b);
+		pr_graph_renumber(g);
+		PR_ASSERT(walk_nodes(&b, g));
 	}
 	finish_classes(b.lt, pr_graph_return(g));
 	free(b.first_value);

@@ -264,3 +264,39 @@ Test(plan, M1_usage_lower_bound_counts_aliases_once)
 	pr_diags_free(&d);
 	pr_program_free(p);
 }
+
+/* A pass inserted a node: the orders no longer step evenly, and lifetimes
+ * still number the nodes in graph order. */
+Test(plan, M1_lifetimes_after_an_insertion)
+{
+	pr_program *p = tu_parse(OPS
+		"method @forward {\n"
+		"  %x: f32[16] = input user \"x\"\n"
+		"  %a: f32[16] = aten::add.Tensor(%x, %x)\n"
+		"  %b: f32[16] = aten::add.Tensor(%a, %a)\n"
+		"  return %b\n"
+		"}\n");
+	pr_graph *g = p->methods[0];
+	pr_node *a = pr_graph_find(g, "a"), *b = pr_graph_find(g, "b");
+	pr_node *m = pr_node_new(PR_NODE_OP, "m");
+	m->schema = pr_program_find_schema(p, "aten::add.Tensor");
+	m->type.kind = PR_TYPE_TENSOR;
+	int64_t shape[1] = { 16 };
+	pr_spec_init(&m->type.tensor, PR_F32, 1, shape);
+	pr_arg *args = calloc(2, sizeof *args);
+	args[0].kind = args[1].kind = PR_ARG_VALUE;
+	args[0].u.value = args[1].u.value = a;
+	pr_node_set_args(m, args, 2);
+	cr_assert_null(pr_graph_insert_before(b, m));
+	pr_arg_set_value(&b->args[1], m);   /* b = a + m */
+	uint64_t step = a->order - g->first->order;
+	cr_assert(g->order_stale || m->order - a->order != step, "the orders step unevenly now");
+	pr_lifetimes *lt = pr_lifetimes_compute(g);
+	cr_assert_eq(lt->n_positions, 5);
+	const pr_plan_class *ca = class_of(lt, "a", -1), *cm = class_of(lt, "m", -1);
+	cr_assert(ca->start == 1 && ca->end == 3, "a lives %lld..%lld", (long long)ca->start, (long long)ca->end);
+	cr_assert(cm->start == 2 && cm->end == 3);
+	cr_assert(class_of(lt, "b", -1)->end == 4);
+	pr_lifetimes_free(lt);
+	pr_program_free(p);
+}
