@@ -452,8 +452,15 @@ static bool rd_blob_ref(rd *r, pr_node *n)
 		return rd_fail(r, at, "blob index %u is out of range, expected < %zu", ix, r->n_blobs);
 	n->data.blob = r->blobs[ix];
 	int64_t storage;
-	if (r->borrow && host_is_little_endian() && n->type.kind == PR_TYPE_TENSOR &&
-	    pr_spec_storage_bytes_checked(&n->type.tensor, &storage) && storage == n->data.blob->size) {
+	/* As in the text: a blob holds exactly the tensor's storage, which every
+	 * reader of the data (the runtime, the printer) relies on. */
+	if (n->type.kind == PR_TYPE_TENSOR &&
+	    (!pr_spec_storage_bytes_checked(&n->type.tensor, &storage) ||
+	     storage != n->data.blob->size))
+		return rd_fail(r, at, "expected a blob of %lld bytes (the tensor's storage), found "
+			       "blob %u with %lld bytes", (long long)pr_spec_storage_bytes(&n->type.tensor),
+			       ix, (long long)n->data.blob->size);
+	if (r->borrow && host_is_little_endian() && n->type.kind == PR_TYPE_TENSOR) {
 		n->data.mapped = n->data.blob->bytes;
 		n->data.mapped_size = storage;
 	}
