@@ -22,15 +22,18 @@
  * which the verifier fails. The program is then not written by the tool. */
 #include "passrun/manager.h"
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <uthash.h>
 
 #include "passrun/format.h"
 #include "passrun/plan.h"
 #include "passrun/verify.h"
+#include "locate.h"
 #include "pm_internal.h"
 
 typedef struct cache_key {
@@ -332,4 +335,69 @@ pr_err *pr_pipeline_run(const pr_pipeline *pl, const pr_registry *r, pr_program 
 	}
 	cache_clear(&cache);
 	return e;
+}
+
+/* ---- the shipped pipelines, for the pipeline reference and suggestions ---- */
+
+const char *pr_pipeline_description(const pr_pipeline *pl)
+{
+	return pl->description;
+}
+
+typedef struct name_list {
+	int n, cap;
+	char **items;
+} name_list;
+
+static void name_list_add(name_list *l, char *name)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 16;
+		l->items = pr_xrealloc(l->items, (size_t)l->cap * sizeof *l->items);
+	}
+	l->items[l->n++] = name;
+}
+
+/* NAME.yaml files under dir and one level of folders (ablate/), as
+ * pr_pipeline_find resolves them. */
+static void collect_pipelines(const char *dir, const char *prefix, int depth, name_list *l)
+{
+	struct dirent **ents;
+	int count = scandir(dir, &ents, NULL, alphasort);
+	for (int i = 0; i < count; i++) {
+		const char *nm = ents[i]->d_name;
+		char *path = pr_xasprintf("%s/%s", dir, nm);
+		struct stat st;
+		size_t len = strlen(nm);
+		if (nm[0] != '.' && stat(path, &st) == 0) {
+			if (S_ISDIR(st.st_mode) && depth < 1) {
+				char *sub = pr_xasprintf("%s%s/", prefix, nm);
+				collect_pipelines(path, sub, depth + 1, l);
+				free(sub);
+			} else if (S_ISREG(st.st_mode) && len > 5 && !strcmp(nm + len - 5, ".yaml")) {
+				name_list_add(l, pr_xasprintf("%s%.*s", prefix, (int)(len - 5), nm));
+			}
+		}
+		free(path);
+		free(ents[i]);
+	}
+	if (count >= 0)
+		free(ents);
+}
+
+int pr_pipeline_list_shipped(char ***names)
+{
+	name_list l = {0, 0, NULL};
+	const char *dir = pr_locate_pipeline_dir();
+	if (dir)
+		collect_pipelines(dir, "", 0, &l);
+	*names = l.items;
+	return l.n;
+}
+
+void pr_names_free(char **names, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
 }

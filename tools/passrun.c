@@ -2,11 +2,12 @@
  *
  *   passrun [OPTIONS] PROGRAM
  *   passrun convert IN OUT
+ *   passrun compare --pipelines A,B,... PROGRAM   (compare.c)
  *
  * This file only parses arguments and wires the library together; main()
  * reads as the steps of a run: load plugins, load the pipeline, load the
  * program, verify it, run the pipeline, execute it, write the result and
- * report. Each step is one call that returns an exit status:
+ * report. Each step is one call that returns an exit status (tool.h):
  *
  *   0 fine; 1 a pass or the verifier reported an error (also a program that
  *   parses but fails verification on load); 2 bad command line, pipeline or
@@ -34,39 +35,7 @@
 #include "passrun/runtime.h"
 #endif
 
-enum { EXIT_OK = 0, EXIT_PASS = 1, EXIT_USAGE = 2, EXIT_PROGRAM = 3, EXIT_CONTINUE = -1 };
-
-#define MAX_LIST 64
-
-/* Everything the command line says. */
-typedef struct opts {
-	const char *program;
-	const char *output;                 /* -o */
-	bool convert;
-	const char *convert_in, *convert_out;
-	const char *pipeline, *passes;
-	const char *sets[MAX_LIST];
-	int n_sets;
-	const char *plugins[MAX_LIST];
-	int n_plugins;
-	const char *plugin_dirs[MAX_LIST];
-	int n_plugin_dirs;
-	bool no_default_plugins;
-	bool print, print_after_all, print_pipeline;
-	const char *print_after[MAX_LIST];
-	int n_print_after;
-	bool verify_each, time_passes, stats_json, list_passes, werror;
-	/* The runtime's (parsed here, executed once the runtime is wired in). */
-	bool run;
-	long run_n;
-	const char *device;                 /* "sim" or "cuda"; NULL = automatic */
-	bool check;
-	const char *inputs[MAX_LIST];       /* NAME=FILE.npy */
-	int n_inputs;
-	bool has_seed;
-	unsigned long long seed;
-	const char *output_dir, *dot;
-} opts;
+#include "tool.h"
 
 /* ---- the command line ----------------------------------------------------- */
 
@@ -96,8 +65,9 @@ static const flag flags[] = {
 	{"--print-pipeline", ARG_NONE, NULL, "print the checked pipeline as YAML (stderr)"},
 	{"--verify-each", ARG_NONE, NULL, "run the verifier after every pass"},
 	{"--time-passes", ARG_NONE, NULL, "a table of time per pass (stderr)"},
-	{"--stats", ARG_REQUIRED, "json", "statistics as JSON on stdout (--stats=json)"},
-	{"--list-passes", ARG_NONE, NULL, "every registered pass, its plugin and its options"},
+	{"--stats", ARG_REQUIRED, "json", "statistics as JSON on stdout"},
+	{"--list-passes", ARG_OPTIONAL, "markdown", "every registered pass, its plugin and its "
+	 "options (=markdown: the pipeline reference, with the shipped pipelines)"},
 	{"--werror", ARG_NONE, NULL, "warnings are errors"},
 	{"--run", ARG_OPTIONAL, "N", "execute the result N times (default 1; --device, --check, "
 	 "--input, --seed and --output-dir imply --run)"},
@@ -108,12 +78,14 @@ static const flag flags[] = {
 	{"--seed", ARG_REQUIRED, "N", "seed of the random inputs"},
 	{"--output-dir", ARG_REQUIRED, "DIR", "write each output as .npy"},
 	{"--dot", ARG_REQUIRED, "FILE", "a Graphviz picture of the result"},
+	{"--pipelines", ARG_REQUIRED, "A,B,...", "compare: the pipelines to compare (default "
+	 "baseline,cuda)"},
+	{"--format", ARG_REQUIRED, "table|json", "compare: a table (default) or JSON on stdout"},
 	{"--help", ARG_NONE, NULL, "this list (also -h)"},
 };
 #define N_FLAGS ((int)(sizeof flags / sizeof flags[0]))
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
+int usage_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -127,7 +99,10 @@ static int usage_error(const char *fmt, ...)
 static void print_help(FILE *out)
 {
 	fputs("usage: passrun [OPTIONS] PROGRAM      PROGRAM: .pg text or .bin, by content\n"
-	      "       passrun convert IN OUT         text <-> binary (by OUT's extension)\n\n"
+	      "       passrun convert IN OUT         text <-> binary (by OUT's extension)\n"
+	      "       passrun compare [--pipelines A,B,...] [OPTIONS] PROGRAM\n"
+	      "                                      one table: copies, bytes, memory, diagnostics\n"
+	      "                                      and the --check result of each pipeline\n\n"
 	      "options:\n", out);
 	for (int i = 0; i < N_FLAGS; i++) {
 		const flag *f = &flags[i];
@@ -188,7 +163,12 @@ static int apply(opts *o, const flag *f, const char *v)
 		if (strcmp(v, "json"))
 			return usage_error("--stats=%s: the only format is json", v);
 		o->stats_json = true;
-	} else if (!strcmp(n, "--list-passes")) o->list_passes = true;
+	} else if (!strcmp(n, "--list-passes")) {
+		if (v && strcmp(v, "markdown"))
+			return usage_error("--list-passes=%s: the only format is markdown", v);
+		o->list_passes = true;
+		o->list_markdown = v != NULL;
+	}
 	else if (!strcmp(n, "--werror")) o->werror = true;
 	else if (!strcmp(n, "--run")) {
 		o->run = true;
@@ -214,6 +194,12 @@ static int apply(opts *o, const flag *f, const char *v)
 		o->has_seed = true;
 	} else if (!strcmp(n, "--output-dir")) o->output_dir = v;
 	else if (!strcmp(n, "--dot")) o->dot = v;
+	else if (!strcmp(n, "--pipelines")) o->compare_pipelines = v;
+	else if (!strcmp(n, "--format")) {
+		if (strcmp(v, "table") && strcmp(v, "json"))
+			return usage_error("--format=%s: expected table or json", v);
+		o->compare_json = !strcmp(v, "json");
+	}
 	else if (!strcmp(n, "--help")) { print_help(stdout); return EXIT_OK; }
 	return EXIT_CONTINUE;
 }
@@ -266,11 +252,32 @@ static int positionals(opts *o, const char **pos, int n)
 		o->convert_out = pos[2];
 		return EXIT_CONTINUE;
 	}
+	if (n && !strcmp(pos[0], "compare")) {
+		if (n != 2)
+			return usage_error("usage: passrun compare [--pipelines A,B,...] PROGRAM");
+		o->compare = true;
+		o->program = pos[1];
+		return EXIT_CONTINUE;
+	}
 	if (n > 1)
 		return usage_error("one program at a time (got '%s' and '%s')", pos[0], pos[1]);
 	if (n == 0 && !o->list_passes)
 		return usage_error("no program given");
 	o->program = n ? pos[0] : NULL;
+	return EXIT_CONTINUE;
+}
+
+/* compare runs every pipeline the same way and prints one table: flags that
+ * pick one pipeline or write one result make no sense there. */
+static int check_compare_args(const opts *o)
+{
+	const char *bad = o->pipeline ? "--pipeline" : o->passes ? "--passes" : o->output ? "-o"
+		: o->print || o->print_after_all || o->n_print_after ? "--print*"
+		: o->stats_json ? "--stats" : o->dot ? "--dot" : o->output_dir ? "--output-dir"
+		: o->time_passes ? "--time-passes" : o->list_passes ? "--list-passes" : NULL;
+	if (bad)
+		return usage_error("compare does not take %s (it runs each pipeline of --pipelines)",
+				   bad);
 	return EXIT_CONTINUE;
 }
 
@@ -294,6 +301,10 @@ static int parse_args(int argc, char **argv, opts *o)
 		st = usage_error("give --pipeline or --passes, not both");
 	if (st == EXIT_CONTINUE && o->convert && (o->pipeline || o->passes || o->output))
 		st = usage_error("convert takes only IN and OUT");
+	if (st == EXIT_CONTINUE && !o->compare && (o->compare_pipelines || o->compare_json))
+		st = usage_error("--pipelines and --format belong to 'passrun compare'");
+	if (st == EXIT_CONTINUE && o->compare)
+		st = check_compare_args(o);
 	free(pos);
 	return st;
 }
@@ -333,20 +344,9 @@ static pr_err *write_atomic(const char *path, const void *data, size_t len)
 
 /* ---- the steps of a run ---------------------------------------------------- */
 
-typedef struct session {
-	const opts *o;
-	pr_registry *reg;
-	pr_pipeline *pl;
-	pr_program *prog;
-	pr_program *original;   /* the program before any pass, for --check */
-	pr_diags diags;
-	pr_pass_report rep;
-	char *run_json;         /* the "run" object of --stats=json */
-} session;
-
 /* Messages start with the file they are about (FILE:LINE:COL for pipelines
  * and programs), so that editors can jump to them: printed as they are. */
-static int fail(int status, pr_err *e)
+int fail(int status, pr_err *e)
 {
 	fprintf(stderr, "%s\n", pr_err_message(e));
 	pr_err_free(e);
@@ -364,7 +364,7 @@ static int convert(const opts *o)
 	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
 }
 
-static int load_plugins(session *s)
+int load_plugins(session *s)
 {
 	const opts *o = s->o;
 	double t0 = pr_now_ms();
@@ -410,7 +410,7 @@ static pr_err *check_print_after(const opts *o, const pr_registry *r)
 	return NULL;
 }
 
-static int load_pipeline(session *s)
+int load_pipeline(session *s)
 {
 	const opts *o = s->o;
 	double t0 = pr_now_ms();
@@ -436,6 +436,8 @@ static int load_pipeline(session *s)
 
 static int list_passes(session *s)
 {
+	if (s->o->list_markdown)
+		return list_markdown(s, stdout);
 	pr_registry_list(s->reg, stdout);
 	return EXIT_OK;
 }
@@ -490,6 +492,17 @@ static bool wants_run(const opts *o)
 }
 
 #ifdef PASSRUN_HAVE_RUNTIME
+static void keep_outcome(run_outcome *out, const pr_run_report *rr, const pr_err *e, int st)
+{
+	out->ran = true;
+	out->checked = rr->checked;
+	out->match = rr->match;
+	out->status = st;
+	snprintf(out->device, sizeof out->device, "%s", rr->device);
+	snprintf(out->message, sizeof out->message, "%s",
+		 e ? pr_err_message(e) : rr->checked && !rr->match ? rr->mismatch : "");
+}
+
 /* --run and the flags that go with it (each of them alone runs once). */
 static int run_program(session *s)
 {
@@ -516,11 +529,12 @@ static int run_program(session *s)
 		pr_run_report_json(&rr, mem);
 		fclose(mem);
 	}
-	int st = rr.exit_status ? rr.exit_status : e ? 5 : EXIT_OK;
+	int st = rr.exit_status ? rr.exit_status : e ? EXIT_RUNTIME : EXIT_OK;
 	if (e)
 		fprintf(stderr, "%s: %s\n", o->program, pr_err_message(e));
 	else if (rr.checked && !rr.match)
 		fprintf(stderr, "%s: --check: %s\n", o->program, rr.mismatch);
+	keep_outcome(&s->run, &rr, e, st);
 	pr_err_free(e);
 	return st;
 }
@@ -548,6 +562,18 @@ static int execute(session *s)
 	int st = s->o->dot ? write_dot(s) : EXIT_OK;
 	if (!st && wants_run(s->o))
 		st = run_program(s);
+	return st;
+}
+
+int process_program(session *s)
+{
+	int st = load_program(s);
+	if (!st)
+		st = verify_program(s);
+	if (!st)
+		st = run_pipeline(s);
+	if (!st)
+		st = execute(s);
 	return st;
 }
 
@@ -580,7 +606,7 @@ static void report(session *s)
 	fflush(stdout);
 }
 
-static void session_init(session *s, const opts *o)
+void session_init(session *s, const opts *o)
 {
 	memset(s, 0, sizeof *s);
 	s->o = o;
@@ -590,7 +616,7 @@ static void session_init(session *s, const opts *o)
 	pr_pass_report_init(&s->rep);
 }
 
-static void session_free(session *s)
+void session_free(session *s)
 {
 	pr_program_free(s->prog);
 	pr_program_free(s->original);
@@ -609,6 +635,8 @@ int main(int argc, char **argv)
 		return st;
 	if (o.convert)
 		return convert(&o);
+	if (o.compare)
+		return compare_main(&o);
 
 	session s;
 	session_init(&s, &o);
@@ -618,13 +646,7 @@ int main(int argc, char **argv)
 	if (!st && o.list_passes) {
 		st = list_passes(&s);
 	} else if (!st) {
-		st = load_program(&s);
-		if (!st)
-			st = verify_program(&s);
-		if (!st)
-			st = run_pipeline(&s);
-		if (!st)
-			st = execute(&s);
+		st = process_program(&s);
 		if (!st)
 			st = write_result(&s);
 		report(&s);
