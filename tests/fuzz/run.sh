@@ -1,0 +1,87 @@
+#!/bin/sh
+# run.sh: build the libFuzzer targets with clang and run each for a bounded time.
+#
+#   tests/fuzz/run.sh [SECONDS_PER_TARGET [WORK_DIR]]     (default 20 s, a temp dir)
+#   FUZZ_TARGETS="text binary pipeline" FUZZ_JOBS=1 ... narrow or widen a run
+#
+# Compiles core/*.c with -fsanitize=fuzzer-no-link,address,undefined into
+# objects, links each tests/fuzz/fuzz_*.c against them with -fsanitize=fuzzer,
+# replays tests/fuzz/crashes/<target>/* (inputs that once crashed: every one
+# is a regression test), then fuzzes from the seed corpus: examples and test
+# programs (text), tests/malformed/bin and tests/fuzz/corpus/binary (binary),
+# pipelines/ and tests/pipelines (pipeline). Fails on any crash, leak,
+# sanitizer report or timeout; the input is left in WORK_DIR (printed).
+# Exit 77 (ctest: skipped) when clang or its fuzzer runtime is missing.
+set -eu
+secs=${1:-20}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=${2:-$(mktemp -d /tmp/passrun-fuzz.XXXXXX)}
+mkdir -p "$work"
+CLANG=${CLANG:-$(command -v clang || true)}
+if [ -z "$CLANG" ]; then
+	echo "run.sh: clang not found: fuzzing skipped"
+	exit 77
+fi
+if ! printf 'int LLVMFuzzerTestOneInput(const char *d, long n){(void)d;(void)n;return 0;}\n' \
+	> "$work/probe.c" || ! "$CLANG" -fsanitize=fuzzer "$work/probe.c" -o "$work/probe" 2>/dev/null; then
+	echo "run.sh: $CLANG has no libFuzzer runtime: fuzzing skipped"
+	exit 77
+fi
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+cflags="-g -O1 -std=gnu11 -I$root/core -DPASSRUN_PIPELINE_DIR_FROM_LIBDIR=\"../share\" \
+ -DPASSRUN_BUILD_PLUGIN_DIR=\"$work/noplugins\" -DPASSRUN_INSTALL_PLUGIN_DIR=\"$work/noplugins\" \
+ -DPASSRUN_BUILD_PIPELINE_DIR=\"$root/pipelines\" -DPASSRUN_INSTALL_PIPELINE_DIR=\"$root/pipelines\""
+yaml=$(pkg-config --cflags --libs yaml-0.1 2>/dev/null || echo -lyaml)
+
+echo "run.sh: building in $work"
+mkdir -p "$work/obj"
+for src in "$root"/core/*.c; do
+	obj="$work/obj/$(basename "$src" .c).o"
+	# shellcheck disable=SC2086
+	"$CLANG" $cflags $san -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
+done
+
+# seed_files DIR FILE...: copies, named by their path (names repeat across folders).
+seed_files() {
+	dir=$1
+	shift
+	for f in "$@"; do
+		[ -f "$f" ] && cp "$f" "$dir/$(echo "${f#"$root"/}" | tr / _)"
+	done
+	return 0
+}
+
+status=0
+for t in ${FUZZ_TARGETS:-text binary pipeline}; do
+	# shellcheck disable=SC2086
+	"$CLANG" $cflags $san -fsanitize=fuzzer "$root/tests/fuzz/fuzz_$t.c" "$work"/obj/*.o \
+		$yaml -ldl -lm -o "$work/fuzz_$t"
+	seeds="$work/seeds_$t"
+	corpus="$work/corpus_$t"
+	mkdir -p "$seeds" "$corpus"
+	case $t in
+	text) seed_files "$seeds" "$root"/examples/*.pg "$root"/tests/malformed/text/* \
+		"$root"/tests/text/*.pg "$root"/tests/placement/*.pg "$root"/tests/memory/*.pg ;;
+	binary) seed_files "$seeds" "$root"/tests/malformed/bin/*.bin "$root"/tests/fuzz/corpus/binary/* ;;
+	pipeline) seed_files "$seeds" "$root"/pipelines/*.yaml "$root"/pipelines/*/*.yaml \
+		"$root"/tests/pipelines/*.yaml "$root"/tests/pipelines/*/*.yaml ;;
+	esac
+	crashes="$root/tests/fuzz/crashes/$t"
+	if [ -d "$crashes" ] && [ -n "$(ls -A "$crashes")" ]; then
+		echo "run.sh: $t: replaying $(ls "$crashes" | wc -l) past crash inputs"
+		"$work/fuzz_$t" "$crashes"/* > "$work/replay_$t.log" 2>&1 || {
+			tail -40 "$work/replay_$t.log"; status=1; }
+	fi
+	echo "run.sh: fuzzing $t for ${secs}s"
+	if "$work/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+		-jobs="${FUZZ_JOBS:-1}" -workers="${FUZZ_JOBS:-1}" \
+		-print_final_stats=1 -artifact_prefix="$work/crash_$t-" "$corpus" "$seeds" \
+		> "$work/fuzz_$t.log" 2>&1; then
+		grep -E "^#[0-9]+ *DONE|stat::number_of_executed_units|cov:" "$work/fuzz_$t.log" | tail -2
+	else
+		tail -60 "$work/fuzz_$t.log"
+		echo "run.sh: $t FAILED; inputs: $(ls "$work"/crash_"$t"-* 2>/dev/null)"
+		status=1
+	fi
+done
+exit $status
