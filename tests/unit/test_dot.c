@@ -38,10 +38,19 @@ Test(dot, draws_devices_copies_and_bytes)
 		     24, "constant w is copied on every call");
 	char *dot = pr_dot_render(p, &diags);
 	cr_assert(strstr(dot, "digraph passrun"));
-	cr_assert_eq(tu_count(dot, "shape=box"), 3, "three copies drawn as boxes:\n%s", dot);
-	cr_assert_eq(tu_count(dot, "color=\"#d00000\""), 1, "only w's copy is highlighted");
-	cr_assert(strstr(dot, "\"m0 x\" -> \"m0 x_h2d\" [label=\"24 B\"]"), "%s", dot);
-	cr_assert(strstr(dot, "#e0e0e0"), "host colour");
+	/* Three copies, drawn with a double border; the legend's copy box too. */
+	cr_assert_eq(tu_count(dot, "peripheries=2"), 3 + 2, "copies drawn distinctly:\n%s", dot);
+	/* w's copy, its edge and the legend entry; nothing else. */
+	cr_assert_eq(tu_count(dot, ", color=\"#d00000\""), 3, "only w's copy is highlighted:\n%s", dot);
+	cr_assert(strstr(dot, "W-CONSTANT-COPY"), "the flagged copy names its code");
+	cr_assert(strstr(dot, "\"m0 x\" -> \"m0 x_h2d\" [label=\"24 B\", penwidth=2]"), "%s", dot);
+	cr_assert(strstr(dot, "h2d copy -> cuda:0\\nx_h2d\\n24 B per call"), "copy label:\n%s", dot);
+	cr_assert(!strstr(dot, "\\\\n"), "line breaks are dot's \\n, not an escaped backslash");
+	cr_assert(strstr(dot, "\"legend 0\" [label=\"host (cpu)\", fillcolor=\"#e0e0e0\""),
+		  "legend: host colour");
+	cr_assert(strstr(dot, "[label=\"cuda:0\""), "legend: the device used");
+	cr_assert(strstr(dot, "skip flag"), "legend: the highlight");
+	cr_assert(strstr(dot, "delegate @add0\\non cuda:0"), "%s", dot);
 	char *again = pr_dot_render(p, &diags);
 	cr_assert_str_eq(dot, again, "the same program draws the same file");
 
@@ -58,5 +67,47 @@ Test(dot, draws_devices_copies_and_bytes)
 	free(again);
 	free(dot);
 	pr_diags_free(&diags);
+	pr_program_free(p);
+}
+
+static int count_colour(const char *dot, const char *colour)
+{
+	char want[64];
+	snprintf(want, sizeof want, "fillcolor=\"%s\"", colour);
+	return tu_count(dot, want);
+}
+
+/* Each device its own colour, the same before and after placement: a
+ * delegate takes its target_device's before any tensor is placed. */
+Test(dot, devices_keep_distinct_colours_before_and_after)
+{
+	const char *text =
+		"passrun 1\n"
+		"op aten::add.Tensor(Tensor self, Tensor other) -> Tensor\n"
+		"delegate @d0 backend=\"CudaBackend\" target_device=\"cuda:0\" {\n"
+		"  %a: f32[4] = input\n  %b: f32[4] = aten::add.Tensor(%a, %a)\n  return %b\n}\n"
+		"delegate @d1 backend=\"CudaBackend\" target_device=\"cuda:1\" {\n"
+		"  %a: f32[4] = input\n  %b: f32[4] = aten::add.Tensor(%a, %a)\n  return %b\n}\n"
+		"method @forward {\n"
+		"  %x: f32[4] = input user \"x\"\n"
+		"  %p: (f32[4]) = delegate @d0(%x)\n"
+		"  %q: (f32[4]) = delegate @d1(%x)\n"
+		"  return %p, %q\n"
+		"}\n";
+	pr_program *p = tu_parse(text);
+	char *dot = pr_dot_render(p, NULL);
+	const char *c0 = strstr(dot, "delegate @d0");
+	const char *c1 = strstr(dot, "delegate @d1");
+	cr_assert(c0 && c1, "%s", dot);
+	char col0[16] = "", col1[16] = "";
+	sscanf(strstr(c0, "fillcolor=\"") + 11, "%15[^\"]", col0);
+	sscanf(strstr(c1, "fillcolor=\"") + 11, "%15[^\"]", col1);
+	cr_assert_str_neq(col0, col1, "cuda:0 and cuda:1 share a colour:\n%s", dot);
+	cr_assert_str_neq(col0, "#e0e0e0", "a delegate is drawn in its device's colour");
+	cr_assert_eq(count_colour(dot, col0), 2, "the delegate and its legend entry:\n%s", dot);
+	cr_assert(strstr(dot, "legend 1") && strstr(dot, "legend 2"), "both devices in the legend");
+	cr_assert(!strstr(dot, "skip flag"), "no highlight legend without flagged copies");
+	cr_assert(strstr(dot, "[label=\"16 B\"]"), "bytes on plain edges:\n%s", dot);
+	free(dot);
 	pr_program_free(p);
 }
