@@ -588,6 +588,25 @@ static bool rd_writebacks(rd *r, pr_node *n)
 	return true;
 }
 
+/* The text's loose arity (text_parse.c): not more arguments than the schema
+ * has, none missing without a default, so what loads also prints as text that
+ * parses. */
+static bool rd_check_arity(rd *r, size_t at, const pr_node *n)
+{
+	const pr_schema *s = n->schema;
+	int need = 0;
+	for (int i = 0; i < s->n_args; i++)
+		if (!s->args[i].default_value)
+			need = i + 1;
+	if (n->n_args > s->n_args)
+		return rd_fail(r, at, "expected at most %d arguments for '%s', found %d", s->n_args,
+			       s->full_name, n->n_args);
+	if (n->n_args < need)
+		return rd_fail(r, at, "expected at least %d arguments for '%s', found %d", need,
+			       s->full_name, n->n_args);
+	return true;
+}
+
 static bool rd_node_rest(rd *r, pr_node **nodes, uint64_t self, pr_node *n)
 {
 	size_t at = r->pos;
@@ -599,7 +618,7 @@ static bool rd_node_rest(rd *r, pr_node **nodes, uint64_t self, pr_node *n)
 		if (!rd_index(r, "op schema index", (uint32_t)r->prog->n_schemas, &ix))
 			return false;
 		n->schema = r->prog->schemas[ix];
-		return rd_node_args(r, nodes, self, n);
+		return rd_node_args(r, nodes, self, n) && rd_check_arity(r, at, n);
 	case PR_NODE_DELEGATE:
 		if (!rd_index(r, "delegate index", (uint32_t)r->prog->n_delegates, &ix))
 			return false;
