@@ -69,7 +69,7 @@ def tester_cmd(a, extra=()):
 
 def run_chunk(a, files, list_dir, idx):
     """Runs one chunk; returns (fails, summary counts, crashed programs)."""
-    lst = os.path.join(list_dir, "chunk_%d.txt" % idx)
+    lst = os.path.join(list_dir, "chunk_%s.txt" % idx)
     with open(lst, "w") as f:
         f.write("\n".join(files) + "\n")
     p = subprocess.run(tester_cmd(a, ["@" + lst]), capture_output=True, text=True)
