@@ -698,6 +698,29 @@ static bool rd_graph(rd *r, pr_graph *g)
 
 /* ---- sections -------------------------------------------------------------------- */
 
+/* Where s stops being valid UTF-8 (no overlong forms, surrogates or code
+ * points past U+10FFFF), or (size_t)-1. A schema is printed as it is, and
+ * the text lexer accepts UTF-8 only. */
+static size_t utf8_invalid_at(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	for (size_t i = 0; s[i];) {
+		unsigned c = s[i];
+		size_t k = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+			   : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+		if (!k)
+			return i;
+		for (size_t j = 1; j < k; j++)
+			if ((s[i + j] & 0xc0) != 0x80)
+				return i;
+		if ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] > 0x9f) ||
+		    (c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] > 0x8f))
+			return i;
+		i += k;
+	}
+	return (size_t)-1;
+}
+
 static bool rd_schemas(rd *r)
 {
 	uint32_t n;
@@ -708,6 +731,14 @@ static bool rd_schemas(rd *r)
 		char *text;
 		if (!rd_string(r, "an op schema", false, &text))
 			return false;
+		size_t bad = utf8_invalid_at(text);
+		if (bad != (size_t)-1) {
+			unsigned byte = (unsigned char)text[bad];
+			free(text);
+			return rd_fail(r, at, "op schema %u has the invalid byte 0x%02x at column %zu, "
+				       "expected UTF-8 text (the text format writes it verbatim)", i,
+				       byte, bad + 1);
+		}
 		pr_schema *s = NULL;
 		size_t col = 0;
 		pr_err *e = pr_schema_parse(text, strlen(text), &s, &col);
