@@ -625,7 +625,12 @@ static bool rd_node_rest(rd *r, pr_node **nodes, uint64_t self, pr_node *n)
 		n->delegate = r->prog->delegates[ix];
 		return rd_node_args(r, nodes, self, n);
 	case PR_NODE_GETITEM:
-		if (!rd_i64(r, "a getitem index", &n->index) || !rd_node_args(r, nodes, self, n))
+		if (!rd_i64(r, "a getitem index", &n->index))
+			return false;
+		if (n->index < 0)   /* as the text's "an index (an integer >= 0)" */
+			return rd_fail(r, r->pos - 8, "getitem index %lld is negative, expected an "
+				       "integer >= 0", (long long)n->index);
+		if (!rd_node_args(r, nodes, self, n))
 			return false;
 		if (n->n_args != 1 || n->args[0].kind != PR_ARG_VALUE)
 			return rd_fail(r, at + 8, "getitem has %d arguments, expected one value", n->n_args);
