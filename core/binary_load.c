@@ -489,6 +489,10 @@ static bool rd_data(rd *r, pr_node *n)
 	case PR_DATA_RANDOM:
 		if (!rd_u64(r, "a random seed", &d->seed))
 			return false;
+		if (d->seed > (uint64_t)INT64_MAX)   /* the text's seeds are int64 >= 0 */
+			return rd_fail(r, r->pos - 8, "random seed %llu is too large, expected an "
+				       "integer in 0..%lld", (unsigned long long)d->seed,
+				       (long long)INT64_MAX);
 		break;
 	case PR_DATA_LIST: {
 		size_t cat = r->pos;
