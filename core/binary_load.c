@@ -640,7 +640,13 @@ static bool rd_node_rest(rd *r, pr_node **nodes, uint64_t self, pr_node *n)
 			return rd_fail(r, at + 8, "getitem has %d arguments, expected one value", n->n_args);
 		return true;
 	case PR_NODE_RETURN:
-		return rd_node_args(r, nodes, self, n) && rd_writebacks(r, n);
+		if (!rd_node_args(r, nodes, self, n))
+			return false;
+		for (int i = 0; i < n->n_args; i++)   /* the text returns %values only */
+			if (n->args[i].kind != PR_ARG_VALUE)
+				return rd_fail(r, at, "return argument %d is not a value, expected "
+					       "a node (the text's %%name)", i);
+		return rd_writebacks(r, n);
 	}
 	return false;
 }
