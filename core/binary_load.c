@@ -823,6 +823,13 @@ static bool rd_delegate_head(rd *r)
 		char *key, *value;
 		if (!rd_name(r, "a compile spec key", false, &key))
 			return false;
+		if ((key[0] >= '0' && key[0] <= '9') || strchr(key, '.')) {
+			/* the text's key is a word: [A-Za-z_][A-Za-z0-9_]* */
+			rd_fail(r, kat, "compile spec key '%s' is not a word, expected letters, digits "
+				"and '_', not starting with a digit", key);
+			free(key);
+			return false;
+		}
 		if (!rd_string(r, "a compile spec value", false, &value)) {
 			free(key);
 			return false;
