@@ -208,6 +208,12 @@ static bool rd_device(rd *r, const char *what, pr_device *d)
 	if (d->index < -1 || (n == 0 && d->index != -1))
 		return rd_fail(r, iat, "%s's index is %d, expected -1 (none) or a device index >= 0",
 			       what, (int)d->index);
+	/* The text accepts only the devices pr_device_parse knows (cpu, cuda). */
+	char buf[PR_DEVICE_STR_MAX];
+	pr_device back;
+	const char *str = pr_device_str(*d, buf);
+	if (n > 0 && !pr_device_parse(str, strlen(str), &back))
+		return rd_fail(r, at, "%s is '%s', expected a device like cpu or cuda:0", what, str);
 	return true;
 }
 
