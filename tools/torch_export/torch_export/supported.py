@@ -1,0 +1,58 @@
+"""supported.py: the ops passrun's runtime has kernels for.
+
+The exporter emits only these (after its decompositions); anything else is
+refused with a message naming the op and where it came from. The list
+mirrors runtime/kernel_registry.c; tests/test_supported.py checks that every
+entry here is registered there, so the list cannot claim a kernel that does
+not exist (it runs without torch).
+"""
+import os
+import re
+
+SUPPORTED_OPS = frozenset("""
+aten::add.Tensor aten::add.Scalar aten::add_.Tensor aten::add_.Scalar
+aten::sub.Tensor aten::sub.Scalar aten::sub_.Tensor
+aten::mul.Tensor aten::mul.Scalar aten::mul_.Tensor aten::mul_.Scalar
+aten::div.Tensor aten::div.Scalar aten::div_.Tensor
+aten::neg aten::relu aten::relu_ aten::sin aten::cos aten::exp aten::tanh
+aten::gelu aten::sigmoid
+aten::mm aten::addmm aten::linear aten::bmm
+aten::_softmax aten::softmax.int aten::sum.dim_IntList aten::mean.dim
+aten::layer_norm aten::rms_norm
+aten::embedding aten::index_select aten::index_put_ aten::cat
+aten::slice.Tensor aten::select.int aten::view aten::_unsafe_view aten::reshape
+aten::permute aten::transpose.int aten::t aten::as_strided aten::expand
+aten::unsqueeze aten::squeeze.dim aten::alias aten::clone aten::contiguous
+aten::copy_ aten::sym_size.int
+custom::accumulate custom::kv_update
+""".split())
+
+# Ops that only re-describe their argument's memory (no element is read):
+# the grouped partitioner lets them join a group, never start one.
+VIEW_OPS = frozenset("""
+aten::slice.Tensor aten::select.int aten::view aten::_unsafe_view aten::reshape
+aten::permute aten::transpose.int aten::t aten::as_strided aten::expand
+aten::unsqueeze aten::squeeze.dim aten::alias aten::clone aten::contiguous
+""".split())
+
+# The default delegation rule: ops that compute (what a GPU backend takes).
+COMPUTE_OPS = frozenset("""
+aten::add.Tensor aten::add.Scalar aten::sub.Tensor aten::sub.Scalar
+aten::mul.Tensor aten::mul.Scalar aten::div.Tensor aten::div.Scalar
+aten::neg aten::relu aten::sin aten::cos aten::exp aten::tanh aten::gelu
+aten::sigmoid aten::mm aten::addmm aten::linear aten::bmm aten::_softmax
+aten::softmax.int aten::sum.dim_IntList aten::mean.dim aten::layer_norm
+aten::rms_norm aten::cat
+""".split())
+
+
+def registry_ops(registry_path):
+    """The op names registered in runtime/kernel_registry.c."""
+    with open(registry_path, encoding="utf-8") as f:
+        text = f.read()
+    return set(re.findall(r'\{"([A-Za-z_][A-Za-z0-9_]*::[A-Za-z0-9_.]+)"', text))
+
+
+def default_registry_path():
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.normpath(os.path.join(here, "..", "..", "..", "runtime", "kernel_registry.c"))
