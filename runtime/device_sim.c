@@ -86,22 +86,37 @@ static void sim_leave(pr_dev *d)
 		set_prot(d, PROT_NONE);
 }
 
-static bool sim_contains(pr_dev *d, const void *p, int64_t n)
+
+/* The region of d holding [p, p+n), or NULL. */
+static region *find_region(pr_dev *d, const void *p, int64_t n)
 {
 	const uint8_t *b = p;
 	for (int i = 0; i < g_n_regions; i++) {
 		region *r = &g_regions[i];
 		if (r->owner == d && b >= r->p && b + n <= r->p + r->size)
-			return true;
+			return r;
 	}
-	return false;
+	return NULL;
 }
 
+/* A copy opens only the regions it touches (one mprotect each way), unless
+ * the device is already open for a kernel. */
 static pr_err *sim_copy(pr_dev *d, void *dst, const void *src, int64_t n)
 {
-	sim_enter(d);
+	sim *s = d->impl;
+	region *rd = s->open ? NULL : find_region(d, dst, n);
+	region *rs = s->open ? NULL : find_region(d, src, n);
+	if (!s->open && !rd && !rs)
+		return pr_err_new("sim device: a copy that neither reads nor writes the device's memory");
+	if (rd)
+		mprotect(rd->p, rd->size, PROT_READ | PROT_WRITE);
+	if (rs && rs != rd)
+		mprotect(rs->p, rs->size, PROT_READ | PROT_WRITE);
 	memmove(dst, src, (size_t)n);
-	sim_leave(d);
+	if (rd)
+		mprotect(rd->p, rd->size, PROT_NONE);
+	if (rs && rs != rd)
+		mprotect(rs->p, rs->size, PROT_NONE);
 	return NULL;
 }
 
@@ -125,6 +140,11 @@ static void sim_destroy(pr_dev *d)
 	}
 	free(d->impl);
 	free(d);
+}
+
+static bool sim_contains(pr_dev *d, const void *p, int64_t n)
+{
+	return find_region(d, p, n) != NULL;
 }
 
 static const pr_dev_ops sim_ops = {

@@ -36,6 +36,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 #include "kernels.h"
 #include "passrun/data.h"
@@ -59,7 +60,7 @@ typedef struct instr {
 struct frame {
 	int n_slots;
 	pr_rv *slots;
-	int n_code;
+	int n_code, cap_code;
 	instr *code;
 	int dev;              /* where ops run: 0 host */
 	int n_inputs;         /* body inputs (positional), in order */
@@ -92,6 +93,9 @@ struct pr_exec {
 	alloc_rec *allocs;
 	int64_t arena_size[32];
 	uint8_t *arena[32];
+	int64_t scratch_size[32]; /* per device: the largest delegate body's need */
+	uint8_t *scratch[32];     /* shared by every body run on that device */
+	int64_t scratch_used;     /* bump offset while a body is compiled */
 	int n_inputs;
 	user_input *inputs;
 	int64_t load_h2d;
@@ -131,6 +135,12 @@ static pr_err *place_tensor(pr_exec *e, const pr_spec *s, int force_dev, pr_tens
 	int64_t bytes = pr_spec_storage_bytes(s);
 	if (force_dev >= 0) {
 		dev = force_dev;
+		if (e->scratch[dev]) {
+			int64_t at = e->scratch_used;
+			e->scratch_used += (bytes + 63) / 64 * 64;
+			PR_ASSERT(e->scratch_used <= e->scratch_size[dev]);
+			data = e->scratch[dev] + at;
+		}
 	} else if (!e->reference && s->has_mem) {
 		if ((err = pr_devset_slot(&e->devs, s->mem_arena, &dev)))
 			return err;
@@ -161,11 +171,55 @@ static void arena_grow(pr_exec *e, const pr_spec *s)
 		e->arena_size[dev] = end;
 }
 
+/* Storage a delegate body's results need (each rounded to 64 bytes). */
+static int64_t body_bytes(const pr_graph *body)
+{
+	int64_t total = 0;
+	pr_graph_for_each(body, n) {
+		if (n->kind == PR_NODE_OP && n->type.kind == PR_TYPE_TENSOR)
+			total += (pr_spec_storage_bytes(&n->type.tensor) + 63) / 64 * 64;
+	}
+	return total;
+}
+
+/* Delegate bodies run one at a time and their results are copied out, so
+ * all bodies on one device share one scratch region: one mapping instead
+ * of one per tensor (on sim, each mapping is protected and opened). */
+static pr_err *alloc_scratch(pr_exec *e)
+{
+	pr_graph_for_each(e->g, n) {
+		if (n->kind != PR_NODE_DELEGATE)
+			continue;
+		const char *target = pr_delegate_spec(n->delegate, "target_device");
+		pr_device where = pr_device_host();
+		int dev = 0;
+		if (!e->reference && target && pr_device_parse(target, strlen(target), &where) &&
+		    !pr_device_is_host(where)) {
+			pr_err *err = pr_devset_slot(&e->devs, where, &dev);
+			if (err) {
+				pr_err_free(err);   /* reported when the call is compiled */
+				continue;
+			}
+		}
+		int64_t need = body_bytes(n->delegate->body);
+		if (need > e->scratch_size[dev])
+			e->scratch_size[dev] = need;
+	}
+	for (int d = 0; d < e->devs.n; d++)
+		if (e->scratch_size[d] > 0) {
+			pr_err *err = track_alloc(e, d, e->scratch_size[d], (void **)&e->scratch[d]);
+			if (err)
+				return pr_err_wrap(err, "delegate scratch memory");
+		}
+	return NULL;
+}
+
 /* One arena per device, sized by the plan. */
 static pr_err *alloc_arenas(pr_exec *e)
 {
-	if (e->reference)
-		return NULL;
+	pr_err *err = alloc_scratch(e);
+	if (err || e->reference)
+		return err;
 	pr_graph_for_each(e->g, n) {
 		if (n->type.kind == PR_TYPE_TENSOR)
 			arena_grow(e, &n->type.tensor);
@@ -218,7 +272,10 @@ static void free_karg(pr_karg *k)
 
 static instr *emit(frame *f, instr_kind kind, const pr_node *n, pr_exec *e)
 {
-	f->code = pr_xrealloc(f->code, sizeof *f->code * (size_t)(f->n_code + 1));
+	if (f->n_code == f->cap_code) {
+		f->cap_code = f->cap_code ? 2 * f->cap_code : 16;
+		f->code = pr_xrealloc(f->code, sizeof *f->code * (size_t)f->cap_code);
+	}
 	instr *in = &f->code[f->n_code++];
 	memset(in, 0, sizeof *in);
 	in->kind = kind;
@@ -401,8 +458,12 @@ static pr_err *compile_delegate(pr_exec *e, frame *f, pr_node *n)
 	if (!e->reference && !pr_device_is_host(where) && (err = pr_devset_slot(&e->devs, where, &dev)))
 		return pr_err_wrap(err, "delegate @%s", d->name);
 	frame *body = pr_xcalloc(1, sizeof *body);
-	e->frames = pr_xrealloc(e->frames, sizeof *e->frames * (size_t)(e->n_frames + 1));
+	if (e->n_frames == e->cap_frames) {
+		e->cap_frames = e->cap_frames ? 2 * e->cap_frames : 16;
+		e->frames = pr_xrealloc(e->frames, sizeof *e->frames * (size_t)e->cap_frames);
+	}
 	e->frames[e->n_frames++] = body;
+	e->scratch_used = 0;
 	if ((err = compile_graph(e, d->body, body, dev)))
 		return pr_err_wrap(err, "delegate @%s", d->name);
 	if (body->n_inputs != n->n_args)
@@ -756,16 +817,6 @@ static pr_err *tensor_to_host(pr_exec *e, const pr_tensor *t, pr_tensor *out)
 	return err;
 }
 
-static pr_node *find_buffer(pr_graph *g, const char *name)
-{
-	pr_graph_for_each(g, n) {
-		if (n->kind == PR_NODE_INPUT && n->input_kind != PR_INPUT_USER && n->input_name &&
-		    strcmp(n->input_name, name) == 0)
-			return n;
-	}
-	return NULL;
-}
-
 static user_input *find_user_input(pr_exec *e, const char *name)
 {
 	for (int i = 0; i < e->n_inputs; i++)
@@ -879,20 +930,43 @@ pr_err *pr_exec_run(pr_exec *e)
 
 /* ---- loading and the public accessors ------------------------------------------ */
 
+typedef struct buffer_entry {
+	const char *name;
+	pr_rv *slot;
+	UT_hash_handle hh;
+} buffer_entry;
+
+/* The slot of each mutable buffer a returned value is written back to: one
+ * walk and a name table, so programs with many caches load in linear time. */
 static void resolve_write_backs(pr_exec *e)
 {
 	pr_node *ret = e->main.ret;
 	e->wb_buffer = pr_xcalloc((size_t)(ret->n_args ? ret->n_args : 1), sizeof *e->wb_buffer);
-	for (int i = 0; ret->writebacks && i < ret->n_args; i++) {
+	if (!ret->writebacks)
+		return;
+	buffer_entry *table = NULL, *it, *tmp;
+	int idx = 0;
+	pr_graph_for_each(e->g, n) {
+		if (n->kind == PR_NODE_INPUT && n->input_kind != PR_INPUT_USER && n->input_name) {
+			HASH_FIND_STR(table, n->input_name, it);
+			if (!it) {
+				it = pr_xcalloc(1, sizeof *it);
+				it->name = n->input_name;
+				it->slot = &e->main.slots[idx];
+				HASH_ADD_KEYPTR(hh, table, it->name, strlen(it->name), it);
+			}
+		}
+		idx++;
+	}
+	for (int i = 0; i < ret->n_args; i++) {
 		if (ret->writebacks[i].kind != PR_WRITEBACK_BUFFER)
 			continue;
-		pr_node *b = find_buffer(e->g, ret->writebacks[i].target);
-		int idx = 0;
-		pr_graph_for_each(e->g, n) {
-			if (n == b)
-				e->wb_buffer[i] = &e->main.slots[idx];
-			idx++;
-		}
+		HASH_FIND_STR(table, ret->writebacks[i].target, it);
+		e->wb_buffer[i] = it ? it->slot : NULL;
+	}
+	HASH_ITER(hh, table, it, tmp) {
+		HASH_DEL(table, it);
+		free(it);
 	}
 }
 
