@@ -72,6 +72,7 @@ static pr_err *parse_header(const char *path, const char *h, pr_tensor *out)
 
 pr_err *pr_npy_read(const char *path, pr_tensor *out)
 {
+	memset(out, 0, sizeof *out);   /* callers free out->storage on any outcome */
 	FILE *fp = fopen(path, "rb");
 	if (!fp)
 		return pr_err_new("%s: %s", path, strerror(errno));
@@ -98,7 +99,6 @@ pr_err *pr_npy_read(const char *path, pr_tensor *out)
 			err = pr_err_new("%s: truncated .npy header", path);
 		h[hlen] = 0;
 	}
-	memset(out, 0, sizeof *out);
 	if (!err)
 		err = parse_header(path, h, out);
 	free(h);

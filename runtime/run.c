@@ -72,7 +72,7 @@ static pr_err *set_inputs(pr_exec *run, pr_exec *ref, const pr_run_options *o, i
 		const char *name = pr_exec_input_name(run, i);
 		const pr_spec *s = &pr_exec_input(run, i)->type.tensor;
 		const pr_run_input *g = given_input(o, name);
-		pr_tensor t;
+		pr_tensor t = {0};
 		pr_err *err = NULL;
 		*status = g ? 2 : 5;   /* a bad file or shape is the user's; else ours */
 		if (g)

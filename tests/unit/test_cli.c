@@ -361,6 +361,13 @@ Test(cli, run_and_check_report_the_run_object)
 	cr_assert(strstr(r.err, "nosuch"), "%s", r.err);
 	cr_assert_null(tu_read_file(out, NULL));
 	tu_result_free(&r);
+	/* A real input name with a file that cannot be opened: exit 2, the file named. */
+	r = tu_run("%s " NODEF " --run --input x=/nonexistent.npy -o %s %s", PASSRUN_EXE, out,
+		   program());
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "/nonexistent.npy") && strstr(r.err, "No such file"), "%s", r.err);
+	cr_assert_null(tu_read_file(out, NULL));
+	tu_result_free(&r);
 }
 
 Test(cli, dot_writes_a_graphviz_file)
