@@ -13,6 +13,7 @@
  * with one strtoll or strcmp. */
 #include "passrun/manager.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -425,13 +426,42 @@ static bool check_key(const yctx *c, const yaml_node_t *map, const yaml_node_pai
 	return true;
 }
 
+/* Pass, option and method names are words: they print back as plain YAML
+ * scalars and as --passes text, and fit YAML's 1024-character limit on a
+ * key. The reason a name is not one, or NULL. */
+#define PM_NAME_MAX 200
+#define PM_NAME_MAX_TEXT "200"
+static const char *bad_name(const char *s, size_t n)
+{
+	if (!n)
+		return "it is empty";
+	if (n > PM_NAME_MAX)
+		return "it is longer than " PM_NAME_MAX_TEXT " characters";
+	if (!isalpha((unsigned char)s[0]) && s[0] != '_')
+		return "it must begin with a letter or '_'";
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("_-.", s[i]))
+			return "only letters, digits, '_', '-' and '.' may follow";
+	return NULL;
+}
+
+/* A key that names a pass, an option or a method (what), checked as a word. */
+static bool check_name(const yctx *c, const yaml_node_t *k, const char *what)
+{
+	const char *s = yscalar(k), *why = bad_name(s, strlen(s));
+	if (why)
+		yerr(c, k, "'%.40s%s' is not a valid %s name: %s", s, strlen(s) > 40 ? "..." : "",
+		     what, why);
+	return !why;
+}
+
 static void read_method_map(const yctx *c, const yaml_node_t *n, pm_optval *v)
 {
 	v->is_map = true;
 	int cap = (int)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
 	v->map = pr_xcalloc((size_t)cap + 1, sizeof *v->map);
 	for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-		if (!check_key(c, n, p))
+		if (!check_key(c, n, p) || !check_name(c, ynode(c, p->key), "method"))
 			continue;
 		const yaml_node_t *k = ynode(c, p->key), *val = ynode(c, p->value);
 		if (!yscalar(val)) {
@@ -475,7 +505,7 @@ static void read_options(const yctx *c, const yaml_node_t *n, pm_optlist *out)
 		return;
 	}
 	for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-		if (!check_key(c, n, p))
+		if (!check_key(c, n, p) || !check_name(c, ynode(c, p->key), "option"))
 			continue;
 		const yaml_node_t *k = ynode(c, p->key);
 		pm_optval v = {0};
@@ -492,7 +522,8 @@ static void read_pass(const yctx *c, pr_pipeline *pl, const yaml_node_t *n)
 {
 	if (n->type == YAML_SCALAR_NODE && !ynull(n)) {
 		const char *s = yscalar(n);
-		add_pass(pl, s, strlen(s), yloc(c, n));
+		if (check_name(c, n, "pass"))
+			add_pass(pl, s, strlen(s), yloc(c, n));
 		return;
 	}
 	if (n->type == YAML_MAPPING_NODE &&
@@ -501,6 +532,8 @@ static void read_pass(const yctx *c, pr_pipeline *pl, const yaml_node_t *n)
 		const yaml_node_t *k = ynode(c, p->key);
 		if (yscalar(k) && *yscalar(k)) {
 			const char *s = yscalar(k);
+			if (!check_name(c, k, "pass"))
+				return;
 			pm_pass_entry *e = add_pass(pl, s, strlen(s), yloc(c, k));
 			read_options(c, ynode(c, p->value), &e->opts);
 			return;
@@ -731,6 +764,17 @@ static size_t inl_word(inl *x, const char *stop, size_t *start)
 	return end - *start;
 }
 
+static bool inl_name_ok(inl *x, size_t at, size_t n, const char *what)
+{
+	const char *why = bad_name(x->s + at, n);
+	if (why) {
+		pm_loc l = {"--passes", 1, (int)at + 1};
+		err_add(x->e, &l, "'%.*s' is not a valid %s name: %s", (int)(n > 40 ? 40 : n),
+			x->s + at, what, why);
+	}
+	return !why;
+}
+
 static bool inl_option(inl *x, pm_pass_entry *p)
 {
 	size_t ks, kn = inl_word(x, "=,}", &ks);
@@ -738,6 +782,8 @@ static bool inl_option(inl *x, pm_pass_entry *p)
 		inl_err(x, ks, "expected NAME=VALUE inside { }");
 		return false;
 	}
+	if (!inl_name_ok(x, ks, kn, "option"))
+		return false;
 	x->i++;
 	size_t vs, vn = inl_word(x, ",}", &vs);
 	pm_optval v = {0};
@@ -780,6 +826,8 @@ static bool inl_pass(inl *x, pr_pipeline *pl)
 		inl_err(x, start, "expected a pass name");
 		return false;
 	}
+	if (!inl_name_ok(x, start, n, "pass"))
+		return false;
 	pm_pass_entry *p = add_pass(pl, x->s + start, n, loc_make("--passes", 1, (int)start + 1));
 	if (x->s[x->i] == '{' && !inl_options(x, p))
 		return false;

@@ -93,6 +93,18 @@ Test(pipeline, malformed_yaml_and_shapes)
 	    "found a list");
 }
 
+Test(pipeline, names_must_be_words)
+{
+	BAD("bad-names", "bad/bad-names.yaml:3:5: 'test noop' is not a valid pass name: only "
+	    "letters, digits, '_', '-' and '.' may follow",
+	    "bad/bad-names.yaml:4:17: 'co unt' is not a valid option name",
+	    "bad/bad-names.yaml:5:25: 'for ward' is not a valid method name");
+	tu_result r = passrun("--passes 'test-noop{a b=1}'");
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "--passes:1:11: 'a b' is not a valid option name"), "%s", r.err);
+	tu_result_free(&r);
+}
+
 Test(pipeline, every_error_is_reported_and_nothing_runs)
 {
 	const char *yaml = tu_write_temp("many.yaml",
