@@ -406,6 +406,7 @@ static pr_err *load_index(pr_kctx *k, const pr_tensor *idx, int64_t limit, int64
 		if (j < 0 || j >= limit) {
 			long long bad = (long long)v[i];
 			free(v), free(*out);
+			*out = NULL;   /* index_put_ frees every index it loaded */
 			return pr_kernel_error(k, "index %lld out of range [0, %lld)", bad, (long long)limit);
 		}
 		(*out)[i] = j;
