@@ -28,6 +28,23 @@ typedef enum pr_ew_op {
 	PR_EW_EXP, PR_EW_TANH, PR_EW_GELU, PR_EW_GELU_TANH, PR_EW_SIGMOID, PR_EW_COPY,
 } pr_ew_op;
 
+/* Argument checks shared by the host and CUDA kernels (kernels_host.c). */
+/* sum.dim_IntList / mean.dim: the dims of x that argument 1 reduces (none or
+ * []: all; reduced has PR_MAX_RANK entries) and how many elements each
+ * result sums, checked against the result's element count. */
+pr_err *pr_reduce_dims(pr_kctx *k, const pr_tensor *x, bool *reduced, int64_t *count);
+/* layer_norm / rms_norm: x normalized over its last nn dims (len elements a
+ * row), the optional weight and bias (len elements each), and eps (argument
+ * eps_at, else 1e-5 for layer_norm and the dtype's epsilon for rms_norm). */
+typedef struct pr_norm_args {
+	pr_tensor *x, *w, *b;    /* w and b may be NULL */
+	int nn;
+	int64_t len;
+	double eps;
+} pr_norm_args;
+pr_err *pr_norm_args_get(pr_kctx *k, bool rms, int weight_at, int bias_at, int eps_at,
+			 pr_norm_args *a);
+
 /* select.int's view: t without dim, at index (negative counts from the end). */
 pr_err *pr_select_view(pr_kctx *k, const pr_tensor *t, int64_t dim, int64_t index, pr_tensor *out);
 /* Runs the host kernel of k's op on host copies of its device tensors and

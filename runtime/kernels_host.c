@@ -494,32 +494,38 @@ pr_err *pr_k_softmax(pr_kctx *k)
 	return NULL;
 }
 
-static pr_err *reduce_impl(pr_kctx *k, bool mean)
+pr_err *pr_reduce_dims(pr_kctx *k, const pr_tensor *x, bool *reduced, int64_t *count)
 {
-	pr_err *err = NULL;
-	pr_tensor *x = need_tensor(k, 0, &err);
-	if (err)
-		return err;
 	int64_t dims[PR_MAX_RANK];
 	int nd = pr_karg_ints(k, 1, dims, PR_MAX_RANK);
-	bool reduced[PR_MAX_RANK] = {false};
-	if (nd <= 0) {           /* none or [] reduces every dim */
-		for (int i = 0; i < x->rank; i++)
-			reduced[i] = true;
-	}
+	for (int i = 0; i < PR_MAX_RANK; i++)
+		reduced[i] = nd <= 0 && i < x->rank;   /* none or [] reduces every dim */
 	for (int i = 0; i < nd; i++) {
 		int d = pr_dim(dims[i], x->rank);
 		if (d < 0)
 			return pr_kernel_error(k, "dim %lld out of range", (long long)dims[i]);
 		reduced[d] = true;
 	}
-	int64_t n = pr_tensor_numel(x), on = pr_tensor_numel(&k->out->t), count = 1;
+	int64_t n = pr_tensor_numel(x), on = pr_tensor_numel(&k->out->t);
+	*count = 1;
 	for (int i = 0; i < x->rank; i++)
 		if (reduced[i])
-			count *= x->shape[i];
-	if (count && on * count != n)
+			*count *= x->shape[i];
+	if (*count && on * *count != n)
 		return pr_kernel_error(k, "the result has %lld elements, expected %lld",
-				       (long long)on, (long long)(n / count));
+				       (long long)on, (long long)(n / *count));
+	return NULL;
+}
+
+static pr_err *reduce_impl(pr_kctx *k, bool mean)
+{
+	pr_err *err = NULL;
+	pr_tensor *x = need_tensor(k, 0, &err);
+	bool reduced[PR_MAX_RANK];
+	int64_t count;
+	if (err || (err = pr_reduce_dims(k, x, reduced, &count)))
+		return err;
+	int64_t n = pr_tensor_numel(x), on = pr_tensor_numel(&k->out->t);
 	double *v = pr_tensor_gather(x), *acc = pr_xcalloc((size_t)(on ? on : 1), sizeof(double));
 	int64_t idx[PR_MAX_RANK] = {0};
 	for (int64_t i = 0; i < n; i++) {
@@ -545,9 +551,8 @@ static pr_err *reduce_impl(pr_kctx *k, bool mean)
 pr_err *pr_k_sum_dim(pr_kctx *k) { return reduce_impl(k, false); }
 pr_err *pr_k_mean_dim(pr_kctx *k) { return reduce_impl(k, true); }
 
-/* Normalizes rows of the last dims named by normalized_shape (argument 1):
- * layer_norm subtracts the mean, rms_norm does not. */
-static pr_err *norm_impl(pr_kctx *k, bool rms, int weight_at, int bias_at, int eps_at)
+pr_err *pr_norm_args_get(pr_kctx *k, bool rms, int weight_at, int bias_at, int eps_at,
+			 pr_norm_args *a)
 {
 	pr_err *err = NULL;
 	pr_tensor *x = need_tensor(k, 0, &err);
@@ -557,18 +562,35 @@ static pr_err *norm_impl(pr_kctx *k, bool rms, int weight_at, int bias_at, int e
 	int nn = pr_karg_ints(k, 1, ns, PR_MAX_RANK);
 	if (nn < 0 || nn > x->rank)
 		return pr_kernel_error(k, "normalized_shape must be a list of at most %d dims", x->rank);
-	int64_t len = 1;
+	a->x = x;
+	a->nn = nn;
+	a->len = 1;
 	for (int i = 0; i < nn; i++) {
 		if (ns[i] != x->shape[x->rank - nn + i])
 			return pr_kernel_error(k, "normalized_shape does not match the input's last dims");
-		len *= ns[i];
+		a->len *= ns[i];
 	}
-	pr_tensor *w = pr_karg_tensor(k, weight_at), *b = bias_at >= 0 ? pr_karg_tensor(k, bias_at) : NULL;
-	if ((w && pr_tensor_numel(w) != len) || (b && pr_tensor_numel(b) != len))
-		return pr_kernel_error(k, "weight and bias must have %lld elements", (long long)len);
-	double eps = pr_karg_float(k, eps_at, rms ? (x->dtype == PR_F64 ? 2.220446049250313e-16
-								      : 1.1920928955078125e-07)
-						  : 1e-5);
+	a->w = pr_karg_tensor(k, weight_at);
+	a->b = bias_at >= 0 ? pr_karg_tensor(k, bias_at) : NULL;
+	if ((a->w && pr_tensor_numel(a->w) != a->len) || (a->b && pr_tensor_numel(a->b) != a->len))
+		return pr_kernel_error(k, "weight and bias must have %lld elements", (long long)a->len);
+	a->eps = pr_karg_float(k, eps_at, rms ? (x->dtype == PR_F64 ? 2.220446049250313e-16
+								   : 1.1920928955078125e-07)
+					       : 1e-5);
+	return NULL;
+}
+
+/* Normalizes rows of the last dims named by normalized_shape (argument 1):
+ * layer_norm subtracts the mean, rms_norm does not. */
+static pr_err *norm_impl(pr_kctx *k, bool rms, int weight_at, int bias_at, int eps_at)
+{
+	pr_norm_args a;
+	pr_err *err = pr_norm_args_get(k, rms, weight_at, bias_at, eps_at, &a);
+	if (err)
+		return err;
+	pr_tensor *x = a.x, *w = a.w, *b = a.b;
+	int64_t len = a.len;
+	double eps = a.eps;
 	double *v = pr_tensor_gather(x), *wv = w ? pr_tensor_gather(w) : NULL,
 	       *bv = b ? pr_tensor_gather(b) : NULL;
 	int64_t rows = len ? pr_tensor_numel(x) / len : 0;
