@@ -8,9 +8,24 @@
  * the same kernel with the output aliasing the first argument. Matrix
  * products go to cuBLAS (row-major operands with a unit stride on either dim
  * are passed as they are, transposed or not; anything else is first made
- * contiguous). Everything runs on the device's stream. f32 only; other dtypes
- * and the ops without a kernel here fall back to pr_k_staged (kernel_registry.c).
- * View ops read no element and run their host kernel. */
+ * contiguous).
+ *
+ * Row ops (softmax, sum and mean over dims, layer_norm, rms_norm) split the
+ * input into rows: the reduced dims form a row, the others number the rows,
+ * each side walked through its own strides (struct strided). One block per
+ * row, a shared-memory reduction, float arithmetic; softmax subtracts the
+ * row's maximum, the norms take the mean first and then the variance around
+ * it, with the host kernel's eps (the argument checks are the host kernel's
+ * own, pr_reduce_dims and pr_norm_args_get). Index ops (embedding,
+ * index_select, index_put_) check every index on the device first: the first
+ * one out of range is recorded in a device variable, nothing is written
+ * through it, and the op reads the record back (waiting for the stream) to
+ * report the host kernel's error.
+ *
+ * Everything runs on the device's stream. f32 data and i64/i32 indices;
+ * the row and index ops hand other dtypes to pr_k_staged, which runs the
+ * host kernel on host copies (the elementwise ops and matrix products refuse
+ * them). View ops read no element and run their host kernel. */
 /* error.h declares pr_assert_fail with C11's _Noreturn, which C++ spells
  * differently. */
 #ifndef _Noreturn
@@ -85,6 +100,15 @@ pr_err *launch_error(pr_kctx *k, const char *what)
 	return pr_kernel_error(k, "CUDA: %s failed: %s", what, cudaGetErrorString(rc));
 }
 
+/* Grid-stride kernels: THREADS a block, enough blocks for n items (capped;
+ * each thread then takes several). */
+const int THREADS = 256;
+unsigned blocks_for(int64_t n)
+{
+	int64_t b = (n + THREADS - 1) / THREADS;
+	return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+
 bool all_f32(const pr_tensor *o, const pr_tensor *a, const pr_tensor *b)
 {
 	return o->dtype == PR_F32 && a->dtype == PR_F32 && (!b || b->dtype == PR_F32);
@@ -110,13 +134,9 @@ pr_err *ew_launch(pr_kctx *k, int op, pr_tensor *o, const pr_tensor *a, const pr
 		return pr_kernel_error(k, "the CUDA kernels take f32 tensors only");
 	if (d.n == 0)
 		return NULL;
-	int threads = 256;
-	int64_t blocks = (d.n + threads - 1) / threads;
-	if (blocks > 65535)
-		blocks = 65535;
-	ew_kernel<<<(unsigned)blocks, threads, 0, stream_of(k)>>>(d, (float *)o->data,
-								 (const float *)a->data,
-								 b ? (const float *)b->data : NULL);
+	ew_kernel<<<blocks_for(d.n), THREADS, 0, stream_of(k)>>>(d, (float *)o->data,
+								(const float *)a->data,
+								b ? (const float *)b->data : NULL);
 	return launch_error(k, "elementwise kernel launch");
 }
 
@@ -410,6 +430,551 @@ pr_err *cu_bmm(pr_kctx *k)
 	return NULL;
 }
 
+/* ---- row kernels: softmax, sum / mean, layer_norm / rms_norm ----------------------- */
+
+/* Some dims of a tensor walked in row-major order: element i of the walk is
+ * at strided_at(s, i) from the data pointer. */
+struct strided {
+	int rank;
+	int64_t shape[PR_MAX_RANK];
+	int64_t st[PR_MAX_RANK];
+};
+
+__host__ __device__ int64_t strided_at(const strided &s, int64_t i)
+{
+	int64_t off = 0;
+	for (int d = s.rank - 1; d >= 0; d--) {
+		off += i % s.shape[d] * s.st[d];
+		i /= s.shape[d];
+	}
+	return off;
+}
+
+/* The dims of t that keep marks (all when keep is NULL). Size-1 dims are
+ * dropped and neighbours that are contiguous with each other merged, which
+ * leaves the walk's offsets as they were and saves divisions. */
+strided strided_of(const pr_tensor *t, const bool *keep)
+{
+	strided s;
+	memset(&s, 0, sizeof s);
+	for (int d = 0; d < t->rank; d++) {
+		if ((keep && !keep[d]) || t->shape[d] == 1)
+			continue;
+		if (s.rank > 0 && s.st[s.rank - 1] == t->strides[d] * t->shape[d]) {
+			s.shape[s.rank - 1] *= t->shape[d];
+			s.st[s.rank - 1] = t->strides[d];
+			continue;
+		}
+		s.shape[s.rank] = t->shape[d];
+		s.st[s.rank++] = t->strides[d];
+	}
+	return s;
+}
+
+/* rows x len elements: row r of x starts at strided_at(xr, r), its element j
+ * is strided_at(xe, j) further; the same for the result (or, for sum and
+ * mean, result r is at strided_at(orow, r)). */
+struct rows_desc {
+	strided xr, xe, orow, oe;
+	int64_t rows, len;
+};
+
+/* A row split: the dims `reduced` marks form the row's elements, the others
+ * number the rows; o is split the same way (o NULL: not split). */
+rows_desc rows_of(const pr_tensor *x, const pr_tensor *o, const bool *reduced)
+{
+	bool kept[PR_MAX_RANK];
+	for (int d = 0; d < PR_MAX_RANK; d++)
+		kept[d] = !reduced[d];
+	rows_desc r;
+	memset(&r, 0, sizeof r);
+	r.xr = strided_of(x, kept);
+	r.xe = strided_of(x, reduced);
+	if (o) {
+		r.orow = strided_of(o, kept);
+		r.oe = strided_of(o, reduced);
+	}
+	r.rows = r.len = 1;
+	for (int d = 0; d < x->rank; d++)
+		*(reduced[d] ? &r.len : &r.rows) *= x->shape[d];
+	return r;
+}
+
+/* The warp's total (or maximum) of v, in lane 0. */
+template <bool MAX> __device__ float warp_reduce(float v)
+{
+	for (int o = 16; o > 0; o >>= 1) {
+		float w = __shfl_down_sync(0xffffffffu, v, o);
+		v = MAX ? fmaxf(v, w) : v + w;
+	}
+	return v;
+}
+
+/* The block's total (or maximum) of v, in every thread; blockDim.x is a
+ * multiple of 32, sh holds 32 floats. */
+template <bool MAX> __device__ float block_reduce(float v, float *sh)
+{
+	v = warp_reduce<MAX>(v);
+	int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+	__syncthreads();   /* sh may still be read from the last call */
+	if (lane == 0)
+		sh[warp] = v;
+	__syncthreads();
+	if (warp == 0) {
+		v = warp_reduce<MAX>(lane < (int)(blockDim.x / 32) ? sh[lane] : MAX ? -INFINITY : 0.0f);
+		if (lane == 0)
+			sh[0] = v;
+	}
+	__syncthreads();
+	return sh[0];
+}
+
+/* Numerically stable: exp(x - max) / sum, as the host kernel does. */
+__global__ void softmax_kernel(rows_desc d, float *o, const float *x)
+{
+	__shared__ float sh[32];
+	for (int64_t r = blockIdx.x; r < d.rows; r += gridDim.x) {
+		const float *xr = x + strided_at(d.xr, r);
+		float *orow = o + strided_at(d.orow, r), mx = -INFINITY, s = 0;
+		for (int64_t j = threadIdx.x; j < d.len; j += blockDim.x)
+			mx = fmaxf(mx, xr[strided_at(d.xe, j)]);
+		mx = block_reduce<true>(mx, sh);
+		for (int64_t j = threadIdx.x; j < d.len; j += blockDim.x)
+			s += expf(xr[strided_at(d.xe, j)] - mx);
+		s = block_reduce<false>(s, sh);
+		for (int64_t j = threadIdx.x; j < d.len; j += blockDim.x)
+			orow[strided_at(d.oe, j)] = expf(xr[strided_at(d.xe, j)] - mx) / s;
+	}
+}
+
+__global__ void sum_kernel(rows_desc d, float *o, const float *x, bool mean)
+{
+	__shared__ float sh[32];
+	for (int64_t r = blockIdx.x; r < d.rows; r += gridDim.x) {
+		const float *xr = x + strided_at(d.xr, r);
+		float s = 0;
+		for (int64_t j = threadIdx.x; j < d.len; j += blockDim.x)
+			s += xr[strided_at(d.xe, j)];
+		s = block_reduce<false>(s, sh);
+		if (threadIdx.x == 0)
+			o[strided_at(d.orow, r)] = mean ? s / (float)d.len : s;
+	}
+}
+
+struct norm_desc {
+	rows_desc r;
+	strided w, b;         /* weight and bias, walked over one row */
+	float eps;
+	bool rms;
+};
+
+/* Two passes over each row (mean, then the variance around it), in float
+ * with the host kernel's eps; rms_norm takes the mean as 0. */
+__global__ void norm_kernel(norm_desc d, float *o, const float *x, const float *w, const float *b)
+{
+	__shared__ float sh[32];
+	for (int64_t r = blockIdx.x; r < d.r.rows; r += gridDim.x) {
+		const float *xr = x + strided_at(d.r.xr, r);
+		float *orow = o + strided_at(d.r.orow, r), mu = 0, var = 0, n = (float)d.r.len;
+		if (!d.rms) {
+			for (int64_t j = threadIdx.x; j < d.r.len; j += blockDim.x)
+				mu += xr[strided_at(d.r.xe, j)];
+			mu = block_reduce<false>(mu, sh) / n;
+		}
+		for (int64_t j = threadIdx.x; j < d.r.len; j += blockDim.x) {
+			float c = xr[strided_at(d.r.xe, j)] - mu;
+			var += c * c;
+		}
+		float inv = 1.0f / sqrtf(block_reduce<false>(var, sh) / n + d.eps);
+		for (int64_t j = threadIdx.x; j < d.r.len; j += blockDim.x) {
+			float y = (xr[strided_at(d.r.xe, j)] - mu) * inv;
+			if (w)
+				y *= w[strided_at(d.w, j)];
+			if (b)
+				y += b[strided_at(d.b, j)];
+			orow[strided_at(d.r.oe, j)] = y;
+		}
+	}
+}
+
+/* One block a row (up to 65535 blocks, then each takes several rows), the
+ * block as wide as the row up to 256 threads, a multiple of the warp. */
+dim3 row_blocks(const rows_desc &d) { return dim3((unsigned)(d.rows < 65535 ? d.rows : 65535)); }
+unsigned row_threads(const rows_desc &d)
+{
+	unsigned t = 32;
+	while (t < 256 && t < d.len)
+		t *= 2;
+	return t;
+}
+
+bool same_shape(const pr_tensor *a, const pr_tensor *b)
+{
+	return a->rank == b->rank && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->rank) == 0;
+}
+
+/* _softmax(self, dim, half_to_float) and softmax.int(self, dim, dtype?). */
+pr_err *cu_softmax(pr_kctx *k)
+{
+	pr_tensor *x = pr_karg_tensor(k, 0), *o = &k->out->t;
+	if (!x)
+		return pr_kernel_error(k, "argument 0 must be a tensor");
+	if (!all_f32(o, x, NULL))
+		return pr_k_staged(k);
+	int d = pr_dim(pr_karg_int(k, 1, -1), x->rank);
+	if (d < 0)
+		return pr_kernel_error(k, "dim out of range");
+	if (!same_shape(x, o))
+		return pr_kernel_error(k, "the result's shape must be the input's");
+	bool reduced[PR_MAX_RANK] = {false};
+	reduced[d] = x->rank > 0;
+	rows_desc r = rows_of(x, o, reduced);
+	if (r.rows == 0 || r.len == 0)
+		return NULL;
+	softmax_kernel<<<row_blocks(r), row_threads(r), 0, stream_of(k)>>>(r, (float *)o->data,
+									  (const float *)x->data);
+	return launch_error(k, "softmax kernel launch");
+}
+
+/* sum.dim_IntList(self, dim?, keepdim, dtype?) and mean.dim: result r (in
+ * row-major order, keepdim or not) is the sum of row r. */
+pr_err *sum_impl(pr_kctx *k, bool mean)
+{
+	pr_tensor *x = pr_karg_tensor(k, 0), *o = &k->out->t;
+	if (!x)
+		return pr_kernel_error(k, "argument 0 must be a tensor");
+	if (!all_f32(o, x, NULL))
+		return pr_k_staged(k);
+	bool reduced[PR_MAX_RANK];
+	int64_t count;
+	pr_err *err = pr_reduce_dims(k, x, reduced, &count);
+	if (err)
+		return err;
+	rows_desc r = rows_of(x, NULL, reduced);
+	r.rows = pr_tensor_numel(o);   /* also when x is empty: sums of nothing */
+	r.orow = strided_of(o, NULL);
+	if (r.rows == 0)
+		return NULL;
+	sum_kernel<<<row_blocks(r), row_threads(r), 0, stream_of(k)>>>(r, (float *)o->data,
+								      (const float *)x->data, mean);
+	return launch_error(k, "sum kernel launch");
+}
+
+pr_err *cu_sum_dim(pr_kctx *k) { return sum_impl(k, false); }
+pr_err *cu_mean_dim(pr_kctx *k) { return sum_impl(k, true); }
+
+pr_err *norm_impl(pr_kctx *k, bool rms, int weight_at, int bias_at, int eps_at)
+{
+	pr_norm_args a;
+	pr_err *err = pr_norm_args_get(k, rms, weight_at, bias_at, eps_at, &a);
+	pr_tensor *o = &k->out->t;
+	if (err)
+		return err;
+	if (!all_f32(o, a.x, a.w) || (a.b && a.b->dtype != PR_F32))
+		return pr_k_staged(k);
+	if (!same_shape(a.x, o))
+		return pr_kernel_error(k, "the result's shape must be the input's");
+	bool reduced[PR_MAX_RANK] = {false};
+	for (int i = a.x->rank - a.nn; i < a.x->rank; i++)
+		reduced[i] = true;
+	norm_desc d;
+	memset(&d, 0, sizeof d);
+	d.r = rows_of(a.x, o, reduced);
+	if (a.w)
+		d.w = strided_of(a.w, NULL);
+	if (a.b)
+		d.b = strided_of(a.b, NULL);
+	d.eps = (float)a.eps;
+	d.rms = rms;
+	if (d.r.rows == 0 || d.r.len == 0)
+		return NULL;
+	norm_kernel<<<row_blocks(d.r), row_threads(d.r), 0, stream_of(k)>>>(
+		d, (float *)o->data, (const float *)a.x->data, a.w ? (const float *)a.w->data : NULL,
+		a.b ? (const float *)a.b->data : NULL);
+	return launch_error(k, "norm kernel launch");
+}
+
+/* layer_norm(input, normalized_shape, weight?, bias?, eps=1e-5, cudnn_enable) */
+pr_err *cu_layer_norm(pr_kctx *k) { return norm_impl(k, false, 2, 3, 4); }
+/* rms_norm(input, normalized_shape, weight?, eps?) */
+pr_err *cu_rms_norm(pr_kctx *k) { return norm_impl(k, true, 2, -1, 3); }
+
+/* ---- indexing: embedding, index_select, index_put_ --------------------------------- */
+
+/* An index tensor on the device (i64 or i32; other dtypes are staged), valid
+ * in [-limit, limit): a negative index counts from the end, as on the host. */
+struct index_ref {
+	const void *p;
+	strided s;
+	bool i32;
+	int64_t limit;
+};
+
+/* Up to PR_MAX_RANK index tensors of len elements each, checked in order. */
+struct index_set {
+	int n;
+	int64_t len;
+	index_ref ix[PR_MAX_RANK];
+};
+
+__device__ int64_t index_load(const index_ref &ix, int64_t i)
+{
+	int64_t off = strided_at(ix.s, i);
+	int64_t v = ix.i32 ? ((const int32_t *)ix.p)[off] : ((const int64_t *)ix.p)[off];
+	return v < 0 ? v + ix.limit : v;
+}
+
+/* Where in its index_set the first index out of range is (tensor j, element
+ * l at j * len + l), NO_BAD if none. One per device (a __device__ variable
+ * lives in each device's context); the kernels of a device run in order on
+ * its stream, so one op's check cannot meet another's. */
+const unsigned long long NO_BAD = ~0ull;
+__device__ unsigned long long first_bad;
+
+__global__ void index_check_kernel(index_set s, unsigned long long *bad)
+{
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < s.n * s.len;
+	     i += (int64_t)gridDim.x * blockDim.x) {
+		const index_ref &ix = s.ix[i / s.len];
+		int64_t v = index_load(ix, i % s.len);
+		if (v < 0 || v >= ix.limit)
+			atomicMin(bad, (unsigned long long)i);
+	}
+}
+
+bool index_dtype_ok(const pr_tensor *t) { return t->dtype == PR_I64 || t->dtype == PR_I32; }
+
+index_ref index_ref_of(const pr_tensor *t, int64_t limit)
+{
+	index_ref r;
+	r.p = t->data;
+	r.s = strided_of(t, NULL);
+	r.i32 = t->dtype == PR_I32;
+	r.limit = limit;
+	return r;
+}
+
+/* Starts checking s's indices on the device: clears the flag, queues the
+ * check. The op's kernel queued next may read *bad; index_report reads it
+ * back after. */
+pr_err *index_check(pr_kctx *k, const index_set &s, unsigned long long **bad)
+{
+	cudaError_t rc = cudaGetSymbolAddress((void **)bad, first_bad);
+	if (rc == cudaSuccess)
+		rc = cudaMemsetAsync(*bad, 0xff, sizeof **bad, stream_of(k));
+	if (rc != cudaSuccess)
+		return pr_kernel_error(k, "CUDA: clearing the index flag failed: %s", cudaGetErrorString(rc));
+	if (s.n * s.len > 0)
+		index_check_kernel<<<blocks_for(s.n * s.len), THREADS, 0, stream_of(k)>>>(s, *bad);
+	return launch_error(k, "index check kernel launch");
+}
+
+/* The host kernel's error for the first index out of range, if any (reads
+ * the flag back: this waits for the device's stream). */
+pr_err *index_report(pr_kctx *k, const index_set &s, const unsigned long long *bad)
+{
+	unsigned long long at;
+	pr_err *err = pr_mem_copy(k->devs, 0, &at, k->dev, bad, sizeof at, false);
+	if (err || at == NO_BAD)
+		return err;
+	const index_ref &ix = s.ix[at / (unsigned long long)s.len];
+	int64_t off = strided_at(ix.s, (int64_t)(at % (unsigned long long)s.len)), v = 0;
+	int32_t v32 = 0;
+	err = ix.i32 ? pr_mem_copy(k->devs, 0, &v32, k->dev, (const int32_t *)ix.p + off, 4, false)
+		     : pr_mem_copy(k->devs, 0, &v, k->dev, (const int64_t *)ix.p + off, 8, false);
+	if (err)
+		return err;
+	return pr_kernel_error(k, "index %lld out of range [0, %lld)", (long long)(ix.i32 ? v32 : v),
+			       (long long)ix.limit);
+}
+
+/* o[..., i, ...] = x[..., idx[i], ...] along dim, over o's elements; an
+ * index out of range is skipped (index_report names it). */
+struct gather_desc {
+	int rank, dim;
+	int64_t n;
+	int64_t shape[PR_MAX_RANK];                  /* the result's */
+	int64_t os[PR_MAX_RANK], xs[PR_MAX_RANK];
+	index_ref ix;
+};
+
+__global__ void gather_kernel(gather_desc d, float *o, const float *x)
+{
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < d.n;
+	     i += (int64_t)gridDim.x * blockDim.x) {
+		int64_t r = i, oo = 0, xo = 0;
+		bool ok = true;
+		for (int k = d.rank - 1; k >= 0; k--) {
+			int64_t c = r % d.shape[k], xc = c;
+			r /= d.shape[k];
+			if (k == d.dim) {
+				xc = index_load(d.ix, c);
+				ok = xc >= 0 && xc < d.ix.limit;
+			}
+			oo += c * d.os[k];
+			xo += xc * d.xs[k];
+		}
+		if (ok)
+			o[oo] = x[xo];
+	}
+}
+
+pr_err *gather_launch(pr_kctx *k, const pr_tensor *o, const pr_tensor *x, int dim, const pr_tensor *ix)
+{
+	gather_desc d;
+	memset(&d, 0, sizeof d);
+	d.rank = o->rank;
+	d.dim = dim;
+	d.n = pr_tensor_numel(o);
+	memcpy(d.shape, o->shape, sizeof d.shape);
+	memcpy(d.os, o->strides, sizeof d.os);
+	memcpy(d.xs, x->strides, sizeof d.xs);
+	d.ix = index_ref_of(ix, x->shape[dim]);
+	index_set s;
+	memset(&s, 0, sizeof s);
+	s.n = 1;
+	s.len = pr_tensor_numel(ix);
+	s.ix[0] = d.ix;
+	unsigned long long *bad;
+	pr_err *err = index_check(k, s, &bad);
+	if (err)
+		return err;
+	if (d.n > 0) {
+		gather_kernel<<<blocks_for(d.n), THREADS, 0, stream_of(k)>>>(d, (float *)o->data,
+									    (const float *)x->data);
+		if ((err = launch_error(k, "gather kernel launch")))
+			return err;
+	}
+	return index_report(k, s, bad);
+}
+
+/* embedding(weight[V, D], indices[...]) -> [..., D]: index_select of the
+ * rows of weight into the result seen as [N, D]. */
+pr_err *cu_embedding(pr_kctx *k)
+{
+	pr_tensor *w = pr_karg_tensor(k, 0), *ix = pr_karg_tensor(k, 1);
+	if (!w || !ix)
+		return pr_kernel_error(k, "argument %d must be a tensor", w ? 1 : 0);
+	if (!all_f32(&k->out->t, w, NULL) || !index_dtype_ok(ix))
+		return pr_k_staged(k);
+	if (w->rank != 2)
+		return pr_kernel_error(k, "weight must have rank 2");
+	pr_tensor o = k->out->t;
+	int64_t shape2[2] = {pr_tensor_numel(ix), w->shape[1]};
+	if (!pr_view_strides(&o, 2, shape2, o.strides))
+		return pr_kernel_error(k, "the result's layout cannot be seen as [N, D]");
+	o.rank = 2;
+	o.shape[0] = shape2[0], o.shape[1] = shape2[1];
+	return gather_launch(k, &o, w, 0, ix);
+}
+
+/* index_select(self, dim, index[n]) */
+pr_err *cu_index_select(pr_kctx *k)
+{
+	pr_tensor *x = pr_karg_tensor(k, 0), *ix = pr_karg_tensor(k, 2), *o = &k->out->t;
+	if (!x || !ix)
+		return pr_kernel_error(k, "argument %d must be a tensor", x ? 2 : 0);
+	if (!all_f32(o, x, NULL) || !index_dtype_ok(ix))
+		return pr_k_staged(k);
+	int d = pr_dim(pr_karg_int(k, 1, 0), x->rank);
+	if (d < 0 || x->rank == 0)
+		return pr_kernel_error(k, "dim out of range");
+	int64_t n = pr_tensor_numel(ix);
+	if (o->rank != x->rank || o->shape[d] != n)
+		return pr_kernel_error(k, "the result must have %lld elements along dim %d", (long long)n, d);
+	for (int i = 0; i < x->rank; i++)
+		if (i != d && o->shape[i] != x->shape[i])
+			return pr_kernel_error(k, "the result's dim %d must be the input's", i);
+	return gather_launch(k, o, x, d, ix);
+}
+
+/* index_put_: the L sub-tensors of self the index tensors pick take values.
+ * One thread per element of a sub-tensor, walking l in order, so repeated
+ * indices end as on the host (the last write wins, or every value adds);
+ * nothing is written if an index is out of range. */
+struct put_desc {
+	index_set idx;
+	int64_t lead[PR_MAX_RANK];     /* self's strides along the indexed dims */
+	strided sub, v;                /* one sub-tensor of self; values */
+	int64_t R, nv;
+	bool acc;
+};
+
+__global__ void put_kernel(put_desc d, float *self, const float *v, const unsigned long long *bad)
+{
+	if (*bad != NO_BAD)
+		return;
+	for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < d.R;
+	     r += (int64_t)gridDim.x * blockDim.x) {
+		int64_t so = strided_at(d.sub, r);
+		for (int64_t l = 0; l < d.idx.len; l++) {
+			int64_t off = so;
+			for (int j = 0; j < d.idx.n; j++)
+				off += index_load(d.idx.ix[j], l) * d.lead[j];
+			float x = v[strided_at(d.v, d.nv == 1 ? 0 : d.nv == d.R ? r : l * d.R + r)];
+			self[off] = d.acc ? self[off] + x : x;
+		}
+	}
+}
+
+/* index_put_(self, Tensor?[] indices, values, accumulate=False) */
+pr_err *cu_index_put_(pr_kctx *k)
+{
+	pr_tensor *self = pr_karg_tensor(k, 0), *vals = pr_karg_tensor(k, 2);
+	if (!self || !vals)
+		return pr_kernel_error(k, "argument %d must be a tensor", self ? 2 : 0);
+	pr_karg *list = k->n_args > 1 ? &k->args[1] : NULL;
+	if (!list || list->kind != PR_ARG_LIST || list->n < 1 || list->n > self->rank)
+		return pr_kernel_error(k, "indices must be a list of 1 to %d tensors", self->rank);
+	put_desc d;
+	memset(&d, 0, sizeof d);
+	d.idx.n = list->n;
+	d.idx.len = -1;
+	bool staged = !all_f32(self, vals, NULL);
+	for (int j = 0; j < list->n; j++) {
+		pr_karg *it = &list->items[j];
+		if (it->kind != PR_ARG_VALUE || it->v->kind != PR_RV_TENSOR)
+			return pr_kernel_error(k, "only leading tensor indices are supported");
+		const pr_tensor *t = &it->v->t;
+		staged = staged || !index_dtype_ok(t);
+		if (d.idx.len >= 0 && pr_tensor_numel(t) != d.idx.len)
+			return pr_kernel_error(k, "index tensors must have the same number of elements");
+		d.idx.len = pr_tensor_numel(t);
+		d.idx.ix[j] = index_ref_of(t, self->shape[j]);
+		d.lead[j] = self->strides[j];
+	}
+	if (staged)
+		return pr_k_staged(k);
+	pr_tensor sub = *self;    /* the dims left after the indexed ones */
+	sub.rank = self->rank - list->n;
+	memmove(sub.shape, self->shape + list->n, sizeof(int64_t) * (size_t)sub.rank);
+	memmove(sub.strides, self->strides + list->n, sizeof(int64_t) * (size_t)sub.rank);
+	d.sub = strided_of(&sub, NULL);
+	d.v = strided_of(vals, NULL);
+	d.R = pr_tensor_numel(&sub);
+	d.nv = pr_tensor_numel(vals);
+	d.acc = pr_karg_int(k, 3, 0) != 0;
+	int64_t L = d.idx.len;
+	if (d.nv != L * d.R && d.nv != d.R && d.nv != 1)
+		return pr_kernel_error(k, "values has %lld elements; expected %lld, %lld or 1",
+				       (long long)d.nv, (long long)(L * d.R), (long long)d.R);
+	unsigned long long *bad;
+	pr_err *err = index_check(k, d.idx, &bad);
+	if (err)
+		return err;
+	if (d.R > 0 && L > 0) {
+		put_kernel<<<blocks_for(d.R), THREADS, 0, stream_of(k)>>>(d, (float *)self->data,
+									  (const float *)vals->data, bad);
+		if ((err = launch_error(k, "index_put_ kernel launch")))
+			return err;
+	}
+	if ((err = index_report(k, d.idx, bad)))
+		return err;
+	if (k->out->kind == PR_RV_TENSOR)
+		k->out->t = *self;
+	return NULL;
+}
+
 const pr_cuda_kernel cuda_kernels[] = {
 	{"aten::add.Tensor", cu_add},   {"aten::add.Scalar", cu_add},
 	{"aten::add_.Tensor", cu_add},  {"aten::add_.Scalar", cu_add},
@@ -428,6 +993,11 @@ const pr_cuda_kernel cuda_kernels[] = {
 	{"custom::kv_update", cu_kv_update}, {"aten::cat", cu_cat},
 	{"aten::mm", cu_mm},            {"aten::addmm", cu_addmm},
 	{"aten::linear", cu_linear},    {"aten::bmm", cu_bmm},
+	{"aten::_softmax", cu_softmax}, {"aten::softmax.int", cu_softmax},
+	{"aten::sum.dim_IntList", cu_sum_dim}, {"aten::mean.dim", cu_mean_dim},
+	{"aten::layer_norm", cu_layer_norm}, {"aten::rms_norm", cu_rms_norm},
+	{"aten::embedding", cu_embedding}, {"aten::index_select", cu_index_select},
+	{"aten::index_put_", cu_index_put_},
 };
 
 } // namespace

@@ -1,9 +1,17 @@
-/* kernels_staged.c: the fallback for device ops that have no CUDA kernel yet
- * (softmax, reductions, norms, indexing): copy each device tensor argument
- * to the host, run the op's host kernel there, and copy back what it wrote
- * (the result, and every argument the schema marks Tensor(a!)). Slow but
- * exact, and it shares the host kernel, so a fix lands once. These transfers
- * are the kernel's own, not copy nodes, so they are not counted. */
+/* kernels_staged.c: the fallback for device work no CUDA kernel does: copy
+ * each device tensor argument to the host, run the op's host kernel there,
+ * and copy back what it wrote (the result, and every argument the schema
+ * marks Tensor(a!)). Slow but exact, and it shares the host kernel, so a fix
+ * lands once. These transfers are the kernel's own, not copy nodes, so they
+ * are not counted.
+ *
+ * What still goes through it:
+ *   - every op of the host registry that reads elements and has no entry in
+ *     kernels_cuda.cu (kernel_registry.c installs it; today there is none,
+ *     which tests/runtime/test_device_kernels.c checks);
+ *   - softmax, sum / mean, layer_norm and rms_norm on tensors that are not
+ *     f32, and embedding, index_select and index_put_ on data that is not
+ *     f32 or with indices that are not i64 / i32 (their CUDA kernels call it). */
 #include <stdlib.h>
 #include <string.h>
 
