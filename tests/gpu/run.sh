@@ -42,6 +42,12 @@ echo "== unit tests (runtime)"
 if ! ctest --test-dir "$BUILD" -R '^runtime_' --output-on-failure --timeout 120; then
 	fail=1
 fi
+# A skipped CUDA test passes under ctest: make sure the CUDA kernels really
+# were compared with the host kernels (every op, tests/runtime/test_device_kernels.c).
+if (cd "$ROOT" && "$BUILD/tests/runtime/test_device_kernels" --jobs 1 --verbose 2>&1) | grep '^\[SKIP\] cuda::'; then
+	echo "run.sh: the CUDA kernel tests were skipped on a GPU machine" >&2
+	fail=1
+fi
 
 # The commands of an example: "# Run: passrun ..." and the continuation lines
 # "#      passrun ..." right after it, one per line, with passrun's own output

@@ -94,8 +94,10 @@ static void place_args(harness *h, pr_karg *a, int n, pr_rv *store, int *used, i
 	}
 }
 
-static void run_on(harness *h, const char *schema_text, pr_karg *args0, int n, const pr_tensor *out0,
-		   int slot, double **out_vals, double **arg0_vals, int64_t *numel, int64_t *numel0)
+/* Runs the op on slot; returns its error (the result's values only without
+ * one), and argument 0's values after it either way. */
+static pr_err *run_on(harness *h, const char *schema_text, pr_karg *args0, int n, const pr_tensor *out0,
+		      int slot, double **out_vals, double **arg0_vals, int64_t *numel, int64_t *numel0)
 {
 	pr_schema *s;
 	size_t col;
@@ -127,22 +129,27 @@ static void run_on(harness *h, const char *schema_text, pr_karg *args0, int n, c
 	pr_kernel_fn fn = slot == 0 ? kern->host : h->staged ? pr_k_staged : kern->cuda;
 	cr_assert_not_null(fn, "%s has no device kernel", s->full_name);
 	pr_err *err = fn(&k);
-	cr_assert_null(err, "%s on slot %d: %s", s->full_name, slot, err ? pr_err_message(err) : "");
 	cr_assert_null(pr_mem_sync(&h->devs, slot));
-	*out_vals = out0 ? values(h, &out.t) : NULL;
-	*numel = out0 ? pr_tensor_numel(&out.t) : 0;
+	*out_vals = out0 && !err ? values(h, &out.t) : NULL;
+	*numel = out0 && !err ? pr_tensor_numel(&out.t) : 0;
 	bool t0 = args[0].kind == PR_ARG_VALUE && args[0].v->kind == PR_RV_TENSOR;
 	*arg0_vals = t0 ? values(h, &args[0].v->t) : NULL;
 	*numel0 = t0 ? pr_tensor_numel(&args[0].v->t) : 0;
 	pr_schema_free(s);
+	return err;
+}
+
+static void no_error(pr_err *err, const char *schema, int slot)
+{
+	cr_assert_null(err, "%s on slot %d: %s", schema, slot, err ? pr_err_message(err) : "");
 }
 
 static void check(harness *h, const char *schema, pr_karg *args, int n, const pr_tensor *out)
 {
 	double *ho, *ha, *dout, *da;
 	int64_t hn, dn, hn0, dn0;
-	run_on(h, schema, args, n, out, 0, &ho, &ha, &hn, &hn0);
-	run_on(h, schema, args, n, out, h->slot, &dout, &da, &dn, &dn0);
+	no_error(run_on(h, schema, args, n, out, 0, &ho, &ha, &hn, &hn0), schema, 0);
+	no_error(run_on(h, schema, args, n, out, h->slot, &dout, &da, &dn, &dn0), schema, h->slot);
 	cr_assert_eq(hn0, dn0);
 	cr_assert_eq(hn, dn);
 	for (int64_t i = 0; i < hn; i++)
@@ -209,24 +216,218 @@ static void cases(harness *h)
 	      ip, 4, &O23);
 }
 
-Test(staged, host_fallback_on_sim_matches_the_host_kernels)
+/* Argument 0 of an op that failed on the device must be as it was: an index
+ * out of range is reported, with the host kernel's message, before anything
+ * is written. */
+static void check_error(harness *h, const char *schema, pr_karg *args, int n, const pr_tensor *out,
+			const char *want)
 {
-	harness h = {.staged = true};
-	cr_assert_null(pr_devset_init(&h.devs, "sim"));
+	double *dout, *da, *before = pr_tensor_gather(&args[0].v->t);
+	int64_t dn, dn0;
+	pr_err *err = run_on(h, schema, args, n, out, h->slot, &dout, &da, &dn, &dn0);
+	cr_assert_not_null(err, "%s: no error on the device", schema);
+	cr_expect_not_null(strstr(pr_err_message(err), want), "%s: '%s' does not say '%s'", schema,
+			   pr_err_message(err), want);
+	for (int64_t i = 0; i < dn0; i++)
+		cr_expect_eq(da[i], before[i], "%s: argument 0 element %lld changed to %g", schema,
+			     (long long)i, da[i]);
+	pr_err_free(err);
+	free(dout), free(da), free(before);
+	release(h);
+}
+
+static pr_karg B(bool b) { return (pr_karg){.kind = PR_ARG_BOOL, .b = b}; }
+static pr_karg NONE(void) { return (pr_karg){.kind = PR_ARG_NONE}; }
+
+/* [2,3] rows 1 and 3 of a [4,3] storage: a slice with an offset. */
+static float sbytes[12] = {9, 9, 9, 0.5f, -1, 2, 9, 9, 9, 3, 0.25f, -2};
+static pr_tensor sliced23(void)
+{
+	pr_tensor t = mk(PR_F32, sbytes, 2, 2, 3, 0);
+	t.storage = (uint8_t *)sbytes;
+	t.data = (uint8_t *)(sbytes + 3);
+	t.strides[0] = 6;
+	return t;
+}
+
+/* [2,3,4] over a contiguous [4,3,2] storage, dims reversed (strides [1,2,6]). */
+static float pbytes[24];
+static pr_tensor permuted234(void)
+{
+	for (int i = 0; i < 24; i++)
+		pbytes[i] = (float)((i * 7) % 11) - 4.5f;
+	pr_tensor t = mk(PR_F32, pbytes, 3, 2, 3, 4);
+	t.strides[0] = 1, t.strides[1] = 2, t.strides[2] = 6;
+	return t;
+}
+
+/* The row kernels: softmax, sum / mean over dims (keepdim or not), norms. */
+static void row_cases(harness *h)
+{
+	float o24[24], o6[6], o3[3], o2[2], o8[8], o1[1], row[3] = {10, 20, 30}, w12[12];
+	double x6[6] = {1, -2, 3, 0.5, 4, -1}, od[3];
+	for (int i = 0; i < 12; i++)
+		w12[i] = 0.5f + (float)i / 8;
+	pr_rv A = V(transposed23()), S = V(sliced23()), X = V(permuted234()), R = V(mk(PR_F32, row, 1, 3, 0, 0));
+	pr_rv D = V(mk(PR_F64, x6, 2, 2, 3, 0));
+	pr_tensor W34 = mk(PR_F32, w12, 2, 3, 4, 0);  /* a transposed [4,3] */
+	W34.strides[0] = 1, W34.strides[1] = 3;
+	pr_rv Wt = V(W34);
+	pr_tensor O23 = mk(PR_F32, o6, 2, 2, 3, 0), O234 = mk(PR_F32, o24, 3, 2, 3, 4);
+	const char *softmax = "aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor";
+	const char *_softmax = "aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor";
+	pr_karg sm0[3] = {T(&A), I(0), B(false)}, sm1[3] = {T(&S), I(-1), NONE()}, sm3[3] = {T(&X), I(1), NONE()};
+	check(h, _softmax, sm0, 3, &O23);
+	check(h, softmax, sm1, 3, &O23);
+	check(h, softmax, sm3, 3, &O234);
+
+	const char *sum = "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
+	const char *mean = "aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
+	pr_karg d02[2] = {I(0), I(-1)}, d1[1] = {I(1)}, dm1[1] = {I(-1)}, d0[1] = {I(0)};
+	pr_tensor O3 = mk(PR_F32, o3, 1, 3, 0, 0), O131 = mk(PR_F32, o3, 3, 1, 3, 1),
+		  O2 = mk(PR_F32, o2, 1, 2, 0, 0), O24 = mk(PR_F32, o8, 2, 2, 4, 0),
+		  O0 = mk(PR_F32, o1, 0, 0, 0, 0), O3d = mk(PR_F64, od, 1, 3, 0, 0);
+	pr_karg s1[3] = {T(&X), L(2, d02), B(false)}, s2[3] = {T(&X), L(2, d02), B(true)},
+		s3[3] = {T(&A), L(1, dm1), B(false)}, s4[3] = {T(&X), L(0, NULL), B(false)},
+		s5[3] = {T(&X), NONE(), B(false)};
+	check(h, sum, s1, 3, &O3);
+	check(h, sum, s2, 3, &O131);
+	check(h, sum, s3, 3, &O2);
+	check(h, sum, s4, 3, &O0);
+	check(h, sum, s5, 3, &O0);
+	pr_karg m1[3] = {T(&X), L(1, d1), B(false)}, m2[3] = {T(&S), L(1, d0), B(true)},
+		m3[3] = {T(&D), L(1, d0), B(false)};
+	check(h, mean, m1, 3, &O24);
+	check(h, mean, m2, 3, &O3);
+	check(h, mean, m3, 3, &O3d);     /* f64: staged on CUDA too */
+
+	const char *ln = "aten::layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor";
+	const char *rms = "aten::rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor";
+	pr_karg ns34[2] = {I(3), I(4)}, ns3[1] = {I(3)}, ns4[1] = {I(4)};
+	pr_karg ln1[5] = {T(&X), L(2, ns34), T(&Wt), NONE(), F(1e-3)}, ln2[4] = {T(&S), L(1, ns3), NONE(), T(&R)};
+	check(h, ln, ln1, 5, &O234);
+	check(h, ln, ln2, 4, &O23);
+	pr_karg r1[4] = {T(&A), L(1, ns3), T(&R), NONE()}, r2[4] = {T(&X), L(1, ns4), NONE(), F(1e-6)};
+	check(h, rms, r1, 4, &O23);
+	check(h, rms, r2, 4, &O234);
+}
+
+static const char *embedding = "aten::embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor";
+static const char *index_select = "aten::index_select(Tensor self, int dim, Tensor index) -> Tensor";
+static const char *index_put = "aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)";
+
+/* The index kernels: i64 and i32 indices (negative ones count from the
+ * end, as on the host), repeated indices, strided operands. */
+static void index_cases(harness *h)
+{
+	float w12[12], o12[12], o9[9], o8[8], o6[6], self[12] = {0}, v9[9], one[1] = {2.5f}, v4[4];
+	for (int i = 0; i < 12; i++)
+		w12[i] = (float)i - 5.5f;
+	for (int i = 0; i < 9; i++)
+		v9[i] = (float)(i + 1);
+	for (int i = 0; i < 4; i++)
+		v4[i] = (float)(10 * i);
+	pr_tensor W = mk(PR_F32, w12, 2, 4, 3, 0);   /* [4,3] seen transposed from [3,4] */
+	W.strides[0] = 1, W.strides[1] = 4;
+	int64_t i4[4] = {3, 0, -1, 1}, i3[3] = {1, 1, 0}, i3b[3] = {1, 0, 1};
+	int32_t j3[3] = {2, 2, 0}, j3b[3] = {2, 0, 2};
+	int16_t k2[2] = {1, 0};
+	pr_rv Wv = V(W), I22 = V(mk(PR_I64, i4, 2, 2, 2, 0)), J3 = V(mk(PR_I32, j3, 1, 3, 0, 0)),
+	      I3 = V(mk(PR_I64, i3, 1, 3, 0, 0)), I3b = V(mk(PR_I64, i3b, 1, 3, 0, 0)),
+	      J3b = V(mk(PR_I32, j3b, 1, 3, 0, 0)), K2 = V(mk(PR_I16, k2, 1, 2, 0, 0));
+	pr_tensor O223 = mk(PR_F32, o12, 3, 2, 2, 3), O33 = mk(PR_F32, o9, 2, 3, 3, 0);
+	pr_karg e1[2] = {T(&Wv), T(&I22)}, e2[2] = {T(&Wv), T(&J3)};
+	check(h, embedding, e1, 2, &O223);
+	check(h, embedding, e2, 2, &O33);
+
+	pr_rv A = V(transposed23()), X = V(permuted234());
+	pr_tensor O24 = mk(PR_F32, o8, 2, 2, 4, 0), O134 = mk(PR_F32, o12, 3, 1, 3, 4),
+		  O23 = mk(PR_F32, o6, 2, 2, 3, 0);
+	int64_t i4b[4] = {2, 0, -1, 1};
+	pr_rv I4 = V(mk(PR_I64, i4b, 1, 4, 0, 0));
+	int32_t j1[1] = {1};
+	pr_rv J1 = V(mk(PR_I32, j1, 1, 1, 0, 0));
+	pr_karg s1[3] = {T(&A), I(1), T(&I4)}, s2[3] = {T(&X), I(0), T(&J1)}, s3[3] = {T(&A), I(0), T(&K2)};
+	check(h, index_select, s1, 3, &O24);
+	check(h, index_select, s2, 3, &O134);
+	check(h, index_select, s3, 3, &O23);   /* i16 indices: staged on CUDA too */
+
+	/* self: [3,4] stored transposed; [2,3] and one value broadcast. */
+	pr_tensor Sf = mk(PR_F32, self, 2, 3, 4, 0);
+	Sf.strides[0] = 1, Sf.strides[1] = 3;
+	pr_rv Self = V(Sf), V9 = V(mk(PR_F32, v9, 2, 3, 3, 0)), One = V(mk(PR_F32, one, 1, 1, 0, 0)),
+	      V4 = V(mk(PR_F32, v4, 1, 4, 0, 0));
+	pr_tensor O34 = mk(PR_F32, o12, 2, 3, 4, 0);
+	pr_tensor Self23 = mk(PR_F32, self, 2, 2, 3, 0);
+	pr_rv S23 = V(Self23);
+	pr_karg l1[1] = {T(&I3)}, l2[2] = {T(&I3b), T(&J3b)}, l3[1] = {T(&J3)};
+	pr_karg p1[4] = {T(&S23), L(1, l1), T(&V9), B(false)};   /* rows 1, 1, 0: the last write wins */
+	check(h, index_put, p1, 4, &O23);
+	pr_karg p2[4] = {T(&Self), L(2, l2), T(&One), B(true)};  /* (1,2) twice: adds twice */
+	check(h, index_put, p2, 4, &O34);
+	pr_karg p3[4] = {T(&Self), L(1, l3), T(&V4), B(true)};   /* values [4] for every row */
+	check(h, index_put, p3, 4, &O34);
+	pr_karg p4[4] = {T(&Self), L(1, l3), T(&V4), B(false)};
+	check(h, index_put, p4, 4, &O34);
+}
+
+/* An index out of range: the host kernel's message, nothing written. */
+static void bad_index_cases(harness *h)
+{
+	float w12[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, o6[6], o8[8], o12[12], self[12] = {1, 2, 3}, v3[3] = {7, 8, 9};
+	int64_t bad[2] = {1, 5}, neg[2] = {0, -5};
+	int32_t ok[2] = {0, 2}, bad32[2] = {2, 4};
+	pr_rv W = V(mk(PR_F32, w12, 2, 4, 3, 0)), Bad = V(mk(PR_I64, bad, 1, 2, 0, 0)),
+	      Neg = V(mk(PR_I64, neg, 1, 2, 0, 0)), Ok = V(mk(PR_I32, ok, 1, 2, 0, 0)),
+	      Bad32 = V(mk(PR_I32, bad32, 1, 2, 0, 0)), S = V(mk(PR_F32, self, 2, 4, 3, 0)),
+	      V3 = V(mk(PR_F32, v3, 1, 3, 0, 0));
+	pr_tensor O23 = mk(PR_F32, o6, 2, 2, 3, 0);
+	pr_karg e[2] = {T(&W), T(&Bad)};
+	check_error(h, embedding, e, 2, &O23, "index 5 out of range [0, 4)");
+	pr_karg s[3] = {T(&W), I(1), T(&Neg)};
+	pr_tensor O42 = mk(PR_F32, o8, 2, 4, 2, 0);
+	check_error(h, index_select, s, 3, &O42, "index -5 out of range [0, 3)");
+	pr_karg l1[2] = {T(&Ok), T(&Bad32)}, l2[2] = {T(&Bad), T(&Ok)};
+	pr_tensor O43 = mk(PR_F32, o12, 2, 4, 3, 0);
+	pr_karg p1[4] = {T(&S), L(2, l1), T(&V3), B(false)};
+	check_error(h, index_put, p1, 4, &O43, "index 4 out of range [0, 3)");
+	pr_karg p2[4] = {T(&S), L(2, l2), T(&V3), B(true)};
+	check_error(h, index_put, p2, 4, &O43, "index 5 out of range [0, 4)");
+}
+
+static void on_device(const char *kind, bool staged)
+{
+	harness h = {.staged = staged};
+	cr_assert_null(pr_devset_init(&h.devs, kind));
 	pr_device d = {"cuda", 0};
 	cr_assert_null(pr_devset_slot(&h.devs, d, &h.slot));
 	cases(&h);
+	row_cases(&h);
+	index_cases(&h);
+	bad_index_cases(&h);
 	pr_devset_free(&h.devs);
 }
+
+Test(staged, host_fallback_on_sim_matches_the_host_kernels) { on_device("sim", true); }
 
 Test(cuda, kernels_match_the_host_kernels)
 {
 	if (!pr_cuda_available())
 		cr_skip_test("no CUDA device here (tests/gpu/run.sh runs this on a GPU)");
-	harness h = {.staged = false};
-	cr_assert_null(pr_devset_init(&h.devs, "cuda"));
-	pr_device d = {"cuda", 0};
-	cr_assert_null(pr_devset_slot(&h.devs, d, &h.slot));
-	cases(&h);
-	pr_devset_free(&h.devs);
+	on_device("cuda", false);
+}
+
+/* Every op that reads elements has a CUDA kernel of its own: pr_k_staged is
+ * only the fallback those kernels take for dtypes they do not handle. */
+Test(cuda, no_op_is_staged_by_default)
+{
+#ifdef PASSRUN_HAVE_CUDA
+	for (int i = 0; i < pr_n_host_kernels; i++) {
+		const pr_kernel *k = pr_kernel_find(pr_host_kernels[i].op);
+		cr_expect(k->cuda != pr_k_staged, "%s has no CUDA kernel (staged)", k->op);
+		cr_expect((k->cuda != NULL) == !(k->flags & PR_KERNEL_META), "%s", k->op);
+	}
+#else
+	cr_skip_test("built without CUDA");
+#endif
 }
