@@ -245,8 +245,10 @@ static int list_pg(const char *dir, char names[][256], int max)
 	cr_assert(d, "cannot open %s", dir);
 	for (struct dirent *e; (e = readdir(d)) && n < max;) {
 		size_t len = strlen(e->d_name);
-		if (len > 3 && !strcmp(e->d_name + len - 3, ".pg"))
-			snprintf(names[n++], 256, "%s/%s", dir, e->d_name);
+		if (len > 3 && !strcmp(e->d_name + len - 3, ".pg")) {
+			int w = snprintf(names[n++], 256, "%s/%s", dir, e->d_name);
+			cr_assert(w < 256, "path too long: %s/%s", dir, e->d_name);
+		}
 	}
 	closedir(d);
 	return n;
