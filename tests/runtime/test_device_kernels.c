@@ -283,12 +283,12 @@ static void row_cases(harness *h)
 
 	const char *sum = "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
 	const char *mean = "aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
-	pr_karg d02[2] = {I(0), I(-1)}, d1[1] = {I(1)}, dm1[1] = {I(-1)}, d0[1] = {I(0)};
+	pr_karg d02[2] = {I(0), I(-1)}, d1[1] = {I(1)}, dm1[1] = {I(-1)}, d0[1] = {I(0)}, empty[1];
 	pr_tensor O3 = mk(PR_F32, o3, 1, 3, 0, 0), O131 = mk(PR_F32, o3, 3, 1, 3, 1),
 		  O2 = mk(PR_F32, o2, 1, 2, 0, 0), O24 = mk(PR_F32, o8, 2, 2, 4, 0),
 		  O0 = mk(PR_F32, o1, 0, 0, 0, 0), O3d = mk(PR_F64, od, 1, 3, 0, 0);
 	pr_karg s1[3] = {T(&X), L(2, d02), B(false)}, s2[3] = {T(&X), L(2, d02), B(true)},
-		s3[3] = {T(&A), L(1, dm1), B(false)}, s4[3] = {T(&X), L(0, NULL), B(false)},
+		s3[3] = {T(&A), L(1, dm1), B(false)}, s4[3] = {T(&X), L(0, empty), B(false)},
 		s5[3] = {T(&X), NONE(), B(false)};
 	check(h, sum, s1, 3, &O3);
 	check(h, sum, s2, 3, &O131);
