@@ -23,9 +23,10 @@
  * report the host kernel's error.
  *
  * Everything runs on the device's stream. f32 data and i64/i32 indices;
- * the row and index ops hand other dtypes to pr_k_staged, which runs the
- * host kernel on host copies (the elementwise ops and matrix products refuse
- * them). View ops read no element and run their host kernel. */
+ * every op hands other dtypes to pr_k_staged, which runs the host kernel on
+ * host copies (slow but exact), except contiguous and reshape, whose copy
+ * (when they need one) takes f32 only. View ops read no element and run
+ * their host kernel. */
 /* error.h declares pr_assert_fail with C11's _Noreturn, which C++ spells
  * differently. */
 #ifndef _Noreturn
@@ -90,6 +91,23 @@ __global__ void ew_kernel(ew_desc d, float *o, const float *a, const float *b)
 	}
 }
 
+/* A strided copy of elements of T's size: the bits move as they are, so one
+ * instance serves every dtype of that size. */
+template <typename T> __global__ void copy_kernel(ew_desc d, T *o, const T *a)
+{
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < d.n;
+	     i += (int64_t)gridDim.x * blockDim.x) {
+		int64_t r = i, oo = 0, ao = 0;
+		for (int k = d.rank - 1; k >= 0; k--) {
+			int64_t idx = r % d.shape[k];
+			r /= d.shape[k];
+			oo += idx * d.os[k];
+			ao += idx * d.as[k];
+		}
+		o[oo] = a[ao];
+	}
+}
+
 cudaStream_t stream_of(pr_kctx *k) { return (cudaStream_t)pr_cuda_stream(pr_devset_dev(k->devs, k->dev)); }
 
 pr_err *launch_error(pr_kctx *k, const char *what)
@@ -114,6 +132,23 @@ bool all_f32(const pr_tensor *o, const pr_tensor *a, const pr_tensor *b)
 	return o->dtype == PR_F32 && a->dtype == PR_F32 && (!b || b->dtype == PR_F32);
 }
 
+/* The copy of ew_launch for a dtype other than f32 (o and a alike). */
+pr_err *copy_bits(pr_kctx *k, const ew_desc &d, pr_tensor *o, const pr_tensor *a)
+{
+	if (d.n == 0)
+		return NULL;
+	unsigned blocks = blocks_for(d.n);
+	cudaStream_t st = stream_of(k);
+	switch (pr_dtype_size(o->dtype)) {
+	case 1: copy_kernel<<<blocks, THREADS, 0, st>>>(d, (uint8_t *)o->data, (const uint8_t *)a->data); break;
+	case 2: copy_kernel<<<blocks, THREADS, 0, st>>>(d, (uint16_t *)o->data, (const uint16_t *)a->data); break;
+	case 4: copy_kernel<<<blocks, THREADS, 0, st>>>(d, (uint32_t *)o->data, (const uint32_t *)a->data); break;
+	case 8: copy_kernel<<<blocks, THREADS, 0, st>>>(d, (uint64_t *)o->data, (const uint64_t *)a->data); break;
+	default: return pr_kernel_error(k, "no CUDA copy for elements of %zu bytes", pr_dtype_size(o->dtype));
+	}
+	return launch_error(k, "copy kernel launch");
+}
+
 /* o = op(a, alpha * (b or scalar)) over o's shape. */
 pr_err *ew_launch(pr_kctx *k, int op, pr_tensor *o, const pr_tensor *a, const pr_tensor *b,
 		  double scalar, double alpha)
@@ -130,6 +165,8 @@ pr_err *ew_launch(pr_kctx *k, int op, pr_tensor *o, const pr_tensor *a, const pr
 	memcpy(d.os, o->strides, sizeof d.os);
 	if (!pr_bcast_strides(a, o, d.as) || (b && !pr_bcast_strides(b, o, d.bs)))
 		return pr_kernel_error(k, "argument shapes do not broadcast to the result's");
+	if (op == PR_EW_COPY && o->dtype == a->dtype && o->dtype != PR_F32)
+		return copy_bits(k, d, o, a);
 	if (!all_f32(o, a, b))
 		return pr_kernel_error(k, "the CUDA kernels take f32 tensors only");
 	if (d.n == 0)
@@ -140,8 +177,46 @@ pr_err *ew_launch(pr_kctx *k, int op, pr_tensor *o, const pr_tensor *a, const pr
 	return launch_error(k, "elementwise kernel launch");
 }
 
+/* Every tensor argument (list items too) has dtype t. */
+bool all_dtype(const pr_karg *a, int n, pr_dtype t)
+{
+	for (int i = 0; i < n; i++) {
+		if (a[i].kind == PR_ARG_LIST && !all_dtype(a[i].items, a[i].n, t))
+			return false;
+		if (a[i].kind == PR_ARG_VALUE && a[i].v->kind == PR_RV_TENSOR && a[i].v->t.dtype != t)
+			return false;
+	}
+	return true;
+}
+
+bool result_dtype_is(const pr_kctx *k, pr_dtype t)
+{
+	return k->out->kind != PR_RV_TENSOR || k->out->t.dtype == t;
+}
+
+/* The arithmetic kernels below take f32 only; any other dtype runs staged,
+ * exactly as the host would. */
+bool f32_op(const pr_kctx *k)
+{
+	return all_dtype(k->args, k->n_args, PR_F32) && result_dtype_is(k, PR_F32);
+}
+
+/* The copy ops move elements of any one dtype (copy_bits); a conversion
+ * between dtypes runs staged. */
+bool one_dtype_op(pr_kctx *k)
+{
+	const pr_tensor *first = pr_karg_tensor(k, 0);
+	if (!first && k->n_args > 0 && k->args[0].kind == PR_ARG_LIST && k->args[0].n > 0 &&
+	    k->args[0].items[0].kind == PR_ARG_VALUE && k->args[0].items[0].v->kind == PR_RV_TENSOR)
+		first = &k->args[0].items[0].v->t;   /* cat's list */
+	pr_dtype t = first ? first->dtype : PR_F32;
+	return all_dtype(k->args, k->n_args, t) && result_dtype_is(k, t);
+}
+
 pr_err *ew_impl(pr_kctx *k, int op, bool binary, int alpha_at)
 {
+	if (!f32_op(k))
+		return pr_k_staged(k);
 	pr_tensor *a = pr_karg_tensor(k, 0), *b = binary ? pr_karg_tensor(k, 1) : NULL;
 	if (!a || (binary && !b && pr_karg_is_none(k, 1)))
 		return pr_kernel_error(k, "missing tensor argument");
@@ -170,6 +245,8 @@ pr_err *cu_gelu(pr_kctx *k)
 
 pr_err *cu_accumulate(pr_kctx *k)
 {
+	if (!f32_op(k))
+		return pr_k_staged(k);
 	pr_tensor *x = pr_karg_tensor(k, 0), *y = pr_karg_tensor(k, 1);
 	if (!x || !y)
 		return pr_kernel_error(k, "x and y must be tensors");
@@ -183,12 +260,16 @@ pr_err *copy_launch(pr_kctx *k, pr_tensor *dst, const pr_tensor *src)
 
 pr_err *cu_clone(pr_kctx *k)
 {
+	if (!one_dtype_op(k))
+		return pr_k_staged(k);
 	pr_tensor *x = pr_karg_tensor(k, 0);
 	return x ? copy_launch(k, &k->out->t, x) : pr_kernel_error(k, "self must be a tensor");
 }
 
 pr_err *cu_copy_(pr_kctx *k)
 {
+	if (!one_dtype_op(k))
+		return pr_k_staged(k);
 	pr_tensor *self = pr_karg_tensor(k, 0), *src = pr_karg_tensor(k, 1);
 	if (!self || !src)
 		return pr_kernel_error(k, "self and src must be tensors");
@@ -268,6 +349,8 @@ pr_err *cu_reshape(pr_kctx *k)
 
 pr_err *cu_kv_update(pr_kctx *k)
 {
+	if (!one_dtype_op(k))
+		return pr_k_staged(k);
 	pr_tensor *cache = pr_karg_tensor(k, 0), *value = pr_karg_tensor(k, 1), row, src;
 	if (!cache || !value)
 		return pr_kernel_error(k, "cache and value must be tensors");
@@ -279,6 +362,8 @@ pr_err *cu_kv_update(pr_kctx *k)
 
 pr_err *cu_cat(pr_kctx *k)
 {
+	if (!one_dtype_op(k))
+		return pr_k_staged(k);
 	pr_karg *list = k->n_args > 0 ? &k->args[0] : NULL;
 	if (!list || list->kind != PR_ARG_LIST)
 		return pr_kernel_error(k, "argument 0 must be a list of tensors");
@@ -367,6 +452,8 @@ pr_err *check_mm(pr_kctx *k, const pr_tensor *a, const pr_tensor *b, const pr_te
 
 pr_err *cu_mm(pr_kctx *k)
 {
+	if (!f32_op(k))
+		return pr_k_staged(k);
 	pr_tensor *a = pr_karg_tensor(k, 0), *b = pr_karg_tensor(k, 1);
 	pr_err *err = check_mm(k, a, b, &k->out->t);
 	return err ? err : gemm(k, a, b, &k->out->t, 1, 0);
@@ -374,6 +461,8 @@ pr_err *cu_mm(pr_kctx *k)
 
 pr_err *cu_addmm(pr_kctx *k)
 {
+	if (!f32_op(k))
+		return pr_k_staged(k);
 	pr_tensor *bias = pr_karg_tensor(k, 0), *a = pr_karg_tensor(k, 1), *b = pr_karg_tensor(k, 2);
 	pr_err *err = check_mm(k, a, b, &k->out->t);
 	if (err || !bias)
@@ -387,6 +476,8 @@ pr_err *cu_addmm(pr_kctx *k)
 /* linear(x[..., in], w[out, in], bias?) = x @ w^T + bias, x seen as [N, in]. */
 pr_err *cu_linear(pr_kctx *k)
 {
+	if (!f32_op(k))
+		return pr_k_staged(k);
 	pr_tensor *x = pr_karg_tensor(k, 0), *w = pr_karg_tensor(k, 1), *bias = pr_karg_tensor(k, 2);
 	if (!x || !w || w->rank != 2 || x->rank < 1)
 		return pr_kernel_error(k, "input and weight must be tensors, weight of rank 2");
@@ -410,6 +501,8 @@ pr_err *cu_linear(pr_kctx *k)
 
 pr_err *cu_bmm(pr_kctx *k)
 {
+	if (!f32_op(k))
+		return pr_k_staged(k);
 	pr_tensor *a = pr_karg_tensor(k, 0), *b = pr_karg_tensor(k, 1), *c = &k->out->t;
 	if (!a || !b || a->rank != 3 || b->rank != 3 || c->rank != 3 || a->shape[0] != b->shape[0])
 		return pr_kernel_error(k, "bmm takes two rank-3 tensors of one batch size");

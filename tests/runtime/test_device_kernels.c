@@ -216,6 +216,33 @@ static void cases(harness *h)
 	      ip, 4, &O23);
 }
 
+/* Other dtypes: the copy ops move i64 and f64 elements on the device
+ * (copy_bits), the arithmetic runs staged; both must match the host. */
+static void dtype_cases(harness *h)
+{
+	static int64_t li[6] = {1, -4, 2, 50, -3, 6}, lr[3] = {10, 20, 30};
+	int64_t lo[6], l9[9], lcache[6] = {0};
+	pr_tensor LT = mk(PR_I64, li, 2, 2, 3, 0);   /* transposed, like transposed23 */
+	LT.strides[0] = 1, LT.strides[1] = 2;
+	pr_rv A = V(LT), R = V(mk(PR_I64, lr, 2, 1, 3, 0)), C = V(mk(PR_I64, lcache, 2, 2, 3, 0));
+	pr_tensor O23 = mk(PR_I64, lo, 2, 2, 3, 0), O33 = mk(PR_I64, l9, 2, 3, 3, 0);
+	pr_karg un[1] = {T(&A)};
+	check(h, "aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", un, 1, &O23);
+	pr_karg items[2] = {T(&A), T(&R)}, cat[2] = {L(2, items), I(0)};
+	check(h, "aten::cat(Tensor[] tensors, int dim=0) -> Tensor", cat, 2, &O33);
+	pr_karg kv[3] = {T(&C), T(&R), I(1)};
+	check(h, "custom::kv_update(Tensor(a!) cache, Tensor value, int pos) -> ()", kv, 3, NULL);
+	pr_karg add[3] = {T(&A), T(&R), I(2)};
+	check(h, "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", add, 3, &O23);
+	pr_karg neg[1] = {T(&A)};
+	check(h, "aten::neg(Tensor self) -> Tensor", neg, 1, &O23);
+	double d6[6] = {0.5, -1, 2, 3, 4, -6}, e4[4], b6[6] = {1, 0, 0, 1, 1, 1};
+	pr_rv D = V(mk(PR_F64, d6, 2, 2, 3, 0)), Db = V(mk(PR_F64, b6, 2, 3, 2, 0));
+	pr_tensor O22 = mk(PR_F64, e4, 2, 2, 2, 0);
+	pr_karg mm[2] = {T(&D), T(&Db)};
+	check(h, "aten::mm(Tensor self, Tensor mat2) -> Tensor", mm, 2, &O22);
+}
+
 /* Argument 0 of an op that failed on the device must be as it was: an index
  * out of range is reported, with the host kernel's message, before anything
  * is written. */
@@ -402,6 +429,7 @@ static void on_device(const char *kind, bool staged)
 	pr_device d = {"cuda", 0};
 	cr_assert_null(pr_devset_slot(&h.devs, d, &h.slot));
 	cases(&h);
+	dtype_cases(&h);
 	row_cases(&h);
 	index_cases(&h);
 	bad_index_cases(&h);
