@@ -9,7 +9,9 @@
 #      --device=sim, and prints a table: example, exit status on each device,
 #      whether the outputs matched the reference, ms per call and bytes per
 #      call on cuda. A command whose exit status differs between the devices,
-#      or that crashes, is a failure.
+#      or that crashes, is a failure;
+#   4. runs every program exported from PyTorch (examples/torch/*) on cuda
+#      and compares its outputs with eager PyTorch's (tests/torch/run_one.sh).
 #
 # Usage: tests/gpu/run.sh [BUILD_DIR]     (takes a few minutes; exit 0 = all good)
 set -u
@@ -102,6 +104,22 @@ for ex in "$ROOT"/examples/*.pg; do
 			fail=1
 		fi
 	done < <(example_commands "$ex")
+done
+
+# The programs exported from PyTorch, on cuda, against eager PyTorch's own
+# outputs (the committed .npy files; issue 9).
+echo "== examples/torch (--device=cuda against eager PyTorch)"
+for dir in "$ROOT"/examples/torch/*/; do
+	[ -e "$dir/model.pg" ] || continue
+	if (cd "$ROOT" && timeout 120 sh "$ROOT/tests/torch/run_one.sh" "$PASSRUN" "$dir" cuda cuda \
+		>"$BUILD.torch.log" 2>&1); then
+		echo "$(basename "$dir"): matches eager PyTorch"
+	else
+		echo "  FAIL: $(basename "$dir") on cuda:" >&2
+		tail -5 "$BUILD.torch.log" | sed 's/^/    /' >&2
+		fail=1
+	fi
+	n=$((n + 1))
 done
 echo "== $n example commands; $([ $fail -eq 0 ] && echo all good || echo FAILURES above)"
 exit $fail
