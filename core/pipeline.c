@@ -429,14 +429,12 @@ static bool check_key(const yctx *c, const yaml_node_t *map, const yaml_node_pai
 /* Pass, option and method names are words: they print back as plain YAML
  * scalars and as --passes text, and fit YAML's 1024-character limit on a
  * key. The reason a name is not one, or NULL. */
-#define PM_NAME_MAX 200
-#define PM_NAME_MAX_TEXT "200"
 static const char *bad_name(const char *s, size_t n)
 {
 	if (!n)
 		return "it is empty";
-	if (n > PM_NAME_MAX)
-		return "it is longer than " PM_NAME_MAX_TEXT " characters";
+	if (n > 200)
+		return "it is longer than 200 characters";
 	if (!isalpha((unsigned char)s[0]) && s[0] != '_')
 		return "it must begin with a letter or '_'";
 	for (size_t i = 0; i < n; i++)
