@@ -696,8 +696,24 @@ pr_schema *pr_program_find_schema(const pr_program *p, const char *full_name)
 	return named_find(index_of(p)->schemas, full_name);
 }
 
+/* The schema already declared with exactly this text, found without parsing
+ * it: passes declare the same copy op once per copy they insert. */
+static pr_schema *declared_as(const pr_program *p, const char *text)
+{
+	const char *paren = strchr(text, '(');
+	if (!paren || paren - text >= 256)
+		return NULL;
+	char name[256];
+	memcpy(name, text, (size_t)(paren - text));
+	name[paren - text] = 0;
+	pr_schema *old = pr_program_find_schema(p, name);
+	return old && old->text && !strcmp(old->text, text) ? old : NULL;
+}
+
 pr_err *pr_program_declare_op(pr_program *p, const char *text, pr_schema **out)
 {
+	if ((*out = declared_as(p, text)))
+		return NULL;
 	pr_schema *s = NULL;
 	size_t col = 0;
 	pr_err *e = pr_schema_parse(text, strlen(text), &s, &col);
