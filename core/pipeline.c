@@ -30,7 +30,7 @@
 
 /* ---- values -------------------------------------------------------------- */
 
-const char *pm_type_name(pr_option_type t)
+const char *pr_option_type_name(pr_option_type t)
 {
 	switch (t) {
 	case PR_OPT_BOOL: return "bool";

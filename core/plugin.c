@@ -145,8 +145,8 @@ static pr_err *check_pipeline_options(const pr_registry *r, const pr_pass_info *
 		if (prev && (prev->type != o->type || prev->per_method != o->per_method))
 			return pr_err_new("pass '%s' declares pipeline option '%s' as %s%s, "
 					  "but another pass declares it as %s%s", p->name, o->name,
-					  pm_type_name(o->type), o->per_method ? " (per method)" : "",
-					  pm_type_name(prev->type),
+					  pr_option_type_name(o->type), o->per_method ? " (per method)" : "",
+					  pr_option_type_name(prev->type),
 					  prev->per_method ? " (per method)" : "");
 	}
 	return NULL;
@@ -542,7 +542,7 @@ static void list_options(const pr_pass_info *p, FILE *out)
 {
 	for (size_t j = 0; j < p->n_options; j++) {
 		const pr_option_decl *o = &p->options[j];
-		fprintf(out, "    %s: %s = %s%s%s\n", o->name, pm_type_name(o->type),
+		fprintf(out, "    %s: %s = %s%s%s\n", o->name, pr_option_type_name(o->type),
 			o->default_value && *o->default_value ? o->default_value : "\"\"",
 			o->scope == PR_SCOPE_PIPELINE ? "  [pipeline option]" : "",
 			o->per_method ? "  [per method]" : "");

@@ -63,7 +63,6 @@ struct pr_pipeline {
 	bool validated;
 };
 
-const char *pm_type_name(pr_option_type t);
 /* "a bool", "an int", "a float", "a string": for messages. */
 const char *pm_type_article(pr_option_type t);
 /* NULL when text is a good value of type t (unquoted YAML), else what is

@@ -14,17 +14,6 @@
 
 #include "tool.h"
 
-static const char *type_name(pr_option_type t)
-{
-	switch (t) {
-	case PR_OPT_BOOL: return "bool";
-	case PR_OPT_INT: return "int";
-	case PR_OPT_FLOAT: return "float";
-	case PR_OPT_STRING: return "string";
-	}
-	return "?";
-}
-
 /* Text for a table cell: '|' would end the cell, a newline the row. */
 static void cell(FILE *out, const char *s)
 {
@@ -49,7 +38,7 @@ static void option_table(const pr_pass_info *p, FILE *out)
 	for (size_t j = 0; j < p->n_options; j++) {
 		const pr_option_decl *o = &p->options[j];
 		const char *def = o->default_value && *o->default_value ? o->default_value : "\"\"";
-		fprintf(out, "| `%s` | %s | `", o->name, type_name(o->type));
+		fprintf(out, "| `%s` | %s | `", o->name, pr_option_type_name(o->type));
 		cell(out, def);
 		fprintf(out, "` | %s | %s | ", o->scope == PR_SCOPE_PIPELINE ? "pipeline" : "pass",
 			o->per_method ? "yes" : "no");

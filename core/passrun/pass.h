@@ -36,6 +36,9 @@ typedef enum pr_option_type {
 	PR_OPT_BOOL, PR_OPT_INT, PR_OPT_FLOAT, PR_OPT_STRING,
 } pr_option_type;
 
+/* "bool", "int", "float" or "string": the name messages and docs give a type. */
+const char *pr_option_type_name(pr_option_type t);
+
 typedef enum pr_option_scope {
 	PR_SCOPE_PASS,      /* set under the pass: `- memory-plan: {alloc_graph_input: true}` */
 	PR_SCOPE_PIPELINE,  /* read from the pipeline's `options:`; every pass may declare it */
