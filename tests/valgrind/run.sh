@@ -26,6 +26,18 @@ vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=de
 vg="$vg --show-leak-kinds=definite,indirect --suppressions=$root/tests/valgrind/glibc.supp"
 vg="$vg --log-file=$tmp/vg.log"
 fails=0 n=0
+# under_valgrind FILE LABEL: runs $run on FILE under Valgrind; it must exit $want.
+under_valgrind() {
+	# shellcheck disable=SC2086
+	$vg "$exe" --pipeline cuda --verify-each $run "$1" >/dev/null 2>"$tmp/err"
+	got=$?
+	n=$((n + 1))
+	if [ "$got" -ne "$want" ]; then
+		echo "FAIL $2: exit $got under valgrind, $want without"
+		cat "$tmp/vg.log" "$tmp/err" | head -40
+		fails=$((fails + 1))
+	fi
+}
 for f in "$@"; do
 	name=$(basename "$f" .pg)
 	run="--run=2 --check --device=sim --stats=json"
@@ -36,29 +48,13 @@ for f in "$@"; do
 		"$exe" --pipeline cuda --verify-each $run "$f" >/dev/null 2>&1
 		want=$?
 	fi
-	# shellcheck disable=SC2086
-	$vg "$exe" --pipeline cuda --verify-each $run "$f" >/dev/null 2>"$tmp/err"
-	got=$?
-	n=$((n + 1))
-	if [ "$got" -ne "$want" ]; then
-		echo "FAIL $name: exit $got under valgrind, $want without"
-		cat "$tmp/vg.log" "$tmp/err" | head -40
-		fails=$((fails + 1))
-	fi
+	under_valgrind "$f" "$name"
 	case " ${VALGRIND_BIN:-b1_h2d_inputs f10_device_constants f6_buffer_writeback decoder} " in
 	*" $name "*) ;;
 	*) continue ;;
 	esac
 	"$exe" convert "$f" "$tmp/$name.bin" >/dev/null 2>&1 || continue
-	# shellcheck disable=SC2086
-	$vg "$exe" --pipeline cuda --verify-each $run "$tmp/$name.bin" >/dev/null 2>"$tmp/err"
-	got=$?
-	n=$((n + 1))
-	if [ "$got" -ne "$want" ]; then
-		echo "FAIL $name.bin: exit $got under valgrind, $want without"
-		cat "$tmp/vg.log" "$tmp/err" | head -40
-		fails=$((fails + 1))
-	fi
+	under_valgrind "$tmp/$name.bin" "$name.bin"
 done
 echo "run.sh: $n valgrind runs, $fails failing"
 [ "$fails" -eq 0 ]
