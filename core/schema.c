@@ -266,6 +266,10 @@ static bool sp_default(sp *p, pr_schema_arg *a)
 	char quote = 0;
 	for (; p->pos < p->n; p->pos++) {
 		char c = p->s[p->pos];
+		/* A schema is one line of the text format, where '#' starts a comment. */
+		if ((unsigned char)c < 0x20 || (c == '#' && !quote))
+			return sp_fail(p, "a default value without control characters or an "
+				       "unquoted '#' (a schema is one line of text)");
 		if (quote) {
 			if (c == '\\' && p->pos + 1 < p->n)
 				p->pos++;

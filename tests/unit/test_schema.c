@@ -212,6 +212,9 @@ Test(schema, errors_say_what_was_expected_and_where)
 	parse_bad("aten::add(int[x] self) -> Tensor", 14, "expected a list size or ']'");
 	parse_bad("aten::add(int self=) -> Tensor", 19, "expected a default value");
 	parse_bad("aten::add(str s=\"abc) -> Tensor", 31, "closing quote");
+	parse_bad("aten::sum(Tensor self, *, ScalarType? dtype=Non#) -> Tensor", 47,
+		  "without control characters or an unquoted '#'");
+	parse_bad("aten::add(str s=\"a\nb\") -> Tensor", 18, "without control characters");
 	parse_bad("aten::add(*, *, Tensor x) -> Tensor", 13, "a second '*'");
 	parse_bad("aten::add(Tensor x) -> (Tensor x Tensor)", 33, "expected ',' or ')' in the returns");
 	parse_bad("", 0, "expected an op name");
