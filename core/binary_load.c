@@ -510,6 +510,10 @@ static bool rd_data(rd *r, pr_node *n)
 			return rd_fail(r, cat, "value count is %llu, but the %zu bytes left in the %s "
 				       "section hold at most %zu", (unsigned long long)count, left,
 				       r->section, left / 8);
+		int64_t numel = n->type.kind == PR_TYPE_TENSOR ? pr_spec_numel(&n->type.tensor) : -1;
+		if (numel >= 0 && count != (uint64_t)numel)   /* as the text requires */
+			return rd_fail(r, cat, "value count is %llu, expected %lld (the tensor's "
+				       "element count)", (unsigned long long)count, (long long)numel);
 		d->values = pr_xmalloc(count ? (size_t)count * sizeof *d->values : 1);
 		d->n_values = (int64_t)count;
 		for (uint64_t i = 0; i < count; i++)
