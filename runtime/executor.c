@@ -120,6 +120,20 @@ static pr_err *track_alloc(pr_exec *e, int dev, int64_t bytes, void **out)
 	return NULL;
 }
 
+/* One region of sizes[d] bytes on each device d that needs one (what names it
+ * in an error). */
+static pr_err *alloc_per_device(pr_exec *e, const int64_t *sizes, uint8_t **regions,
+				const char *what)
+{
+	for (int d = 0; d < e->devs.n; d++)
+		if (sizes[d] > 0) {
+			pr_err *err = track_alloc(e, d, sizes[d], (void **)&regions[d]);
+			if (err)
+				return pr_err_wrap(err, "%s", what);
+		}
+	return NULL;
+}
+
 static pr_err *node_err(const pr_node *n, pr_err *err)
 {
 	return pr_err_wrap(err, "node '%s'", n->name ? n->name : "(no result)");
@@ -205,13 +219,7 @@ static pr_err *alloc_scratch(pr_exec *e)
 		if (need > e->scratch_size[dev])
 			e->scratch_size[dev] = need;
 	}
-	for (int d = 0; d < e->devs.n; d++)
-		if (e->scratch_size[d] > 0) {
-			pr_err *err = track_alloc(e, d, e->scratch_size[d], (void **)&e->scratch[d]);
-			if (err)
-				return pr_err_wrap(err, "delegate scratch memory");
-		}
-	return NULL;
+	return alloc_per_device(e, e->scratch_size, e->scratch, "delegate scratch memory");
 }
 
 /* One arena per device, sized by the plan. */
@@ -226,13 +234,7 @@ static pr_err *alloc_arenas(pr_exec *e)
 		for (int i = 0; n->type.kind == PR_TYPE_TUPLE && i < n->type.n_elems; i++)
 			arena_grow(e, &n->type.elems[i]);
 	}
-	for (int d = 0; d < e->devs.n; d++)
-		if (e->arena_size[d] > 0) {
-			pr_err *err = track_alloc(e, d, e->arena_size[d], (void **)&e->arena[d]);
-			if (err)
-				return pr_err_wrap(err, "memory plan arena");
-		}
-	return NULL;
+	return alloc_per_device(e, e->arena_size, e->arena, "memory plan arena");
 }
 
 /* ---- compiling -------------------------------------------------------------------- */
