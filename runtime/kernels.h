@@ -45,6 +45,15 @@ typedef struct pr_norm_args {
 pr_err *pr_norm_args_get(pr_kctx *k, bool rms, int weight_at, int bias_at, int eps_at,
 			 pr_norm_args *a);
 
+/* The result k writes must have exactly this shape: a kernel that writes a
+ * declared result checks it against what its arguments give before writing
+ * (a 0-element result given n rows was a heap overflow). */
+pr_err *pr_result_shape_check(pr_kctx *k, int rank, const int64_t *shape);
+/* embedding: weight of rank 2, result shape indices' shape + [D]. */
+pr_err *pr_embedding_check(pr_kctx *k, const pr_tensor *w, const pr_tensor *ix);
+/* cat: item j (x) fits result o at offset at along dim d, other dims equal. */
+pr_err *pr_cat_item_check(pr_kctx *k, const pr_tensor *o, const pr_tensor *x, int d, int64_t at,
+			  int j);
 /* select.int's view: t without dim, at index (negative counts from the end). */
 pr_err *pr_select_view(pr_kctx *k, const pr_tensor *t, int64_t dim, int64_t index, pr_tensor *out);
 /* Runs the host kernel of k's op on host copies of its device tensors and

@@ -377,16 +377,21 @@ pr_err *cu_cat(pr_kctx *k)
 		if (it->kind != PR_ARG_VALUE || it->v->kind != PR_RV_TENSOR)
 			return pr_kernel_error(k, "item %d of the list is not a tensor", j);
 		pr_tensor *x = &it->v->t;
-		if (x->rank != o->rank || at + x->shape[d] > o->shape[d])
-			return pr_kernel_error(k, "item %d does not fit the result along dim %d", j, d);
+		if (x->rank == 1 && x->shape[0] == 0 && o->rank != 1)
+			continue;   /* legacy empty tensors are skipped, as on the host */
+		pr_err *err = pr_cat_item_check(k, o, x, d, at, j);
+		if (err)
+			return err;
 		pr_tensor part = *o;
 		part.data = o->data + at * o->strides[d] * es;
 		part.shape[d] = x->shape[d];
-		pr_err *err = copy_launch(k, &part, x);
-		if (err)
+		if ((err = copy_launch(k, &part, x)))
 			return err;
 		at += x->shape[d];
 	}
+	if (at != o->shape[d])
+		return pr_kernel_error(k, "the inputs fill %lld of %lld along dim %d", (long long)at,
+				       (long long)o->shape[d], d);
 	return NULL;
 }
 
@@ -481,6 +486,14 @@ pr_err *cu_linear(pr_kctx *k)
 	if (!x || !w || w->rank != 2 || x->rank < 1)
 		return pr_kernel_error(k, "input and weight must be tensors, weight of rank 2");
 	int64_t in = w->shape[1], out = w->shape[0], rows = in ? pr_tensor_numel(x) / in : 0;
+	int64_t oshape[PR_MAX_RANK];
+	memcpy(oshape, x->shape, sizeof(int64_t) * (size_t)x->rank);
+	oshape[x->rank - 1] = out;
+	pr_err *err = x->shape[x->rank - 1] != in ?
+		pr_kernel_error(k, "input's last dim must be %lld", (long long)in) :
+		pr_result_shape_check(k, x->rank, oshape);
+	if (err)
+		return err;
 	pr_tensor x2 = *x, c2 = k->out->t, wt = *w;
 	int64_t s2[2] = {rows, in}, c2s[2] = {rows, out};
 	if (!pr_view_strides(x, 2, s2, x2.strides) || !pr_view_strides(&k->out->t, 2, c2s, c2.strides))
@@ -490,8 +503,7 @@ pr_err *cu_linear(pr_kctx *k)
 	c2.shape[0] = rows, c2.shape[1] = out;
 	wt.shape[0] = in, wt.shape[1] = out;       /* w^T: swap the dims */
 	wt.strides[0] = w->strides[1], wt.strides[1] = w->strides[0];
-	pr_err *err = check_mm(k, &x2, &wt, &c2);
-	if (err)
+	if ((err = check_mm(k, &x2, &wt, &c2)))
 		return err;
 	if (bias && (err = copy_launch(k, &c2, bias)))
 		return err;
@@ -949,8 +961,9 @@ pr_err *cu_embedding(pr_kctx *k)
 		return pr_kernel_error(k, "argument %d must be a tensor", w ? 1 : 0);
 	if (!all_f32(&k->out->t, w, NULL) || !index_dtype_ok(ix))
 		return pr_k_staged(k);
-	if (w->rank != 2)
-		return pr_kernel_error(k, "weight must have rank 2");
+	pr_err *err = pr_embedding_check(k, w, ix);
+	if (err)
+		return err;
 	pr_tensor o = k->out->t;
 	int64_t shape2[2] = {pr_tensor_numel(ix), w->shape[1]};
 	if (!pr_view_strides(&o, 2, shape2, o.strides))

@@ -410,10 +410,14 @@ pr_err *pr_k_linear(pr_kctx *k)
 	pr_tensor *bias = pr_karg_tensor(k, 2);
 	pr_tensor *o = &k->out->t;
 	int64_t kk = w->shape[1], m = w->shape[0];
-	if (x->rank < 1 || x->shape[x->rank - 1] != kk || o->rank != x->rank ||
-	    o->shape[o->rank - 1] != m)
+	if (x->rank < 1 || x->shape[x->rank - 1] != kk)
 		return pr_kernel_error(k, "input's last dim must be %lld and the result's %lld",
 				       (long long)kk, (long long)m);
+	int64_t shape[PR_MAX_RANK];
+	memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->rank);
+	shape[x->rank - 1] = m;
+	if ((err = pr_result_shape_check(k, x->rank, shape)))
+		return err;
 	int64_t n = pr_tensor_numel(x) / (kk ? kk : 1);
 	double *xv = pr_tensor_gather(x), *wv = pr_tensor_gather(w);
 	double *cv = pr_xmalloc(sizeof(double) * nz(n * m));
@@ -476,6 +480,8 @@ pr_err *pr_k_softmax(pr_kctx *k)
 	int d = pr_dim(pr_karg_int(k, 1, -1), x->rank);
 	if (d < 0)
 		return pr_kernel_error(k, "dim out of range");
+	if ((err = pr_result_shape_check(k, x->rank, x->shape)))
+		return err;
 	int64_t outer, len, inner;
 	split_dim(x, d, &outer, &len, &inner);
 	double *v = pr_tensor_gather(x);
@@ -586,7 +592,7 @@ static pr_err *norm_impl(pr_kctx *k, bool rms, int weight_at, int bias_at, int e
 {
 	pr_norm_args a;
 	pr_err *err = pr_norm_args_get(k, rms, weight_at, bias_at, eps_at, &a);
-	if (err)
+	if (err || (err = pr_result_shape_check(k, a.x->rank, a.x->shape)))
 		return err;
 	pr_tensor *x = a.x, *w = a.w, *b = a.b;
 	int64_t len = a.len;

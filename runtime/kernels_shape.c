@@ -10,6 +10,7 @@
  * view's elements are copied into the result's own storage. reshape and
  * contiguous alias when the strides allow it and copy otherwise, into storage
  * the executor gives them for that case (k->own). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,61 @@ static pr_tensor *arg_tensor(pr_kctx *k, int i, pr_err **err)
 	if (!t && !*err)
 		*err = pr_kernel_error(k, "argument %d must be a tensor", i);
 	return t;
+}
+
+/* "[2,3]" into buf (room for PR_MAX_RANK dims). */
+static const char *shape_str(int rank, const int64_t *shape, char *buf, size_t cap)
+{
+	size_t len = (size_t)snprintf(buf, cap, "[");
+	for (int d = 0; d < rank && len < cap; d++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s%lld", d ? "," : "",
+					(long long)shape[d]);
+	if (len < cap)
+		snprintf(buf + len, cap - len, "]");
+	return buf;
+}
+
+pr_err *pr_result_shape_check(pr_kctx *k, int rank, const int64_t *shape)
+{
+	const pr_tensor *o = &k->out->t;
+	bool same = k->out->kind == PR_RV_TENSOR && o->rank == rank;
+	for (int d = 0; same && d < rank; d++)
+		same = o->shape[d] == shape[d];
+	if (same)
+		return NULL;
+	char have[PR_MAX_RANK * 21 + 3], want[PR_MAX_RANK * 21 + 3];
+	if (k->out->kind != PR_RV_TENSOR)
+		return pr_kernel_error(k, "the result must be a tensor of shape %s",
+				       shape_str(rank, shape, want, sizeof want));
+	return pr_kernel_error(k, "the result is declared %s; its arguments give %s",
+			       shape_str(o->rank, o->shape, have, sizeof have),
+			       shape_str(rank, shape, want, sizeof want));
+}
+
+pr_err *pr_embedding_check(pr_kctx *k, const pr_tensor *w, const pr_tensor *ix)
+{
+	if (w->rank != 2)
+		return pr_kernel_error(k, "weight must have rank 2");
+	if (ix->rank + 1 > PR_MAX_RANK)
+		return pr_kernel_error(k, "indices of rank %d give a result of more than %d dims",
+				       ix->rank, PR_MAX_RANK);
+	int64_t shape[PR_MAX_RANK];
+	memcpy(shape, ix->shape, sizeof(int64_t) * (size_t)ix->rank);
+	shape[ix->rank] = w->shape[1];
+	return pr_result_shape_check(k, ix->rank + 1, shape);
+}
+
+pr_err *pr_cat_item_check(pr_kctx *k, const pr_tensor *o, const pr_tensor *x, int d, int64_t at,
+			  int j)
+{
+	if (x->rank != o->rank || x->shape[d] > o->shape[d] - at)
+		return pr_kernel_error(k, "item %d does not fit the result along dim %d", j, d);
+	for (int i = 0; i < o->rank; i++)
+		if (i != d && x->shape[i] != o->shape[i])
+			return pr_kernel_error(k, "item %d has %lld elements along dim %d; the "
+					       "result has %lld", j, (long long)x->shape[i], i,
+					       (long long)o->shape[i]);
+	return NULL;
 }
 
 /* The result is view v of an argument: alias it, or copy its elements. */
@@ -440,8 +496,8 @@ pr_err *pr_k_embedding(pr_kctx *k)
 	pr_tensor *w = arg_tensor(k, 0, &err), *ix = arg_tensor(k, 1, &err);
 	if (err)
 		return err;
-	if (w->rank != 2)
-		return pr_kernel_error(k, "weight must have rank 2");
+	if ((err = pr_embedding_check(k, w, ix)))
+		return err;
 	int64_t *idx, n;
 	if ((err = load_index(k, ix, w->shape[0], &idx, &n)))
 		return err;
@@ -469,13 +525,14 @@ pr_err *pr_k_index_select(pr_kctx *k)
 	int d = pr_dim(pr_karg_int(k, 1, 0), x->rank);
 	if (d < 0 || x->rank == 0)
 		return pr_kernel_error(k, "dim out of range");
+	int64_t shape[PR_MAX_RANK];
+	memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->rank);
+	shape[d] = pr_tensor_numel(ix);
+	if ((err = pr_result_shape_check(k, x->rank, shape)))
+		return err;
 	int64_t *idx, n;
 	if ((err = load_index(k, ix, x->shape[d], &idx, &n)))
 		return err;
-	if (k->out->t.rank != x->rank || k->out->t.shape[d] != n) {
-		free(idx);
-		return pr_kernel_error(k, "the result must have %lld elements along dim %d", (long long)n, d);
-	}
 	err = gather_rows(k, x, d, idx, n, &k->out->t, d);
 	free(idx);
 	return err;
@@ -554,12 +611,13 @@ pr_err *pr_k_cat(pr_kctx *k)
 		pr_tensor *x = &it->v->t;
 		if (x->rank == 1 && x->shape[0] == 0 && o->rank != 1)
 			continue;   /* legacy empty tensors are skipped, as in PyTorch */
-		if (x->rank != o->rank || at + x->shape[d] > o->shape[d])
-			return pr_kernel_error(k, "item %d does not fit the result along dim %d", j, d);
+		pr_err *err = pr_cat_item_check(k, o, x, d, at, j);
+		if (err)
+			return err;
 		pr_tensor part = *o;
 		part.data = o->data + at * o->strides[d] * es;
 		part.shape[d] = x->shape[d];
-		pr_err *err = copy_into(k, &part, x);
+		err = copy_into(k, &part, x);
 		if (err)
 			return err;
 		at += x->shape[d];
