@@ -10,6 +10,9 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
+# No installed binary or plugin names an empty or relative RUNPATH entry.
+bash "$src/tests/elf/check_runpath.sh" "$work/prefix" >/dev/null ||
+  fail "an installed RUNPATH has an empty or relative entry"
 unset PASSRUN_PLUGIN_PATH
 passrun=$work/prefix/bin/passrun
 prog=$src/examples/f8_constant_three_devices.pg
