@@ -18,7 +18,9 @@
  * once however many aliases it has.
  *
  * Checking. Per method: every planned value sits in the arena of its own
- * device; an alias has exactly its base's memory; a host constant has none.
+ * device, at an offset >= 0 whose end (offset + bytes) fits in int64, so
+ * that whoever sizes the arena from it cannot overflow; an alias has exactly
+ * its base's memory; a host constant has none.
  * Overlaps are found by a sweep over positions: the live planned classes are
  * kept ordered by (arena, offset) in a Fenwick tree over their ranks, and a
  * class that starts is compared with its two neighbours only. The live set
@@ -382,8 +384,10 @@ static int arena_index(pr_device **arenas, int *n, pr_device d)
 
 static int64_t peak_live_bytes(const pr_lifetimes *lt, const int *arena_of, int arena)
 {
+	/* 128-bit sums: tensors of up to 2^63 bytes each add up past int64; the
+	 * peak is then reported as INT64_MAX. */
 	int64_t T = lt->n_positions;
-	int64_t *diff = pr_xcalloc((size_t)T + 1, sizeof *diff);
+	__int128 *diff = pr_xcalloc((size_t)T + 1, sizeof *diff);
 	for (int64_t i = 0; i < lt->n_classes; i++) {
 		if (arena_of[i] != arena)
 			continue;
@@ -391,14 +395,14 @@ static int64_t peak_live_bytes(const pr_lifetimes *lt, const int *arena_of, int 
 		diff[c->start] += c->bytes;
 		diff[c->end + 1] -= c->bytes;
 	}
-	int64_t live = 0, peak = 0;
+	__int128 live = 0, peak = 0;
 	for (int64_t t = 0; t < T; t++) {
 		live += diff[t];
 		if (live > peak)
 			peak = live;
 	}
 	free(diff);
-	return peak;
+	return peak > INT64_MAX ? INT64_MAX : (int64_t)peak;
 }
 
 int pr_plan_usage(pr_graph *g, pr_arena_usage **out)
@@ -420,7 +424,9 @@ int pr_plan_usage(pr_graph *g, pr_arena_usage **out)
 	for (int64_t i = 0; i < lt->n_classes; i++) {
 		if (arena_of[i] < 0)
 			continue;
-		int64_t top = lt->classes[i].spec->mem_offset + lt->classes[i].bytes;
+		int64_t top;
+		if (__builtin_add_overflow(lt->classes[i].spec->mem_offset, lt->classes[i].bytes, &top))
+			top = INT64_MAX;   /* the checker reports it */
 		if (top > u[arena_of[i]].planned_bytes)
 			u[arena_of[i]].planned_bytes = top;
 	}
@@ -483,6 +489,15 @@ static void check_value(check_ctx *k, const pr_plan_value *v)
 	}
 	if (s->has_mem && s->mem_offset < 0) {
 		snprintf(msg, sizeof msg, "has a negative offset (mem=%s)", mem_str(s, mem, sizeof mem));
+		plan_error(k, v, msg);
+	}
+	int64_t end;
+	if (s->has_mem && s->mem_offset >= 0 &&
+	    __builtin_add_overflow(s->mem_offset, pr_spec_storage_bytes(s), &end)) {
+		snprintf(msg, sizeof msg, "ends past the largest offset an arena can have (mem=%s and "
+			 "%lld bytes overflow int64); expected offset + size of at most %lld",
+			 mem_str(s, mem, sizeof mem), (long long)pr_spec_storage_bytes(s),
+			 (long long)INT64_MAX);
 		plan_error(k, v, msg);
 	}
 	if (v->spec != c->spec && !same_mem(s, c->spec)) {
@@ -554,7 +569,7 @@ static bool pc_overlap(const check_ctx *k, const planned_class *a, const planned
 	if (a->arena != b->arena)
 		return false;
 	const planned_class *lo = a->offset <= b->offset ? a : b, *hi = lo == a ? b : a;
-	return lo->offset + k->lt->classes[lo->cls].bytes > hi->offset;
+	return k->lt->classes[lo->cls].bytes > hi->offset - lo->offset;  /* offsets >= 0 */
 }
 
 static void overlap_error(check_ctx *k, const planned_class *a, const planned_class *b)
@@ -601,8 +616,10 @@ static void check_overlaps(check_ctx *k)
 	planned_class *pcs = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *pcs);
 	for (int64_t i = 0; i < lt->n_classes; i++) {
 		const pr_plan_class *c = &lt->classes[i];
-		if (!c->spec->has_mem || c->bytes <= 0)
-			continue;
+		int64_t end;
+		if (!c->spec->has_mem || c->bytes <= 0 || c->spec->mem_offset < 0 ||
+		    __builtin_add_overflow(c->spec->mem_offset, c->bytes, &end))
+			continue;   /* check_value reported an offset that is not one */
 		pcs[n++] = (planned_class){ i, arena_index(&arenas, &n_arenas, host_normalized(c->spec->mem_arena)),
 					    c->spec->mem_offset };
 	}

@@ -170,19 +170,26 @@ static pr_err *place_tensor(pr_exec *e, const pr_spec *s, int force_dev, pr_tens
 	return NULL;
 }
 
-static void arena_grow(pr_exec *e, const pr_spec *s)
+/* The plan checker refuses these offsets; a caller that did not run it
+ * gets an error here, not an arena sized by an overflowed sum. */
+static pr_err *arena_grow(pr_exec *e, const pr_node *n, const pr_spec *s)
 {
 	int dev;
 	if (!s->has_mem)
-		return;
+		return NULL;
 	pr_err *err = pr_devset_slot(&e->devs, s->mem_arena, &dev);
 	if (err) {
 		pr_err_free(err);   /* reported when the tensor is placed */
-		return;
+		return NULL;
 	}
-	int64_t end = s->mem_offset + pr_spec_storage_bytes(s);
+	int64_t end;
+	if (s->mem_offset < 0 || __builtin_add_overflow(s->mem_offset, pr_spec_storage_bytes(s), &end))
+		return node_err(n, pr_err_new("planned at offset %lld with %lld bytes: not an offset "
+					      "of an arena", (long long)s->mem_offset,
+					      (long long)pr_spec_storage_bytes(s)));
 	if (end > e->arena_size[dev])
 		e->arena_size[dev] = end;
+	return NULL;
 }
 
 /* Storage a delegate body's results need (each rounded to 64 bytes). */
@@ -230,9 +237,11 @@ static pr_err *alloc_arenas(pr_exec *e)
 		return err;
 	pr_graph_for_each(e->g, n) {
 		if (n->type.kind == PR_TYPE_TENSOR)
-			arena_grow(e, &n->type.tensor);
-		for (int i = 0; n->type.kind == PR_TYPE_TUPLE && i < n->type.n_elems; i++)
-			arena_grow(e, &n->type.elems[i]);
+			err = arena_grow(e, n, &n->type.tensor);
+		for (int i = 0; !err && n->type.kind == PR_TYPE_TUPLE && i < n->type.n_elems; i++)
+			err = arena_grow(e, n, &n->type.elems[i]);
+		if (err)
+			return err;
 	}
 	return alloc_per_device(e, e->arena_size, e->arena, "memory plan arena");
 }

@@ -82,8 +82,20 @@ static pr_err *plan_method(pr_pass_ctx *ctx, pr_graph *g, bool *changed)
 	o.alloc_graph_output = pr_pass_opt_bool(ctx, "alloc_graph_output", g->name);
 	pr_lifetimes *lt = pr_lifetimes_compute(g);
 	report_split_classes(ctx, g, lt);
-	if (mp_plan_lifetimes(lt, &o, NULL, 0, NULL))
+	mp_arena_report reps[MP_MAX_ARENAS];
+	int n_reps = 0;
+	if (mp_plan_lifetimes(lt, &o, reps, MP_MAX_ARENAS, &n_reps))
 		*changed = true;
+	for (int a = 0; a < n_reps; a++) {
+		char dev[PR_DEVICE_STR_MAX];
+		if (reps[a].too_big)
+			pr_pass_diag(ctx, PR_SEV_ERROR, "E-PLAN", g->name, NULL, -1,
+				     "the %lld tensors of arena %s need more than %lld bytes together "
+				     "(sizes rounded up to the alignment): no plan with 64-bit offsets "
+				     "is sure to fit, so none of them is planned",
+				     (long long)reps[a].n_items, pr_device_str(reps[a].arena, dev),
+				     (long long)INT64_MAX);
+	}
 	pr_lifetimes_free(lt);
 	return NULL;
 }

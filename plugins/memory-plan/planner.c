@@ -43,7 +43,12 @@
  * against the bound for aligned plans: the peak of rounded-up sizes, less
  * the largest padding (the top item needs none), never below the plain bound.
  * Sizes are rounded up to the alignment for packing, so every offset is a
- * multiple of it. */
+ * multiple of it.
+ *
+ * No offset, top or sum here exceeds the sum of an arena's rounded sizes, so
+ * an arena whose rounded sizes add up past INT64_MAX is not planned at all
+ * (mp_arena_report.too_big): with tensors over 2^62 bytes the arithmetic
+ * overflowed and gave overlapping offsets. */
 #include "planner.h"
 
 #include <stdbool.h>
@@ -691,7 +696,7 @@ mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
 
 typedef struct arena_set {
 	int n;
-	pr_device devices[64];
+	pr_device devices[MP_MAX_ARENAS];
 } arena_set;
 
 static int arena_of(arena_set *s, pr_device d)
@@ -699,7 +704,7 @@ static int arena_of(arena_set *s, pr_device d)
 	for (int i = 0; i < s->n; i++)
 		if (pr_device_equal(s->devices[i], d))
 			return i;
-	PR_ASSERT(s->n < 64);
+	PR_ASSERT(s->n < MP_MAX_ARENAS);
 	s->devices[s->n] = d;
 	return s->n++;
 }
@@ -716,6 +721,21 @@ static bool wants_memory(const pr_plan_class *c, const mp_graph_options *o)
 	return true;
 }
 
+/* Do the classes of arena `which`, rounded up to align, add up to at most
+ * INT64_MAX bytes? */
+static bool arena_fits(const pr_lifetimes *lt, const int *arena, int which, int64_t align)
+{
+	int64_t total = 0, rounded;
+	for (int64_t i = 0; i < lt->n_classes; i++) {
+		if (arena[i] != which)
+			continue;
+		if (__builtin_add_overflow(lt->classes[i].bytes, align - 1, &rounded) ||
+		    __builtin_add_overflow(total, rounded & ~(align - 1), &total))
+			return false;
+	}
+	return true;
+}
+
 /* Plans the classes of one arena; writes their offsets into mem_offset[]. */
 static mp_arena_report plan_arena(const pr_lifetimes *lt, const int *arena, int which,
 				  int64_t align, int64_t *mem_offset)
@@ -723,6 +743,8 @@ static mp_arena_report plan_arena(const pr_lifetimes *lt, const int *arena, int 
 	int64_t n = 0;
 	for (int64_t i = 0; i < lt->n_classes; i++)
 		n += arena[i] == which;
+	if (!arena_fits(lt, arena, which, align))
+		return (mp_arena_report){ pr_device_host(), n, { 0 }, true };
 	mp_item *items = pr_xmalloc((size_t)(n + 1) * sizeof *items);
 	int64_t *ids = pr_xmalloc((size_t)(n + 1) * sizeof *ids);
 	n = 0;
@@ -733,7 +755,7 @@ static mp_arena_report plan_arena(const pr_lifetimes *lt, const int *arena, int 
 		items[n] = (mp_item){ c->start, c->end, c->bytes, 0 };
 		ids[n++] = i;
 	}
-	mp_arena_report rep = { pr_device_host(), n, mp_plan(items, n, lt->n_positions, align) };
+	mp_arena_report rep = { pr_device_host(), n, mp_plan(items, n, lt->n_positions, align), false };
 	for (int64_t k = 0; k < n; k++)
 		mem_offset[ids[k]] = items[k].offset;
 	free(items);
@@ -772,6 +794,9 @@ bool mp_plan_lifetimes(const pr_lifetimes *lt, const mp_graph_options *o, mp_are
 		bool host = pr_device_is_host(set.devices[a]);
 		mp_arena_report rep = plan_arena(lt, arena, a, host ? o->host_alignment : o->device_alignment, offset);
 		rep.arena = set.devices[a];
+		for (int64_t i = 0; rep.too_big && i < lt->n_classes; i++)
+			if (arena[i] == a)
+				arena[i] = -1;   /* unplanned: the pass reports the arena */
 		if (reports && a < max_reports)
 			reports[a] = rep;
 	}

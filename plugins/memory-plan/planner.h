@@ -35,11 +35,15 @@ extern const char *const mp_order_names[];
 mp_result mp_plan(mp_item *items, int64_t n, int64_t n_positions, int64_t align);
 
 
+/* Arenas one method can have (one per device). */
+#define MP_MAX_ARENAS 64
+
 /* What mp_plan_graph did in one arena. */
 typedef struct mp_arena_report {
 	pr_device arena;
 	int64_t n_items;
 	mp_result result;
+	bool too_big;        /* its rounded sizes add up past INT64_MAX: nothing planned */
 } mp_arena_report;
 
 typedef struct mp_graph_options {
