@@ -8,15 +8,14 @@
  * synchronize selects the device (cudaSetDevice) and waits on its stream.
  * Every failing CUDA call becomes an error naming the call and CUDA's message.
  *
- * Built only when CMake finds the CUDA toolkit (PASSRUN_HAVE_CUDA); without
- * it, or without a GPU at run time, pr_cuda_new says why there is no device. */
+ * Built only when CMake finds the CUDA toolkit, into libpassrun_cuda.so with
+ * the CUDA kernels (rt_cuda.h); cuda_backend.c opens it on first use. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "rt.h"
 #include "rt_cuda.h"
 
-#ifdef PASSRUN_HAVE_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -211,30 +210,12 @@ pr_err *pr_cuda_new(pr_device where, pr_dev **out)
 void *pr_cuda_stream(pr_dev *d) { return ((cuda_dev *)d->impl)->stream; }
 void *pr_cuda_blas(pr_dev *d) { return ((cuda_dev *)d->impl)->blas; }
 
-#else /* no CUDA toolkit at build time */
-
-bool pr_cuda_available(void) { return false; }
-
-pr_err *pr_cuda_new(pr_device where, pr_dev **out)
-{
-	(void)where;
-	*out = NULL;
-	return pr_err_new("this passrun was built without CUDA (the CUDA toolkit was not found)");
-}
-
-void *pr_cuda_stream(pr_dev *d) { (void)d; return NULL; }
-void *pr_cuda_blas(pr_dev *d) { (void)d; return NULL; }
-
-const pr_cuda_kernel *pr_cuda_kernels(int *n)
-{
-	*n = 0;
-	return NULL;
-}
-
-pr_err *pr_cuda_copy(pr_kctx *k, pr_tensor *dst, const pr_tensor *src)
-{
-	(void)k, (void)dst, (void)src;
-	return pr_err_new("this passrun was built without CUDA");
-}
-
-#endif
+/* The one symbol the library exports (everything else is hidden, so these
+ * names bind here, not to cuda_backend.c's wrappers of the same names). */
+__attribute__((visibility("default"))) const pr_cuda_backend pr_cuda_backend_v1 = {
+	.abi = PR_CUDA_BACKEND_ABI,
+	.available = pr_cuda_available,
+	.dev_new = pr_cuda_new,
+	.kernels = pr_cuda_kernels,
+	.copy = pr_cuda_copy,
+};

@@ -1,4 +1,4 @@
-/* kernel_registry.c: op full name -> kernels (host, and CUDA when built).
+/* kernel_registry.c: op full name -> kernels (host, and CUDA once its backend is loaded).
  *
  * The executor looks every op up here when it loads a program, so a program
  * with an op that has no kernel is refused at load, naming the op. Several
@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "rt_cuda.h"
 
 #define META PR_KERNEL_META
 const pr_kernel pr_host_kernels[] = {
@@ -73,28 +74,28 @@ const int pr_n_host_kernels = (int)(sizeof pr_host_kernels / sizeof pr_host_kern
 /* The merged entry: the host kernel with its CUDA twin, if any. */
 static pr_kernel merged[sizeof pr_host_kernels / sizeof pr_host_kernels[0]];
 static bool merged_ready;
+static bool merged_with_cuda;   /* the CUDA backend was loaded when it was merged */
 
 static void merge(void)
 {
 	int nc = 0;
+	merged_with_cuda = pr_cuda_loaded();
 	const pr_cuda_kernel *ck = pr_cuda_kernels(&nc);
 	for (int i = 0; i < pr_n_host_kernels; i++) {
 		merged[i] = pr_host_kernels[i];
 		for (int j = 0; j < nc; j++)
 			if (strcmp(ck[j].op, merged[i].op) == 0)
 				merged[i].cuda = ck[j].fn;
-#ifdef PASSRUN_HAVE_CUDA
-		if (!merged[i].cuda && !(merged[i].flags & PR_KERNEL_META))
+		if (merged_with_cuda && !merged[i].cuda && !(merged[i].flags & PR_KERNEL_META))
 			merged[i].cuda = pr_k_staged;   /* no CUDA kernel yet: staged through the host */
-#endif
 	}
 	merged_ready = true;
 }
 
 const pr_kernel *pr_kernel_find(const char *full_name)
 {
-	if (!merged_ready)
-		merge();
+	if (!merged_ready || merged_with_cuda != pr_cuda_loaded())
+		merge();   /* again once the CUDA backend has been loaded */
 	for (int i = 0; i < pr_n_host_kernels; i++)
 		if (strcmp(merged[i].op, full_name) == 0)
 			return &merged[i];

@@ -106,7 +106,8 @@ pr_err *pr_mem_copy(pr_devset *s, int dst_slot, void *dst, int src_slot, const v
 pr_err *pr_mem_sync(pr_devset *s, int slot);
 
 /* The implementations. pr_sim_new never fails; pr_cuda_new fails with a message
- * when there is no CUDA (not built, or no GPU). */
+ * when there is no CUDA (not built, the backend library not loadable, or no
+ * GPU). The CUDA ones load the CUDA backend on first use (cuda_backend.c). */
 pr_dev *pr_sim_new(pr_device where);
 pr_err *pr_cuda_new(pr_device where, pr_dev **out);
 bool pr_cuda_available(void);
@@ -181,7 +182,7 @@ const char *pr_karg_str(pr_kctx *k, int i, const char *dflt);
 pr_err *pr_kernel_error(pr_kctx *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The host kernels' table (kernels_host.c) and the CUDA ones (kernels_cuda.cu,
- * absent without CUDA): pr_kernel_find merges them. */
+ * none until the CUDA backend is loaded): pr_kernel_find merges them. */
 extern const pr_kernel pr_host_kernels[];
 extern const int pr_n_host_kernels;
 typedef struct pr_cuda_kernel { const char *op; pr_kernel_fn fn; } pr_cuda_kernel;

@@ -14,6 +14,7 @@
 
 #include "kernels.h"
 #include "rt.h"
+#include "rt_cuda.h"
 
 static pr_tensor mk(pr_dtype dt, void *d, int rank, int64_t s0, int64_t s1, int64_t s2)
 {
@@ -446,10 +447,13 @@ Test(cuda, kernels_match_the_host_kernels)
 }
 
 /* Every op that reads elements has a CUDA kernel of its own: pr_k_staged is
- * only the fallback those kernels take for dtypes they do not handle. */
+ * only the fallback those kernels take for dtypes they do not handle. Asking
+ * for a device loads the CUDA backend (GPU or not), and its kernels with it. */
 Test(cuda, no_op_is_staged_by_default)
 {
 #ifdef PASSRUN_HAVE_CUDA
+	(void)pr_cuda_available();
+	cr_assert(pr_cuda_loaded(), "the CUDA backend library did not load");
 	for (int i = 0; i < pr_n_host_kernels; i++) {
 		const pr_kernel *k = pr_kernel_find(pr_host_kernels[i].op);
 		cr_expect(k->cuda != pr_k_staged, "%s has no CUDA kernel (staged)", k->op);
