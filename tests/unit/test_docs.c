@@ -174,3 +174,16 @@ Test(docs, man_page_lists_every_diagnostic_code)
 	tu_result_free(&r);
 	free(man);
 }
+
+/* The repository documents itself: no tracked file points outside the clone
+ * for its documentation (the project brief beside it is not shipped). */
+Test(docs, no_file_refers_outside_the_repository)
+{
+	tu_result r = tu_run("cd %s && command -v git >/dev/null && git rev-parse --git-dir >/dev/null 2>&1 "
+			     "|| exit 77; git grep -nE '\\.\\./shared/|shared/(spec|seeds)/' -- . "
+			     "':!tests/unit/test_docs.c'", PASSRUN_SOURCE_DIR);
+	if (r.status == 77)
+		cr_skip_test("not a git checkout");
+	cr_assert_eq(r.status, 1, "files refer outside the repository:\n%s", r.out);
+	tu_result_free(&r);
+}
