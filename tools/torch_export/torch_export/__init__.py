@@ -23,17 +23,26 @@ def rule_from(ops):
     return lambda name: any(name == s or name.split(".")[0] == s for s in names)
 
 
-def export_module(module, args, mode="per-op", ops=None, target_device="cuda:0",
-                  backend="CudaBackend", header=()):
-    """Returns (text, info); info has 'exported_program', 'n_delegates'."""
+# The defaults of export_module, write_example and the command line (one
+# place, so that `python3 -m torch_export` and a script export alike).
+DEFAULTS = {"mode": "grouped", "ops": None, "target_device": "cuda:0",
+            "backend": "CudaBackend", "fold": True}
+
+
+def export_module(module, args, mode=DEFAULTS["mode"], ops=DEFAULTS["ops"],
+                  target_device=DEFAULTS["target_device"], backend=DEFAULTS["backend"],
+                  header=(), fold=DEFAULTS["fold"]):
+    """Returns (text, info); info has 'exported_program' (after the
+    decompositions and constant folding), 'n_delegates'. fold=False keeps
+    the input-independent subgraphs (fold.py) as ops."""
     import torch
-    from . import decomp
-    from .export import Program
+    from .export import Program, decomposition_table
     from .writer import Writer
     module = module.eval()
     ep = torch.export.export(module, tuple(args))
-    ep = ep.run_decompositions(decomp.table())
-    prog = Program(ep)
+    refusals = {}
+    ep = ep.run_decompositions(decomposition_table(refusals))
+    prog = Program(ep, refusals=refusals, fold=fold)
     w = Writer(prog, ep, rule_from(ops), mode, target_device, backend)
     text = w.text(header)
     return text, {"exported_program": ep, "n_delegates": w.n_delegates}

@@ -11,6 +11,8 @@ import importlib.util
 import os
 import sys
 
+from . import DEFAULTS
+
 
 def load_factory(spec):
     if ":" not in spec:
@@ -33,16 +35,24 @@ def load_factory(spec):
     return getattr(m, name)
 
 
-def main(argv=None):
+def parser():
     ap = argparse.ArgumentParser(prog="python3 -m torch_export", description=__doc__.split("\n\n")[0])
     ap.add_argument("spec", metavar="MODULE_SPEC")
     ap.add_argument("-o", "--output", help="the .pg to write (default: standard output)")
-    ap.add_argument("--mode", choices=["per-op", "grouped"], default="grouped")
-    ap.add_argument("--ops", help="comma-separated ops to delegate (default: the compute ops)")
-    ap.add_argument("--target-device", default="cuda:0")
-    ap.add_argument("--backend", default="CudaBackend")
+    ap.add_argument("--mode", choices=["per-op", "grouped"], default=DEFAULTS["mode"])
+    ap.add_argument("--ops", default=DEFAULTS["ops"],
+                    help="comma-separated ops to delegate (default: the compute ops)")
+    ap.add_argument("--target-device", default=DEFAULTS["target_device"])
+    ap.add_argument("--backend", default=DEFAULTS["backend"])
+    ap.add_argument("--no-fold", dest="fold", action="store_false", default=DEFAULTS["fold"],
+                    help="keep the subgraphs that depend on no input as ops (default: "
+                         "computed at export time, as constants)")
     ap.add_argument("--example-dir", help="write DIR/model.pg, DIR/inputs/, DIR/expected/")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None):
+    a = parser().parse_args(argv)
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -53,14 +63,14 @@ def main(argv=None):
     module, args = load_factory(a.spec)()
     header = [f"Exported by tools/torch_export from {a.spec} (mode {a.mode}, "
               f"target_device {a.target_device})."]
+    options = {"mode": a.mode, "ops": a.ops, "target_device": a.target_device,
+               "backend": a.backend, "fold": a.fold}
     try:
         if a.example_dir:
             from .examples import write_example
-            write_example(a.example_dir, module, args, header, mode=a.mode, ops=a.ops,
-                          target_device=a.target_device)
+            write_example(a.example_dir, module, args, header, **options)
             return 0
-        text, _ = export_module(module, args, mode=a.mode, ops=a.ops,
-                                target_device=a.target_device, backend=a.backend, header=header)
+        text, _ = export_module(module, args, header=header, **options)
     except (ExportError, NotImplementedError) as e:
         print(str(e), file=sys.stderr)
         return 1

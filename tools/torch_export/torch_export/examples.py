@@ -43,12 +43,11 @@ def eager_outputs(module, args, ep):
     return res, user_inputs
 
 
-def write_example(directory, module, args, header, mode="grouped", ops=None,
-                  target_device="cuda:0"):
+def write_example(directory, module, args, header, **options):
+    """options: export_module's (mode, ops, target_device, backend, fold)."""
     module = module.eval()
     ref = copy.deepcopy(module)
-    text, info = export_module(module, args, mode=mode, ops=ops, target_device=target_device,
-                               header=header)
+    text, info = export_module(module, args, header=header, **options)
     ep = info["exported_program"]
     outs, names = eager_outputs(ref, args, ep)
     os.makedirs(os.path.join(directory, "inputs"), exist_ok=True)

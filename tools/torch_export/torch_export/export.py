@@ -5,28 +5,37 @@ Steps:
      decomp.table(): a functional graph of ATen ops whose signature names
      parameters, buffers, lifted constants, user inputs and which outputs
      are write-backs of mutated buffers / user inputs.
-  2. Reinplace: the runtime has in-place kernels where PyTorch's functional
+  2. Drop aten::_assert_tensor_metadata (true by construction: shapes are
+     static) and fold the subgraphs that depend on no input into constants
+     (fold.py).
+  3. Reinplace: the runtime has in-place kernels where PyTorch's functional
      graph has functional ops (index_put -> index_put_, auto_functionalized
      custom ops -> the op itself). A functional write whose first argument is
      the buffer it becomes (the signature says so) is done in place on that
      buffer; every other reader of the buffer's old value is ordered before
      the write. When a reader of the old value also depends on the write, it
      is refused (it would need a clone).
-  3. Check every op against the runtime's kernels (supported.py); refuse an
-     op without one, naming it and the line of the model it came from.
-  4. Partition (partition.py) and schedule delegates and host nodes.
-  5. Write the text: op schemas as str(op._schema) (PyTorch's own, with its
+  4. Check every op against the runtime's kernels (supported.py): when any
+     has none, one ExportError lists them all, each with the line of the
+     model it came from (and, when one of decomp.py's decompositions
+     declined the op there, why: decomposition_table keeps the reason and
+     the op instead of stopping the export).
+  5. Partition (partition.py) and schedule delegates and host nodes.
+  6. Write the text: op schemas as str(op._schema) (PyTorch's own, with its
      alias annotations), blobs with each constant's storage bytes in storage
      order (real strides), method inputs with their kinds and names, delegate
      bodies whose inputs carry the layouts the values were traced with, and
      the return with "-> buffer"/"-> input" write-backs.
 """
 import operator
+import re
+import types
 
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
 from . import decomp, partition as part, supported
+from .fold import fold_constants
 
 aten = torch.ops.aten
 
@@ -53,8 +62,55 @@ SCALAR_OVERLOAD = {aten.add.Tensor: aten.add.Scalar, aten.sub.Tensor: aten.sub.S
                    aten.add_.Tensor: aten.add_.Scalar, aten.mul_.Tensor: aten.mul_.Scalar}
 
 
+ASSERT_OPS = (aten._assert_tensor_metadata.default,)
+
+
 class ExportError(Exception):
     """The module cannot be written as a passrun program (says why)."""
+
+
+def unsupported_message(missing, refusals):
+    """missing: (op, source line) -> node names; refusals: source line -> why
+    the exporter's decomposition of the op on that line declined."""
+    ops = sorted({what for what, _ in missing})
+    out = [f"torch_export: passrun's runtime has no kernel for {len(ops)} "
+           f"op{'s' if len(ops) != 1 else ''} of this model: {', '.join(ops)}"]
+    for (what, line), nodes in sorted(missing.items()):
+        names = ", ".join(f"'{x}'" for x in nodes[:3]) + (", ..." if len(nodes) > 3 else "")
+        count = f"{len(nodes)} nodes: {names}" if len(nodes) > 1 else f"node {names}"
+        out.append(f"  {what} ({count})")
+        out.append(f"    from: {line or 'no source line recorded'}")
+        if line in refusals:
+            out.append(f"    why: {refusals[line]}")
+    out.append("(add a decomposition in torch_export/decomp.py, or a kernel in "
+               "runtime/kernel_registry.c and supported.py)")
+    return "\n".join(out)
+
+
+def decomposition_table(refusals):
+    """decomp.table() with the exporter's own decompositions (those not
+    from torch) wrapped: one that declines (raises NotImplementedError)
+    leaves its op in the graph, where the kernel check reports it with the
+    others, and its reason is kept in refusals by source line, instead of
+    aborting the export at the first."""
+    import torch.fx.traceback as fx_traceback
+    table = decomp.table()
+
+    def wrap(fn):
+        def declining(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except NotImplementedError as e:
+                meta = fx_traceback.get_current_meta() or {}
+                refusals[source_line(meta.get("stack_trace"))] = str(e).removeprefix(
+                    "torch_export: ")
+                return NotImplemented
+        return declining
+
+    for op, fn in list(table.items()):
+        if isinstance(fn, types.FunctionType) and not fn.__module__.startswith("torch."):
+            table[op] = wrap(fn)
+    return table
 
 
 def op_name(op):
@@ -62,10 +118,22 @@ def op_name(op):
     return f"{s.name}.{s.overload_name}" if s.overload_name else s.name
 
 
+def source_line(trace):
+    """The innermost frame of a stack trace as 'FILE:LINE in FUNC: CODE'
+    (the line of the model an op came from); "" when there is none."""
+    lines = (trace or "").strip().splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        m = re.match(r'\s*File "([^"]+)", line (\d+), in (\S+)', lines[i])
+        if m:
+            code = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            where = f"{m.group(1)}:{m.group(2)} in {m.group(3)}"
+            return f"{where}: {code}" if code else where
+    return ""
+
+
 def _where(node):
-    trace = node.meta.get("stack_trace") or ""
-    lines = [ln.strip() for ln in trace.strip().splitlines() if ln.strip()]
-    return f" (from: {lines[-1]})" if lines else ""
+    line = source_line(node.meta.get("stack_trace"))
+    return f" (from: {line})" if line else ""
 
 
 def _contiguous_strides(shape):
@@ -121,7 +189,7 @@ def _quote(s):
 class Program:
     """The functional graph of one exported module, made ready to write."""
 
-    def __init__(self, ep, method="forward"):
+    def __init__(self, ep, method="forward", refusals=None, fold=True):
         self.ep = ep
         self.method = method
         self.gm = ep.graph_module
@@ -130,7 +198,12 @@ class Program:
         self.alias = {}          # fx node -> the fx node whose value it is (reinplaced)
         self.inplace = {}        # fx node -> (op, args, kwargs) to emit instead
         self.order_deps = {}     # fx node -> extra nodes it must come after
+        self.refusals = refusals or {}   # source line -> why a decomposition declined
         self.input_specs = {s.arg.name: s for s in self.sig.input_specs}
+        self._drop_asserts()
+        if fold:
+            specs, _ = fold_constants(ep)
+            self.input_specs.update({s.arg.name: s for s in specs})
         self.writeback = {}      # output index -> ("buffer"|"input", name)
         for i, s in enumerate(self.sig.output_specs):
             if s.kind == OutputKind.BUFFER_MUTATION:
@@ -248,19 +321,33 @@ class Program:
     def target_op(self, n):
         return self.inplace[n][0] if n in self.inplace else n.target
 
+    def _drop_asserts(self):
+        """aten::_assert_tensor_metadata checks a dtype or shape that
+        torch.export fixed when it traced (shapes are static): true by
+        construction, so it is dropped, not given a kernel."""
+        for n in list(self.graph.nodes):
+            if n.op == "call_function" and n.target in ASSERT_OPS and not n.users:
+                self.graph.erase_node(n)
+
     def _check_kernels(self):
-        bad = []
+        """Refuses the program when any op has no kernel: one message listing
+        every such op once per line of the model it came from (a getitem
+        reads its op's results and is not listed apart)."""
+        missing = {}             # (what, source line) -> node names
         for n in self.calls:
             op = self.target_op(n)
+            if op is operator.getitem:
+                continue
             if not isinstance(op, torch._ops.OpOverload):
-                bad.append(f"'{n.name}' calls {n.target}, not an operator{_where(n)}")
-            elif op_name(op) not in supported.SUPPORTED_OPS:
-                bad.append(f"{op_name(op)} (node '{n.name}'){_where(n)}")
-        if bad:
-            raise ExportError("torch_export: passrun's runtime has no kernel for:\n  " +
-                              "\n  ".join(bad) +
-                              "\n(add a decomposition in torch_export/decomp.py, or a kernel "
-                              "in runtime/kernel_registry.c)")
+                what = f"{op} (not an operator)"
+            elif op_name(op) in supported.SUPPORTED_OPS:
+                continue
+            else:
+                what = op_name(op)
+            line = source_line(n.meta.get("stack_trace"))
+            missing.setdefault((what, line), []).append(n.name)
+        if missing:
+            raise ExportError(unsupported_message(missing, self.refusals))
 
     def resolve(self, v):
         """The node whose value v is, after reinplacing."""
