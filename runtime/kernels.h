@@ -4,6 +4,7 @@
 #ifndef PASSRUN_KERNELS_H
 #define PASSRUN_KERNELS_H
 
+#include "kernels_elementwise.h"
 #include "rt.h"
 
 #ifdef __cplusplus
@@ -65,6 +66,59 @@ pr_err *pr_k_staged(pr_kctx *k);
 bool pr_view_strides(const pr_tensor *t, int n, const int64_t *shape, int64_t *strides);
 /* Normalizes a possibly negative dim against rank; -1 when out of range. */
 int pr_dim(int64_t d, int rank);
+
+/* ---- kernels_elementwise.c: typed elementwise ops (ATen's promotion) ---- */
+#define PR_KERNELS_EW(X)                                                      \
+	X(sqrt) X(rsqrt) X(abs) X(pow) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)   \
+	X(logical_and) X(logical_or) X(logical_xor) X(logical_not)            \
+	X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(bitwise_not)            \
+	X(where) X(masked_fill) X(to_copy) X(assert_tensor_metadata)
+PR_KERNELS_EW(PR_DECLARE_KERNEL)
+
+/* An operand of a typed elementwise op: a tensor seen with the result's
+ * shape, or a number (an int is i64, a float f64, a bool bool). */
+typedef struct pr_ew_operand {
+	const pr_tensor *t;           /* NULL: a number */
+	pr_dtype dtype;               /* t's, or the number's */
+	int64_t i;                    /* the number */
+	double f;
+	int64_t st[PR_MAX_RANK];      /* t's strides over the result's shape */
+} pr_ew_operand;
+
+/* Everything a device needs to run one typed elementwise op (the semantics
+ * of one element are kernels_elementwise.h's): out = op(x[0], alpha * x[1])
+ * computed in dtype ct, or with select, out = cond ? x[0] : x[1] in ct. */
+typedef struct pr_ew_plan {
+	pr_ewt_op op;
+	pr_dtype ct;                  /* the compute dtype */
+	pr_tensor *out;
+	int n;                        /* operands: 1 or 2 */
+	pr_ew_operand x[2];
+	bool select;                  /* where, masked_fill */
+	pr_ew_operand cond;           /* their condition (bool, or u8 for where) */
+	double alpha_f;               /* add/sub's alpha in the FLOAT domain */
+	int64_t alpha_i;              /* ... in the INT and BOOL domains */
+} pr_ew_plan;
+
+/* torch.result_type of n operands, and the promotion of two dtypes. */
+pr_dtype pr_ew_result_type(const pr_ew_operand *x, int n);
+pr_dtype pr_ew_promote(pr_dtype a, pr_dtype b);
+/* Plans op on arguments 0..n-1 (alpha at alpha_at, -1: none),
+ * refusing what ATen refuses and a result whose shape is not the operands'
+ * broadcast shape. where's plan takes (cond, self, other); masked_fill's
+ * (self, mask, value) becomes out = mask ? value : self in self's dtype. */
+pr_err *pr_ew_plan_get(pr_kctx *k, pr_ewt_op op, int n, int alpha_at, pr_ew_plan *p);
+pr_err *pr_ew_where_plan(pr_kctx *k, pr_ew_plan *p);
+pr_err *pr_ew_masked_fill_plan(pr_kctx *k, pr_ew_plan *p);
+/* Runs a plan on the host. */
+void pr_ew_plan_run(const pr_ew_plan *p);
+/* Plans and runs op: add/sub/mul/div/neg on operands that are not all f32. */
+pr_err *pr_ew_arith(pr_kctx *k, pr_ewt_op op, int n, int alpha_at);
+/* Stores a FLOAT- or INT-domain value into an element of dtype t, cast as
+ * kernels_elementwise.h says. */
+void pr_ew_store_f(pr_dtype t, void *p, double v);
+void pr_ew_store_i(pr_dtype t, void *p, int64_t v);
+
 
 #ifdef __cplusplus
 }

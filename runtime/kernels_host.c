@@ -280,11 +280,41 @@ static pr_err *ew_impl(pr_kctx *k, pr_ew_op op, bool binary, int alpha_at)
 	return NULL;
 }
 
-pr_err *pr_k_add(pr_kctx *k) { return ew_impl(k, PR_EW_ADD, true, 2); }
-pr_err *pr_k_sub(pr_kctx *k) { return ew_impl(k, PR_EW_SUB, true, 2); }
-pr_err *pr_k_mul(pr_kctx *k) { return ew_impl(k, PR_EW_MUL, true, -1); }
-pr_err *pr_k_div(pr_kctx *k) { return ew_impl(k, PR_EW_DIV, true, -1); }
-pr_err *pr_k_neg(pr_kctx *k) { return ew_impl(k, PR_EW_NEG, false, -1); }
+/* Are the result and the first n arguments f32 (argument 1 may be a number)?
+ * Anything else computes with ATen's type promotion (kernels_elementwise.c):
+ * exact int64, bool, f16 and mixed dtypes. */
+static bool all_f32(pr_kctx *k, int n)
+{
+	pr_tensor *a = pr_karg_tensor(k, 0), *b = n > 1 ? pr_karg_tensor(k, 1) : NULL;
+	bool b_number = n > 1 && !b && !pr_karg_is_none(k, 1);
+	return k->out->kind == PR_RV_TENSOR && k->out->t.dtype == PR_F32 && a &&
+	       a->dtype == PR_F32 && (n < 2 || b_number || (b && b->dtype == PR_F32));
+}
+
+pr_err *pr_k_add(pr_kctx *k)
+{
+	return all_f32(k, 2) ? ew_impl(k, PR_EW_ADD, true, 2) : pr_ew_arith(k, PR_EWT_ADD, 2, 2);
+}
+
+pr_err *pr_k_sub(pr_kctx *k)
+{
+	return all_f32(k, 2) ? ew_impl(k, PR_EW_SUB, true, 2) : pr_ew_arith(k, PR_EWT_SUB, 2, 2);
+}
+
+pr_err *pr_k_mul(pr_kctx *k)
+{
+	return all_f32(k, 2) ? ew_impl(k, PR_EW_MUL, true, -1) : pr_ew_arith(k, PR_EWT_MUL, 2, -1);
+}
+
+pr_err *pr_k_div(pr_kctx *k)
+{
+	return all_f32(k, 2) ? ew_impl(k, PR_EW_DIV, true, -1) : pr_ew_arith(k, PR_EWT_DIV, 2, -1);
+}
+
+pr_err *pr_k_neg(pr_kctx *k)
+{
+	return all_f32(k, 1) ? ew_impl(k, PR_EW_NEG, false, -1) : pr_ew_arith(k, PR_EWT_NEG, 1, -1);
+}
 pr_err *pr_k_relu(pr_kctx *k) { return ew_impl(k, PR_EW_RELU, false, -1); }
 pr_err *pr_k_sin(pr_kctx *k) { return ew_impl(k, PR_EW_SIN, false, -1); }
 pr_err *pr_k_cos(pr_kctx *k) { return ew_impl(k, PR_EW_COS, false, -1); }

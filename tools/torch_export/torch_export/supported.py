@@ -25,7 +25,20 @@ aten::permute aten::transpose.int aten::t aten::as_strided aten::expand
 aten::unsqueeze aten::squeeze.dim aten::alias aten::clone aten::contiguous
 aten::copy_ aten::sym_size.int
 custom::accumulate custom::kv_update
-""".split())
+""".split() | frozenset(
+    # typed elementwise ops: comparisons, logic, pow, where, casts (kernels_elementwise.c)
+    """
+aten::sqrt aten::rsqrt aten::abs aten::pow.Tensor_Scalar aten::pow.Tensor_Tensor
+aten::pow.Scalar aten::eq.Tensor aten::eq.Scalar aten::ne.Tensor aten::ne.Scalar
+aten::lt.Tensor aten::lt.Scalar aten::le.Tensor aten::le.Scalar aten::gt.Tensor
+aten::gt.Scalar aten::ge.Tensor aten::ge.Scalar aten::logical_and aten::logical_or
+aten::logical_xor aten::logical_not aten::bitwise_and.Tensor aten::bitwise_and.Scalar
+aten::bitwise_or.Tensor aten::bitwise_or.Scalar aten::bitwise_xor.Tensor
+aten::bitwise_xor.Scalar aten::bitwise_not aten::where.self aten::where.ScalarSelf
+aten::where.ScalarOther aten::where.Scalar aten::masked_fill.Scalar aten::masked_fill.Tensor
+aten::masked_fill_.Scalar aten::masked_fill_.Tensor aten::_to_copy
+aten::_assert_tensor_metadata
+""".split()))
 
 # Ops that only re-describe their argument's memory (no element is read):
 # the grouped partitioner lets them join a group, never start one.
@@ -43,7 +56,20 @@ aten::neg aten::relu aten::sin aten::cos aten::exp aten::tanh aten::gelu
 aten::sigmoid aten::mm aten::addmm aten::linear aten::bmm aten::_softmax
 aten::softmax.int aten::sum.dim_IntList aten::mean.dim aten::layer_norm
 aten::rms_norm aten::cat
-""".split())
+""".split() | frozenset(
+    # typed elementwise ops (kernels_elementwise.c); the in-place masked_fill_
+    # stays out, as add_ and mul_ do
+    """
+aten::sqrt aten::rsqrt aten::abs aten::pow.Tensor_Scalar aten::pow.Tensor_Tensor
+aten::pow.Scalar aten::eq.Tensor aten::eq.Scalar aten::ne.Tensor aten::ne.Scalar
+aten::lt.Tensor aten::lt.Scalar aten::le.Tensor aten::le.Scalar aten::gt.Tensor
+aten::gt.Scalar aten::ge.Tensor aten::ge.Scalar aten::logical_and aten::logical_or
+aten::logical_xor aten::logical_not aten::bitwise_and.Tensor aten::bitwise_and.Scalar
+aten::bitwise_or.Tensor aten::bitwise_or.Scalar aten::bitwise_xor.Tensor
+aten::bitwise_xor.Scalar aten::bitwise_not aten::where.self aten::where.ScalarSelf
+aten::where.ScalarOther aten::where.Scalar aten::masked_fill.Scalar aten::masked_fill.Tensor
+aten::_to_copy
+""".split()))
 
 
 def registry_ops(registry_path):

@@ -1,0 +1,534 @@
+/* kernels_elementwise.c: elementwise ops with ATen's dtype semantics: the
+ * comparisons, logical and bitwise ops, sqrt, rsqrt, pow, where, masked_fill,
+ * _to_copy, and add/sub/mul/div/neg on anything but all-f32 operands.
+ *
+ * A kernel first makes a plan (pr_ew_plan_get): its operands (tensors seen
+ * with the result's shape through broadcast strides, or numbers), the
+ * compute dtype torch.result_type gives them (tensors with dimensions
+ * outrank zero-dim tensors, which outrank numbers, unless a lower rank is of
+ * a higher category: bool < integer < float), and ATen's refusals (sub or
+ * neg on bool, a float alpha for integers, bitwise ops on floats, a result
+ * type the result's dtype cannot hold). The plan is all a device needs: the
+ * host runs it here, one element at a time through the functions of
+ * kernels_elementwise.h, with an odometer over the result's shape. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "kernels_elementwise.h"
+#include "passrun/data.h"
+
+/* ---- type promotion ----------------------------------------------------- */
+
+static bool is_int(pr_dtype t) { return pr_ew_domain_of(t) == PR_EWD_INT; }
+static bool is_float(pr_dtype t) { return pr_ew_domain_of(t) == PR_EWD_FLOAT; }
+
+static int int_bits(pr_dtype t)
+{
+	switch (t) {
+	case PR_U8: case PR_I8: return 8;
+	case PR_I16: return 16;
+	case PR_I32: return 32;
+	default: return 64;
+	}
+}
+
+static int float_rank(pr_dtype t)
+{
+	return t == PR_F64 ? 3 : t == PR_F32 ? 2 : 1;   /* f16 and bf16 share 1 */
+}
+
+pr_dtype pr_ew_promote(pr_dtype a, pr_dtype b)
+{
+	if (a == b || b == PR_BOOL)
+		return a;
+	if (a == PR_BOOL)
+		return b;
+	if (is_float(a) != is_float(b))
+		return is_float(a) ? a : b;
+	if (is_float(a)) {
+		if (float_rank(a) == float_rank(b))
+			return PR_F32;   /* f16 with bf16 */
+		return float_rank(a) > float_rank(b) ? a : b;
+	}
+	if ((a == PR_U8) != (b == PR_U8)) {   /* u8 with a signed type */
+		pr_dtype s = a == PR_U8 ? b : a;
+		return s == PR_I8 ? PR_I16 : s;
+	}
+	return int_bits(a) >= int_bits(b) ? a : b;
+}
+
+#define UNDEF PR_DTYPE_COUNT
+
+static pr_dtype promote_defined(pr_dtype a, pr_dtype b)
+{
+	return a == UNDEF ? b : b == UNDEF ? a : pr_ew_promote(a, b);
+}
+
+/* c10's combine_categories: the lower-priority type counts only when it is of
+ * a higher category (or higher is bool). */
+static pr_dtype combine(pr_dtype higher, pr_dtype lower)
+{
+	if (higher != UNDEF && is_float(higher))
+		return higher;
+	if (higher == PR_BOOL || (lower != UNDEF && is_float(lower)))
+		return promote_defined(higher, lower);
+	return higher != UNDEF ? higher : lower;
+}
+
+pr_dtype pr_ew_result_type(const pr_ew_operand *x, int n)
+{
+	pr_dtype st[3] = {UNDEF, UNDEF, UNDEF};   /* dims, zero-dim, numbers */
+	for (int i = 0; i < n; i++) {
+		int prio = !x[i].t ? 2 : x[i].t->rank == 0 ? 1 : 0;
+		pr_dtype t = x[i].dtype;
+		if (prio == 2 && is_float(t))
+			t = PR_F32;   /* a Python float counts as the default dtype */
+		st[prio] = promote_defined(st[prio], t);
+	}
+	pr_dtype r = combine(st[0], combine(st[1], st[2]));
+	return r == UNDEF ? PR_F32 : r;
+}
+
+/* ---- operands ------------------------------------------------------------ */
+
+/* Argument i as an operand: a tensor, or a number (int -> i64, float -> f64,
+ * bool -> bool). */
+static pr_err *operand_get(pr_kctx *k, int i, pr_ew_operand *x)
+{
+	memset(x, 0, sizeof *x);
+	pr_karg *a = i < k->n_args ? &k->args[i] : NULL;
+	if (!a || a->kind == PR_ARG_NONE)
+		return pr_kernel_error(k, "argument %d must be a tensor or a number", i);
+	if (a->kind == PR_ARG_VALUE && a->v->kind == PR_RV_TENSOR) {
+		x->t = &a->v->t;
+		x->dtype = x->t->dtype;
+		return NULL;
+	}
+	switch (a->kind) {
+	case PR_ARG_INT: x->dtype = PR_I64, x->i = a->i, x->f = (double)a->i; return NULL;
+	case PR_ARG_FLOAT: x->dtype = PR_F64, x->f = a->f; return NULL;
+	case PR_ARG_BOOL: x->dtype = PR_BOOL, x->i = a->b, x->f = a->b; return NULL;
+	case PR_ARG_VALUE:
+		if (a->v->kind == PR_RV_INT) {
+			x->dtype = PR_I64, x->i = a->v->i, x->f = (double)a->v->i;
+			return NULL;
+		}
+		break;
+	default: break;
+	}
+	return pr_kernel_error(k, "argument %d must be a tensor or a number", i);
+}
+
+/* The broadcast shape of the tensor operands (and the condition). */
+static bool bcast_shape(const pr_ew_plan *p, int *rank, int64_t *shape)
+{
+	const pr_tensor *ts[3] = {p->x[0].t, p->n > 1 ? p->x[1].t : NULL, p->cond.t};
+	*rank = 0;
+	for (int i = 0; i < 3; i++)
+		if (ts[i] && ts[i]->rank > *rank)
+			*rank = ts[i]->rank;
+	for (int d = 0; d < *rank; d++)
+		shape[d] = 1;
+	for (int i = 0; i < 3; i++) {
+		const pr_tensor *t = ts[i];
+		for (int d = 0; t && d < t->rank; d++) {
+			int64_t *s = &shape[*rank - t->rank + d];
+			if (t->shape[d] != 1 && *s != 1 && t->shape[d] != *s)
+				return false;
+			if (t->shape[d] != 1)
+				*s = t->shape[d];
+		}
+	}
+	return true;
+}
+
+/* Broadcast strides of every tensor operand over the result. */
+static pr_err *plan_strides(pr_kctx *k, pr_ew_plan *p)
+{
+	int rank;
+	int64_t shape[PR_MAX_RANK];
+	if (!bcast_shape(p, &rank, shape))
+		return pr_kernel_error(k, "argument shapes do not broadcast together");
+	pr_err *err = pr_result_shape_check(k, rank, shape);
+	if (err)
+		return err;
+	pr_ew_operand *xs[3] = {&p->x[0], &p->x[1], &p->cond};
+	for (int i = 0; i < 3; i++)
+		if (xs[i]->t && !pr_bcast_strides(xs[i]->t, p->out, xs[i]->st))
+			return pr_kernel_error(k, "argument shapes do not broadcast to the result's");
+	return NULL;
+}
+
+/* ATen's canCast: no float into an integer or bool, no integer into bool. */
+static bool can_cast(pr_dtype from, pr_dtype to)
+{
+	if (is_float(from))
+		return is_float(to);
+	return !(is_int(from) && to == PR_BOOL);
+}
+
+static const char *ewt_name(pr_ewt_op op)
+{
+	static const char *names[] = {
+		"add", "sub", "mul", "div", "pow", "neg", "abs", "sqrt", "rsqrt", "eq", "ne", "lt",
+		"le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
+		"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "copy",
+	};
+	return names[op];
+}
+
+/* ATen's refusals for op in compute dtype ct. */
+static pr_err *plan_check(pr_kctx *k, const pr_ew_plan *p)
+{
+	bool any_bool = false;
+	for (int i = 0; i < p->n; i++)
+		any_bool |= p->x[i].t && p->x[i].dtype == PR_BOOL;
+	if ((p->op == PR_EWT_SUB && any_bool) || (p->op == PR_EWT_NEG && p->ct == PR_BOOL))
+		return pr_kernel_error(k, "%s on a bool tensor is not supported (use logical_xor or "
+				       "logical_not)", ewt_name(p->op));
+	if (p->op >= PR_EWT_BITWISE_AND && p->op <= PR_EWT_BITWISE_NOT && is_float(p->ct))
+		return pr_kernel_error(k, "%s takes bool and integer operands, not %s",
+				       ewt_name(p->op), pr_dtype_name(p->ct));
+	if (p->op == PR_EWT_POW && p->ct == PR_BOOL)
+		return pr_kernel_error(k, "pow is not implemented for bool");
+	if (p->op == PR_EWT_POW && is_int(p->ct) && !p->x[1].t && p->x[1].i < 0)
+		return pr_kernel_error(k, "integers to negative integer powers are not allowed");
+	if (!pr_ewt_gives_bool(p->op) && p->op != PR_EWT_COPY && !can_cast(p->ct, p->out->dtype))
+		return pr_kernel_error(k, "result type %s cannot be cast to the result's dtype %s",
+				       pr_dtype_name(p->ct), pr_dtype_name(p->out->dtype));
+	return NULL;
+}
+
+/* The dtype an op computes in, given the operands' result type. */
+static pr_dtype compute_dtype(pr_ewt_op op, pr_dtype rt)
+{
+	bool to_float = op == PR_EWT_DIV || op == PR_EWT_SQRT || op == PR_EWT_RSQRT;
+	return to_float && !is_float(rt) ? PR_F32 : rt;
+}
+
+pr_err *pr_ew_plan_get(pr_kctx *k, pr_ewt_op op, int n, int alpha_at, pr_ew_plan *p)
+{
+	memset(p, 0, sizeof *p);
+	p->op = op, p->n = n, p->alpha_f = 1, p->alpha_i = 1;
+	if (k->out->kind != PR_RV_TENSOR)
+		return pr_kernel_error(k, "the result must be a tensor");
+	p->out = &k->out->t;
+	pr_err *err = NULL;
+	for (int i = 0; i < n && !err; i++)
+		err = operand_get(k, i, &p->x[i]);
+	if (err)
+		return err;
+	if (!p->x[0].t && (n < 2 || !p->x[1].t))
+		return pr_kernel_error(k, "one argument must be a tensor");
+	p->ct = op == PR_EWT_COPY ? p->out->dtype : compute_dtype(op, pr_ew_result_type(p->x, n));
+	if (alpha_at >= 0 && !pr_karg_is_none(k, alpha_at)) {
+		pr_ew_operand al;
+		if ((err = operand_get(k, alpha_at, &al)))
+			return err;
+		if (!is_float(p->ct) && is_float(al.dtype))
+			return pr_kernel_error(k, "for integer and bool operands alpha must not be a "
+					       "floating point number");
+		p->alpha_f = al.f, p->alpha_i = al.i;
+	}
+	if ((err = plan_check(k, p)))
+		return err;
+	return plan_strides(k, p);
+}
+
+/* ---- the loop --------------------------------------------------------------- */
+
+/* v rounded to float dtype t. */
+static double round_to(pr_dtype t, double v)
+{
+	switch (t) {
+	case PR_F32: return (float)v;
+	case PR_F16: return pr_f16_to_double(pr_f16_from_double(v));
+	case PR_BF16: return pr_bf16_to_double(pr_bf16_from_double(v));
+	default: return v;
+	}
+}
+
+/* Element `off` of operand x in the FLOAT domain of ct: a tensor's element
+ * rounded to ct, a number to ct's arithmetic type (f32 for f16 and bf16, as
+ * ATen keeps a scalar in its "opmath" type). */
+static double load_f(const pr_ew_operand *x, int64_t off, pr_dtype ct)
+{
+	if (!x->t)
+		return round_to(ct == PR_F64 ? PR_F64 : PR_F32, x->f);
+	const uint8_t *p = x->t->data + off * (int64_t)pr_dtype_size(x->dtype);
+	if (is_float(x->dtype))
+		return round_to(ct, pr_elem_load(x->dtype, p));
+	int64_t i = pr_elem_load_i64(x->dtype, p);
+	return ct == PR_F32 ? (float)i : round_to(ct, (double)i);   /* one rounding for f32 */
+}
+
+/* ... in the INT or BOOL domain of ct (a float operand only reaches here in
+ * a cast or masked_fill, and converts as a cast does). */
+static int64_t load_i(const pr_ew_operand *x, int64_t off, pr_dtype ct)
+{
+	if (!x->t)
+		return is_float(x->dtype) ? pr_ew_float_to_int(ct, x->f) : pr_ew_wrap(ct, x->i);
+	const uint8_t *p = x->t->data + off * (int64_t)pr_dtype_size(x->dtype);
+	if (is_float(x->dtype))
+		return pr_ew_float_to_int(ct, pr_elem_load(x->dtype, p));
+	return pr_ew_wrap(ct, pr_elem_load_i64(x->dtype, p));
+}
+
+void pr_ew_store_f(pr_dtype t, void *p, double v)
+{
+	if (is_float(t))
+		pr_elem_store(t, p, v);
+	else
+		pr_elem_store_i64(t, p, pr_ew_float_to_int(t, v));
+}
+
+void pr_ew_store_i(pr_dtype t, void *p, int64_t v)
+{
+	if (t == PR_F32) {
+		float f = (float)v;   /* one rounding, not two through double */
+		memcpy(p, &f, sizeof f);
+	} else if (is_float(t)) {
+		pr_elem_store(t, p, (double)v);
+	} else {
+		pr_elem_store_i64(t, p, pr_ew_wrap(t, v));
+	}
+}
+
+static bool cond_at(const pr_ew_plan *p, int64_t off)
+{
+	const pr_tensor *c = p->cond.t;
+	return pr_elem_load_i64(c->dtype, c->data + off * (int64_t)pr_dtype_size(c->dtype)) != 0;
+}
+
+/* One element: the operands at offsets ao and bo, the result at o. */
+static void ew_element(const pr_ew_plan *p, uint8_t *o, int64_t ao, int64_t bo)
+{
+	pr_dtype ct = p->ct, od = p->out->dtype;
+	const pr_ew_operand *a = &p->x[0], *b = &p->x[1];
+	bool add = p->op == PR_EWT_ADD || p->op == PR_EWT_SUB;
+	if (is_float(ct)) {
+		double av = load_f(a, ao, ct), bv = p->n > 1 ? load_f(b, bo, ct) : 0;
+		if (add && p->alpha_f != 1)
+			bv = round_to(ct, bv * p->alpha_f);
+		double r = pr_ewt_float(p->op, av, bv);
+		pr_ew_store_f(od, o, pr_ewt_gives_bool(p->op) ? r : round_to(ct, r));
+	} else {
+		int64_t av = load_i(a, ao, ct), bv = p->n > 1 ? load_i(b, bo, ct) : 0;
+		if (add && p->alpha_i != 1)
+			bv = pr_ewt_int(PR_EWT_MUL, bv, p->alpha_i);
+		pr_ew_store_i(od, o, pr_ewt_int_in(ct, p->op, av, bv));
+	}
+}
+
+/* where / masked_fill: the result is x[0] where the condition holds, else x[1]. */
+static void ew_select(const pr_ew_plan *p, uint8_t *o, int64_t ao, int64_t bo, int64_t co)
+{
+	bool c = cond_at(p, co);
+	const pr_ew_operand *x = c ? &p->x[0] : &p->x[1];
+	int64_t off = c ? ao : bo;
+	if (is_float(p->ct))
+		pr_ew_store_f(p->out->dtype, o, load_f(x, off, p->ct));
+	else
+		pr_ew_store_i(p->out->dtype, o, load_i(x, off, p->ct));
+}
+
+void pr_ew_plan_run(const pr_ew_plan *p)
+{
+	const pr_tensor *o = p->out;
+	size_t es = pr_dtype_size(o->dtype);
+	const int64_t *as = p->x[0].st, *bs = p->x[1].st, *cs = p->cond.st;
+	int64_t idx[PR_MAX_RANK] = {0}, n = pr_tensor_numel(o);
+	int64_t oo = 0, ao = 0, bo = 0, co = 0;
+	for (int64_t i = 0; i < n; i++) {
+		uint8_t *op = o->data + oo * (int64_t)es;
+		if (p->select)
+			ew_select(p, op, ao, bo, co);
+		else
+			ew_element(p, op, ao, bo);
+		for (int d = o->rank - 1; d >= 0; d--) {
+			oo += o->strides[d], ao += as[d], bo += bs[d], co += cs[d];
+			if (++idx[d] < o->shape[d])
+				break;
+			oo -= o->strides[d] * o->shape[d];
+			ao -= as[d] * o->shape[d];
+			bo -= bs[d] * o->shape[d];
+			co -= cs[d] * o->shape[d];
+			idx[d] = 0;
+		}
+	}
+}
+
+/* ---- kernels ------------------------------------------------------------------ */
+
+static pr_err *ew_run(pr_kctx *k, pr_ewt_op op, int n, int alpha_at)
+{
+	pr_ew_plan p;
+	pr_err *err = pr_ew_plan_get(k, op, n, alpha_at, &p);
+	if (!err)
+		pr_ew_plan_run(&p);
+	return err;
+}
+
+pr_err *pr_ew_arith(pr_kctx *k, pr_ewt_op op, int n, int alpha_at)
+{
+	return ew_run(k, op, n, alpha_at);
+}
+
+pr_err *pr_k_sqrt(pr_kctx *k) { return ew_run(k, PR_EWT_SQRT, 1, -1); }
+pr_err *pr_k_rsqrt(pr_kctx *k) { return ew_run(k, PR_EWT_RSQRT, 1, -1); }
+pr_err *pr_k_abs(pr_kctx *k) { return ew_run(k, PR_EWT_ABS, 1, -1); }
+pr_err *pr_k_pow(pr_kctx *k) { return ew_run(k, PR_EWT_POW, 2, -1); }
+pr_err *pr_k_eq(pr_kctx *k) { return ew_run(k, PR_EWT_EQ, 2, -1); }
+pr_err *pr_k_ne(pr_kctx *k) { return ew_run(k, PR_EWT_NE, 2, -1); }
+pr_err *pr_k_lt(pr_kctx *k) { return ew_run(k, PR_EWT_LT, 2, -1); }
+pr_err *pr_k_le(pr_kctx *k) { return ew_run(k, PR_EWT_LE, 2, -1); }
+pr_err *pr_k_gt(pr_kctx *k) { return ew_run(k, PR_EWT_GT, 2, -1); }
+pr_err *pr_k_ge(pr_kctx *k) { return ew_run(k, PR_EWT_GE, 2, -1); }
+pr_err *pr_k_logical_and(pr_kctx *k) { return ew_run(k, PR_EWT_LOGICAL_AND, 2, -1); }
+pr_err *pr_k_logical_or(pr_kctx *k) { return ew_run(k, PR_EWT_LOGICAL_OR, 2, -1); }
+pr_err *pr_k_logical_xor(pr_kctx *k) { return ew_run(k, PR_EWT_LOGICAL_XOR, 2, -1); }
+pr_err *pr_k_logical_not(pr_kctx *k) { return ew_run(k, PR_EWT_LOGICAL_NOT, 1, -1); }
+pr_err *pr_k_bitwise_and(pr_kctx *k) { return ew_run(k, PR_EWT_BITWISE_AND, 2, -1); }
+pr_err *pr_k_bitwise_or(pr_kctx *k) { return ew_run(k, PR_EWT_BITWISE_OR, 2, -1); }
+pr_err *pr_k_bitwise_xor(pr_kctx *k) { return ew_run(k, PR_EWT_BITWISE_XOR, 2, -1); }
+pr_err *pr_k_bitwise_not(pr_kctx *k) { return ew_run(k, PR_EWT_BITWISE_NOT, 1, -1); }
+
+/* _to_copy(self, *, dtype?, layout?, device?, pin_memory?, non_blocking,
+ * memory_format?): the result's spec carries the dtype (and layout). */
+pr_err *pr_k_to_copy(pr_kctx *k) { return ew_run(k, PR_EWT_COPY, 1, -1); }
+
+/* The condition of where (argument 0: bool, or u8 as ATen still accepts) or
+ * masked_fill (argument 1: bool). */
+static pr_err *cond_get(pr_kctx *k, int i, bool u8_too, pr_ew_operand *c)
+{
+	pr_tensor *t = pr_karg_tensor(k, i);
+	if (!t)
+		return pr_kernel_error(k, "argument %d (the condition) must be a tensor", i);
+	if (t->dtype != PR_BOOL && !(u8_too && t->dtype == PR_U8))
+		return pr_kernel_error(k, "the condition must be a bool tensor, not %s",
+				       pr_dtype_name(t->dtype));
+	memset(c, 0, sizeof *c);
+	c->t = t, c->dtype = t->dtype;
+	return NULL;
+}
+
+pr_err *pr_ew_where_plan(pr_kctx *k, pr_ew_plan *p)
+{
+	memset(p, 0, sizeof *p);
+	if (k->out->kind != PR_RV_TENSOR)
+		return pr_kernel_error(k, "the result must be a tensor");
+	p->op = PR_EWT_COPY, p->n = 2, p->select = true, p->out = &k->out->t;
+	pr_err *err = cond_get(k, 0, true, &p->cond);
+	for (int i = 0; i < 2 && !err; i++)
+		err = operand_get(k, i + 1, &p->x[i]);
+	if (err)
+		return err;
+	p->ct = pr_ew_result_type(p->x, 2);
+	if (!can_cast(p->ct, p->out->dtype))
+		return pr_kernel_error(k, "result type %s cannot be cast to the result's dtype %s",
+				       pr_dtype_name(p->ct), pr_dtype_name(p->out->dtype));
+	return plan_strides(k, p);
+}
+
+/* where.self(condition, self, other) and its ScalarSelf, ScalarOther and
+ * Scalar forms (a number for self or other). */
+pr_err *pr_k_where(pr_kctx *k)
+{
+	pr_ew_plan p;
+	pr_err *err = pr_ew_where_plan(k, &p);
+	if (!err)
+		pr_ew_plan_run(&p);
+	return err;
+}
+
+/* The fill value of masked_fill: a number, or a zero-dim tensor's element. */
+static pr_err *fill_value(pr_kctx *k, pr_dtype ct, pr_ew_operand *v)
+{
+	pr_err *err = operand_get(k, 2, v);
+	if (err)
+		return err;
+	if (v->t) {
+		if (v->t->rank != 0)
+			return pr_kernel_error(k, "the value must be a number or a 0-dim tensor, "
+					       "not rank %d", v->t->rank);
+		const pr_tensor *t = v->t;
+		v->t = NULL;
+		v->f = pr_elem_load(t->dtype, t->data);
+		v->i = pr_elem_load_i64(t->dtype, t->data);
+		v->dtype = is_float(t->dtype) ? PR_F64 : t->dtype == PR_BOOL ? PR_BOOL : PR_I64;
+	}
+	if (!is_float(ct) && is_float(v->dtype) && !isfinite(v->f))
+		return pr_kernel_error(k, "the value %g cannot be converted to %s", v->f,
+				       pr_dtype_name(ct));
+	return NULL;
+}
+
+pr_err *pr_ew_masked_fill_plan(pr_kctx *k, pr_ew_plan *p)
+{
+	memset(p, 0, sizeof *p);
+	if (k->out->kind != PR_RV_TENSOR)
+		return pr_kernel_error(k, "the result must be a tensor");
+	p->op = PR_EWT_COPY, p->n = 2, p->select = true, p->out = &k->out->t;
+	pr_err *err = operand_get(k, 0, &p->x[1]);
+	if (!err && !p->x[1].t)
+		err = pr_kernel_error(k, "argument 0 must be a tensor");
+	if (!err)
+		err = cond_get(k, 1, false, &p->cond);
+	if (err)
+		return err;
+	p->ct = p->x[1].dtype;   /* the result has self's dtype */
+	if ((err = fill_value(k, p->ct, &p->x[0])))
+		return err;
+	return plan_strides(k, p);
+}
+
+/* masked_fill(self, mask, value) and masked_fill_ (the result aliases self):
+ * value where mask holds, else self. value is a number or a 0-dim tensor. */
+pr_err *pr_k_masked_fill(pr_kctx *k)
+{
+	pr_ew_plan p;
+	pr_err *err = pr_ew_masked_fill_plan(k, &p);
+	if (!err)
+		pr_ew_plan_run(&p);
+	return err;
+}
+
+/* _assert_tensor_metadata(a, size?, stride?, dtype?, *, device?, layout?) -> ():
+ * PyTorch's check, written next to every .to(): the dtype (a c10 ScalarType
+ * number) must be a's. Size and stride are the tracer's and left alone. */
+/* c10's ScalarType numbers (what the exporter writes for a dtype). */
+static bool dtype_of_code(int64_t code, pr_dtype *t)
+{
+	switch (code) {
+	case 0: *t = PR_U8; return true;
+	case 1: *t = PR_I8; return true;
+	case 2: *t = PR_I16; return true;
+	case 3: *t = PR_I32; return true;
+	case 4: *t = PR_I64; return true;
+	case 5: *t = PR_F16; return true;
+	case 6: *t = PR_F32; return true;
+	case 7: *t = PR_F64; return true;
+	case 11: *t = PR_BOOL; return true;
+	case 15: *t = PR_BF16; return true;
+	default: return false;
+	}
+}
+
+pr_err *pr_k_assert_tensor_metadata(pr_kctx *k)
+{
+	pr_tensor *t = pr_karg_tensor(k, 0);
+	pr_dtype want;
+	if (!t)
+		return pr_kernel_error(k, "argument 0 must be a tensor");
+	if (pr_karg_is_none(k, 3))
+		return NULL;
+	int64_t code = pr_karg_int(k, 3, -1);
+	if (!dtype_of_code(code, &want))
+		return pr_kernel_error(k, "dtype code %lld is not one passrun knows", (long long)code);
+	if (want != t->dtype)
+		return pr_kernel_error(k, "the tensor is %s; the program asserts %s",
+				       pr_dtype_name(t->dtype), pr_dtype_name(want));
+	return NULL;
+}
