@@ -25,7 +25,7 @@ aten::permute aten::transpose.int aten::t aten::as_strided aten::expand
 aten::unsqueeze aten::squeeze.dim aten::alias aten::clone aten::contiguous
 aten::copy_ aten::sym_size.int
 custom::accumulate custom::kv_update
-""".split() | frozenset(
+""".split()) | frozenset(
     # typed elementwise ops: comparisons, logic, pow, where, casts (kernels_elementwise.c)
     """
 aten::sqrt aten::rsqrt aten::abs aten::pow.Tensor_Scalar aten::pow.Tensor_Tensor
@@ -38,7 +38,7 @@ aten::bitwise_xor.Scalar aten::bitwise_not aten::where.self aten::where.ScalarSe
 aten::where.ScalarOther aten::where.Scalar aten::masked_fill.Scalar aten::masked_fill.Tensor
 aten::masked_fill_.Scalar aten::masked_fill_.Tensor aten::_to_copy
 aten::_assert_tensor_metadata
-""".split()))
+""".split())
 
 # Ops that only re-describe their argument's memory (no element is read):
 # the grouped partitioner lets them join a group, never start one.
@@ -56,7 +56,7 @@ aten::neg aten::relu aten::sin aten::cos aten::exp aten::tanh aten::gelu
 aten::sigmoid aten::mm aten::addmm aten::linear aten::bmm aten::_softmax
 aten::softmax.int aten::sum.dim_IntList aten::mean.dim aten::layer_norm
 aten::rms_norm aten::cat
-""".split() | frozenset(
+""".split()) | frozenset(
     # typed elementwise ops (kernels_elementwise.c); the in-place masked_fill_
     # stays out, as add_ and mul_ do
     """
@@ -69,7 +69,7 @@ aten::bitwise_or.Tensor aten::bitwise_or.Scalar aten::bitwise_xor.Tensor
 aten::bitwise_xor.Scalar aten::bitwise_not aten::where.self aten::where.ScalarSelf
 aten::where.ScalarOther aten::where.Scalar aten::masked_fill.Scalar aten::masked_fill.Tensor
 aten::_to_copy
-""".split()))
+""".split())
 
 
 def registry_ops(registry_path):
