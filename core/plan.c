@@ -127,7 +127,11 @@ static int64_t aliased_class(const lt_builder *b, const pr_node *n, int r)
 		int64_t v = value_of(b, n->args[0].u.value, (int)n->index);
 		return v < 0 ? -1 : b->lt->values[v].cls;
 	}
-	if (n->kind != PR_NODE_OP || !n->schema || r >= n->schema->n_returns)
+	if (n->kind != PR_NODE_OP || !n->schema)
+		return -1;
+	if (n->type.kind == PR_TYPE_TUPLE)
+		r = pr_schema_elem_return(n->schema, r);   /* every piece of a Tensor(a)[] aliases */
+	if (r < 0 || r >= n->schema->n_returns)
 		return -1;
 	int a = pr_schema_return_alias(n->schema, r);
 	if (a < 0 || a >= n->n_args || n->args[a].kind != PR_ARG_VALUE || !n->args[a].u.value)

@@ -507,6 +507,15 @@ bool pr_schema_arg_writes(const pr_schema *s, int i)
 	return s && i >= 0 && i < s->n_args && s->args[i].alias.write;
 }
 
+int pr_schema_elem_return(const pr_schema *s, int elem)
+{
+	if (!s || elem < 0)
+		return -1;
+	if (s->n_returns == 1 && !s->returns_tuple && strstr(s->returns[0].type, "[]"))
+		return 0;   /* Tensor(a)[]: every element comes from the one list return */
+	return elem < s->n_returns ? elem : -1;
+}
+
 int pr_schema_return_alias(const pr_schema *s, int r)
 {
 	if (!s || r < 0 || r >= s->n_returns || !s->returns[r].alias.set[0])
