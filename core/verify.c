@@ -69,6 +69,10 @@
  *   E-INPUT      a positional input in a method, a named one in a delegate
  *                body, two inputs with the same quoted name
  *   E-PLACEMENT  the placement rules above
+ *   E-RECURSION  a delegate body that calls itself, directly or through other
+ *                delegates (a program has no control flow, so such a call
+ *                never ends): reported once, at the first call of the cycle
+ *                found, with every call on it and its line
  * The diagnostic's node is the node with the problem, except for a placement
  * error about a tensor that is read: then it is that tensor (with its size),
  * and the message names the reader. */
@@ -1018,6 +1022,38 @@ static void build_dinfo(vctx *c, int i)
 			di->inputs[di->n_inputs++] = n;
 }
 
+/* One call cycle among the delegates, if any (pr_delegates_callees_first's
+ * walk has no recursion, so a deep chain of calls is fine). */
+static void check_recursion(vctx *c)
+{
+	pr_delegate **order = pr_xmalloc(sizeof *order * (size_t)(c->p->n_delegates + 1));
+	pr_node **cycle;
+	int n = pr_delegates_callees_first(c->p, order, &cycle);
+	free(order);
+	if (!n)
+		return;
+	char path[SPEC_MAX];
+	size_t len = 0;
+	path[0] = 0;
+	for (int i = 0; i < n && i < 8; i++)
+		append(path, &len, "%s@%s calls @%s at line %u", i ? ", " : "",
+		       cycle[i]->graph->name, cycle[i]->delegate->name, (unsigned)cycle[i]->line);
+	if (n > 8)
+		append(path, &len, ", ... (%d calls in all)", n);
+	c->g = cycle[0]->graph;
+	c->body = true;
+	if (n == 1)
+		report(c, "E-RECURSION", cycle[0], "delegate @%s calls itself at line %u; expected "
+		       "no recursion among delegates (a program has no control flow, so the calls "
+		       "would never end)", c->g->name, (unsigned)cycle[0]->line);
+	else
+		report(c, "E-RECURSION", cycle[0], "delegate @%s calls itself through %d other "
+		       "delegate%s: %s; expected no recursion among delegates (a program has no "
+		       "control flow, so the calls would never end)", c->g->name, n - 1,
+		       n == 2 ? "" : "s", path);
+	free(cycle);
+}
+
 int pr_verify(pr_program *p, pr_diags *diags, const char *pass_name)
 {
 	vctx c = {.p = p, .diags = diags, .pass = pass_name ? pass_name : "verifier"};
@@ -1034,6 +1070,7 @@ int pr_verify(pr_program *p, pr_diags *diags, const char *pass_name)
 		report(&c, "E-STRUCTURE", NULL, "delegate @%s has no body; expected a graph",
 		       d->name);
 	}
+	check_recursion(&c);
 	for (int i = 0; i < p->n_methods; i++)
 		check_graph(&c, p->methods[i], false);
 	HASH_CLEAR(hh, c.by_delegate);   /* before the entries it threads go */

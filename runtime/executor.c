@@ -70,6 +70,27 @@ struct frame {
 	pr_rv **rets;         /* the slots it returns, one per argument */
 };
 
+/* A delegate's body, compiled once for all its calls: a program has no
+ * recursion (the verifier refuses it, and loading checks again), so no body
+ * ever runs twice at once. */
+typedef struct body_entry {
+	const pr_delegate *key;
+	frame *f;
+	int dev;              /* where it runs: 0 host */
+	bool reached;         /* the method calls it, directly or not */
+	int64_t scratch_base; /* where its results start in its device's scratch */
+	int depth;            /* 1: the method calls it; 2: a body it calls does; ... */
+	UT_hash_handle hh;
+} body_entry;
+
+/* One body being run: the run keeps its own stack of these, not the C stack. */
+typedef struct run_level {
+	frame *f;
+	instr *pc;            /* the next instruction */
+	instr *call;          /* the caller's I_DELEGATE; NULL for the method */
+	pr_dev *d;            /* the device entered for the body, or NULL */
+} run_level;
+
 typedef struct alloc_rec {
 	int dev;
 	void *p;
@@ -103,6 +124,12 @@ struct pr_exec {
 	pr_rv **wb_buffer;    /* per returned value: the buffer it writes back to */
 	int n_frames, cap_frames;
 	frame **frames;       /* delegate bodies, for freeing */
+	body_entry *bodies;   /* uthash by delegate, entries in body_store */
+	body_entry *body_store;
+	pr_delegate **body_order; /* the program's delegates, callees first */
+	int n_bodies;
+	int max_depth;        /* the deepest chain of calls from the method */
+	run_level *levels;    /* max_depth + 1 */
 };
 
 /* ---- storage -------------------------------------------------------------------- */
@@ -192,47 +219,143 @@ static pr_err *arena_grow(pr_exec *e, const pr_node *n, const pr_spec *s)
 	return NULL;
 }
 
-/* Storage a delegate body's results need (each rounded to 64 bytes). */
+/* a + b, or INT64_MAX when that overflows (the allocation then fails). */
+static int64_t add_sat(int64_t a, int64_t b)
+{
+	int64_t s;
+	return __builtin_add_overflow(a, b, &s) ? INT64_MAX : s;
+}
+
+/* Scratch a device body's results need, each rounded to 64 bytes: its op
+ * results and the results of the delegates it calls. */
 static int64_t body_bytes(const pr_graph *body)
 {
 	int64_t total = 0;
 	pr_graph_for_each(body, n) {
-		if (n->kind == PR_NODE_OP && n->type.kind == PR_TYPE_TENSOR)
-			total += (pr_spec_storage_bytes(&n->type.tensor) + 63) / 64 * 64;
+		bool own = n->kind == PR_NODE_OP || n->kind == PR_NODE_DELEGATE;
+		int k = !own ? 0 : n->type.kind == PR_TYPE_TENSOR ? 1 :
+			n->type.kind == PR_TYPE_TUPLE ? n->type.n_elems : 0;
+		for (int i = 0; i < k; i++) {
+			const pr_spec *s = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : &n->type.elems[i];
+			total = add_sat(total, add_sat(pr_spec_storage_bytes(s), 63) / 64 * 64);
+		}
 	}
 	return total;
 }
 
-/* Delegate bodies run one at a time and their results are copied out, so
- * all bodies on one device share one scratch region: one mapping instead
- * of one per tensor (on sim, each mapping is protected and opened). */
-static pr_err *alloc_scratch(pr_exec *e)
+/* Where delegate d's body runs: its target_device's slot, 0 for the host
+ * (and for every body in the reference interpreter). */
+static pr_err *delegate_dev(pr_exec *e, const pr_delegate *d, int *dev)
 {
-	pr_graph_for_each(e->g, n) {
+	const char *target = pr_delegate_spec(d, "target_device");
+	pr_device where = pr_device_host();
+	*dev = 0;
+	if (target && !pr_device_parse(target, strlen(target), &where))
+		return pr_err_new("delegate @%s: target_device \"%s\" is not a device", d->name, target);
+	pr_err *err = NULL;
+	if (!e->reference && !pr_device_is_host(where))
+		err = pr_devset_slot(&e->devs, where, dev);
+	return err ? pr_err_wrap(err, "delegate @%s", d->name) : NULL;
+}
+
+static body_entry *find_body(const pr_exec *e, const pr_delegate *d)
+{
+	body_entry *be = NULL;
+	HASH_FIND_PTR(e->bodies, &d, be);
+	return be;
+}
+
+/* The bodies that body (or the method, be NULL) calls are reached; each one's
+ * scratch starts above be's, which is still running while they do. */
+static pr_err *reach_callees(pr_exec *e, const pr_graph *g, const body_entry *be, int64_t top)
+{
+	pr_graph_for_each(g, n) {
 		if (n->kind != PR_NODE_DELEGATE)
 			continue;
-		const char *target = pr_delegate_spec(n->delegate, "target_device");
-		pr_device where = pr_device_host();
-		int dev = 0;
-		if (!e->reference && target && pr_device_parse(target, strlen(target), &where) &&
-		    !pr_device_is_host(where)) {
-			pr_err *err = pr_devset_slot(&e->devs, where, &dev);
-			if (err) {
-				pr_err_free(err);   /* reported when the call is compiled */
-				continue;
-			}
-		}
-		int64_t need = body_bytes(n->delegate->body);
-		if (need > e->scratch_size[dev])
-			e->scratch_size[dev] = need;
+		body_entry *c = n->delegate ? find_body(e, n->delegate) : NULL;
+		if (!c)
+			return node_err(n, pr_err_new("a call to a delegate the program does not hold"));
+		if (!n->delegate->body)
+			return node_err(n, pr_err_new("a call to delegate @%s, which has no body",
+						      n->delegate->name));
+		int depth = be ? be->depth + 1 : 1;
+		c->reached = true;
+		c->depth = depth > c->depth ? depth : c->depth;
+		c->scratch_base = top > c->scratch_base ? top : c->scratch_base;
 	}
-	return alloc_per_device(e, e->scratch_size, e->scratch, "delegate scratch memory");
+	return NULL;
+}
+
+/* Which delegates the method reaches, where each one's scratch starts, how
+ * deep the calls go, and the scratch each device needs: one pass over the
+ * call graph, callers first, no recursion (compiling and running recursed
+ * once, and a chain of 50,000 nested delegates overflowed the stack). Bodies
+ * that never run at once share scratch: one mapping instead of one per
+ * tensor (on sim, each mapping is protected and opened). */
+static pr_err *plan_bodies(pr_exec *e)
+{
+	const pr_program *p = e->p;
+	e->n_bodies = p->n_delegates;
+	e->body_order = pr_xcalloc((size_t)(e->n_bodies + 1), sizeof *e->body_order);
+	pr_node **cycle;
+	int nc = pr_delegates_callees_first(p, e->body_order, &cycle);
+	if (nc) {
+		pr_err *err = pr_err_new("delegate @%s calls itself%s at line %u: a recursive "
+					 "program cannot run", cycle[0]->graph->name,
+					 nc > 1 ? " through other delegates" : "", (unsigned)cycle[0]->line);
+		free(cycle);
+		return err;
+	}
+	e->body_store = pr_xcalloc((size_t)(e->n_bodies + 1), sizeof *e->body_store);
+	for (int i = 0; i < e->n_bodies && e->body_order[i]; i++) {
+		e->body_store[i].key = e->body_order[i];
+		HASH_ADD_PTR(e->bodies, key, &e->body_store[i]);
+	}
+	pr_err *err = reach_callees(e, e->g, NULL, 0);
+	for (int i = e->n_bodies - 1; i >= 0 && !err; i--) {
+		body_entry *be = &e->body_store[i];
+		if (!be->reached)
+			continue;
+		if ((err = delegate_dev(e, be->key, &be->dev)))
+			break;
+		int64_t top = add_sat(be->scratch_base, be->dev ? body_bytes(be->key->body) : 0);
+		if (top > e->scratch_size[be->dev])
+			e->scratch_size[be->dev] = top;
+		if (be->depth > e->max_depth)
+			e->max_depth = be->depth;
+		err = reach_callees(e, be->key->body, be, top);
+	}
+	return err ? err : alloc_per_device(e, e->scratch_size, e->scratch, "delegate scratch memory");
+}
+
+static pr_err *compile_graph(pr_exec *e, pr_graph *g, frame *f, int dev);
+
+/* Compiles every body the method reaches, callees first, each once. */
+static pr_err *compile_bodies(pr_exec *e)
+{
+	for (int i = 0; i < e->n_bodies; i++) {
+		body_entry *be = &e->body_store[i];
+		if (!be->reached)
+			continue;
+		be->f = pr_xcalloc(1, sizeof *be->f);
+		if (e->n_frames == e->cap_frames) {
+			e->cap_frames = e->cap_frames ? 2 * e->cap_frames : 16;
+			e->frames = pr_xrealloc(e->frames, sizeof *e->frames * (size_t)e->cap_frames);
+		}
+		e->frames[e->n_frames++] = be->f;
+		e->scratch_used = be->scratch_base;
+		pr_err *err = compile_graph(e, be->key->body, be->f, be->dev);
+		if (err)
+			return pr_err_wrap(err, "delegate @%s", be->key->name);
+	}
+	e->levels = pr_xcalloc((size_t)e->max_depth + 1, sizeof *e->levels);
+	return NULL;
 }
 
 /* One arena per device, sized by the plan. */
 static pr_err *alloc_arenas(pr_exec *e)
 {
-	pr_err *err = alloc_scratch(e);
+	pr_err *err = plan_bodies(e);
 	if (err || e->reference)
 		return err;
 	pr_graph_for_each(e->g, n) {
@@ -301,8 +424,6 @@ static instr *emit(frame *f, instr_kind kind, const pr_node *n, pr_exec *e)
 		in->k.args[i] = resolve_arg(&n->args[i]);
 	return in;
 }
-
-static pr_err *compile_graph(pr_exec *e, pr_graph *g, frame *f, int dev);
 
 /* The bytes a constant is stored with. Like ExecuTorch's emitter, a constant
  * whose layout is neither contiguous nor channels-last is stored contiguous
@@ -479,23 +600,11 @@ static pr_err *compile_delegate(pr_exec *e, frame *f, pr_node *n)
 {
 	pr_rv *r = slot_of(n);
 	pr_delegate *d = n->delegate;
-	int dev = 0;
+	body_entry *be = find_body(e, d);
+	PR_ASSERT(be && be->f);   /* compile_bodies compiled every body the method reaches */
+	frame *body = be->f;
+	int dev = be->dev;
 	pr_err *err;
-	const char *target = pr_delegate_spec(d, "target_device");
-	pr_device where = pr_device_host();
-	if (target && !pr_device_parse(target, strlen(target), &where))
-		return pr_err_new("delegate @%s: target_device \"%s\" is not a device", d->name, target);
-	if (!e->reference && !pr_device_is_host(where) && (err = pr_devset_slot(&e->devs, where, &dev)))
-		return pr_err_wrap(err, "delegate @%s", d->name);
-	frame *body = pr_xcalloc(1, sizeof *body);
-	if (e->n_frames == e->cap_frames) {
-		e->cap_frames = e->cap_frames ? 2 * e->cap_frames : 16;
-		e->frames = pr_xrealloc(e->frames, sizeof *e->frames * (size_t)e->cap_frames);
-	}
-	e->frames[e->n_frames++] = body;
-	e->scratch_used = 0;
-	if ((err = compile_graph(e, d->body, body, dev)))
-		return pr_err_wrap(err, "delegate @%s", d->name);
 	if (body->n_inputs != n->n_args)
 		return node_err(n, pr_err_new("delegate @%s takes %d inputs, given %d", d->name,
 					      body->n_inputs, n->n_args));
@@ -742,7 +851,8 @@ static pr_err *delegate_result(pr_exec *e, instr *in, pr_tensor *dst, const pr_t
 	return err ? pr_err_wrap(err, "node '%s'", node_name(in->k.node)) : NULL;
 }
 
-static pr_err *run_delegate(pr_exec *e, instr *in)
+/* Gives body b of call `in` its inputs and enters its device (*d). */
+static pr_err *delegate_begin(pr_exec *e, instr *in, pr_dev **d)
 {
 	frame *b = in->body;
 	for (int i = 0; i < b->n_inputs; i++) {
@@ -762,10 +872,17 @@ static pr_err *run_delegate(pr_exec *e, instr *in)
 		memcpy(t->shape, s->shape, sizeof(int64_t) * (size_t)s->rank);
 		memcpy(t->strides, s->strides, sizeof(int64_t) * (size_t)s->rank);
 	}
-	pr_dev *d = in->k.dev ? pr_devset_dev(&e->devs, in->k.dev) : NULL;
-	if (d)
-		d->ops->enter(d);
-	pr_err *err = run_frame(e, b);
+	*d = in->k.dev ? pr_devset_dev(&e->devs, in->k.dev) : NULL;
+	if (*d)
+		(*d)->ops->enter(*d);
+	return NULL;
+}
+
+/* After body b of call `in` ran (err: how): its results into the call's
+ * outputs, and its device left. */
+static pr_err *delegate_end(pr_exec *e, instr *in, pr_err *err, pr_dev *d)
+{
+	frame *b = in->body;
 	pr_rv *outs = in->k.out->kind == PR_RV_TUPLE ? in->k.out->elems : in->k.out;
 	for (int i = 0; !err && i < b->ret->n_args; i++) {
 		pr_rv *v = b->rets[i];
@@ -797,17 +914,35 @@ static pr_err *run_getitem(instr *in)
 	return NULL;
 }
 
+/* Runs the method's frame and, at each call, the body it calls, on a stack
+ * of levels of its own: the depth of nested calls costs no C stack. */
 static pr_err *run_frame(pr_exec *e, frame *f)
 {
-	instr *in = f->code, *end = f->code + f->n_code;
+	run_level *lv = e->levels;
+	int depth = 1;
+	lv[0] = (run_level){f, f->code, NULL, NULL};
 	pr_err *err = NULL;
-	for (; in < end && !err; in++) {
+	while (depth > 0) {
+		run_level *l = &lv[depth - 1];
+		if (err || l->pc == l->f->code + l->f->n_code) {
+			if (l->call)
+				err = delegate_end(e, l->call, err, l->d);
+			depth--;
+			continue;
+		}
+		instr *in = l->pc++;
 		g_node = in->k.node;
+		pr_dev *d = NULL;
 		switch (in->kind) {
 		case I_OP: err = run_op(in); break;
 		case I_COPY: err = run_copy(e, in); break;
-		case I_DELEGATE: err = run_delegate(e, in); break;
 		case I_GETITEM: err = run_getitem(in); break;
+		case I_DELEGATE:
+			if ((err = delegate_begin(e, in, &d)))
+				break;
+			PR_ASSERT(depth <= e->max_depth);
+			lv[depth++] = (run_level){in->body, in->body->code, in, d};
+			break;
 		}
 	}
 	return err;
@@ -1018,6 +1153,8 @@ pr_err *pr_exec_load(const pr_program *p, const char *method, const pr_exec_opti
 	}
 	err = alloc_arenas(e);
 	if (!err)
+		err = compile_bodies(e);
+	if (!err)
 		err = compile_graph(e, g, &e->main, 0);
 	if (!err) {
 		resolve_write_backs(e);
@@ -1059,6 +1196,10 @@ void pr_exec_free(pr_exec *e)
 		free(e->frames[i]);
 	}
 	free(e->frames);
+	HASH_CLEAR(hh, e->bodies);
+	free(e->body_store);
+	free(e->body_order);
+	free(e->levels);
 	free_frame(&e->main);
 	for (int i = 0; i < e->n_allocs; i++)
 		pr_mem_free(&e->devs, e->allocs[i].dev, e->allocs[i].p, e->allocs[i].bytes);

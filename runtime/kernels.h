@@ -33,6 +33,48 @@ PR_KERNELS(PR_DECLARE_KERNEL)
 	X(split) X(split_with_sizes) X(unbind)
 PR_KERNELS_TENSOR(PR_DECLARE_KERNEL)
 
+/* ---- kernels_nn.c: convolution, batch norm, pooling, hard activations ---- */
+#define PR_KERNELS_NN(X)                                                      \
+	X(convolution) X(batch_norm) X(native_batch_norm_legit_no_training)  \
+	X(max_pool1d) X(max_pool2d) X(max_pool2d_with_indices) X(avg_pool1d) \
+	X(avg_pool2d) X(adaptive_avg_pool1d) X(adaptive_avg_pool2d)          \
+	X(hardtanh) X(hardswish) X(hardsigmoid) X(silu)
+PR_KERNELS_NN(PR_DECLARE_KERNEL)
+
+/* Argument checks shared by the host and device nn kernels: a device kernel
+ * that uses them refuses what the host refuses and sizes its output alike. */
+/* convolution(input, weight, bias?, stride, padding, dilation, transposed,
+ * output_padding, groups): 1 to 3 spatial dims, normalized to 3 (the missing
+ * leading ones have size 1, kernel 1, stride 1, padding 0, dilation 1). */
+typedef struct pr_conv_args {
+	pr_tensor *x, *w, *b;     /* b may be NULL */
+	int nsp;                  /* spatial dims the op has: 1, 2 or 3 */
+	bool transposed;
+	int64_t groups;
+	int64_t n, cin, cout;     /* batch, input and output channels */
+	int64_t stride[3], pad[3], dil[3], opad[3];
+	int64_t in[3], k[3], out[3];   /* input, kernel and output sizes */
+} pr_conv_args;
+pr_err *pr_conv_args_get(pr_kctx *k, pr_conv_args *a);
+/* batch_norm (legit: false) or _native_batch_norm_legit_no_training (true):
+ * inference only (training, or no running statistics, is refused). */
+typedef struct pr_bn_args {
+	pr_tensor *x, *w, *b, *mean, *var;   /* w and b may be NULL */
+	int64_t c;                /* channels: x's dim 1 */
+	double eps;
+} pr_bn_args;
+pr_err *pr_bn_args_get(pr_kctx *k, bool legit, pr_bn_args *a);
+/* max_pool / avg_pool with nsp (1 or 2) spatial dims, normalized to 2: self
+ * is [..., *in], pooled as `planes` planes of in[0] x in[1]. */
+typedef struct pr_pool_args {
+	pr_tensor *x;
+	int64_t kernel[2], stride[2], pad[2], dil[2];
+	bool ceil_mode, count_include_pad;
+	int64_t divisor;          /* avg_pool2d's divisor_override; 0: none */
+	int64_t planes, in[2], out[2];
+} pr_pool_args;
+pr_err *pr_pool_args_get(pr_kctx *k, int nsp, bool avg, pr_pool_args *a);
+
 /* Elementwise ops, shared by the host and CUDA kernels. */
 typedef enum pr_ew_op {
 	PR_EW_ADD, PR_EW_SUB, PR_EW_MUL, PR_EW_DIV, PR_EW_NEG, PR_EW_RELU, PR_EW_SIN, PR_EW_COS,

@@ -142,6 +142,16 @@ static bool parse_count(const char *s, long *out)
 	return true;
 }
 
+/* Is NAME of "NAME=FILE" already given by an earlier --input? */
+static bool input_given(const opts *o, const char *v)
+{
+	size_t n = strcspn(v, "=");
+	for (int i = 0; i < o->n_inputs; i++)
+		if (strcspn(o->inputs[i], "=") == n && !strncmp(o->inputs[i], v, n))
+			return true;
+	return false;
+}
+
 /* Applies one flag; returns EXIT_CONTINUE or an exit status. */
 static int apply(opts *o, const flag *f, const char *v)
 {
@@ -183,6 +193,8 @@ static int apply(opts *o, const flag *f, const char *v)
 	else if (!strcmp(n, "--input")) {
 		if (!strchr(v, '=') || *v == '=')
 			return usage_error("--input %s: expected NAME=FILE.npy", v);
+		if (input_given(o, v))
+			return usage_error("--input %.*s= given twice", (int)strcspn(v, "="), v);
 		if (!push(o->inputs, &o->n_inputs, v, "--input"))
 			return EXIT_USAGE;
 	} else if (!strcmp(n, "--seed")) {

@@ -318,6 +318,16 @@ pr_err *pr_program_add_delegate(pr_program *p, const char *name, pr_delegate **o
 pr_delegate *pr_program_find_delegate(const pr_program *p, const char *name);
 void pr_delegate_set_spec(pr_delegate *d, const char *key, const char *value);
 const char *pr_delegate_spec(const pr_delegate *d, const char *key);
+/* The delegates of p into order (room for p->n_delegates), each after every
+ * delegate its body calls: callees first. No recursion, so any depth of
+ * nesting is fine. When a body calls itself, directly or through others,
+ * returns the number of calls on that cycle and sets *cycle (malloc'd; the
+ * caller frees it) to them in call order: each is a call in the body of the
+ * delegate the one before it calls, and the last calls the delegate whose
+ * body holds the first; order is then incomplete. Returns 0, with *cycle
+ * NULL, when no call cycle exists. Calls to delegates that are not p's are
+ * not followed (the verifier reports them). */
+int pr_delegates_callees_first(const pr_program *p, pr_delegate **order, pr_node ***cycle);
 
 pr_err *pr_program_add_method(pr_program *p, const char *name, pr_graph **out);
 pr_graph *pr_program_find_method(const pr_program *p, const char *name);

@@ -173,3 +173,11 @@ ZOO = {
     "transformer_encoder_layer": transformer_encoder_layer,
     "multihead_attention": multihead_attention,
 }
+
+
+def __getattr__(name):
+    """zoo.gpt2_sdpa is ZOO["gpt2_sdpa"], so that the exporter's command line
+    names any model: python3 -m torch_export examples/models/zoo.py:gpt2_sdpa"""
+    if name in ZOO:
+        return ZOO[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

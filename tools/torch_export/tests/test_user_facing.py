@@ -197,6 +197,14 @@ class Defaults(unittest.TestCase):
         strip = lambda t: [ln for ln in t.splitlines() if not ln.startswith("#")]  # noqa: E731
         self.assertEqual(strip(cli_text), strip(text))
 
+    def test_cli_exports_a_zoo_model_by_name(self):
+        zoo = os.path.normpath(os.path.join(HERE, "..", "..", "..", "examples", "models", "zoo.py"))
+        r = subprocess.run([sys.executable, "-m", "torch_export",
+                            f"{zoo}:transformer_encoder_layer"], capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": os.path.dirname(HERE)})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("aten::layer_norm", r.stdout)
+
     def test_cli_reports_every_missing_op_and_exits_1(self):
         with tempfile.TemporaryDirectory() as tmp:
             src = os.path.join(tmp, "m.py")
