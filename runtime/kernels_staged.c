@@ -1,7 +1,7 @@
 /* kernels_staged.c: the fallback for device work no CUDA kernel does: copy
  * each device tensor argument to the host, run the op's host kernel there,
- * and copy back what it wrote (the result, and every argument the schema
- * marks Tensor(a!)). Slow but exact, and it shares the host kernel, so a fix
+ * and copy back what it wrote (the result, every tensor of a tuple result,
+ * and every argument the schema marks Tensor(a!)). Slow but exact, and it shares the host kernel, so a fix
  * lands once. These transfers are the kernel's own, not copy nodes, so they
  * are not counted.
  *
@@ -11,7 +11,10 @@
  *     which tests/runtime/test_device_kernels.c checks);
  *   - softmax, sum / mean, layer_norm and rms_norm on tensors that are not
  *     f32, and embedding, index_select and index_put_ on data that is not
- *     f32 or with indices that are not i64 / i32 (their CUDA kernels call it). */
+ *     f32 or with indices that are not i64 / i32 (their CUDA kernels call it);
+ *   - the kernels of kernels_cuda_nn.cu on the arguments they do not take
+ *     (other dtypes, transposed or 3-d convolution, arguments the host
+ *     kernel refuses: it then reports them). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +58,31 @@ static pr_err *shadow_out(pr_kctx *k, shadow *s, bool store)
 	return err;
 }
 
+/* The results a kernel writes that live on a device: the result, or each
+ * tensor of a tuple (batch norm's output and statistics, a max pool's
+ * values and indices), redirected to host memory (not loaded: the kernel
+ * writes them whole). An aliasing result is its base's, shadowed already. */
+enum { PR_MAX_OUTS = 16 };
+
+static pr_err *shadow_results(pr_kctx *k, shadow *outs, int *n)
+{
+	pr_rv *r = k->out;
+	int m = r->kind == PR_RV_TUPLE ? r->n : 1;
+	if (k->out_alias)
+		return NULL;
+	for (int i = 0; i < m; i++) {
+		pr_rv *e = r->kind == PR_RV_TUPLE ? &r->elems[i] : r;
+		if (e->kind != PR_RV_TENSOR || e->t.dev == 0)
+			continue;
+		if (*n == PR_MAX_OUTS)
+			return pr_kernel_error(k, "too many results to stage");
+		pr_err *err = shadow_in(k, &e->t, &outs[(*n)++], false);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
 pr_err *pr_k_staged(pr_kctx *k)
 {
 	const pr_kernel *kern = pr_kernel_find(k->node->schema->full_name);
@@ -75,22 +103,25 @@ pr_err *pr_k_staged(pr_kctx *k)
 			err = shadow_in(k, &it->v->t, &sh[n++], true);
 		}
 	}
-	bool out_dev = !k->out_alias && k->out->kind == PR_RV_TENSOR && k->out->t.dev != 0;
 	int ai = k->out_alias ? pr_schema_return_alias(k->node->schema, 0) : -1;
 	pr_tensor *base = ai >= 0 && ai < k->n_args && k->args[ai].kind == PR_ARG_VALUE &&
 				  k->args[ai].v->kind == PR_RV_TENSOR ? &k->args[ai].v->t : NULL;
-	shadow out;
-	if (!err && out_dev)
-		err = shadow_in(k, &k->out->t, &out, false);
+	shadow outs[PR_MAX_OUTS];
+	int n_outs = 0;
+	if (!err)
+		err = shadow_results(k, outs, &n_outs);
 	if (!err && base)
 		k->out->t = *base;   /* the aliasing result starts as its (shadowed) base */
 	if (!err)
 		err = kern->host(k);
 	pr_tensor r = k->out->t;
 	int64_t roff = r.storage ? r.data - r.storage : 0;
-	if (out_dev) {
-		pr_err *e2 = shadow_out(k, &out, !err);
-		err = err ? err : e2;
+	while (n_outs-- > 0) {
+		pr_err *e2 = shadow_out(k, &outs[n_outs], !err);
+		if (e2 && !err)
+			err = e2;
+		else if (e2)
+			pr_err_free(e2);
 	}
 	while (n-- > 0) {
 		pr_err *e2 = shadow_out(k, &sh[n], !err && written[n]);
