@@ -87,6 +87,9 @@ def check(passrun, name, mode, d):
         write_example(d, module, args, [f"zoo {name}, mode {mode}"], mode=mode)
     except (ExportError, NotImplementedError) as e:
         return f"export refused:\n{e}"
+    except Exception as e:          # torch.export's own failures, or the exporter's bugs
+        import traceback
+        return f"export failed: {type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}"
     r, out = run_passrun(passrun, d)
     if r.returncode != 0:
         return f"passrun exited with {r.returncode}:\n{first_lines(r.stderr)}"

@@ -173,6 +173,26 @@ class Fold(unittest.TestCase):
 
 
 @unittest.skipUnless(HAVE_TORCH, SKIP)
+class Examples(unittest.TestCase):
+    def test_nested_outputs_are_flattened_as_export_does(self):
+        # nn.LSTM returns (output, (h, c)): eager_outputs read one level
+        # only and ran out of values (StopIteration)
+        import numpy as np
+        from torch_export.examples import write_example
+
+        class Nested(nn.Module):
+            def forward(self, x):
+                return x + 1.0, (x * 2.0, (x - 3.0,))
+        x = torch.randn(2, 3)
+        with tempfile.TemporaryDirectory() as d:
+            write_example(d, Nested(), (x,), ["nested"])
+            got = [np.load(os.path.join(d, "expected", f"forward.{i}.npy")) for i in range(3)]
+            self.assertFalse(os.path.exists(os.path.join(d, "expected", "forward.3.npy")))
+        for g, w in zip(got, (x + 1.0, x * 2.0, x - 3.0)):
+            self.assertTrue(np.array_equal(g, w.numpy()))
+
+
+@unittest.skipUnless(HAVE_TORCH, SKIP)
 class Defaults(unittest.TestCase):
     def test_export_module_write_example_and_cli_share_defaults(self):
         from torch_export import DEFAULTS, export_module

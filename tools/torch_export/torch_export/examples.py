@@ -28,7 +28,7 @@ def eager_outputs(module, args, ep):
     m = copy.deepcopy(module).eval()
     with torch.no_grad():
         outs = m(*[a.clone() for a in args])
-    flat = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+    flat = torch.utils._pytree.tree_leaves(outs)   # LSTM: (out, (h, c)), as export flattens
     user = iter(flat)
     named = dict(m.named_buffers())
     user_inputs = [s.arg.name for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
