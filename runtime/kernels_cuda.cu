@@ -37,6 +37,9 @@
 #include <math.h>
 #include <string.h>
 
+#include <iterator>
+#include <vector>
+
 #include "kernels.h"
 #include "rt_cuda.h"
 
@@ -1107,10 +1110,19 @@ const pr_cuda_kernel cuda_kernels[] = {
 
 } // namespace
 
+/* This file's table, then kernels_cuda_nn.cu's, as one (built once; the
+ * registry looks names up in it when it merges). */
 extern "C" const pr_cuda_kernel *pr_cuda_kernels(int *n)
 {
-	*n = (int)(sizeof cuda_kernels / sizeof cuda_kernels[0]);
-	return cuda_kernels;
+	static const std::vector<pr_cuda_kernel> all = [] {
+		int nn = 0;
+		const pr_cuda_kernel *more = pr_cuda_nn_kernels(&nn);
+		std::vector<pr_cuda_kernel> v(std::begin(cuda_kernels), std::end(cuda_kernels));
+		v.insert(v.end(), more, more + nn);
+		return v;
+	}();
+	*n = (int)all.size();
+	return all.data();
 }
 
 /* The strided copy on a device, for the executor (delegate results). */
