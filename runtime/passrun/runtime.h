@@ -47,7 +47,8 @@ typedef struct pr_run_options {
 	const pr_run_input *inputs;
 	const char *output_dir;/* NULL, or write each output of the last call as
 	                          DIR/<method>.<index>.npy */
-	double atol, rtol;     /* mismatch when |a-r| > atol + rtol*|r|; 0,0 means 1e-5, 1e-4 */
+	double atol, rtol;     /* mismatch when |a-r| > atol + rtol*|r|; 0,0 means 1e-5, 1e-4;
+	                          NaN matches only NaN, an infinity only the same one */
 } pr_run_options;
 
 typedef struct pr_run_report {
@@ -56,7 +57,8 @@ typedef struct pr_run_report {
 	int iterations;
 	bool checked;
 	bool match;            /* true when not checked */
-	double max_abs_err, max_rel_err;
+	double max_abs_err, max_rel_err; /* infinite when a NaN or an infinity met anything
+	                                    else (null in JSON); matching ones add 0 */
 	int64_t h2d_bytes_per_call, d2h_bytes_per_call, load_h2d_bytes;
 	double ms_per_call;
 	int exit_status;       /* see above */
