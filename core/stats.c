@@ -2,7 +2,8 @@
  *
  * Everything is computed from the graph when asked, never kept alongside it:
  * copies are op nodes whose schema has the h2d or d2h trait (never an op
- * name); bytes per call add up pr_spec_nbytes of what those copies produce;
+ * name); bytes per call add up the storage each copy's argument spans (what
+ * the copy moves, and what the runtime measures);
  * load_h2d_bytes adds up the storage bytes of constants (parameter, buffer,
  * constant placeholders) whose spec puts them on a device, which the runtime
  * copies once when the method loads (F10). "inputs" are the user inputs;
@@ -44,10 +45,13 @@ static bool is_constant(const pr_node *n)
 		n->input_kind == PR_INPUT_CONSTANT);
 }
 
-static int64_t nbytes(pr_node *n)
+int64_t pr_copy_bytes(const pr_node *n)
 {
-	pr_spec *s = pr_node_spec(n);
-	return s ? pr_spec_nbytes(s) : 0;
+	pr_node *src = n->n_args > 0 && n->args[0].kind == PR_ARG_VALUE ? n->args[0].u.value : NULL;
+	pr_spec *s = src ? pr_node_spec(src) : NULL;
+	if (!s)
+		s = pr_node_spec((pr_node *)n);
+	return s ? pr_spec_storage_bytes(s) : 0;
 }
 
 static method_stats count(pr_graph *g)
@@ -56,10 +60,10 @@ static method_stats count(pr_graph *g)
 	pr_graph_for_each(g, n) {
 		if (n->kind == PR_NODE_OP && n->schema && n->schema->h2d) {
 			m.h2d++;
-			m.h2d_bytes += nbytes(n);
+			m.h2d_bytes += pr_copy_bytes(n);
 		} else if (n->kind == PR_NODE_OP && n->schema && n->schema->d2h) {
 			m.d2h++;
-			m.d2h_bytes += nbytes(n);
+			m.d2h_bytes += pr_copy_bytes(n);
 		} else if (is_constant(n)) {
 			pr_spec *s = pr_node_spec(n);
 			if (s && !pr_device_is_host(s->device))

@@ -59,11 +59,6 @@ static bool is_loaded_constant(const pr_node *n)
 	return s && !pr_device_is_host(s->device);
 }
 
-static int64_t value_bytes(const pr_node *n)
-{
-	return n->type.kind == PR_TYPE_TENSOR ? pr_spec_nbytes(&n->type.tensor) : 0;
-}
-
 static void count_method(pr_graph *g, method_row *m)
 {
 	m->name = pr_xstrdup(g->name);
@@ -71,10 +66,10 @@ static void count_method(pr_graph *g, method_row *m)
 		bool op = n->kind == PR_NODE_OP && n->schema;
 		if (op && n->schema->h2d) {
 			m->h2d++;
-			m->h2d_bytes += value_bytes(n);
+			m->h2d_bytes += pr_copy_bytes(n);
 		} else if (op && n->schema->d2h) {
 			m->d2h++;
-			m->d2h_bytes += value_bytes(n);
+			m->d2h_bytes += pr_copy_bytes(n);
 		} else if (is_loaded_constant(n)) {
 			m->load_bytes += pr_spec_storage_bytes(&n->type.tensor);
 		}

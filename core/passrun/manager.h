@@ -176,6 +176,10 @@ pr_err *pr_pipeline_run(const pr_pipeline *pl, const pr_registry *r, pr_program 
  * NULL to leave it out. Returns a malloc'd string ending in a newline. */
 char *pr_stats_json(pr_program *p, const pr_diags *diags, const pr_pass_report *rep,
 		    const char *run_json);
+/* The bytes copy node n (an h2d or d2h copy) moves on every call: the storage
+ * its argument spans, gaps of a strided view included, as the runtime moves
+ * and measures them. --stats=json and compare both count with it. */
+int64_t pr_copy_bytes(const pr_node *n);
 
 #ifdef __cplusplus
 }

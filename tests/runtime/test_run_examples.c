@@ -3,7 +3,8 @@
  *     accepts runs and matches the reference interpreter, and the bytes the
  *     device layer moved (the "run" block of --stats=json) equal the static
  *     per-call numbers the passes report for that method (and the load
- *     bytes, with skip_h2d_for_constants for F10);
+ *     bytes, with skip_h2d_for_constants for F10); the PyTorch exports in
+ *     examples/torch too;
  *   - with baseline.yaml, F1 and F2 show wrong numbers (exit 4) and F3 a
  *     placement fault naming the host op (exit 5, M4); M3's copies to a cpu
  *     delegate are refused (exit 5). */
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -60,6 +62,28 @@ static void check_example(const char *file, const char *extra)
 	tu_result_free(&r);
 }
 
+/* The programs exported from PyTorch (examples/torch/NAME/model.pg): real
+ * strided copies (a channels-last weight, a sliced activation) whose bytes
+ * are the storage they span, not their element count. Returns how many. */
+static int each_torch_example(const char *extra)
+{
+	char dir[1024];
+	snprintf(dir, sizeof dir, "%s/examples/torch", PASSRUN_SOURCE_DIR);
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		char path[2048];
+		snprintf(path, sizeof path, "%s/%s/model.pg", dir, e->d_name);
+		if (e->d_name[0] == '.' || access(path, R_OK) != 0)
+			continue;
+		check_example(path, extra);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
 static void each_example(const char *extra)
 {
 	char dir[1024];
@@ -78,6 +102,7 @@ static void each_example(const char *extra)
 	}
 	closedir(d);
 	cr_expect(n >= 10, "only %d examples found", n);
+	cr_expect(each_torch_example(extra) >= 5, "too few examples/torch/*/model.pg");
 }
 
 Test(run_examples, cuda_pipeline_matches_and_counts_the_static_bytes)
