@@ -185,7 +185,7 @@ static pr_err *place_tensor(pr_exec *e, const pr_spec *s, int force_dev, pr_tens
 	} else if (!e->reference && s->has_mem) {
 		if ((err = pr_devset_slot(&e->devs, s->mem_arena, &dev)))
 			return err;
-		data = e->arena[dev] + s->mem_offset;
+		data = e->arena[dev] ? e->arena[dev] + s->mem_offset : NULL;   /* an empty arena is NULL */
 	} else if (!e->reference) {
 		err = pr_devset_slot(&e->devs, s->device, &dev);
 	}

@@ -2,7 +2,7 @@
 # run.sh: build the libFuzzer targets with clang and run each for a bounded time.
 #
 #   tests/fuzz/run.sh [SECONDS_PER_TARGET [WORK_DIR]]     (default 20 s, a temp dir)
-#   FUZZ_TARGETS="text binary pipeline" FUZZ_JOBS=1 FUZZ_SEED=1 ... narrow or widen a run
+#   FUZZ_TARGETS="text binary pipeline runtime" FUZZ_JOBS=1 FUZZ_SEED=1 ... narrow or widen a run
 #
 # FUZZ_RUNS=N stops each target after N inputs (or SECONDS, whichever comes
 # first), so a run does the same amount of work on a fast and a slow machine;
@@ -13,11 +13,16 @@
 # Long runs should pass FUZZ_SEED=0 (a random seed) and no FUZZ_RUNS.
 #
 # Compiles core/*.c with -fsanitize=fuzzer-no-link,address,undefined into
-# objects, links each tests/fuzz/fuzz_*.c against them with -fsanitize=fuzzer,
+# objects, links each tests/fuzz/fuzz_*.c against them with -fsanitize=fuzzer
+# (the runtime target also against runtime/*.c, with the plugins built the
+# same way as .so files in WORK_DIR/plugins, which it loads: FUZZ_PLUGIN_DIR),
 # replays tests/fuzz/crashes/<target>/* (inputs that once crashed: every one
 # is a regression test), then fuzzes from the seed corpus: examples and test
 # programs (text), tests/malformed/bin and tests/fuzz/corpus/binary (binary),
-# pipelines/ and tests/pipelines (pipeline). Fails on any crash, leak,
+# pipelines/ and tests/pipelines (pipeline), every example, placement, memory
+# and difftest regression program and tests/runtime/refused (runtime; with
+# FUZZ_STRICT=1 it also judges what a pass leaves, see fuzz_runtime.c). Fails
+# on any crash, leak,
 # sanitizer report or timeout; the input is left in WORK_DIR (printed).
 # Exit 77 (ctest: skipped) when clang or its fuzzer runtime is missing.
 set -eu
@@ -49,6 +54,24 @@ for src in "$root"/core/*.c; do
 	"$CLANG" $cflags $san -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
 done
 
+# The runtime target's own objects and the plugins it loads (each plugin folder
+# one .so, as plugins/CMakeLists.txt builds them); built only when asked for.
+build_runtime() {
+	mkdir -p "$work/obj_runtime" "$work/plugins"
+	for src in "$root"/runtime/*.c; do
+		case $(basename "$src") in device_cuda.c) continue ;; esac   # CUDA: not here
+		# shellcheck disable=SC2086
+		"$CLANG" $cflags -I"$root/runtime" $san -fsanitize=fuzzer-no-link -c "$src" \
+			-o "$work/obj_runtime/$(basename "$src" .c).o"
+	done
+	for dir in "$root"/plugins/*/; do
+		name=$(basename "$dir")
+		# shellcheck disable=SC2086
+		"$CLANG" $cflags -I"$root/plugins" $san -fsanitize=fuzzer-no-link -fPIC -shared \
+			"$dir"*.c -o "$work/plugins/$name.so"
+	done
+}
+
 # seed_files DIR FILE...: copies, named by their path (names repeat across folders).
 seed_files() {
 	dir=$1
@@ -60,10 +83,16 @@ seed_files() {
 }
 
 status=0
-for t in ${FUZZ_TARGETS:-text binary pipeline}; do
+for t in ${FUZZ_TARGETS:-text binary pipeline runtime}; do
+	extra=""
+	if [ "$t" = runtime ]; then
+		build_runtime
+		# the plugins resolve the core's symbols in the fuzzer itself
+		extra="-I$root/runtime $work/obj_runtime/*.o -Wl,--export-dynamic -lpthread"
+	fi
 	# shellcheck disable=SC2086
 	"$CLANG" $cflags $san -fsanitize=fuzzer "$root/tests/fuzz/fuzz_$t.c" "$work"/obj/*.o \
-		$yaml -ldl -lm -o "$work/fuzz_$t"
+		$extra $yaml -ldl -lm -o "$work/fuzz_$t"
 	seeds="$work/seeds_$t"
 	corpus="$work/corpus_$t"
 	mkdir -p "$seeds" "$corpus"
@@ -73,7 +102,11 @@ for t in ${FUZZ_TARGETS:-text binary pipeline}; do
 	binary) seed_files "$seeds" "$root"/tests/malformed/bin/*.bin "$root"/tests/fuzz/corpus/binary/* ;;
 	pipeline) seed_files "$seeds" "$root"/pipelines/*.yaml "$root"/pipelines/*/*.yaml \
 		"$root"/tests/pipelines/*.yaml "$root"/tests/pipelines/*/*.yaml ;;
+	runtime) seed_files "$seeds" "$root"/examples/*.pg "$root"/tests/placement/*.pg \
+		"$root"/tests/memory/*.pg "$root"/tests/difftest/regressions/*.pg \
+		"$root"/tests/difftest/regressions/baseline/*.pg "$root"/tests/runtime/refused/* ;;
 	esac
+	export FUZZ_PLUGIN_DIR="$work/plugins"
 	crashes="$root/tests/fuzz/crashes/$t"
 	if [ -d "$crashes" ] && [ -n "$(ls -A "$crashes")" ]; then
 		echo "run.sh: $t: replaying $(ls "$crashes" | wc -l) past crash inputs"
