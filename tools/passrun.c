@@ -17,7 +17,9 @@
  *
  * When a step fails nothing is written with -o. --stats=json and
  * --time-passes still report what happened once the program was loaded. */
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,12 +133,16 @@ static bool push(const char **list, int *n, const char *v, const char *what)
 	return true;
 }
 
+/* The runtime counts calls in an int: a larger count would wrap (4294967296
+ * ran once). Digits only: strtol would also take spaces, a sign, "0x". */
+#define MAX_RUN_COUNT INT_MAX
+
 static bool parse_count(const char *s, long *out)
 {
 	char *end;
 	errno = 0;
 	long v = strtol(s, &end, 10);
-	if (!*s || *end || errno || v < 1)
+	if (!isdigit((unsigned char)*s) || *end || errno || v < 1 || v > MAX_RUN_COUNT)
 		return false;
 	*out = v;
 	return true;
@@ -184,7 +190,7 @@ static int apply(opts *o, const flag *f, const char *v)
 		o->run = true;
 		o->run_n = 1;
 		if (v && !parse_count(v, &o->run_n))
-			return usage_error("--run=%s: expected a count of at least 1", v);
+			return usage_error("--run=%s: expected a count from 1 to %d", v, MAX_RUN_COUNT);
 	} else if (!strcmp(n, "--device")) {
 		if (strcmp(v, "sim") && strcmp(v, "cuda"))
 			return usage_error("--device=%s: expected sim or cuda", v);
