@@ -101,6 +101,22 @@ static const char *output_name(const pr_exec *e, int i)
 	return n && n->name ? n->name : "?";
 }
 
+/* Integer and bool outputs must be equal, not close: through a double, two
+ * i64 values beyond 2^53 that differ by one compare equal. Records the error
+ * as a float comparison would. */
+static bool int_mismatch(const uint8_t *pa, pr_dtype ta, const uint8_t *pb, pr_dtype tb,
+			 pr_run_report *r)
+{
+	int64_t x = pr_elem_load_i64(ta, pa), y = pr_elem_load_i64(tb, pb);
+	if (x == y)
+		return false;
+	double d = fabs((double)x - (double)y);
+	d = d > 0 ? d : 1;   /* the difference rounded away */
+	r->max_abs_err = fmax(r->max_abs_err, d);
+	r->max_rel_err = fmax(r->max_rel_err, y ? d / fabs((double)y) : d);
+	return true;
+}
+
 /* As numpy.allclose(equal_nan=True): NaN matches only NaN, an infinity only
  * the same infinity, finite values when |x - y| <= atol + rtol*|y| (a finite
  * threshold: the test alone is never true for NaN and always true for an
@@ -124,7 +140,7 @@ static bool float_mismatch(double x, double y, double atol, double rtol, pr_run_
 }
 
 /* Compares output i of one call; records the largest errors and the first
- * mismatch. */
+ * mismatch (integers and bools exactly). */
 static pr_err *compare_output(pr_exec *run, pr_exec *ref, int i, int call, const pr_run_options *o,
 			      pr_run_report *r)
 {
@@ -146,9 +162,21 @@ static pr_err *compare_output(pr_exec *run, pr_exec *ref, int i, int call, const
 		snprintf(r->mismatch, sizeof r->mismatch, "output %d (%s) call %d: shapes differ", i,
 			 output_name(run, i), call + 1);
 	}
+	bool exact = !pr_dtype_is_float(a.dtype) && !pr_dtype_is_float(b.dtype);
 	for (int64_t j = 0; same_shape && j < n; j++) {
-		double x = pr_elem_load(a.dtype, a.data + j * (int64_t)pr_dtype_size(a.dtype));
-		double y = pr_elem_load(b.dtype, b.data + j * (int64_t)pr_dtype_size(b.dtype));
+		const uint8_t *pa = a.data + j * (int64_t)pr_dtype_size(a.dtype);
+		const uint8_t *pb = b.data + j * (int64_t)pr_dtype_size(b.dtype);
+		if (exact && int_mismatch(pa, a.dtype, pb, b.dtype, r) && r->match) {
+			r->match = false;
+			snprintf(r->mismatch, sizeof r->mismatch,
+				 "output %d (%s) call %d element %lld: %lld, reference %lld", i,
+				 output_name(run, i), call + 1, (long long)j,
+				 (long long)pr_elem_load_i64(a.dtype, pa),
+				 (long long)pr_elem_load_i64(b.dtype, pb));
+		}
+		if (exact)
+			continue;
+		double x = pr_elem_load(a.dtype, pa), y = pr_elem_load(b.dtype, pb);
 		if (float_mismatch(x, y, atol, rtol, r) && r->match) {
 			r->match = false;
 			snprintf(r->mismatch, sizeof r->mismatch,

@@ -2,10 +2,12 @@
  * strided helpers every host kernel shares: gather to row-major doubles,
  * scatter back, and a broadcasting elementwise copy. Element access goes
  * through pr_elem_load/pr_elem_store (data.h) so that every dtype rounds the
- * way the constant materializer does. */
+ * way the constant materializer does; the copy moves bytes when the dtypes
+ * agree and casts as ATen does when they differ. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "passrun/data.h"
 #include "rt.h"
 
@@ -77,6 +79,18 @@ int64_t pr_tensor_span_bytes(const pr_tensor *t)
 		}                                                              \
 	} while (0)
 
+/* One element of dtype from at s stored at d as dtype to: the bytes when the
+ * dtypes agree, else converted as ATen's casts (kernels_elementwise.h). */
+static void cast_elem(pr_dtype to, uint8_t *d, pr_dtype from, const uint8_t *s)
+{
+	if (to == from)
+		memcpy(d, s, pr_dtype_size(to));
+	else if (pr_dtype_is_float(from))
+		pr_ew_store_f(to, d, pr_elem_load(from, s));
+	else
+		pr_ew_store_i(to, d, pr_elem_load_i64(from, s));
+}
+
 double *pr_tensor_gather(const pr_tensor *t)
 {
 	int64_t n = pr_tensor_numel(t);
@@ -114,17 +128,22 @@ pr_err *pr_tensor_copy(pr_tensor *dst, const pr_tensor *src)
 	}
 	b.data = src->data;
 	b.dtype = src->dtype;
-	size_t ds = pr_dtype_size(dst->dtype), ss = pr_dtype_size(src->dtype);
+	size_t ds = pr_dtype_size(dst->dtype);
 	if (dst->dtype == src->dtype && pr_tensor_is_contiguous(dst) && pr_tensor_is_contiguous(&b) &&
 	    pr_tensor_numel(dst) > 0) {
 		memmove(dst->data, src->data, (size_t)pr_tensor_numel(dst) * ds);
 		return NULL;
 	}
-	/* Two odometers in lockstep: dst's offsets and b's. */
-	double *v = pr_tensor_gather(&b);
-	pr_tensor_scatter(dst, v);
+	/* Gathered first (the two may overlap), element by element in src's own
+	 * bytes: an i64 beyond 2^53 must not pass through a double. */
+	size_t ss = pr_dtype_size(src->dtype);
+	int64_t n = pr_tensor_numel(dst), i = 0;
+	uint8_t *v = pr_xmalloc(ss * (size_t)(n ? n : 1));
+	FOR_EACH_OFFSET(&b, off, memcpy(v + (size_t)i++ * ss, b.data + off * (int64_t)ss, ss));
+	i = 0;
+	FOR_EACH_OFFSET(dst, off, cast_elem(dst->dtype, dst->data + off * (int64_t)ds, src->dtype,
+					    v + (size_t)i++ * ss));
 	free(v);
-	(void)ss;
 	return NULL;
 }
 
