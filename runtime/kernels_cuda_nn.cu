@@ -33,7 +33,9 @@
  *     made on the host by data.h, then written everywhere; arange), cumsum
  *     (one thread per line, int64 or double sums) and gather (bytes copied,
  *     every dtype; its indices checked on the device first, and one out of
- *     range runs the host kernel, which reports it), as kernels_tensor.c.
+ *     range runs the host kernel, which reports it) and index.Tensor (the
+ *     same, with the host's broadcast of the index tensors), as
+ *     kernels_tensor.c.
  *
  * Everything runs on the device's stream; scratch memory is stream-ordered
  * (cudaMallocAsync / cudaFreeAsync), so it is released in order with the
@@ -1333,8 +1335,10 @@ __global__ void gather_nd_kernel(gather_nd_desc d, uint8_t *o, const uint8_t *x,
 	}
 }
 
-/* Are the indices of d all in range? Waits for the device's stream. */
-pr_err *gather_indices_ok(pr_kctx *k, const gather_nd_desc &d, const void *ix, bool *ok)
+/* Runs launch(bad, stream), a check kernel that sets *bad when it finds
+ * something wrong (an index out of range), and says whether none did.
+ * Waits for the device's stream. */
+template <typename F> pr_err *none_flagged(pr_kctx *k, F launch, bool *ok)
 {
 	scratch flag;
 	pr_err *err = scratch_alloc(k, sizeof(int), &flag);
@@ -1343,8 +1347,8 @@ pr_err *gather_indices_ok(pr_kctx *k, const gather_nd_desc &d, const void *ix, b
 	int bad = 0;
 	err = cuda_check(k, cudaMemsetAsync(flag.p, 0, sizeof(int), flag.st), "cudaMemsetAsync");
 	if (!err) {
-		gather_check_kernel<<<blocks_for(d.ix.n), THREADS, 0, flag.st>>>(d, ix, (int *)flag.p);
-		err = launch_error(k, "gather check kernel launch");
+		launch((int *)flag.p, flag.st);
+		err = launch_error(k, "check kernel launch");
 	}
 	if (!err)
 		err = cuda_check(k, cudaMemcpyAsync(&bad, flag.p, sizeof bad, cudaMemcpyDeviceToHost, flag.st),
@@ -1378,11 +1382,199 @@ pr_err *cu_gather(pr_kctx *k)
 	if (d.ix.n == 0)
 		return NULL;
 	bool ok;
-	pr_err *err = gather_indices_ok(k, d, ix->data, &ok);
+	const void *ixp = ix->data;
+	pr_err *err = none_flagged(k, [&](int *bad, cudaStream_t st) {
+		gather_check_kernel<<<blocks_for(d.ix.n), THREADS, 0, st>>>(d, ixp, bad);
+	}, &ok);
 	if (err || !ok)
 		return err ? err : pr_k_staged(k);
 	gather_nd_kernel<<<blocks_for(d.ix.n), THREADS, 0, stream_of(k)>>>(d, o->data, x->data, ix->data);
 	return launch_error(k, "gather kernel launch");
+}
+
+/* ---- index.Tensor ---------------------------------------------------------------------- */
+
+/* Advanced indexing as kernels_tensor.c does it: indices[i] (a tensor or
+ * none) indexes dim i of self; the index tensors broadcast to one shape B,
+ * which replaces the indexed dims in place when they are adjacent and goes
+ * first when a none separates them. The device copies element bytes; the
+ * shapes are worked out here the host's way, and anything the host would
+ * refuse (or a result of another shape, or an index out of range, found on
+ * the device first) runs the host kernel instead, which reports it. */
+struct adv_desc {
+	walk o;                                   /* the result */
+	int xrank, n, nb, pos_b, es;
+	int64_t xshape[PR_MAX_RANK], xst[PR_MAX_RANK];
+	const void *ix[PR_MAX_RANK];              /* NULL: none */
+	bool i32[PR_MAX_RANK];
+	int64_t bst[PR_MAX_RANK][PR_MAX_RANK];    /* each index's strides over B */
+};
+
+/* Index d's element at B position bi (the result's coordinates from pos_b),
+ * made non-negative against self's dim. */
+__device__ int64_t adv_load(const adv_desc &a, int d, const int64_t *bi)
+{
+	int64_t off = 0;
+	for (int j = 0; j < a.nb; j++)
+		off += bi[j] * a.bst[d][j];
+	int64_t v = a.i32[d] ? ((const int32_t *)a.ix[d])[off] : ((const int64_t *)a.ix[d])[off];
+	return v < 0 ? v + a.xshape[d] : v;
+}
+
+/* The element of self result element c reads, or -1 when an index is out of range. */
+__device__ int64_t adv_source(const adv_desc &a, const int64_t *c)
+{
+	int64_t off = 0;
+	int od = 0;
+	for (int d = 0; d < a.xrank; d++) {
+		if (od == a.pos_b)
+			od += a.nb;
+		int64_t s;
+		if (d < a.n && a.ix[d]) {
+			s = adv_load(a, d, c + a.pos_b);
+			if (s < 0 || s >= a.xshape[d])
+				return -1;
+		} else {
+			s = c[od++];
+		}
+		off += s * a.xst[d];
+	}
+	return off;
+}
+
+__global__ void adv_check_kernel(adv_desc a, int *bad)
+{
+	int64_t c[PR_MAX_RANK];
+	GRID_STRIDE(i, a.o.n) {
+		coords_of(a.o, i, c);
+		if (adv_source(a, c) < 0)
+			*bad = 1;
+	}
+}
+
+__global__ void adv_kernel(adv_desc a, uint8_t *o, const uint8_t *x)
+{
+	int64_t c[PR_MAX_RANK];
+	GRID_STRIDE(i, a.o.n) {
+		coords_of(a.o, i, c);
+		int64_t src = adv_source(a, c), dst = offset_of(a.o, c);
+		for (int b = 0; src >= 0 && b < a.es; b++)
+			o[dst * a.es + b] = x[src * a.es + b];
+	}
+}
+
+/* B, the index tensors' broadcast shape, and each one's strides over it;
+ * false when they do not broadcast. */
+bool adv_broadcast(adv_desc *a, const pr_tensor *const *ix, int64_t *b)
+{
+	a->nb = 0;
+	for (int i = 0; i < a->n; i++) {
+		const pr_tensor *t = ix[i];
+		if (!t)
+			continue;
+		if (t->rank > a->nb) {
+			for (int d = a->nb - 1; d >= 0; d--)
+				b[d + t->rank - a->nb] = b[d];
+			for (int d = 0; d < t->rank - a->nb; d++)
+				b[d] = 1;
+			a->nb = t->rank;
+		}
+		for (int d = 0; d < t->rank; d++) {
+			int64_t *bd = &b[a->nb - t->rank + d];
+			if (*bd == 1)
+				*bd = t->shape[d];
+			else if (t->shape[d] != 1 && t->shape[d] != *bd)
+				return false;
+		}
+	}
+	pr_tensor bt;
+	memset(&bt, 0, sizeof bt);
+	bt.rank = a->nb;
+	memcpy(bt.shape, b, sizeof(int64_t) * (size_t)a->nb);
+	for (int i = 0; i < a->n; i++)
+		if (ix[i] && !pr_bcast_strides(ix[i], &bt, a->bst[i]))
+			return false;
+	return true;
+}
+
+/* The result's shape the host kernel would give (false: it would refuse). */
+bool adv_plan(pr_kctx *k, const pr_tensor *x, adv_desc *a, int *rank, int64_t *shape)
+{
+	if (k->n_args < 2 || k->args[1].kind != PR_ARG_LIST || k->args[1].n > x->rank)
+		return false;
+	const pr_karg *l = &k->args[1];
+	const pr_tensor *ix[PR_MAX_RANK] = {NULL};
+	int first = -1, last = -1;
+	a->n = l->n;
+	for (int i = 0; i < l->n; i++) {
+		const pr_karg *it = &l->items[i];
+		if (it->kind == PR_ARG_NONE)
+			continue;
+		if (it->kind != PR_ARG_VALUE || it->v->kind != PR_RV_TENSOR ||
+		    (it->v->t.dtype != PR_I64 && it->v->t.dtype != PR_I32))
+			return false;
+		ix[i] = &it->v->t;
+		a->ix[i] = ix[i]->data;
+		a->i32[i] = ix[i]->dtype == PR_I32;
+		first = first < 0 ? i : first;
+		last = i;
+	}
+	int64_t b[PR_MAX_RANK];
+	if (first < 0 || !adv_broadcast(a, ix, b))
+		return false;
+	bool front = false;
+	for (int i = first; i <= last; i++)
+		front |= ix[i] == NULL;
+	int r = 0;
+	int64_t s[2 * PR_MAX_RANK];
+	if (front) {
+		a->pos_b = 0;
+		for (int d = 0; d < a->nb; d++)
+			s[r++] = b[d];
+		for (int d = 0; d < x->rank; d++)
+			if (d >= a->n || !ix[d])
+				s[r++] = x->shape[d];
+	} else {
+		for (int d = 0; d < first; d++)
+			s[r++] = x->shape[d];
+		a->pos_b = r;
+		for (int d = 0; d < a->nb; d++)
+			s[r++] = b[d];
+		for (int d = last + 1; d < x->rank; d++)
+			s[r++] = x->shape[d];
+	}
+	if (r > PR_MAX_RANK)
+		return false;
+	*rank = r;
+	memcpy(shape, s, sizeof(int64_t) * (size_t)r);
+	return true;
+}
+
+/* index.Tensor(self, Tensor?[] indices) */
+pr_err *cu_index(pr_kctx *k)
+{
+	pr_tensor *x = pr_karg_tensor(k, 0), *o = k->out->kind == PR_RV_TENSOR ? &k->out->t : NULL;
+	adv_desc a;
+	memset(&a, 0, sizeof a);
+	int r;
+	int64_t shape[PR_MAX_RANK];
+	if (!x || !o || o->dtype != x->dtype || !adv_plan(k, x, &a, &r, shape) || !shape_is(o, x, 0, r, shape))
+		return pr_k_staged(k);
+	a.o = walk_of(o);
+	a.xrank = x->rank;
+	a.es = (int)pr_dtype_size(x->dtype);
+	memcpy(a.xshape, x->shape, sizeof a.xshape);
+	memcpy(a.xst, x->strides, sizeof a.xst);
+	if (a.o.n == 0)
+		return NULL;
+	bool ok;
+	pr_err *err = none_flagged(k, [&](int *bad, cudaStream_t st) {
+		adv_check_kernel<<<blocks_for(a.o.n), THREADS, 0, st>>>(a, bad);
+	}, &ok);
+	if (err || !ok)
+		return err ? err : pr_k_staged(k);
+	adv_kernel<<<blocks_for(a.o.n), THREADS, 0, stream_of(k)>>>(a, o->data, x->data);
+	return launch_error(k, "index kernel launch");
 }
 
 /* Every name a host kernel of these ops may be registered under; the
@@ -1456,6 +1648,7 @@ const pr_cuda_kernel nn_kernels[] = {
 	{"aten::scalar_tensor", cu_scalar_tensor},
 	{"aten::cumsum", cu_cumsum},
 	{"aten::gather", cu_gather},
+	{"aten::index.Tensor", cu_index},
 };
 
 } // namespace

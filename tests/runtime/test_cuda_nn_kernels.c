@@ -2,9 +2,9 @@
  * their host kernels: convolution (1-d, 2-d, strided, padded, dilated,
  * grouped, depthwise), batch norm, max / average / adaptive pooling, the
  * activations, the typed elementwise ops (promotion, bool, i64, f16),
- * factories, cumsum and gather. Every case has a non-contiguous operand
- * (channels-last, transposed, sliced or permuted), and some a
- * non-contiguous result.
+ * factories, cumsum, gather and index.Tensor. Every case has a
+ * non-contiguous operand (channels-last, transposed, sliced or permuted),
+ * and some a non-contiguous result.
  *   - staged: the cases through pr_k_staged on the sim device, always run:
  *     they check the cases themselves and the staging of tuple results;
  *   - cuda: the CUDA kernels, where a GPU is present (tests/gpu/run.sh
@@ -351,6 +351,24 @@ static void cumsum_gather_cases(dh_harness *h)
 	dh_check(h, gather, ga, 3, &O22);
 	dh_check(h, gather, gb, 3, &O13);
 	dh_check_error(h, gather, gbad, 3, &O12, "index 7 out of range [0, 3)");
+
+	/* index.Tensor on [4,2,3] (permuted): an adjacent index with a negative
+	 * entry, two separated by a none (B goes first), broadcast indices on
+	 * the transposed [2,3], an index out of range */
+	const char *index = "aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor";
+	static int64_t i22[4] = {1, -1, 0, 1}, ia[2] = {3, 0}, ib[2] = {-1, 1}, ic[2] = {1, 0}, i5[1] = {5};
+	static int32_t id[2] = {1, 0};
+	static float ob[48];
+	pr_rv I22 = V(dh_mk(PR_I64, i22, 2, 2, 2, 0)), Ia = V(dh_mk(PR_I64, ia, 1, 2, 0, 0)), Ib = V(dh_mk(PR_I64, ib, 1, 2, 0, 0)),
+	      Ic = V(dh_mk(PR_I64, ic, 2, 2, 1, 0)), Id = V(dh_mk(PR_I32, id, 1, 2, 0, 0)), I5 = V(dh_mk(PR_I64, i5, 1, 1, 0, 0));
+	int64_t o4223[4] = {4, 2, 2, 3};
+	pr_tensor OA = pr_tensor_make(PR_F32, 4, o4223, ob), OB22 = dh_mk(PR_F32, ob, 2, 2, 2, 0), O1x3 = dh_mk(PR_F32, ob, 2, 1, 3, 0);
+	pr_karg l1[2] = {NONE(), T(&I22)}, l2[3] = {T(&Ia), NONE(), T(&Ib)}, l3[2] = {T(&Ic), T(&Id)}, l4[1] = {T(&I5)};
+	pr_karg x1[2] = {T(&X3), L(2, l1)}, x2[2] = {T(&X3), L(3, l2)}, x3[2] = {T(&X), L(2, l3)}, x4[2] = {T(&X), L(1, l4)};
+	dh_check(h, index, x1, 2, &OA);
+	dh_check(h, index, x2, 2, &OB22);
+	dh_check(h, index, x3, 2, &OB22);
+	dh_check_error(h, index, x4, 2, &O1x3, "index 5 out of range [0, 2) for dim 0");
 }
 
 static void all_cases(dh_harness *h)
