@@ -8,8 +8,9 @@ with three changes:
     rms_norm, squeeze.dim, softmax): core ATen would split them into ops
     without kernels (native_layer_norm's three results, rsqrt, pow, ...);
   - scaled_dot_product_attention, silu and conv2d get decompositions written
-    here in ops that have kernels (PyTorch's own SDPA decomposition adds a
-    "safe softmax" of eq/any/where; conv has no kernel at all, so it is
+    here in ops that have kernels (PyTorch's own SDPA decomposition makes its
+    "safe softmax" of eq/any/where; ours counts a row's finite scores with
+    sum and gt instead, and builds is_causal's mask from arange and ge; conv has no kernel at all, so it is
     lowered im2col-style: strided slices, cat, reshape and one addmm);
   - eval-mode dropout is the identity.
 Anything else without a kernel is refused later (export.py), naming the op.
@@ -24,28 +25,70 @@ KEEP = [aten.linear.default, aten.layer_norm.default, aten.rms_norm.default,
         aten.squeeze.dim, aten.softmax.int]
 
 
+def _sdpa_kv_heads(t, hq, batch):
+    """k or v seen with q's heads and batch dims: grouped-query attention
+    (enable_gqa, fewer heads in k and v) repeats each kv head hq/hkv times,
+    as repeat_interleave on dim -3 does; then batch dims broadcast."""
+    shape = list(t.shape)
+    if len(shape) >= 3 and shape[-3] != hq and hq % shape[-3] == 0:
+        g, hkv = hq // shape[-3], shape[-3]
+        t = aten.unsqueeze.default(t, len(shape) - 2)                # [..., hkv, 1, S, E]
+        t = aten.expand.default(t, shape[:-3] + [hkv, g] + shape[-2:])
+        t = aten.reshape.default(t, shape[:-3] + [hkv * g] + shape[-2:])
+        shape = list(t.shape)
+    if shape[:-2] != batch:
+        t = aten.expand.default(t, batch + shape[-2:])
+    return t
+
+
+def _sdpa_causal(L, S):
+    """is_causal's mask, aligned top-left as PyTorch's: query i sees keys j <= i."""
+    i = aten.unsqueeze.default(aten.arange.default(L, dtype=torch.int64), 1)   # [L, 1]
+    j = aten.arange.default(S, dtype=torch.int64)                              # [S]
+    return aten.ge.Tensor(i, j)                                                # bool [L, S]
+
+
 def _sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
           enable_gqa=False):
-    if dropout_p != 0.0 or is_causal or enable_gqa:
-        raise NotImplementedError("torch_export: scaled_dot_product_attention with dropout, "
-                                  "is_causal or enable_gqa is not supported; pass an explicit mask")
+    """PyTorch's math attention in bmm, softmax and where. A bool mask keeps
+    the scores where it is true (-inf elsewhere), a float mask is added,
+    is_causal adds the causal mask. Rows left with no finite score give 0,
+    as PyTorch's safe softmax does (a plain softmax would give NaN): where a
+    mask can empty a row, the row's count of finite scores picks the result."""
+    if dropout_p != 0.0:
+        raise NotImplementedError("torch_export: scaled_dot_product_attention with dropout "
+                                  "is not supported; export the module in eval()")
+    if is_causal and attn_mask is not None:
+        raise NotImplementedError("torch_export: scaled_dot_product_attention with both "
+                                  "attn_mask and is_causal (PyTorch refuses it too)")
     L, E = q.shape[-2], q.shape[-1]
     S, Ev = k.shape[-2], v.shape[-1]
     batch = list(q.shape[:-2])
+    k = _sdpa_kv_heads(k, q.shape[-3] if q.dim() >= 3 else 1, batch)
+    v = _sdpa_kv_heads(v, q.shape[-3] if q.dim() >= 3 else 1, batch)
     B = math.prod(batch)
     s = 1.0 / math.sqrt(E) if scale is None else scale
     q3 = aten.reshape.default(q, [B, L, E])
     k3 = aten.reshape.default(k, [B, S, E])
     v3 = aten.reshape.default(v, [B, S, Ev])
     scores = aten.bmm.default(aten.mul.Scalar(q3, s), aten.transpose.int(k3, 1, 2))
-    if attn_mask is not None:
-        if attn_mask.dtype == torch.bool:
-            raise NotImplementedError("torch_export: boolean attention masks are not supported "
-                                      "(no kernel for where); use an additive float mask")
+    keep = _sdpa_causal(L, S) if is_causal else None
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        keep = attn_mask
+    if keep is not None or attn_mask is not None:
         scores = aten.view.default(scores, batch + [L, S])
-        scores = aten.add.Tensor(scores, attn_mask)
+        if keep is not None:
+            ninf = aten.scalar_tensor.default(float("-inf"), dtype=scores.dtype)
+            scores = aten.where.self(keep, scores, ninf)
+        else:
+            scores = aten.add.Tensor(scores, attn_mask)
         scores = aten.reshape.default(scores, [B, L, S])
     p = aten._softmax.default(scores, -1, False)
+    if attn_mask is not None:
+        finite = aten.gt.Scalar(scores, float("-inf"))
+        n = aten.sum.dim_IntList(finite, [-1], True, dtype=torch.float32)
+        zero = aten.scalar_tensor.default(0.0, dtype=p.dtype)
+        p = aten.where.self(aten.gt.Scalar(n, 0.0), p, zero)
     out = aten.bmm.default(p, v3)
     return aten.view.default(out, batch + [L, Ev])
 

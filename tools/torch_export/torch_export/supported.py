@@ -26,6 +26,12 @@ aten::unsqueeze aten::squeeze.dim aten::alias aten::clone aten::contiguous
 aten::copy_ aten::sym_size.int
 custom::accumulate custom::kv_update
 """.split()) | frozenset(
+    # factories, cumsum, gather, indexing, ops with several results (kernels_tensor.c)
+    """
+aten::arange aten::arange.start aten::arange.start_step aten::full aten::full_like
+aten::zeros aten::ones aten::scalar_tensor aten::cumsum aten::gather aten::index.Tensor
+aten::split.Tensor aten::split_with_sizes aten::unbind.int
+""".split()) | frozenset(
     # typed elementwise ops: comparisons, logic, pow, where, casts (kernels_elementwise.c)
     """
 aten::sqrt aten::rsqrt aten::abs aten::pow.Tensor_Scalar aten::pow.Tensor_Tensor
@@ -46,6 +52,7 @@ VIEW_OPS = frozenset("""
 aten::slice.Tensor aten::select.int aten::view aten::_unsafe_view aten::reshape
 aten::permute aten::transpose.int aten::t aten::as_strided aten::expand
 aten::unsqueeze aten::squeeze.dim aten::alias aten::clone aten::contiguous
+aten::split.Tensor aten::split_with_sizes aten::unbind.int
 """.split())
 
 # The default delegation rule: ops that compute (what a GPU backend takes).
@@ -56,6 +63,7 @@ aten::neg aten::relu aten::sin aten::cos aten::exp aten::tanh aten::gelu
 aten::sigmoid aten::mm aten::addmm aten::linear aten::bmm aten::_softmax
 aten::softmax.int aten::sum.dim_IntList aten::mean.dim aten::layer_norm
 aten::rms_norm aten::cat
+aten::cumsum aten::gather aten::index.Tensor
 """.split()) | frozenset(
     # typed elementwise ops (kernels_elementwise.c); the in-place masked_fill_
     # stays out, as add_ and mul_ do

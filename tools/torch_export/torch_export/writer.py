@@ -6,6 +6,8 @@ the delegates, then the method. Method-level values have no @device: where
 they live is the placement passes' business. A delegate body declares each
 input with the spec (shape, dtype, strides) its value was traced with.
 """
+import operator
+
 from torch.export.graph_signature import InputKind
 
 from . import partition as part
@@ -18,6 +20,43 @@ def _val(n):
     if v is None:
         raise ExportError(f"torch_export: node '{n.name}' has no traced value")
     return v
+
+
+def _type_text(n):
+    """A tensor's spec, or for an op with several results (split_with_sizes'
+    Tensor[], native ops' (Tensor, Tensor)) the tuple of their specs, which
+    getitems read."""
+    v = _val(n)
+    if isinstance(v, (list, tuple)):
+        if any(x is None for x in v):
+            raise ExportError(f"torch_export: node '{n.name}' returns an empty result; "
+                              "not supported")
+        return "(" + ", ".join(spec_text(x) for x in v) + ")"
+    return spec_text(v)
+
+
+def _name_of(p, n):
+    """The op's full name for the partitioner; a getitem is 'getitem'."""
+    op = p.target_op(n)
+    return "getitem" if op is operator.getitem else op_name(op)
+
+
+def _with_getitems(groups, calls):
+    """Each getitem joins the unit of the op whose results it reads: a
+    delegate returns tensors, never a tuple, so a tuple's readers are in the
+    tuple's delegate (or all on the host with it)."""
+    group_of = {n: gi for gi, g in enumerate(groups) for n in g}
+    pos = {n: i for i, n in enumerate(calls)}
+    for n in calls:
+        if n.target is operator.getitem:
+            g, src = group_of.get(n), group_of.get(n.args[0])
+            if g != src:
+                if g is not None:
+                    groups[g].remove(n)
+                if src is not None:
+                    groups[src].append(n)
+                    groups[src].sort(key=pos.get)
+    return [g for g in groups if g]
 
 
 class Writer:
@@ -37,14 +76,14 @@ class Writer:
 
     def _call_line(self, n, indent="  "):
         op = self.p.target_op(n)
+        if op is operator.getitem:
+            src, i = n.args
+            return f"{indent}%{n.name}: {spec_text(_val(n))} = getitem %{self.p.resolve(src).name}, {i}"
         self._use_op(op)
         call = op_name(op) + args_text(self.p, n, lambda x: x.name)
         if not op._schema.returns:
             return f"{indent}{call}"
-        v = _val(n)
-        if isinstance(v, (list, tuple)):
-            raise ExportError(f"torch_export: {op_name(op)} returns several values; not supported")
-        return f"{indent}%{n.name}: {spec_text(v)} = {call}"
+        return f"{indent}%{n.name}: {_type_text(n)} = {call}"
 
     def _input_line(self, ph):
         s = self.p.input_specs[ph.name]
@@ -122,11 +161,13 @@ class Writer:
 
         def writes(n):
             op = p.target_op(n)
-            return any(a.alias_info is not None and a.alias_info.is_write
-                       for a in op._schema.arguments)
+            return op is not operator.getitem and any(
+                a.alias_info is not None and a.alias_info.is_write for a in op._schema.arguments)
 
-        groups = part.partition(calls, deps, lambda n: op_name(p.target_op(n)), self.rule,
-                                lambda name: name in supported.VIEW_OPS, writes, self.mode)
+        groups = part.partition(calls, deps, lambda n: _name_of(p, n), self.rule,
+                                lambda name: name in supported.VIEW_OPS or name == "getitem",
+                                writes, self.mode)
+        groups = _with_getitems(groups, calls)
         order = part.schedule(calls, deps, groups)
         self.delegates = []
         body = [self._input_line(ph) for ph in p.graph.nodes if ph.op == "placeholder"]
