@@ -11,7 +11,18 @@
 #      call on cuda. A command whose exit status differs between the devices,
 #      or that crashes, is a failure;
 #   4. runs every program exported from PyTorch (examples/torch/*) on cuda
-#      and compares its outputs with eager PyTorch's (tests/torch/run_one.sh).
+#      and compares its outputs with eager PyTorch's (tests/torch/run_one.sh);
+#   5. runs every model of the zoo (examples/models/zoo.py) through
+#      tests/torch/zoo.py --device cuda: exported in both partition modes,
+#      run with --pipeline cuda --device=cuda --verify-each --run --check,
+#      compared with eager PyTorch. It needs the PyTorch venv
+#      (tools/torch_export/setup_venv.sh; $PASSRUN_TORCH_PYTHON, else
+#      $PASSRUN_TORCH_VENV/bin/python, default ~/.cache/passrun/torch-venv);
+#      without it the run fails, saying so.
+#
+# cuDNN runs convolution when CMake finds it (PASSRUN_CUDNN_ROOT, the
+# toolkit's folders); without it convolution on CUDA runs staged through the
+# host kernel, which step 1 prints.
 #
 # Usage: tests/gpu/run.sh [BUILD_DIR]     (takes a few minutes; exit 0 = all good)
 set -u
@@ -35,6 +46,11 @@ if ! grep -q "CUDA device enabled" "$BUILD.configure.log"; then
 	grep -i cuda "$BUILD.configure.log" >&2
 	exit 1
 fi
+if grep -q "cuDNN enabled" "$BUILD.configure.log"; then
+	grep "cuDNN enabled" "$BUILD.configure.log" | sed 's/^-- //'
+else
+	echo "run.sh: note: no cuDNN found (set PASSRUN_CUDNN_ROOT): convolution on CUDA runs staged"
+fi
 if ! cmake --build "$BUILD" -j"$JOBS" >"$BUILD.build.log" 2>&1; then
 	tail -40 "$BUILD.build.log"; exit 1
 fi
@@ -45,11 +61,14 @@ if ! ctest --test-dir "$BUILD" -R '^runtime_' --output-on-failure --timeout 120;
 	fail=1
 fi
 # A skipped CUDA test passes under ctest: make sure the CUDA kernels really
-# were compared with the host kernels (every op, tests/runtime/test_device_kernels.c).
-if (cd "$ROOT" && "$BUILD/tests/runtime/test_device_kernels" --jobs 1 --verbose 2>&1) | grep '^\[SKIP\] cuda::'; then
-	echo "run.sh: the CUDA kernel tests were skipped on a GPU machine" >&2
-	fail=1
-fi
+# were compared with the host kernels (every op: tests/runtime/
+# test_device_kernels.c, and issue 12's in test_cuda_nn_kernels.c).
+for t in test_device_kernels test_cuda_nn_kernels; do
+	if (cd "$ROOT" && "$BUILD/tests/runtime/$t" --jobs 1 --verbose 2>&1) | grep '^\[SKIP\] cuda::'; then
+		echo "run.sh: the CUDA kernel tests of $t were skipped on a GPU machine" >&2
+		fail=1
+	fi
+done
 
 # The commands of an example: "# Run: passrun ..." and the continuation lines
 # "#      passrun ..." right after it, one per line, with passrun's own output
@@ -121,5 +140,25 @@ for dir in "$ROOT"/examples/torch/*/; do
 	fi
 	n=$((n + 1))
 done
+# The model zoo on cuda, against eager PyTorch (issue 12).
+echo "== examples/models (the zoo, --device=cuda --check against eager PyTorch)"
+PY=${PASSRUN_TORCH_PYTHON:-${PASSRUN_TORCH_VENV:-$HOME/.cache/passrun/torch-venv}/bin/python}
+if ! "$PY" -c 'import torch, torchvision, transformers, numpy' >/dev/null 2>&1; then
+	echo "  FAIL: no PyTorch at $PY (run tools/torch_export/setup_venv.sh or set PASSRUN_TORCH_PYTHON): the zoo did not run" >&2
+	fail=1
+else
+	models=$(cd "$ROOT" && HF_HUB_OFFLINE=1 "$PY" -c 'import sys; sys.path.insert(0, "examples/models"); from zoo import ZOO; print(" ".join(ZOO))')
+	for model in $models; do
+		if (cd "$ROOT" && HF_HUB_OFFLINE=1 timeout 900 "$PY" tests/torch/zoo.py --passrun "$PASSRUN" \
+			--device cuda "$model" >"$BUILD.zoo.log" 2>&1); then
+			sed 's/^/  /' "$BUILD.zoo.log"
+		else
+			echo "  FAIL: $model on cuda:" >&2
+			tail -12 "$BUILD.zoo.log" | sed 's/^/    /' >&2
+			fail=1
+		fi
+		n=$((n + 2))
+	done
+fi
 echo "== $n example commands; $([ $fail -eq 0 ] && echo all good || echo FAILURES above)"
 exit $fail

@@ -2,6 +2,7 @@
 """zoo.py: one model of the zoo (examples/models/zoo.py), end to end.
 
     zoo.py --passrun PASSRUN MODEL [--modes grouped,per-op] [--keep DIR]
+           [--device sim|cuda]
 
 For each partition mode: export MODEL with tools/torch_export (its
 defaults otherwise), run it with
@@ -9,8 +10,9 @@ defaults otherwise), run it with
     passrun --pipeline cuda --device=sim --verify-each --run --check
             --input NAME=NAME.npy ... --output-dir OUT model.pg
 
-and compare every output with eager PyTorch's: the largest absolute error
-must be at most 1e-4 x max(1, the largest |value| of that output). One
+(--device=cuda with --device cuda, as tests/gpu/run.sh does) and compare
+every output with eager PyTorch's: the largest absolute error must be at
+most 1e-4 x max(1, the largest |value| of that output). One
 line per mode says what happened; a failure says where (export, passrun
 and its exit status, which output). Exit status: 0 every mode matches, 1
 one failed, 2 a bad command line. Needs torch, torchvision and
@@ -28,7 +30,7 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path[:0] = [os.path.join(ROOT, "examples", "models"), os.path.join(ROOT, "tools", "torch_export")]
 
 TOLERANCE = 1e-4
-PASSRUN_FLAGS = ["--pipeline", "cuda", "--device=sim", "--verify-each", "--run", "--check"]
+PASSRUN_FLAGS = ["--pipeline", "cuda", "--verify-each", "--run", "--check"]
 
 
 def max_error(want, got):
@@ -60,13 +62,13 @@ def compare(expected_dir, got_dir):
     return None
 
 
-def run_passrun(passrun, d):
+def run_passrun(passrun, d, device="sim"):
     inputs = []
     for f in sorted(os.listdir(os.path.join(d, "inputs"))):
         inputs += ["--input", f"{f[:-4]}={os.path.join(d, 'inputs', f)}"]
     out = os.path.join(d, "out")
     os.makedirs(out, exist_ok=True)
-    cmd = [passrun, *PASSRUN_FLAGS, *inputs, "--output-dir", out, os.path.join(d, "model.pg")]
+    cmd = [passrun, *PASSRUN_FLAGS, f"--device={device}", *inputs, "--output-dir", out, os.path.join(d, "model.pg")]
     r = subprocess.run(cmd, capture_output=True, text=True)
     return r, out
 
@@ -77,7 +79,7 @@ def first_lines(text, n=12):
     return "\n".join(lines[:n] + (["..."] if len(lines) > n else []))
 
 
-def check(passrun, name, mode, d):
+def check(passrun, name, mode, d, device="sim"):
     """One model in one mode; returns None or why it failed."""
     from torch_export.examples import write_example
     from torch_export.export import ExportError
@@ -90,7 +92,7 @@ def check(passrun, name, mode, d):
     except Exception as e:          # torch.export's own failures, or the exporter's bugs
         import traceback
         return f"export failed: {type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}"
-    r, out = run_passrun(passrun, d)
+    r, out = run_passrun(passrun, d, device)
     if r.returncode != 0:
         return f"passrun exited with {r.returncode}:\n{first_lines(r.stderr)}"
     return compare(os.path.join(d, "expected"), out)
@@ -101,6 +103,8 @@ def main(argv=None):
     ap.add_argument("--passrun", required=True)
     ap.add_argument("--modes", default="grouped,per-op")
     ap.add_argument("--keep", help="keep each mode's files in KEEP/MODEL_MODE/")
+    ap.add_argument("--device", default="sim", choices=["sim", "cuda"],
+                    help="the device passrun runs the model on (default sim)")
     ap.add_argument("model")
     a = ap.parse_args(argv)
     from zoo import ZOO
@@ -111,7 +115,7 @@ def main(argv=None):
     for mode in a.modes.split(","):
         tmp = tempfile.mkdtemp(prefix=f"passrun-zoo-{a.model}-")
         try:
-            why = check(a.passrun, a.model, mode, tmp)
+            why = check(a.passrun, a.model, mode, tmp, a.device)
         finally:
             if a.keep:
                 shutil.copytree(tmp, os.path.join(a.keep, f"{a.model}_{mode}"), dirs_exist_ok=True)
