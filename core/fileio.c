@@ -5,20 +5,24 @@
  * bytes point into the mapping, which the program then owns
  * (program->mapping; pr_program_free unmaps it). Anything else is text.
  *
- * Saving is atomic: the bytes go to a fresh temporary file in the target's
- * folder (so the rename cannot cross file systems), which is flushed to disk
- * with fsync and renamed over the target; the folder is synced too, so the
- * rename itself survives a crash. On any error the temporary file is removed
- * and the target is left as it was. */
-#define _GNU_SOURCE   /* mkostemp */
+ * Saving is pr_file_write_atomic (fileio.h), the one writer of every file
+ * passrun writes: a regular target is replaced atomically through a
+ * temporary file in its folder (fsync, rename, fsync of the folder), a
+ * symbolic link is followed and its target replaced, a device or FIFO is
+ * written in place. On any error the target is left as it was. */
+#define _GNU_SOURCE   /* fstatat, dirfd */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "passrun/fileio.h"
 #include "passrun/format.h"
 
 /* ---- loading ------------------------------------------------------------- */
@@ -75,22 +79,19 @@ pr_err *pr_program_load_file(const char *path, pr_program **out)
 	return e;
 }
 
-/* ---- saving -------------------------------------------------------------- */
+/* ---- saving (fileio.h) --------------------------------------------------- */
 
-static bool has_suffix(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-	return n >= k && !strcmp(s + n - k, suffix);
-}
+#define TMP_TAG ".passrun-tmp."
+#define MAX_LINKS 40   /* the kernel's own limit on links followed in a path */
 
-static pr_err *write_all(int fd, const char *tmp, const uint8_t *p, size_t n)
+static pr_err *write_all(int fd, const char *what, const uint8_t *p, size_t n)
 {
 	while (n) {
 		ssize_t w = write(fd, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return pr_err_new("%s: cannot write: %s", tmp, w < 0 ? strerror(errno) : "no progress");
+			return pr_err_new("%s: cannot write: %s", what, w < 0 ? strerror(errno) : "no progress");
 		p += w;
 		n -= (size_t)w;
 	}
@@ -108,6 +109,12 @@ static char *dir_of(const char *path)
 	return pr_xstrndup(path, (size_t)(slash - path));
 }
 
+static const char *base_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
 static void sync_dir(const char *path)
 {
 	char *dir = dir_of(path);
@@ -119,45 +126,206 @@ static void sync_dir(const char *path)
 	free(dir);
 }
 
-/* A fresh file next to path, with the permissions a plain create would give. */
-static int temp_next_to(const char *path, char **tmp_out)
+/* What a symbolic link points to (malloc'd), NULL with errno set. */
+static char *read_link(const char *path)
 {
-	char *dir = dir_of(path);
-	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	char *tmp = pr_xasprintf("%s/.%s.tmp.XXXXXX", dir, base);
-	free(dir);
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		free(tmp);
-		return -1;
+	for (size_t cap = 256;; cap *= 2) {
+		char *buf = pr_xmalloc(cap);
+		ssize_t n = readlink(path, buf, cap);
+		if (n >= 0 && (size_t)n < cap) {
+			buf[n] = 0;
+			return buf;
+		}
+		free(buf);
+		if (n < 0 || cap > 1 << 20)
+			return NULL;
 	}
-	mode_t mask = umask(0);
-	umask(mask);
-	fchmod(fd, 0666 & ~mask);
-	*tmp_out = tmp;
+}
+
+/* Follows path while it is a symbolic link, so that the file it ends at is
+ * the one replaced and the link stays a link (a dangling one ends at the
+ * name to create). Folders on the way need no resolving: rename goes
+ * through them. */
+static pr_err *resolve_links(const char *path, char **out)
+{
+	char *p = pr_xstrdup(path);
+	for (int i = 0; i <= MAX_LINKS; i++) {
+		struct stat st;
+		if (lstat(p, &st) < 0 || !S_ISLNK(st.st_mode)) {
+			*out = p;
+			return NULL;
+		}
+		char *target = read_link(p);
+		if (!target) {
+			pr_err *e = pr_err_new("%s: cannot read the symbolic link %s: %s", path, p,
+					       strerror(errno));
+			free(p);
+			return e;
+		}
+		char *dir = dir_of(p);
+		char *next = target[0] == '/' ? pr_xstrdup(target) : pr_xasprintf("%s/%s", dir, target);
+		free(dir);
+		free(target);
+		free(p);
+		p = next;
+	}
+	free(p);
+	return pr_err_new("%s: cannot write: more than %d symbolic links to follow", path, MAX_LINKS);
+}
+
+/* The pid in a temporary file's name ".BASE.passrun-tmp.PID.XXXXXX", or 0. */
+static pid_t tmp_owner_pid(const char *name, const char *prefix)
+{
+	size_t k = strlen(prefix);
+	if (strncmp(name, prefix, k))
+		return 0;
+	char *end;
+	errno = 0;
+	long pid = strtol(name + k, &end, 10);
+	if (errno || end == name + k || pid <= 0 || pid != (pid_t)pid || *end != '.' ||
+	    strlen(end + 1) != 6)
+		return 0;
+	return (pid_t)pid;
+}
+
+/* Removes the temporary files of earlier writes to target that their writer
+ * never renamed or removed (it was killed): ours by name, owned by this user,
+ * and their process gone. Best effort: a file we cannot remove stays. */
+static void remove_stale_temps(const char *target)
+{
+	char *dir = dir_of(target);
+	char *prefix = pr_xasprintf(".%s" TMP_TAG, base_of(target));
+	DIR *d = opendir(dir);
+	for (struct dirent *ent; d && (ent = readdir(d));) {
+		pid_t pid = tmp_owner_pid(ent->d_name, prefix);
+		struct stat st;
+		if (pid <= 0 || pid == getpid() ||
+		    fstatat(dirfd(d), ent->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			unlinkat(dirfd(d), ent->d_name, 0);
+	}
+	if (d)
+		closedir(d);
+	free(prefix);
+	free(dir);
+}
+
+/* A fresh temporary file next to target. Created with open(O_EXCL, mode),
+ * so that a new file gets exactly the permissions a plain create would
+ * (umask, default ACLs); the random part only has to differ from other
+ * writers'. */
+static int temp_next_to(const char *target, mode_t mode, char **tmp_out)
+{
+	char *dir = dir_of(target);
+	static const char digits[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	static unsigned counter;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 40);
+	int fd = -1;
+	for (int tries = 0; fd < 0 && tries < 100; tries++) {
+		x = x * 6364136223846793005u + 1442695040888963407u + counter++;
+		char rnd[7];
+		for (int i = 0; i < 6; i++)
+			rnd[i] = digits[(x >> (10 + 6 * i)) % 36];
+		rnd[6] = 0;
+		char *tmp = pr_xasprintf("%s/.%s" TMP_TAG "%d.%s", dir, base_of(target),
+					 (int)getpid(), rnd);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+		if (fd >= 0)
+			*tmp_out = tmp;
+		else
+			free(tmp);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	free(dir);
 	return fd;
 }
 
-static pr_err *save_bytes(const char *path, const uint8_t *bytes, size_t len)
+/* The replaced file's permission bits, and its owner where we may set it
+ * (chown first: it may clear mode bits). */
+static void keep_mode(int fd, const struct stat *old)
 {
+	if ((old->st_uid != geteuid() || old->st_gid != getegid()) &&
+	    fchown(fd, old->st_uid, old->st_gid) < 0)
+		(void)!fchown(fd, (uid_t)-1, old->st_gid);   /* at least the group, if we may */
+	fchmod(fd, old->st_mode & 0777);
+}
+
+static pr_err *replace_file(const char *path, const char *target, const struct stat *old,
+			    const uint8_t *bytes, size_t len)
+{
+	remove_stale_temps(target);
 	char *tmp = NULL;
-	int fd = temp_next_to(path, &tmp);
+	/* Replacing a file: private until it has the old file's mode. */
+	int fd = temp_next_to(target, old ? 0600 : 0666, &tmp);
 	if (fd < 0)
 		return pr_err_new("%s: cannot create a temporary file next to it: %s", path,
 				  strerror(errno));
-	pr_err *e = write_all(fd, tmp, bytes, len);
+	if (old)
+		keep_mode(fd, old);
+	pr_err *e = write_all(fd, path, bytes, len);
 	if (!e && fsync(fd) < 0)
-		e = pr_err_new("%s: cannot flush to disk: %s", tmp, strerror(errno));
+		e = pr_err_new("%s: cannot flush to disk: %s", path, strerror(errno));
 	if (close(fd) < 0 && !e)
-		e = pr_err_new("%s: cannot close: %s", tmp, strerror(errno));
-	if (!e && rename(tmp, path) < 0)
+		e = pr_err_new("%s: cannot close: %s", path, strerror(errno));
+	if (!e && rename(tmp, target) < 0)
 		e = pr_err_new("%s: cannot replace it with %s: %s", path, tmp, strerror(errno));
 	if (e)
 		unlink(tmp);
 	else
-		sync_dir(path);
+		sync_dir(target);
 	free(tmp);
 	return e;
+}
+
+/* A device, FIFO or terminal: written in place, never replaced. When the
+ * name turned into a regular file since it was looked at, it is replaced
+ * after all (written in place it would keep a longer old tail). */
+static pr_err *write_in_place(const char *path, const char *target, const uint8_t *bytes,
+			      size_t len)
+{
+	int fd = open(target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return pr_err_new("%s: cannot open for writing: %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		close(fd);
+		return replace_file(path, target, &st, bytes, len);
+	}
+	pr_err *e = write_all(fd, path, bytes, len);
+	if (close(fd) < 0 && !e)
+		e = pr_err_new("%s: cannot close: %s", path, strerror(errno));
+	return e;
+}
+
+pr_err *pr_file_write_atomic(const char *path, const void *bytes, size_t len)
+{
+	char *target = NULL;
+	pr_err *e = resolve_links(path, &target);
+	if (e)
+		return e;
+	struct stat st;
+	bool exists = stat(target, &st) == 0;
+	if (!*base_of(target) || (exists && S_ISDIR(st.st_mode)))
+		e = pr_err_new("%s: cannot write: it is a folder", path);
+	else if (exists && !S_ISREG(st.st_mode))
+		e = write_in_place(path, target, bytes, len);
+	else
+		e = replace_file(path, target, exists ? &st : NULL, bytes, len);
+	free(target);
+	return e;
+}
+
+/* ---- programs ------------------------------------------------------------ */
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !strcmp(s + n - k, suffix);
 }
 
 pr_err *pr_program_save_file(const pr_program *p, const char *path)
@@ -171,7 +339,7 @@ pr_err *pr_program_save_file(const pr_program *p, const char *path)
 	} else {
 		bytes = (uint8_t *)pr_text_print(p, &len);
 	}
-	pr_err *e = save_bytes(path, bytes, len);
+	pr_err *e = pr_file_write_atomic(path, bytes, len);
 	free(bytes);
 	return e;
 }

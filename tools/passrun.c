@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "passrun/dot.h"
+#include "passrun/fileio.h"
 #include "passrun/format.h"
 #include "passrun/manager.h"
 #include "passrun/passrun.h"
@@ -327,39 +328,6 @@ static int parse_args(int argc, char **argv, opts *o)
 	return st;
 }
 
-/* ---- files ---------------------------------------------------------------- */
-
-/* For --dot: a temporary file in the same folder, then rename, like
- * pr_program_save_file, so a reader never sees half a picture. */
-static pr_err *write_atomic(const char *path, const void *data, size_t len)
-{
-	char *tmp = pr_xasprintf("%s.tmpXXXXXX", path);
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		pr_err *e = pr_err_new("%s: cannot write: %s", path, strerror(errno));
-		free(tmp);
-		return e;
-	}
-	mode_t mask = umask(0);   /* mkstemp makes 0600; give the usual 0666 & ~umask */
-	umask(mask);
-	fchmod(fd, 0666 & ~mask);
-	FILE *f = fdopen(fd, "wb");
-	bool ok = f && fwrite(data, 1, len, f) == len;
-	ok = f && fflush(f) == 0 && fsync(fd) == 0 && ok;
-	if (f)
-		fclose(f);
-	else
-		close(fd);
-	if (!ok || rename(tmp, path) != 0) {
-		pr_err *e = pr_err_new("%s: cannot write: %s", path, strerror(errno));
-		unlink(tmp);
-		free(tmp);
-		return e;
-	}
-	free(tmp);
-	return NULL;
-}
-
 /* ---- the steps of a run ---------------------------------------------------- */
 
 /* Messages start with the file they are about (FILE:LINE:COL for pipelines
@@ -569,7 +537,7 @@ static int run_program(session *s)
 static int write_dot(session *s)
 {
 	char *text = pr_dot_render(s->prog, &s->diags);
-	pr_err *e = write_atomic(s->o->dot, text, strlen(text));
+	pr_err *e = pr_file_write_atomic(s->o->dot, text, strlen(text));
 	free(text);
 	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "passrun/fileio.h"
 #include "passrun/program.h"
 
 #ifdef __cplusplus
@@ -35,7 +36,8 @@ pr_err *pr_binary_load(const char *filename, const uint8_t *buf, size_t len,
  * constant data points into the mapping). */
 pr_err *pr_program_load_file(const char *path, pr_program **out);
 /* Writes text or binary by extension (.bin is binary, anything else text),
- * atomically: a temporary file in the same folder, then rename. */
+ * with pr_file_write_atomic (fileio.h: atomic, follows symbolic links, keeps
+ * the mode, writes a device or FIFO in place). */
 pr_err *pr_program_save_file(const pr_program *p, const char *path);
 
 #ifdef __cplusplus

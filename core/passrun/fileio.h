@@ -1,0 +1,46 @@
+/* fileio.h: writing a file the way a compiler writes its output.
+ *
+ * Every file passrun writes (-o, --dot, convert, --output-dir) goes through
+ * pr_file_write_atomic, which writes all of the bytes or changes nothing:
+ *
+ *   - A regular file, or a name that does not exist yet, is replaced
+ *     atomically: the bytes go to a temporary file in the same folder (so
+ *     the rename cannot cross file systems), which is flushed with fsync and
+ *     renamed over the name; then the folder is synced, so that the rename
+ *     itself survives a crash. A reader sees the old file or the new one,
+ *     never half of one, and on any error the old one is left as it was. An
+ *     existing file keeps its permission bits (rwx for user, group and
+ *     others; never set-id bits), and its owner and group where this process
+ *     may set them; a new one gets what a plain create gives (0666 less the
+ *     umask). A file with several hard links is replaced under this name only.
+ *   - A symbolic link is followed to its final target, which is replaced as
+ *     above (created when the link dangles); the link stays a link.
+ *   - Anything else that exists (/dev/null, a FIFO, a terminal) is opened and
+ *     written directly, as `cc -o /dev/null` does: it is not replaced. A
+ *     FIFO blocks until a reader opens it. A folder is an error.
+ *
+ * The temporary file is named .NAME.passrun-tmp.PID.XXXXXX, PID being the
+ * writer's process id. One that a killed writer (kill -9, a power cut) left
+ * behind is removed by the next write to NAME when it belongs to the same
+ * user and no process PID exists any more; `find DIR -name '.*.passrun-tmp.*'`
+ * lists any that remain.
+ *
+ * Errors name the path as given and say what failed (strerror). Two writers
+ * of one name each write their own temporary file: the last rename wins. */
+#ifndef PASSRUN_FILEIO_H
+#define PASSRUN_FILEIO_H
+
+#include <stddef.h>
+
+#include "passrun/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+pr_err *pr_file_write_atomic(const char *path, const void *bytes, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
