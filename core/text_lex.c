@@ -6,6 +6,7 @@
  * "FILE:LINE:COL: expected X, found Y", where Y describes what is at the
  * cursor (a word, a character, "end of line", "end of file"). */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,6 +352,10 @@ bool tp_number(tp *p, bool *is_float, int64_t *i, double *f)
 	errno = 0;
 	if (*is_float) {
 		*f = strtod(tmp, NULL);
+		if (errno == ERANGE && isinf(*f))   /* not silently inf: that is written 'inf' */
+			return tp_error_at(p, b, "expected a float that fits in 64 bits (at most "
+					   "1.7976931348623157e308; infinity is written 'inf'), "
+					   "found '%s'", tmp);
 	} else {
 		long long v = strtoll(tmp, NULL, 10);
 		if (errno == ERANGE)
