@@ -80,9 +80,48 @@ pr_err *pr_cat_item_check(pr_kctx *k, const pr_tensor *o, const pr_tensor *x, in
 	return NULL;
 }
 
+/* Does view v stay inside its storage, with an element count that fits in
+ * int64? Every view kernel asks before its view is used: sizes, strides and
+ * offsets come from the program, and as_strided with offset 100000 read and
+ * wrote outside its base (issue 16). Checked arithmetic throughout. */
+static pr_err *check_view(pr_kctx *k, const pr_tensor *v)
+{
+	int64_t numel = 1, lo = 0, hi = 0, t;
+	for (int d = 0; d < v->rank; d++) {
+		if (v->shape[d] < 0)
+			return pr_kernel_error(k, "the view's dim %d has size %lld; expected sizes >= 0",
+					       d, (long long)v->shape[d]);
+		if (__builtin_mul_overflow(numel, v->shape[d], &numel))
+			return pr_kernel_error(k, "the view's element count overflows int64");
+	}
+	if (numel == 0)
+		return NULL;   /* it reaches no element */
+	for (int d = 0; d < v->rank; d++) {
+		int64_t *end = v->strides[d] < 0 ? &lo : &hi;
+		if (__builtin_mul_overflow(v->shape[d] - 1, v->strides[d], &t) ||
+		    __builtin_add_overflow(*end, t, end))
+			return pr_kernel_error(k, "the view's extent (sizes times strides) overflows int64");
+	}
+	if (!v->storage_end)
+		return NULL;   /* a storage of unknown size: nothing to check against */
+	int64_t es = (int64_t)pr_dtype_size(v->dtype), at = v->data - v->storage;
+	int64_t cap = v->storage_end - v->storage, first, last;
+	if (__builtin_mul_overflow(lo, es, &first) || __builtin_add_overflow(at, first, &first) ||
+	    __builtin_add_overflow(hi, 1, &last) || __builtin_mul_overflow(last, es, &last) ||
+	    __builtin_add_overflow(at, last, &last) || first < 0 || last > cap)
+		return pr_kernel_error(k, "the view reaches outside its base's storage of %lld bytes "
+				       "(elements %lld to %lld from offset %lld bytes); expected a "
+				       "view inside its base", (long long)cap, (long long)lo,
+				       (long long)hi, (long long)at);
+	return NULL;
+}
+
 /* The result is view v of an argument: alias it, or copy its elements. */
 static pr_err *view_result(pr_kctx *k, const pr_tensor *v)
 {
+	pr_err *err = check_view(k, v);
+	if (err)
+		return err;
 	if (k->out_alias) {
 		k->out->t = *v;
 		return NULL;
@@ -96,9 +135,12 @@ static pr_err *view_result(pr_kctx *k, const pr_tensor *v)
 bool pr_view_strides(const pr_tensor *t, int n, const int64_t *shape, int64_t *st)
 {
 	if (t->rank == 0 || pr_tensor_numel(t) == 0) {
-		int64_t s = 1;
-		for (int d = n - 1; d >= 0; d--)
-			st[d] = s, s *= shape[d] ? shape[d] : 1;
+		int64_t s = 1;   /* saturates: an empty view's strides are never followed */
+		for (int d = n - 1; d >= 0; d--) {
+			st[d] = s;
+			if (__builtin_mul_overflow(s, shape[d] ? shape[d] : 1, &s))
+				s = INT64_MAX;
+		}
 		return true;
 	}
 	int vd = n - 1;
@@ -133,14 +175,17 @@ static pr_err *size_arg(pr_kctx *k, int i, int64_t numel, int64_t *shape, int *n
 			infer = d;
 		else if (shape[d] < 0)
 			return pr_kernel_error(k, "invalid size %lld", (long long)shape[d]);
-		else
-			known *= shape[d];
+		else if (__builtin_mul_overflow(known, shape[d], &known))
+			return pr_kernel_error(k, "the sizes' product overflows int64; the tensor has "
+					       "%lld elements", (long long)numel);
 	}
 	if (infer >= 0)
 		shape[infer] = known ? numel / known : 0;
 	int64_t total = 1;
 	for (int d = 0; d < *n; d++)
-		total *= shape[d];
+		if (__builtin_mul_overflow(total, shape[d], &total))
+			return pr_kernel_error(k, "the sizes' product overflows int64; the tensor has "
+					       "%lld elements", (long long)numel);
 	if (total != numel)
 		return pr_kernel_error(k, "shape has %lld elements, the tensor %lld", (long long)total,
 				       (long long)numel);
@@ -245,10 +290,19 @@ pr_err *pr_k_as_strided(pr_kctx *k)
 		return pr_kernel_error(k, "size and stride must be lists of the same length");
 	v.rank = n;
 	int64_t es = (int64_t)pr_dtype_size(x->dtype);
-	int64_t off = pr_karg_int(k, 3, (x->data - x->storage) / es);
+	int64_t off = pr_karg_int(k, 3, (x->data - x->storage) / es), at;
 	if (off < 0)
 		return pr_kernel_error(k, "negative storage offset");
-	v.data = x->storage + off * es;
+	for (int d = 0; d < n; d++)
+		if (v.strides[d] < 0)
+			return pr_kernel_error(k, "stride %lld of dim %d is negative; expected "
+					       "strides >= 0", (long long)v.strides[d], d);
+	/* The pointer is formed only inside the storage (check_view checks the rest). */
+	if (__builtin_mul_overflow(off, es, &at) || (x->storage_end && at > x->storage_end - x->storage))
+		return pr_kernel_error(k, "storage offset %lld is past the end of its base's storage "
+				       "(%lld bytes)", (long long)off, x->storage_end ?
+				       (long long)(x->storage_end - x->storage) : -1LL);
+	v.data = x->storage + at;
 	return view_result(k, &v);
 }
 
@@ -301,9 +355,19 @@ pr_err *pr_k_slice(pr_kctx *k)
 	start = start < 0 ? 0 : start > len ? len : start;
 	end = end < start ? start : end > len ? len : end;
 	pr_tensor v = *x;
-	v.data = x->data + start * x->strides[d] * (int64_t)pr_dtype_size(x->dtype);
-	v.shape[d] = (end - start + step - 1) / step;
-	v.strides[d] = x->strides[d] * step;
+	v.shape[d] = end > start ? (end - start - 1) / step + 1 : 0;   /* no overflow for a huge step */
+	int64_t at;
+	if (__builtin_mul_overflow(start, x->strides[d], &at) ||
+	    __builtin_mul_overflow(at, (int64_t)pr_dtype_size(x->dtype), &at))
+		return pr_kernel_error(k, "start %lld times stride %lld overflows int64",
+				       (long long)start, (long long)x->strides[d]);
+	v.data = v.shape[d] ? x->data + at : x->data;   /* an empty view points nowhere new */
+	if (__builtin_mul_overflow(x->strides[d], step, &v.strides[d])) {
+		if (v.shape[d] > 1)
+			return pr_kernel_error(k, "stride %lld times step %lld overflows int64",
+					       (long long)x->strides[d], (long long)step);
+		v.strides[d] = x->strides[d];   /* one element: its stride is never followed */
+	}
 	return view_result(k, &v);
 }
 
@@ -349,8 +413,9 @@ pr_err *pr_k_unsqueeze(pr_kctx *k)
 	pr_tensor v = *x;
 	for (int i = x->rank; i > dim; i--)
 		v.shape[i] = x->shape[i - 1], v.strides[i] = x->strides[i - 1];
-	v.shape[dim] = 1;
-	v.strides[dim] = dim < x->rank ? x->shape[dim] * x->strides[dim] : 1;
+	v.shape[dim] = 1;   /* a size-1 dim's stride is never followed: 1 if it overflows */
+	if (dim >= x->rank || __builtin_mul_overflow(x->shape[dim], x->strides[dim], &v.strides[dim]))
+		v.strides[dim] = 1;
 	v.rank = x->rank + 1;
 	return view_result(k, &v);
 }

@@ -37,6 +37,7 @@ static pr_err *shadow_in(pr_kctx *k, pr_tensor *t, shadow *s, bool load)
 	s->host = pr_xmalloc((size_t)(s->bytes ? s->bytes : 1));
 	pr_err *err = load ? pr_mem_copy(k->devs, 0, s->host, t->dev, t->storage, s->bytes, false) : NULL;
 	t->storage = s->host;
+	t->storage_end = s->host + s->bytes;
 	t->data = s->host + off;
 	t->dev = 0;
 	return err;
@@ -135,6 +136,7 @@ pr_err *pr_k_staged(pr_kctx *k)
 	if (base && r.dev == 0 && r.storage) {
 		k->out->t = r;
 		k->out->t.storage = base->storage;
+		k->out->t.storage_end = base->storage_end;
 		k->out->t.data = base->storage + roff;
 		k->out->t.dev = base->dev;
 	}

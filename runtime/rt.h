@@ -33,6 +33,8 @@ typedef struct pr_tensor {
 	int dev;             /* device slot of the storage; 0 is the host */
 	int64_t shape[PR_MAX_RANK];
 	int64_t strides[PR_MAX_RANK];  /* in elements */
+	uint8_t *storage_end; /* one past the storage's last byte; NULL: unknown
+			       * (views of it are then not bounds-checked) */
 } pr_tensor;
 
 /* A tensor with spec s's dtype, shape and strides over data (storage = data). */

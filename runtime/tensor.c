@@ -16,6 +16,7 @@ pr_tensor pr_tensor_from_spec(const pr_spec *s, void *data, int dev)
 	pr_tensor t;
 	memset(&t, 0, sizeof t);
 	t.data = t.storage = data;
+	t.storage_end = data ? t.storage + pr_spec_storage_bytes(s) : NULL;
 	t.dtype = s->dtype;
 	t.rank = s->rank;
 	t.dev = dev;
