@@ -1,26 +1,29 @@
 /* Device kernels against the host kernels, the way ggml's test-backend-ops
- * checks every backend against the CPU (style.md): each case runs an op's
- * host kernel on host tensors and its device kernel on device copies of the
- * same tensors (same strides, so transposed inputs stay transposed), and the
- * results must agree.
+ * checks every backend against the CPU (style.md), through
+ * device_harness.h: each case runs an op's host kernel on host tensors and
+ * its device kernel on device copies of the same tensors (same strides, so
+ * transposed inputs stay transposed), and the results must agree.
  *   - staged: the host-staging fallback (pr_k_staged) on the sim device,
  *     always run;
  *   - cuda: the CUDA kernels, run only where a GPU is present
  *     (tests/gpu/run.sh); skipped elsewhere. */
-#include <criterion/criterion.h>
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "kernels.h"
-#include "rt.h"
+#include "device_harness.h"
 #include "rt_cuda.h"
 
-static pr_tensor mk(pr_dtype dt, void *d, int rank, int64_t s0, int64_t s1, int64_t s2)
-{
-	int64_t shape[3] = {s0, s1, s2};
-	return pr_tensor_make(dt, rank, shape, d);
-}
+/* The harness's names, short (device_harness.h). An index out of range
+ * (check_error) is reported with the host kernel's message before anything
+ * is written: argument 0 is as it was. */
+typedef dh_harness harness;
+#define mk dh_mk
+#define T dh_T
+#define I dh_I
+#define F dh_F
+#define B dh_B
+#define NONE dh_NONE
+#define L dh_L
+#define V dh_V
+#define check dh_check
+#define check_error dh_check_error
 
 static float tbytes[6] = {1, -4, 2, 5, -3, 6};
 static pr_tensor transposed23(void)   /* logical [[1,2,-3],[-4,5,6]] */
@@ -28,139 +31,6 @@ static pr_tensor transposed23(void)   /* logical [[1,2,-3],[-4,5,6]] */
 	pr_tensor t = mk(PR_F32, tbytes, 2, 2, 3, 0);
 	t.strides[0] = 1, t.strides[1] = 2;
 	return t;
-}
-
-static pr_karg T(pr_rv *v) { return (pr_karg){.kind = PR_ARG_VALUE, .v = v}; }
-static pr_karg I(int64_t i) { return (pr_karg){.kind = PR_ARG_INT, .i = i, .f = (double)i}; }
-static pr_karg F(double f) { return (pr_karg){.kind = PR_ARG_FLOAT, .f = f}; }
-static pr_karg L(int n, pr_karg *items) { return (pr_karg){.kind = PR_ARG_LIST, .n = n, .items = items}; }
-static pr_rv V(pr_tensor t) { return (pr_rv){.kind = PR_RV_TENSOR, .t = t}; }
-
-typedef struct harness {
-	pr_devset devs;
-	int slot;
-	bool staged;      /* run pr_k_staged instead of the op's CUDA kernel */
-	int n_allocs;
-	struct { int slot; void *p; } allocs[64];
-	pr_karg *lists[16];
-	int n_lists;
-} harness;
-
-static void release(harness *h)
-{
-	for (int i = 0; i < h->n_allocs; i++)
-		pr_mem_free(&h->devs, h->allocs[i].slot, h->allocs[i].p, 1);
-	for (int i = 0; i < h->n_lists; i++)
-		free(h->lists[i]);
-	h->n_allocs = h->n_lists = 0;
-}
-
-/* A copy of t's storage span on slot (host: malloc). */
-static pr_tensor clone_to(harness *h, const pr_tensor *t, int slot)
-{
-	int64_t off = t->data - t->storage, bytes = off + pr_tensor_span_bytes(t);
-	void *p;
-	cr_assert_null(pr_mem_alloc(&h->devs, slot, bytes, &p));
-	cr_assert(h->n_allocs < 64);
-	h->allocs[h->n_allocs].slot = slot;
-	h->allocs[h->n_allocs++].p = p;
-	cr_assert_null(pr_mem_copy(&h->devs, slot, p, t->dev, t->storage, bytes, false));
-	pr_tensor c = *t;
-	c.storage = p;
-	c.data = (uint8_t *)p + off;
-	c.dev = slot;
-	return c;
-}
-
-static double *values(harness *h, const pr_tensor *t)
-{
-	pr_tensor host = clone_to(h, t, 0);
-	return pr_tensor_gather(&host);
-}
-
-/* Copies every tensor argument (lists included) to slot. */
-static void place_args(harness *h, pr_karg *a, int n, pr_rv *store, int *used, int slot)
-{
-	for (int i = 0; i < n; i++) {
-		if (a[i].kind == PR_ARG_LIST) {
-			pr_karg *items = pr_xmalloc(sizeof *items * (size_t)a[i].n);
-			memcpy(items, a[i].items, sizeof *items * (size_t)a[i].n);
-			h->lists[h->n_lists++] = items;
-			a[i].items = items;
-			place_args(h, items, a[i].n, store, used, slot);
-		} else if (a[i].kind == PR_ARG_VALUE && a[i].v->kind == PR_RV_TENSOR) {
-			store[*used] = V(clone_to(h, &a[i].v->t, slot));
-			a[i].v = &store[(*used)++];
-		}
-	}
-}
-
-/* Runs the op on slot; returns its error (the result's values only without
- * one), and argument 0's values after it either way. */
-static pr_err *run_on(harness *h, const char *schema_text, pr_karg *args0, int n, const pr_tensor *out0,
-		      int slot, double **out_vals, double **arg0_vals, int64_t *numel, int64_t *numel0)
-{
-	pr_schema *s;
-	size_t col;
-	cr_assert_null(pr_schema_parse(schema_text, strlen(schema_text), &s, &col));
-	pr_node node;
-	memset(&node, 0, sizeof node);
-	node.name = (char *)"t";
-	node.schema = s;
-	pr_karg args[8];
-	memcpy(args, args0, sizeof *args * (size_t)n);
-	pr_rv store[16];
-	int used = 0;
-	place_args(h, args, n, store, &used, slot);
-	int alias = s->n_returns ? pr_schema_return_alias(s, 0) : -1;
-	pr_rv out = {.kind = out0 ? PR_RV_TENSOR : PR_RV_NONE};
-	pr_tensor own;
-	bool has_own = false;
-	if (out0 && alias < 0)
-		out.t = clone_to(h, out0, slot);
-	if (out0 && alias >= 0) {
-		own = clone_to(h, out0, slot);
-		has_own = true;
-		out.t = args[alias].v->t;
-	}
-	pr_kctx k = {.node = &node, .n_args = n, .args = args, .out = &out, .out_alias = alias >= 0,
-		     .own = has_own ? &own : NULL, .devs = &h->devs, .dev = slot};
-	const pr_kernel *kern = pr_kernel_find(s->full_name);
-	cr_assert_not_null(kern);
-	pr_kernel_fn fn = slot == 0 ? kern->host : h->staged ? pr_k_staged : kern->cuda;
-	cr_assert_not_null(fn, "%s has no device kernel", s->full_name);
-	pr_err *err = fn(&k);
-	cr_assert_null(pr_mem_sync(&h->devs, slot));
-	*out_vals = out0 && !err ? values(h, &out.t) : NULL;
-	*numel = out0 && !err ? pr_tensor_numel(&out.t) : 0;
-	bool t0 = args[0].kind == PR_ARG_VALUE && args[0].v->kind == PR_RV_TENSOR;
-	*arg0_vals = t0 ? values(h, &args[0].v->t) : NULL;
-	*numel0 = t0 ? pr_tensor_numel(&args[0].v->t) : 0;
-	pr_schema_free(s);
-	return err;
-}
-
-static void no_error(pr_err *err, const char *schema, int slot)
-{
-	cr_assert_null(err, "%s on slot %d: %s", schema, slot, err ? pr_err_message(err) : "");
-}
-
-static void check(harness *h, const char *schema, pr_karg *args, int n, const pr_tensor *out)
-{
-	double *ho, *ha, *dout, *da;
-	int64_t hn, dn, hn0, dn0;
-	no_error(run_on(h, schema, args, n, out, 0, &ho, &ha, &hn, &hn0), schema, 0);
-	no_error(run_on(h, schema, args, n, out, h->slot, &dout, &da, &dn, &dn0), schema, h->slot);
-	cr_assert_eq(hn0, dn0);
-	cr_assert_eq(hn, dn);
-	for (int64_t i = 0; i < hn; i++)
-		cr_expect(fabs(ho[i] - dout[i]) <= 1e-4 * (1 + fabs(ho[i])), "%s: result %lld: host %g, device %g",
-			  schema, (long long)i, ho[i], dout[i]);
-	for (int64_t i = 0; i < hn0 && ha && da; i++)
-		cr_expect(fabs(ha[i] - da[i]) <= 1e-4 * (1 + fabs(ha[i])), "%s: argument 0 element %lld: host %g, device %g",
-			  schema, (long long)i, ha[i], da[i]);
-	free(ho), free(ha), free(dout), free(da);
-	release(h);
 }
 
 static void cases(harness *h)
@@ -243,29 +113,6 @@ static void dtype_cases(harness *h)
 	pr_karg mm[2] = {T(&D), T(&Db)};
 	check(h, "aten::mm(Tensor self, Tensor mat2) -> Tensor", mm, 2, &O22);
 }
-
-/* Argument 0 of an op that failed on the device must be as it was: an index
- * out of range is reported, with the host kernel's message, before anything
- * is written. */
-static void check_error(harness *h, const char *schema, pr_karg *args, int n, const pr_tensor *out,
-			const char *want)
-{
-	double *dout, *da, *before = pr_tensor_gather(&args[0].v->t);
-	int64_t dn, dn0;
-	pr_err *err = run_on(h, schema, args, n, out, h->slot, &dout, &da, &dn, &dn0);
-	cr_assert_not_null(err, "%s: no error on the device", schema);
-	cr_expect_not_null(strstr(pr_err_message(err), want), "%s: '%s' does not say '%s'", schema,
-			   pr_err_message(err), want);
-	for (int64_t i = 0; i < dn0; i++)
-		cr_expect_eq(da[i], before[i], "%s: argument 0 element %lld changed to %g", schema,
-			     (long long)i, da[i]);
-	pr_err_free(err);
-	free(dout), free(da), free(before);
-	release(h);
-}
-
-static pr_karg B(bool b) { return (pr_karg){.kind = PR_ARG_BOOL, .b = b}; }
-static pr_karg NONE(void) { return (pr_karg){.kind = PR_ARG_NONE}; }
 
 /* [2,3] rows 1 and 3 of a [4,3] storage: a slice with an offset. */
 static float sbytes[12] = {9, 9, 9, 0.5f, -1, 2, 9, 9, 9, 3, 0.25f, -2};
@@ -425,16 +272,14 @@ static void bad_index_cases(harness *h)
 
 static void on_device(const char *kind, bool staged)
 {
-	harness h = {.staged = staged};
-	cr_assert_null(pr_devset_init(&h.devs, kind));
-	pr_device d = {"cuda", 0};
-	cr_assert_null(pr_devset_slot(&h.devs, d, &h.slot));
+	harness h;
+	dh_open(&h, kind, staged);
 	cases(&h);
 	dtype_cases(&h);
 	row_cases(&h);
 	index_cases(&h);
 	bad_index_cases(&h);
-	pr_devset_free(&h.devs);
+	dh_close(&h);
 }
 
 Test(staged, host_fallback_on_sim_matches_the_host_kernels) { on_device("sim", true); }
