@@ -2,7 +2,10 @@
 """side_by_side.py: ExecuTorch's own PropagateDevicePass next to passrun's
 placement pipelines, on the same PyTorch modules.
 
-    /work/etvenv/bin/python bench/executorch/side_by_side.py [--sizes 10,100,1000]
+    PYTHON bench/executorch/side_by_side.py [--sizes 10,100,1000] [--zoo all|a,b]
+
+(PYTHON: one with torch and executorch 1.5.1; bench/README.md says how the
+recorded table's environment was made.)
 
 For each program (the modules behind examples/torch/, and generated chains of
 N adds or N linear layers) and each flag setting (none, or both skip flags):
@@ -108,12 +111,19 @@ def linear_stack(n):
     return nn.Sequential(*[nn.Linear(8, 8) for _ in range(n)]), (torch.randn(2, 8),)
 
 
-def programs(sizes):
-    """(label, factory, partition mode) for every program in the table."""
+def programs(sizes, zoo_models=()):
+    """(label, factory, partition mode) for every program in the table: the
+    examples, the zoo models asked for (examples/models/zoo.py), the chains."""
     todo = []
     for name, factory in models.EXAMPLES.items():
         todo.append((name, factory, "per-op"))
         todo.append((name, factory, "grouped"))
+    if zoo_models:
+        sys.path.insert(0, os.path.join(ROOT, "examples", "models"))
+        import zoo
+        for name in (zoo.ZOO if zoo_models == ["all"] else zoo_models):
+            todo.append((name, zoo.ZOO[name], "per-op"))
+            todo.append((name, zoo.ZOO[name], "grouped"))
     for n in sizes:
         todo.append((f"add chain {n}", lambda n=n: add_chain(n), "per-op"))
         todo.append((f"linear stack {n}", lambda n=n: linear_stack(n), "per-op"))
@@ -423,6 +433,8 @@ def parse_args(argv):
     ap.add_argument("--passrun", default=os.path.join(ROOT, "build", "bin", "passrun"))
     ap.add_argument("--only", help="comma-separated program labels (default: all)")
     ap.add_argument("--keep", help="write the exported .pg files here (default: a temp dir)")
+    ap.add_argument("--zoo", default="",
+                    help="comma-separated zoo models to add (examples/models/zoo.py), or 'all'")
     return ap.parse_args(argv)
 
 
@@ -440,7 +452,8 @@ def main(argv=None):
     workdir = args.keep or tempfile.mkdtemp(prefix="side_by_side_")
     os.makedirs(workdir, exist_ok=True)
     rows = []
-    for label, factory, mode in programs(sizes):
+    zoo_models = [z for z in args.zoo.split(",") if z]
+    for label, factory, mode in programs(sizes, zoo_models):
         if only is None or label in only:
             rows += measure(label, factory, mode, args, workdir)
     print(versions() + "\n")
