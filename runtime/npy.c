@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "passrun/fileio.h"
 #include "rt.h"
 
 static const struct {
@@ -412,7 +413,9 @@ pr_err *pr_npy_read(const char *path, pr_tensor *out)
 	return err;
 }
 
-pr_err *pr_npy_write(const char *path, const pr_tensor *t)
+/* The header numpy writes for t, padded with spaces and a newline so that
+ * the data starts 64-byte aligned; returns its length with the prelude. */
+static size_t header_text(const pr_tensor *t, char h[1024])
 {
 	const char *descr = NULL;
 	for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
@@ -425,28 +428,31 @@ pr_err *pr_npy_write(const char *path, const pr_tensor *t)
 	if (t->rank > 1)
 		shape[strlen(shape) - 1] = 0;   /* (2, 3) but (2,) */
 	strcat(shape, ")");
-	char h[1024];
-	int n = snprintf(h, sizeof h, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr,
+	int n = snprintf(h, 1024, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr,
 			 shape);
-	int total = (10 + n + 1 + 63) / 64 * 64;
-	memset(h + n, ' ', (size_t)(total - 10 - n - 1));
+	size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
+	memset(h + n, ' ', total - 10 - (size_t)n - 1);
 	h[total - 10 - 1] = '\n';
-	FILE *fp = fopen(path, "wb");
-	if (!fp)
-		return pr_err_new("%s: %s", path, strerror(errno));
+	return total;
+}
+
+/* The whole file is built in memory and written by pr_file_write_atomic: a
+ * full disk or a kill leaves the old file or none, never part of one. */
+pr_err *pr_npy_write(const char *path, const pr_tensor *t)
+{
+	char h[1024];
+	size_t total = header_text(t, h);
+	size_t bytes = (size_t)pr_tensor_numel(t) * pr_dtype_size(t->dtype);
+	uint8_t *file = pr_xmalloc(total + bytes);
 	unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
 	pre[8] = (unsigned char)((total - 10) & 0xff);
 	pre[9] = (unsigned char)((total - 10) >> 8);
-	pr_tensor c = pr_tensor_make(t->dtype, t->rank, t->shape, NULL);
-	size_t bytes = (size_t)pr_tensor_numel(t) * pr_dtype_size(t->dtype);
-	c.data = c.storage = pr_xmalloc(bytes ? bytes : 1);
+	memcpy(file, pre, 10);
+	memcpy(file + 10, h, total - 10);
+	pr_tensor c = pr_tensor_make(t->dtype, t->rank, t->shape, file + total);
 	pr_err *err = pr_tensor_copy(&c, t);
-	bool ok = !err && fwrite(pre, 1, 10, fp) == 10 && fwrite(h, 1, (size_t)total - 10, fp) ==
-		  (size_t)total - 10 && fwrite(c.data, 1, bytes, fp) == bytes;
-	free(c.data);
-	if (fclose(fp) != 0)
-		ok = false;
-	if (!ok && !err)
-		err = pr_err_new("%s: write failed: %s", path, strerror(errno));
+	if (!err)
+		err = pr_file_write_atomic(path, file, total + bytes);
+	free(file);
 	return err;
 }

@@ -281,8 +281,9 @@ pr_err *pr_runtime_execute(const pr_program *original, const pr_program *placed,
 		if (err)
 			r->exit_status = status ? status : 5;
 	}
-	if (!err && !(err = calls(run, ref, o, r)) && o->output_dir)
-		err = write_outputs(run, o->output_dir, method);
+	if (!err && !(err = calls(run, ref, o, r)) && o->output_dir &&
+	    (err = write_outputs(run, o->output_dir, method)))
+		r->exit_status = 2;   /* an output that cannot be written, as for -o */
 	if (!err)
 		r->exit_status = r->match ? 0 : 4;
 	else

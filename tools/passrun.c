@@ -551,9 +551,48 @@ static int execute(session *s)
 	return st;
 }
 
+/* mkdir -p: every missing folder on the way, then dir itself. */
+static pr_err *make_folders(const char *dir)
+{
+	char *path = pr_xstrdup(dir);
+	pr_err *e = NULL;
+	for (char *p = path + 1; !e; p++) {
+		bool last = !*p;
+		if (*p != '/' && !last)
+			continue;
+		*p = 0;
+		if (mkdir(path, 0777) != 0 && errno != EEXIST)
+			e = pr_err_new("--output-dir %s: cannot create %s: %s", dir, path,
+				       strerror(errno));
+		if (last)
+			break;
+		*p = '/';
+	}
+	free(path);
+	return e;
+}
+
+/* --output-dir is created when missing and checked to be a folder this
+ * process may write before anything runs: a bad one used to fail with exit 5
+ * once the whole program had run. */
+static int prepare_output_dir(const char *dir)
+{
+	struct stat st;
+	pr_err *e = *dir ? make_folders(dir) : pr_err_new("--output-dir: an empty name");
+	if (!e && stat(dir, &st) != 0)
+		e = pr_err_new("--output-dir %s: %s", dir, strerror(errno));
+	else if (!e && !S_ISDIR(st.st_mode))
+		e = pr_err_new("--output-dir %s: not a folder", dir);
+	else if (!e && access(dir, W_OK | X_OK) != 0)
+		e = pr_err_new("--output-dir %s: cannot write there: %s", dir, strerror(errno));
+	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
+}
+
 int process_program(session *s)
 {
-	int st = load_program(s);
+	int st = s->o->output_dir ? prepare_output_dir(s->o->output_dir) : EXIT_OK;
+	if (!st)
+		st = load_program(s);
 	if (!st)
 		st = verify_program(s);
 	if (!st)

@@ -15,7 +15,8 @@
  *
  * Errors: the function returns a pr_err (NULL when every call ran) and sets
  * report->exit_status to the status passrun should exit with:
- *   0 ran (and matched, with check); 2 a bad --input (file, name, shape);
+ *   0 ran (and matched, with check); 2 a bad --input (file, name, shape), or
+ *   an output that cannot be written to output_dir (each written atomically);
  *   4 --check found a mismatch; 5 the runtime failed (a kernel, a device, a
  *   placement violation such as "placement violation: node 'X' touched device
  *   memory", a copy refused by M3, an op with no kernel). */

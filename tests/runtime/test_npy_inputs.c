@@ -269,3 +269,74 @@ Test(npy_cli, a_repeated_input_is_a_usage_error)
 	cr_expect_eq(r.status, 0, "one --input x= runs: %s", r.err);
 	tu_result_free(&r);
 }
+
+/* ---- item 11: --output-dir checked before running, outputs atomic -------- */
+
+#define BIG_PROGRAM                                                          \
+	"passrun 1\n"                                                        \
+	"op aten::relu(Tensor self) -> Tensor\n"                            \
+	"method @forward {\n"                                               \
+	"  %x: f32[100000] = input user \"x\"\n"                            \
+	"  %r: f32[100000] = aten::relu(%x)\n"                              \
+	"  return %r\n"                                                     \
+	"}\n"
+
+static tu_result run_output_dir(const char *prefix, const char *dir, const char *text)
+{
+	const char *prog = tu_write_temp("out_prog.pg", text);
+	return tu_run("%s %s --no-default-plugins --device=sim --output-dir %s %s", prefix,
+		      PASSRUN_EXE, dir, prog);
+}
+
+static bool exists(const char *dir, const char *name)
+{
+	char path[1200];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	struct stat st;
+	return stat(path, &st) == 0;
+}
+
+Test(output_dir, a_missing_folder_is_created_with_its_parents)
+{
+	char dir[1024];
+	snprintf(dir, sizeof dir, "%s/made/for/outputs", tu_temp_dir());
+	tu_result r = run_output_dir("", dir, PROGRAM);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	cr_expect(exists(dir, "forward.0.npy"), "no %s/forward.0.npy", dir);
+	tu_result_free(&r);
+}
+
+Test(output_dir, a_folder_that_cannot_be_made_is_exit_2_before_running)
+{
+	/* under a regular file: no folder can be made there, root or not (a 0555
+	 * folder would not do: root may write it). The run used to end with exit 5. */
+	char file[1024], dir[1100];
+	snprintf(file, sizeof file, "%s", tu_write_temp("plain_file", "x"));
+	snprintf(dir, sizeof dir, "%s/sub", file);
+	tu_result r = run_output_dir("", dir, PROGRAM);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "--output-dir") && strstr(r.err, "Not a directory"), "%s", r.err);
+	tu_result_free(&r);
+	r = run_output_dir("", file, PROGRAM);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "plain_file: not a folder"), "%s", r.err);
+	tu_result_free(&r);
+}
+
+Test(output_dir, an_output_that_does_not_fit_leaves_no_partial_file)
+{
+	/* A file-size limit of 16 KiB stands in for a full disk: the 400 KB
+	 * output cannot be written. fopen("wb") left its first 16 KiB as
+	 * forward.0.npy; the atomic writer leaves nothing, and says so (exit 2). */
+	char dir[1024];
+	snprintf(dir, sizeof dir, "%s/full", tu_temp_dir());
+	mkdir(dir, 0700);
+	tu_result r = run_output_dir("trap '' XFSZ; ulimit -f 16;", dir, BIG_PROGRAM);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "forward.0.npy"), "%s", r.err);
+	cr_expect(!exists(dir, "forward.0.npy"), "a partial forward.0.npy was left");
+	tu_result_free(&r);
+	r = tu_run("ls -A %s", dir);
+	cr_expect_str_empty(r.out, "left behind: %s", r.out);
+	tu_result_free(&r);
+}
