@@ -4,11 +4,16 @@
  * (modelled on LLVM's llvmGetPassPluginInfo), returning a pr_plugin_info that
  * starts with the ABI version and its own size. Loading goes:
  *
- *   1. refuse the file when it, or any folder on its real path, can be
- *      written by group or others (a sticky folder such as /tmp is fine: only
- *      an entry's owner may replace it), or is owned by another user: dlopen
- *      runs the plugin's constructors, so the check comes first;
- *   2. dlopen, find the entry point, check abi_version and struct_size;
+ *   1. open the file once, and refuse it when the opened file, or any
+ *      folder on the path the kernel reports for it (/proc/self/fd/N: no
+ *      link left to swap), can be written by group or others (a sticky
+ *      folder such as /tmp is fine: only an entry's owner may replace it),
+ *      or is owned by another user: dlopen runs the plugin's constructors,
+ *      so the check comes first;
+ *   2. dlopen that same open file through /proc/self/fd/N, never the name
+ *      again (another process may swap a link between the check and the
+ *      load, and a bare NAME.so would be searched on the library path), find
+ *      the entry point, check abi_version and struct_size;
  *   3. call its register callback with the registry marked as "loading this
  *      plugin", so that each pass remembers where it came from and a
  *      duplicate name can name both plugins. On any error the passes and
@@ -19,11 +24,14 @@
  * pass.h reads as if the new fields were absent. The strings and option
  * arrays they point to stay in the plugin, which stays loaded until
  * pr_registry_free. */
+#define _GNU_SOURCE   /* dlinfo, RTLD_NOLOAD, F_DUPFD_CLOEXEC */
 #include "passrun/manager.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <link.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -39,6 +47,8 @@ typedef struct plugin_rec {
 	char *name;
 	char *version;
 	void *handle;
+	int fd;           /* the checked file, open while loaded: its
+			     /proc/self/fd name stays unique to it */
 	dev_t dev;
 	ino_t ino;
 } plugin_rec;
@@ -81,6 +91,7 @@ void pr_registry_free(pr_registry *r)
 		plugin_rec *pl = &r->plugins[i];
 		if (pl->handle)
 			dlclose(pl->handle);
+		close(pl->fd);
 		free(pl->path);
 		free(pl->name);
 		free(pl->version);
@@ -252,21 +263,9 @@ static pr_err *check_owner_mode(const char *file, const char *what, const struct
 	return NULL;
 }
 
-/* The file and every folder above its real path. */
-static pr_err *check_safe_path(const char *file, struct stat *st_out)
+/* Every folder above real, the opened file's path, up to the root. */
+static pr_err *check_folders(const char *file, const char *real)
 {
-	char real[PATH_MAX];
-	if (!realpath(file, real))
-		return pr_err_new("%s: cannot load plugin: %s", file, strerror(errno));
-	struct stat st;
-	if (stat(real, &st) != 0)
-		return pr_err_new("%s: cannot load plugin: %s", file, strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return pr_err_new("%s: cannot load plugin: not a regular file", file);
-	pr_err *e = check_owner_mode(file, "the file", &st, false);
-	if (e)
-		return e;
-	*st_out = st;
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s", real);
 	for (char *slash = strrchr(dir, '/'); slash; slash = strrchr(dir, '/')) {
@@ -280,11 +279,56 @@ static pr_err *check_safe_path(const char *file, struct stat *st_out)
 					  strerror(errno));
 		char what[PATH_MAX + 16];
 		snprintf(what, sizeof what, "the folder %s", dir);
-		if ((e = check_owner_mode(file, what, &ds, true)))
+		pr_err *e = check_owner_mode(file, what, &ds, true);
+		if (e)
 			return e;
 		if (slash == dir)
 			break;
 	}
+	return NULL;
+}
+
+/* Where the open file fd lives now, as the kernel names it (no links). */
+static pr_err *opened_path(const char *file, int fd, char real[PATH_MAX])
+{
+	char proc[64];
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(proc, real, PATH_MAX - 1);
+	if (n < 0)
+		return pr_err_new("%s: cannot load plugin: cannot read %s (is /proc mounted?): %s",
+				  file, proc, strerror(errno));
+	real[n] = 0;
+	if (real[0] != '/')   /* "(deleted)" paths still start with '/' */
+		return pr_err_new("%s: cannot load plugin: it is not in a folder (%s)", file, real);
+	return NULL;
+}
+
+/* Opens file once and checks the opened file and its folders; *fd_out is
+ * what dlopen will load. O_NONBLOCK: a FIFO must not hang the check. */
+static pr_err *open_checked(const char *file, int *fd_out, struct stat *st_out)
+{
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return pr_err_new("%s: cannot load plugin: %s", file, strerror(errno));
+	struct stat st;
+	char real[PATH_MAX];
+	pr_err *e = NULL;
+	if (fstat(fd, &st) != 0)
+		e = pr_err_new("%s: cannot load plugin: %s", file, strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		e = pr_err_new("%s: cannot load plugin: not a regular file", file);
+	if (!e)
+		e = check_owner_mode(file, "the file", &st, false);
+	if (!e)
+		e = opened_path(file, fd, real);
+	if (!e)
+		e = check_folders(file, real);
+	if (e) {
+		close(fd);
+		return e;
+	}
+	*fd_out = fd;
+	*st_out = st;
 	return NULL;
 }
 
@@ -298,11 +342,46 @@ static int find_loaded(const pr_registry *r, const struct stat *st)
 	return -1;
 }
 
-static pr_err *open_entry(const char *path, void **handle, const pr_plugin_info **info)
+/* Is an object of exactly this name loaded? Then it is a plugin whose fd was
+ * closed while the object stayed (dlclose may keep one), and dlopen would
+ * hand it back for the name instead of loading the file now behind it. */
+static bool name_taken(const char *name)
 {
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		return pr_err_new("%s: cannot load plugin: %s", path, dlerror());
+	void *h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
+	struct link_map *lm = NULL;
+	bool taken = h && dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && !strcmp(lm->l_name, name);
+	if (h)
+		dlclose(h);
+	return taken;
+}
+
+/* dlopen of the checked open file: /proc/self/fd/N opens that inode, not a
+ * path. A name already taken (see name_taken) moves the file to another fd. */
+static void *dlopen_fd(int *fd)
+{
+	for (int tries = 0; tries < 16; tries++) {
+		char name[64];
+		snprintf(name, sizeof name, "/proc/self/fd/%d", *fd);
+		if (!name_taken(name))
+			return dlopen(name, RTLD_NOW | RTLD_LOCAL);
+		int other = fcntl(*fd, F_DUPFD_CLOEXEC, *fd + 1);
+		if (other < 0)
+			break;
+		close(*fd);
+		*fd = other;
+	}
+	return NULL;
+}
+
+static pr_err *open_entry(const char *path, int *fd, void **handle, const pr_plugin_info **info)
+{
+	dlerror();
+	void *h = dlopen_fd(fd);
+	if (!h) {
+		const char *why = dlerror();
+		return pr_err_new("%s: cannot load plugin: %s", path,
+				  why ? why : "no free file descriptor to load it through");
+	}
 	dlerror();
 	void *sym = dlsym(h, PR_PLUGIN_ENTRY_SYMBOL);
 	if (!sym) {
@@ -341,7 +420,7 @@ static pr_err *open_entry(const char *path, void **handle, const pr_plugin_info 
 }
 
 static int add_plugin(pr_registry *r, const char *path, const pr_plugin_info *pi, void *h,
-		      const struct stat *st)
+		      int fd, const struct stat *st)
 {
 	if (r->n_plugins == r->cap_plugins) {
 		r->cap_plugins = r->cap_plugins ? 2 * r->cap_plugins : 8;
@@ -352,6 +431,7 @@ static int add_plugin(pr_registry *r, const char *path, const pr_plugin_info *pi
 	pl->name = pr_xstrdup(pi->name);
 	pl->version = pr_xstrdup(pi->version ? pi->version : "");
 	pl->handle = h;
+	pl->fd = fd;
 	pl->dev = st->st_dev;
 	pl->ino = st->st_ino;
 	return r->n_plugins++;
@@ -363,6 +443,7 @@ static void drop_last_plugin(pr_registry *r, int n_passes, int n_analyses)
 	r->n_analyses = n_analyses;
 	plugin_rec *pl = &r->plugins[--r->n_plugins];
 	dlclose(pl->handle);
+	close(pl->fd);
 	free(pl->path);
 	free(pl->name);
 	free(pl->version);
@@ -371,17 +452,22 @@ static void drop_last_plugin(pr_registry *r, int n_passes, int n_analyses)
 pr_err *pr_registry_load_plugin(pr_registry *r, const char *path)
 {
 	struct stat st;
-	pr_err *e = check_safe_path(path, &st);
+	int fd = -1;
+	pr_err *e = open_checked(path, &fd, &st);
 	if (e)
 		return e;
-	if (find_loaded(r, &st) >= 0)
+	if (find_loaded(r, &st) >= 0) {
+		close(fd);
 		return NULL;
+	}
 	void *h = NULL;
 	const pr_plugin_info *pi = NULL;
-	if ((e = open_entry(path, &h, &pi)))
+	if ((e = open_entry(path, &fd, &h, &pi))) {
+		close(fd);
 		return e;
+	}
 	int n_passes = r->n_passes, n_analyses = r->n_analyses;
-	r->loading = add_plugin(r, path, pi, h, &st);
+	r->loading = add_plugin(r, path, pi, h, fd, &st);
 	e = pi->register_fn(r);
 	if (r->reg_err) {
 		pr_err_free(e);

@@ -3,10 +3,13 @@
  * refusal gives its documented message, naming the file, and exit status 2. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "passrun/manager.h"
 #include "testutil.h"
@@ -186,6 +189,69 @@ Test(plugin, pipeline_plugins_are_relative_to_the_yaml_file)
 	free(args);
 	free(dir);
 	free(path);
+}
+
+/* A copy of the plugin `which` at dir/name, mode 0755 (path malloc'd). */
+static char *plugin_copy_as(const char *which, const char *dir, const char *name)
+{
+	char *path = NULL;
+	cr_assert(asprintf(&path, "%s/%s", dir, name) > 0);
+	tu_result r = tu_run("mkdir -p %s && cp %s %s && chmod 0755 %s", dir, which, path, path);
+	cr_assert_eq(r.status, 0, "cp failed: %s", r.err);
+	tu_result_free(&r);
+	return path;
+}
+
+/* Swaps link between a and b until killed. */
+static pid_t start_swapper(const char *link, const char *a, const char *b)
+{
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid)
+		return pid;
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s.new", link);
+	for (unsigned i = 0;; i++) {
+		unlink(tmp);
+		if (symlink(i % 2 ? b : a, tmp) == 0)
+			rename(tmp, link);
+	}
+}
+
+/* A link in a 0777 folder to a safe plugin passes the check (the resolved
+ * path is safe), but another user may swap the link at any moment: what is
+ * loaded must be the file that was checked, never one from the 0777 folder.
+ * The race window is small, so passrun runs 300 times while the link swaps
+ * between the safe plugin and an unsafe one (the bug loaded it 2-4 times). */
+Test(plugin, swapped_link_never_loads_a_plugin_from_an_unsafe_folder, .timeout = 240)
+{
+	char *safe_dir = NULL, *ww = NULL, *link = NULL;
+	cr_assert(asprintf(&safe_dir, "%s/safe", tu_temp_dir()) > 0);
+	cr_assert(asprintf(&ww, "%s/ww", tu_temp_dir()) > 0);
+	char *safe = plugin_copy_as(PLUGIN("good"), safe_dir, "prtest_good.so");
+	char *unsafe = plugin_copy_as(PLUGIN("dup_a"), ww, "unsafe.so");
+	cr_assert_eq(chmod(ww, 0777), 0);
+	cr_assert(asprintf(&link, "%s/link.so", ww) > 0);
+	cr_assert_eq(symlink(safe, link), 0);
+	pid_t swapper = start_swapper(link, safe, unsafe);
+	tu_result r = tu_run("ok=0 refused=0 unsafe=0; for i in $(seq 300); do "
+			     "out=$(%s " NODEF " --plugin %s --list-passes 2>&1); "
+			     "case $out in *test-dup*) unsafe=$((unsafe+1));; "
+			     "*test-noop*) ok=$((ok+1));; *'writable by other users'*) "
+			     "refused=$((refused+1));; *) echo \"$out\";; esac; done; "
+			     "echo \"ok=$ok refused=$refused unsafe=$unsafe\"", PASSRUN_EXE, link);
+	kill(swapper, SIGKILL);
+	waitpid(swapper, NULL, 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, " unsafe=0\n"), "loaded the plugin from the 0777 folder: %s", r.out);
+	cr_assert(strstr(r.out, "ok=") && !strstr(r.out, "ok=0 "), "never loaded the safe one: %s",
+		  r.out);
+	tu_result_free(&r);
+	free(link);
+	free(unsafe);
+	free(safe);
+	free(ww);
+	free(safe_dir);
 }
 
 /* ---- through the API ------------------------------------------------------ */
