@@ -58,6 +58,29 @@ static int find_input(const pr_exec *e, const char *name)
 	return -1;
 }
 
+/* "f32[2,3]", for messages. */
+static void type_text(char *buf, size_t n, pr_dtype t, int rank, const int64_t *shape)
+{
+	size_t k = (size_t)snprintf(buf, n, "%s[", pr_dtype_name(t));
+	for (int d = 0; d < rank && k < n; d++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? "," : "", (long long)shape[d]);
+	if (k < n)
+		snprintf(buf + k, n - k, "]");
+}
+
+/* The array in a file must be what the input declares: the message says
+ * both (it used to give only the dtype and the rank). */
+static pr_err *check_given(const pr_run_input *g, const pr_spec *s, const pr_tensor *t)
+{
+	if (t->dtype == s->dtype && t->rank == s->rank &&
+	    !memcmp(t->shape, s->shape, sizeof(int64_t) * (size_t)s->rank))
+		return NULL;
+	char want[PR_MAX_RANK * 21 + 16], got[PR_MAX_RANK * 21 + 16];
+	type_text(want, sizeof want, s->dtype, s->rank, s->shape);
+	type_text(got, sizeof got, t->dtype, t->rank, t->shape);
+	return pr_err_new("%s holds %s; the input is declared %s", g->path, got, want);
+}
+
 /* Sets every input of run (and the same-named one of ref). Bad input files
  * set *status to 2. */
 static pr_err *set_inputs(pr_exec *run, pr_exec *ref, const pr_run_options *o, int *status)
@@ -75,9 +98,9 @@ static pr_err *set_inputs(pr_exec *run, pr_exec *ref, const pr_run_options *o, i
 		pr_tensor t = {0};
 		pr_err *err = NULL;
 		*status = g ? 2 : 5;   /* a bad file or shape is the user's; else ours */
-		if (g)
-			err = pr_npy_read(g->path, &t);
-		else
+		if (g && !(err = pr_npy_read(g->path, &t)))
+			err = check_given(g, s, &t);
+		else if (!g)
 			t = random_input(s, o->seed, name);
 		if (!err)
 			err = pr_exec_set_input(run, i, &t);

@@ -340,3 +340,20 @@ Test(output_dir, an_output_that_does_not_fit_leaves_no_partial_file)
 	cr_expect_str_empty(r.out, "left behind: %s", r.out);
 	tu_result_free(&r);
 }
+
+/* ---- item 19: a file of the wrong shape names both shapes ----------------- */
+
+Test(npy_cli, a_wrong_shape_names_the_declared_and_the_given_one)
+{
+	/* it said "must be f32 with shape of rank 2 as declared" */
+	const char *path = write_npy("wrong.npy", "{'descr': '<f8', 'fortran_order': False, "
+				     "'shape': (3, 2), }", 48);
+	char args[1200];
+	snprintf(args, sizeof args, "--input x=%s", path);
+	tu_result r = run_with("", args);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "--input x: ") &&
+		  strstr(r.err, "wrong.npy holds f64[3,2]; the input is declared f32[2,3]"), "%s",
+		  r.err);
+	tu_result_free(&r);
+}
