@@ -202,6 +202,27 @@ static char *plugin_copy_as(const char *which, const char *dir, const char *name
 	return path;
 }
 
+/* --plugin NAME.so without a slash names ./NAME.so, the file the check looks
+ * at; dlopen given the bare name would search the library path instead. */
+Test(plugin, bare_name_loads_the_checked_file_not_one_on_the_library_path)
+{
+	char *dir = NULL, *libdir = NULL;
+	cr_assert(asprintf(&dir, "%s/here", tu_temp_dir()) > 0);
+	cr_assert(asprintf(&libdir, "%s/libpath", tu_temp_dir()) > 0);
+	char *good = plugin_copy_as(PLUGIN("good"), dir, "prtest_good.so");
+	char *other = plugin_copy_as(PLUGIN("dup_a"), libdir, "prtest_good.so");
+	tu_result r = tu_run("cd %s && LD_LIBRARY_PATH=%s %s " NODEF " --plugin prtest_good.so "
+			     "--list-passes", dir, libdir, PASSRUN_EXE);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "test-noop"), "./prtest_good.so was not loaded: %s", r.out);
+	cr_assert_null(strstr(r.out, "test-dup"), "LD_LIBRARY_PATH's file was loaded: %s", r.out);
+	tu_result_free(&r);
+	free(other);
+	free(good);
+	free(libdir);
+	free(dir);
+}
+
 /* Swaps link between a and b until killed. */
 static pid_t start_swapper(const char *link, const char *a, const char *b)
 {
