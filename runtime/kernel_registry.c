@@ -128,6 +128,9 @@ const pr_kernel pr_host_kernels[] = {
 	{"aten::masked_fill_.Tensor", pr_k_masked_fill, NULL, 0},
 	{"aten::_to_copy", pr_k_to_copy, NULL, 0},
 	{"aten::_assert_tensor_metadata", pr_k_assert_tensor_metadata, NULL, META},
+	{"aten::div.Tensor_mode", pr_k_div_mode, NULL, 0},
+	{"aten::div.Scalar_mode", pr_k_div_mode, NULL, 0},
+	{"aten::rsub.Scalar", pr_k_rsub, NULL, 0},
 	/* factories, cumsum, gather, indexing, ops with several results (kernels_tensor.c) */
 	{"aten::arange", pr_k_arange, NULL, 0},
 	{"aten::arange.start", pr_k_arange_start, NULL, 0},

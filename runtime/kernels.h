@@ -124,7 +124,8 @@ int pr_dim(int64_t d, int rank);
 	X(sqrt) X(rsqrt) X(abs) X(pow) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)   \
 	X(logical_and) X(logical_or) X(logical_xor) X(logical_not)            \
 	X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(bitwise_not)            \
-	X(where) X(masked_fill) X(to_copy) X(assert_tensor_metadata)
+	X(where) X(masked_fill) X(to_copy) X(assert_tensor_metadata)            \
+	X(div_mode) X(rsub)
 PR_KERNELS_EW(PR_DECLARE_KERNEL)
 
 /* An operand of a typed elementwise op: a tensor seen with the result's

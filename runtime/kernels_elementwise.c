@@ -174,7 +174,7 @@ static const char *ewt_name(pr_ewt_op op)
 	static const char *names[] = {
 		"add", "sub", "mul", "div", "pow", "neg", "abs", "sqrt", "rsqrt", "eq", "ne", "lt",
 		"le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
-		"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "copy",
+		"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "copy", "div", "div",
 	};
 	return names[op];
 }
@@ -374,6 +374,63 @@ static pr_err *ew_run(pr_kctx *k, pr_ewt_op op, int n, int alpha_at)
 pr_err *pr_ew_arith(pr_kctx *k, pr_ewt_op op, int n, int alpha_at)
 {
 	return ew_run(k, op, n, alpha_at);
+}
+
+/* Does a tensor operand hold a zero? (an integer divisor, before dividing) */
+static bool has_zero(const pr_ew_operand *x)
+{
+	if (!x->t)
+		return is_float(x->dtype) ? x->f == 0 : x->i == 0;
+	const pr_tensor *t = x->t;
+	int64_t idx[PR_MAX_RANK] = {0}, off = 0, n = pr_tensor_numel(t);
+	size_t es = pr_dtype_size(t->dtype);
+	for (int64_t i = 0; i < n; i++) {
+		if (pr_elem_load_i64(t->dtype, t->data + off * (int64_t)es) == 0)
+			return true;
+		for (int d = t->rank - 1; d >= 0; d--) {
+			off += t->strides[d];
+			if (++idx[d] < t->shape[d])
+				break;
+			off -= t->strides[d] * t->shape[d];
+			idx[d] = 0;
+		}
+	}
+	return false;
+}
+
+/* div.Tensor_mode / div.Scalar_mode(self, other, *, rounding_mode): none is
+ * true division; "trunc" and "floor" keep the operands' result type. */
+pr_err *pr_k_div_mode(pr_kctx *k)
+{
+	const char *mode = pr_karg_str(k, 2, NULL);
+	if (!mode)
+		return pr_k_div(k);
+	bool fl = strcmp(mode, "floor") == 0;
+	if (!fl && strcmp(mode, "trunc") != 0)
+		return pr_kernel_error(k, "rounding_mode must be none, \"trunc\" or \"floor\", not "
+				       "\"%s\"", mode);
+	pr_ew_plan p;
+	pr_err *err = pr_ew_plan_get(k, fl ? PR_EWT_DIV_FLOOR : PR_EWT_DIV_TRUNC, 2, -1, &p);
+	if (err)
+		return err;
+	if (!is_float(p.ct) && has_zero(&p.x[1]))
+		return pr_kernel_error(k, "integer division by zero");
+	pr_ew_plan_run(&p);
+	return NULL;
+}
+
+/* rsub.Scalar(self, other, alpha=1) = other - alpha * self (what `1 - x`
+ * traces to): sub with its operands swapped. */
+pr_err *pr_k_rsub(pr_kctx *k)
+{
+	pr_karg swapped[3] = {k->args[1], k->args[0], {.kind = PR_ARG_INT, .i = 1}};
+	if (k->n_args < 2)
+		return pr_kernel_error(k, "rsub takes self and other");
+	if (k->n_args > 2)
+		swapped[2] = k->args[2];
+	pr_kctx c = *k;
+	c.args = swapped, c.n_args = 3;
+	return pr_ew_arith(&c, PR_EWT_SUB, 2, 2);
 }
 
 pr_err *pr_k_sqrt(pr_kctx *k) { return ew_run(k, PR_EWT_SQRT, 1, -1); }

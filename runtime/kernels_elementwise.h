@@ -47,6 +47,8 @@ typedef enum pr_ewt_op {
 	PR_EWT_LOGICAL_AND, PR_EWT_LOGICAL_OR, PR_EWT_LOGICAL_XOR, PR_EWT_LOGICAL_NOT,
 	PR_EWT_BITWISE_AND, PR_EWT_BITWISE_OR, PR_EWT_BITWISE_XOR, PR_EWT_BITWISE_NOT,
 	PR_EWT_COPY,           /* the value itself: casts */
+	PR_EWT_DIV_TRUNC,      /* div with rounding_mode="trunc" */
+	PR_EWT_DIV_FLOOR,      /* ... "floor" (Python's //) */
 } pr_ewt_op;
 
 typedef enum pr_ew_domain { PR_EWD_BOOL, PR_EWD_INT, PR_EWD_FLOAT } pr_ew_domain;
@@ -120,6 +122,33 @@ PR_EW_FN int64_t pr_ew_powi(int64_t a, int64_t b)
 	return (int64_t)r;
 }
 
+/* ATen's floor division of floats (div_floor_floating): from fmod, so that
+ * the quotient is the exact one rounded down, not floor of a rounded a / b. */
+PR_EW_FN double pr_ew_div_floor_f(double a, double b)
+{
+	if (b == 0)
+		return a / b;
+	double mod = fmod(a, b), div = (a - mod) / b;
+	if (mod != 0 && (b < 0) != (mod < 0))
+		div -= 1;
+	if (div == 0)
+		return copysign(0.0, a / b);
+	double fl = floor(div);
+	return div - fl > 0.5 ? fl + 1 : fl;
+}
+
+/* Integer division rounded toward zero or down; b != 0 (the caller checks).
+ * INT64_MIN / -1 wraps to INT64_MIN. */
+PR_EW_FN int64_t pr_ew_div_i(int64_t a, int64_t b, bool floor_mode)
+{
+	if (b == -1)
+		return (int64_t)(0 - (uint64_t)a);
+	int64_t q = a / b;
+	if (floor_mode && a % b != 0 && ((a < 0) != (b < 0)))
+		q -= 1;
+	return q;
+}
+
 /* The FLOAT domain: a and b rounded to the compute dtype already. */
 PR_EW_FN double pr_ewt_float(pr_ewt_op op, double a, double b)
 {
@@ -144,13 +173,16 @@ PR_EW_FN double pr_ewt_float(pr_ewt_op op, double a, double b)
 	case PR_EWT_LOGICAL_XOR: return (a != 0) != (b != 0);
 	case PR_EWT_LOGICAL_NOT: return a == 0;
 	case PR_EWT_COPY: return a;
+	case PR_EWT_DIV_TRUNC: return trunc(a / b);
+	case PR_EWT_DIV_FLOOR: return pr_ew_div_floor_f(a, b);
 	default: return NAN;   /* bitwise ops take no floats (refused before) */
 	}
 }
 
 /* The INT and BOOL domains: wrapping int64 arithmetic (the caller wraps the
- * result to the compute dtype). Division by zero is not reached: integer
- * true division computes in f32. */
+ * result to the compute dtype). Integer true division computes in f32; an
+ * integer division with a rounding mode by zero is refused before the loop,
+ * as ATen raises ZeroDivisionError. */
 PR_EW_FN int64_t pr_ewt_int(pr_ewt_op op, int64_t a, int64_t b)
 {
 	uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
@@ -176,6 +208,8 @@ PR_EW_FN int64_t pr_ewt_int(pr_ewt_op op, int64_t a, int64_t b)
 	case PR_EWT_BITWISE_XOR: return a ^ b;
 	case PR_EWT_BITWISE_NOT: return ~a;   /* bool: see pr_ewt_int_in */
 	case PR_EWT_COPY: return a;
+	case PR_EWT_DIV_TRUNC: return b ? pr_ew_div_i(a, b, false) : 0;   /* b == 0: refused before */
+	case PR_EWT_DIV_FLOOR: return b ? pr_ew_div_i(a, b, true) : 0;
 	default: return 0;   /* DIV, SQRT, RSQRT compute in FLOAT */
 	}
 }

@@ -214,6 +214,56 @@ Test(ew_arith, mixed_dtypes_promote_and_refuse_what_aten_refuses)
 	call_refused("aten::add.Tensor", bad, 2, &FO, "broadcast");
 }
 
+static pr_karg STR(const char *s) { return (pr_karg){.kind = PR_ARG_STRING, .s = s}; }
+
+Test(ew_arith, div_rounding_modes_and_integer_division_by_zero)
+{
+	int64_t a[4] = {7, -7, 7, -7}, b[4] = {2, 2, -2, -2}, o[4];
+	pr_rv A = V(mk(PR_I64, a, 1, 4, 0)), Bv = V(mk(PR_I64, b, 1, 4, 0)), O = V(mk(PR_I64, o, 1, 4, 0));
+	pr_karg fl[3] = {T(&A), T(&Bv), STR("floor")};
+	call_ok("aten::div.Tensor_mode", fl, 3, &O);
+	cr_expect(o[0] == 3 && o[1] == -4 && o[2] == -4 && o[3] == 3);
+	pr_karg tr[3] = {T(&A), T(&Bv), STR("trunc")};
+	call_ok("aten::div.Tensor_mode", tr, 3, &O);
+	cr_expect(o[0] == 3 && o[1] == -3 && o[2] == -3 && o[3] == 3);
+	float f[5] = {7.5f, -7.5f, 1, -0.0f, 5}, g[5] = {2, 2, 0, 3, -0.0f}, fo[5];
+	pr_rv Fv = V(mk(PR_F32, f, 1, 5, 0)), G = V(mk(PR_F32, g, 1, 5, 0)), FO = V(mk(PR_F32, fo, 1, 5, 0));
+	pr_karg ffl[3] = {T(&Fv), T(&G), STR("floor")};
+	call_ok("aten::div.Tensor_mode", ffl, 3, &FO);
+	expect_exact(&FO.t, (double[]){3, -4, INFINITY, -0.0, -INFINITY}, 5);
+	pr_karg ftr[3] = {T(&Fv), T(&G), STR("trunc")};
+	call_ok("aten::div.Tensor_mode", ftr, 3, &FO);
+	expect_exact(&FO.t, (double[]){3, -3, INFINITY, -0.0, -INFINITY}, 5);
+	float o2[2];
+	pr_rv A2 = V(mk(PR_I64, a, 1, 2, 0)), O2 = V(mk(PR_F32, o2, 1, 2, 0));
+	pr_karg sc[3] = {T(&A2), F(2.5), STR("floor")};   /* i64 // 2.5: f32 */
+	call_ok("aten::div.Scalar_mode", sc, 3, &O2);
+	expect_exact(&O2.t, (double[]){2, -3}, 2);
+	pr_karg none[3] = {T(&A2), I(2), NONE()};   /* no mode: true division */
+	call_ok("aten::div.Scalar_mode", none, 3, &O2);
+	expect_exact(&O2.t, (double[]){3.5, -3.5}, 2);
+	int64_t z[4] = {1, 0, 1, 1};
+	pr_rv Z = V(mk(PR_I64, z, 1, 4, 0));
+	pr_karg dz[3] = {T(&A), T(&Z), STR("floor")};
+	call_refused("aten::div.Tensor_mode", dz, 3, &O, "division by zero");
+	pr_karg bad[3] = {T(&A), T(&Bv), STR("round")};
+	call_refused("aten::div.Tensor_mode", bad, 3, &O, "rounding_mode");
+}
+
+Test(ew_arith, rsub_is_other_minus_alpha_self)
+{
+	float a[2] = {1, 2}, o[2];
+	pr_rv A = V(mk(PR_F32, a, 1, 2, 0)), O = V(mk(PR_F32, o, 1, 2, 0));
+	pr_karg args[3] = {T(&A), I(1), I(2)};
+	call_ok("aten::rsub.Scalar", args, 3, &O);
+	expect_exact(&O.t, (double[]){-1, -3}, 2);
+	int64_t i[2] = {1, 2}, io[2];
+	pr_rv Iv = V(mk(PR_I64, i, 1, 2, 0)), IO = V(mk(PR_I64, io, 1, 2, 0));
+	pr_karg two[2] = {T(&Iv), I(10)};
+	call_ok("aten::rsub.Scalar", two, 2, &IO);
+	cr_expect(io[0] == 9 && io[1] == 8);
+}
+
 /* ---- sqrt, rsqrt, pow ------------------------------------------------------ */
 
 Test(ew_math, sqrt_rsqrt_with_nan_zero_and_integers)
@@ -548,7 +598,8 @@ Test(ew_registry, every_op_has_a_host_kernel)
 		"aten::where.self", "aten::where.ScalarSelf", "aten::where.ScalarOther",
 		"aten::where.Scalar", "aten::masked_fill.Scalar", "aten::masked_fill.Tensor",
 		"aten::masked_fill_.Scalar", "aten::masked_fill_.Tensor", "aten::_to_copy",
-		"aten::_assert_tensor_metadata",
+		"aten::_assert_tensor_metadata", "aten::div.Tensor_mode", "aten::div.Scalar_mode",
+		"aten::rsub.Scalar",
 	};
 	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
 		const pr_kernel *k = pr_kernel_find(ops[i]);

@@ -23,6 +23,9 @@ aten = torch.ops.aten
 
 KEEP = [aten.linear.default, aten.layer_norm.default, aten.rms_norm.default,
         aten.squeeze.dim, aten.softmax.int]
+# rsub.Scalar has a kernel; core ATen writes `1 - x` as sub.Tensor(1, x), a
+# number where the schema says Tensor
+KEEP += [aten.rsub.Scalar]
 
 
 def _sdpa_kv_heads(t, hq, batch):

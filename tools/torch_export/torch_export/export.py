@@ -60,6 +60,15 @@ REINPLACE = {aten.index_put.default: aten.index_put_.default,
 SCALAR_OVERLOAD = {aten.add.Tensor: aten.add.Scalar, aten.sub.Tensor: aten.sub.Scalar,
                    aten.mul.Tensor: aten.mul.Scalar, aten.div.Tensor: aten.div.Scalar,
                    aten.add_.Tensor: aten.add_.Scalar, aten.mul_.Tensor: aten.mul_.Scalar}
+# the elementwise family's (kernels_elementwise.c): a traced number in a
+# Tensor overload's second argument
+SCALAR_OVERLOAD.update({
+    aten.eq.Tensor: aten.eq.Scalar, aten.ne.Tensor: aten.ne.Scalar,
+    aten.lt.Tensor: aten.lt.Scalar, aten.le.Tensor: aten.le.Scalar,
+    aten.gt.Tensor: aten.gt.Scalar, aten.ge.Tensor: aten.ge.Scalar,
+    aten.bitwise_and.Tensor: aten.bitwise_and.Scalar, aten.bitwise_or.Tensor: aten.bitwise_or.Scalar,
+    aten.bitwise_xor.Tensor: aten.bitwise_xor.Scalar, aten.pow.Tensor_Tensor: aten.pow.Tensor_Scalar,
+    aten.div.Tensor_mode: aten.div.Scalar_mode})
 
 
 ASSERT_OPS = (aten._assert_tensor_metadata.default,)

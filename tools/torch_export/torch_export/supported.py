@@ -43,7 +43,7 @@ aten::bitwise_or.Tensor aten::bitwise_or.Scalar aten::bitwise_xor.Tensor
 aten::bitwise_xor.Scalar aten::bitwise_not aten::where.self aten::where.ScalarSelf
 aten::where.ScalarOther aten::where.Scalar aten::masked_fill.Scalar aten::masked_fill.Tensor
 aten::masked_fill_.Scalar aten::masked_fill_.Tensor aten::_to_copy
-aten::_assert_tensor_metadata
+aten::_assert_tensor_metadata aten::div.Tensor_mode aten::div.Scalar_mode aten::rsub.Scalar
 """.split())
 
 # Ops that only re-describe their argument's memory (no element is read):
@@ -76,7 +76,7 @@ aten::logical_xor aten::logical_not aten::bitwise_and.Tensor aten::bitwise_and.S
 aten::bitwise_or.Tensor aten::bitwise_or.Scalar aten::bitwise_xor.Tensor
 aten::bitwise_xor.Scalar aten::bitwise_not aten::where.self aten::where.ScalarSelf
 aten::where.ScalarOther aten::where.Scalar aten::masked_fill.Scalar aten::masked_fill.Tensor
-aten::_to_copy
+aten::_to_copy aten::div.Tensor_mode aten::div.Scalar_mode aten::rsub.Scalar
 """.split())
 
 
