@@ -23,9 +23,11 @@
  * report the host kernel's error.
  *
  * Everything runs on the device's stream. f32 data and i64/i32 indices;
- * every op hands other dtypes to pr_k_staged, which runs the host kernel on
- * host copies (slow but exact), except contiguous and reshape, whose copy
- * (when they need one) takes f32 only. View ops read no element and run
+ * add, sub, mul, div and neg on other dtypes run the host's typed plan on
+ * the device (pr_cuda_ew_typed, kernels_cuda_nn.cu), as the host kernels
+ * do; every other op hands other dtypes to pr_k_staged, which runs the
+ * host kernel on host copies (slow but exact), except contiguous and
+ * reshape, whose copy (when they need one) takes f32 only. View ops read no element and run
  * their host kernel. */
 /* error.h declares pr_assert_fail with C11's _Noreturn, which C++ spells
  * differently. */
@@ -41,6 +43,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "kernels_elementwise.h"
 #include "rt_cuda.h"
 
 namespace {
@@ -216,10 +219,25 @@ bool one_dtype_op(pr_kctx *k)
 	return all_dtype(k->args, k->n_args, t) && result_dtype_is(k, t);
 }
 
+/* The typed op (kernels_elementwise.h) the host runs add, sub, mul, div and
+ * neg as when an operand or the result is not f32; -1 for the others. */
+int typed_op(int op)
+{
+	switch (op) {
+	case PR_EW_ADD: return PR_EWT_ADD;
+	case PR_EW_SUB: return PR_EWT_SUB;
+	case PR_EW_MUL: return PR_EWT_MUL;
+	case PR_EW_DIV: return PR_EWT_DIV;
+	case PR_EW_NEG: return PR_EWT_NEG;
+	default: return -1;
+	}
+}
+
 pr_err *ew_impl(pr_kctx *k, int op, bool binary, int alpha_at)
 {
 	if (!f32_op(k))
-		return pr_k_staged(k);
+		return typed_op(op) >= 0 ? pr_cuda_ew_typed(k, typed_op(op), binary ? 2 : 1, alpha_at)
+					 : pr_k_staged(k);
 	pr_tensor *a = pr_karg_tensor(k, 0), *b = binary ? pr_karg_tensor(k, 1) : NULL;
 	if (!a || (binary && !b && pr_karg_is_none(k, 1)))
 		return pr_kernel_error(k, "missing tensor argument");

@@ -1071,6 +1071,68 @@ pr_err *cu_masked_fill(pr_kctx *k)
 	return err ? err : ew_plan_launch(k, p);
 }
 
+/* Sets *bad when some element of the integer tensor w walks is 0. */
+__global__ void zero_check_kernel(walk w, pr_dtype t, const void *p, int *bad)
+{
+	int64_t c[PR_MAX_RANK];
+	GRID_STRIDE(i, w.n) {
+		coords_of(w, i, c);
+		if (elem_load_i64(t, p, offset_of(w, c)) == 0)
+			*bad = 1;
+	}
+}
+
+template <typename F> pr_err *none_flagged(pr_kctx *k, F launch, bool *ok);
+
+/* div.Tensor_mode / div.Scalar_mode(self, other, *, rounding_mode): none is
+ * true division, "trunc" and "floor" round the quotient. An integer
+ * division by zero (found on the device for a tensor divisor), or a mode
+ * the host refuses, runs the host kernel, which says so. */
+pr_err *cu_div_mode(pr_kctx *k)
+{
+	const char *mode = pr_karg_str(k, 2, NULL);
+	if (!mode)
+		return ew_run(k, PR_EWT_DIV, 2, -1);
+	bool fl = strcmp(mode, "floor") == 0;
+	if (!fl && strcmp(mode, "trunc") != 0)
+		return pr_k_staged(k);
+	pr_ew_plan p;
+	pr_err *err = pr_ew_plan_get(k, fl ? PR_EWT_DIV_FLOOR : PR_EWT_DIV_TRUNC, 2, -1, &p);
+	if (err)
+		return err;
+	bool ok = true;
+	const pr_ew_operand &b = p.x[1];
+	if (pr_ew_domain_of(p.ct) != PR_EWD_FLOAT && !b.t)
+		ok = pr_ew_domain_of(b.dtype) == PR_EWD_FLOAT ? b.f != 0 : b.i != 0;
+	if (pr_ew_domain_of(p.ct) != PR_EWD_FLOAT && b.t && pr_tensor_numel(b.t) > 0) {
+		walk w = walk_of(b.t);
+		const void *bp = b.t->data;
+		pr_dtype bt = b.t->dtype;
+		err = none_flagged(k, [&](int *bad, cudaStream_t st) {
+			zero_check_kernel<<<blocks_for(w.n), THREADS, 0, st>>>(w, bt, bp, bad);
+		}, &ok);
+	}
+	if (err || !ok)
+		return err ? err : pr_k_staged(k);
+	return ew_plan_launch(k, p);
+}
+
+/* rsub.Scalar(self, other, alpha=1) = other - alpha * self: sub with its
+ * operands swapped, as the host. */
+pr_err *cu_rsub(pr_kctx *k)
+{
+	if (k->n_args < 2)
+		return pr_k_staged(k);
+	pr_karg swapped[3] = {k->args[1], k->args[0], k->n_args > 2 ? k->args[2] : pr_karg{}};
+	if (k->n_args <= 2) {
+		swapped[2].kind = PR_ARG_INT;
+		swapped[2].i = 1;
+	}
+	pr_kctx c = *k;
+	c.args = swapped, c.n_args = 3;
+	return ew_run(&c, PR_EWT_SUB, 2, 2);
+}
+
 /* ---- factories: full, zeros, ones, full_like, scalar_tensor, arange ------------------------ */
 
 /* Every element of o takes the bytes of one element (es bytes, in val). */
@@ -1638,6 +1700,9 @@ const pr_cuda_kernel nn_kernels[] = {
 	{"aten::masked_fill_.Scalar", cu_masked_fill},
 	{"aten::masked_fill_.Tensor", cu_masked_fill},
 	{"aten::_to_copy", cu_to_copy},
+	{"aten::div.Tensor_mode", cu_div_mode},
+	{"aten::div.Scalar_mode", cu_div_mode},
+	{"aten::rsub.Scalar", cu_rsub},
 	{"aten::arange", cu_arange},
 	{"aten::arange.start", cu_arange_start},
 	{"aten::arange.start_step", cu_arange_start_step},
@@ -1652,6 +1717,11 @@ const pr_cuda_kernel nn_kernels[] = {
 };
 
 } // namespace
+
+extern "C" pr_err *pr_cuda_ew_typed(pr_kctx *k, int op, int n, int alpha_at)
+{
+	return ew_run(k, (pr_ewt_op)op, n, alpha_at);
+}
 
 extern "C" const pr_cuda_kernel *pr_cuda_nn_kernels(int *n)
 {

@@ -29,6 +29,10 @@ void *pr_cuda_stream(pr_dev *d);   /* cudaStream_t */
 void *pr_cuda_blas(pr_dev *d);     /* cublasHandle_t */
 /* The kernels of kernels_cuda_nn.cu (pr_cuda_kernels lists them after its own). */
 const pr_cuda_kernel *pr_cuda_nn_kernels(int *n);
+/* Typed elementwise op `op` (a pr_ewt_op) on arguments 0..n-1, alpha at
+ * alpha_at (-1: none), planned as the host plans it and run on k's device
+ * (kernels_cuda_nn.cu). */
+pr_err *pr_cuda_ew_typed(pr_kctx *k, int op, int n, int alpha_at);
 /* A strided elementwise copy on k's device (kernels_cuda.cu). */
 pr_err *pr_cuda_copy(pr_kctx *k, pr_tensor *dst, const pr_tensor *src);
 

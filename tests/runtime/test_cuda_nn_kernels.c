@@ -1,7 +1,8 @@
 /* The device kernels of issue 12's ops (runtime/kernels_cuda_nn.cu) against
  * their host kernels: convolution (1-d, 2-d, strided, padded, dilated,
  * grouped, depthwise), batch norm, max / average / adaptive pooling, the
- * activations, the typed elementwise ops (promotion, bool, i64, f16),
+ * activations, the typed elementwise ops (promotion, bool, i64, f16;
+ * rounding division, rsub, and add / neg off f32),
  * factories, cumsum, gather and index.Tensor. Every case has a
  * non-contiguous operand (channels-last, transposed, sliced or permuted),
  * and some a non-contiguous result.
@@ -282,6 +283,32 @@ static void elementwise_cases(dh_harness *h)
 	dh_check(h, to_copy, bun, 1, &O);
 	pr_karg hun[1] = {T(&HX)};
 	dh_check(h, to_copy, hun, 1, &O);
+
+	/* rounding division (floor and trunc, integers and floats), a zero
+	 * integer divisor (number and tensor: the host's error), rsub */
+	const char *divt = "aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor";
+	const char *divs = "aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor";
+	static int64_t dl[3] = {3, -2, 7}, dz[3] = {3, 0, 7};
+	pr_rv DL = V(dh_mk(PR_I64, dl, 1, 3, 0, 0)), DZ = V(dh_mk(PR_I64, dz, 1, 3, 0, 0));
+	pr_karg floor_s = {.kind = PR_ARG_STRING, .s = "floor"}, trunc_s = {.kind = PR_ARG_STRING, .s = "trunc"};
+	pr_karg dv1[3] = {T(&LI), T(&DL), floor_s}, dv2[3] = {T(&LI), T(&DL), trunc_s}, dv3[3] = {T(&X), F(-0.75), floor_s},
+		dv4[3] = {T(&X), T(&Y), NONE()}, dz1[3] = {T(&LI), I(0), floor_s}, dz2[3] = {T(&LI), T(&DZ), trunc_s};
+	dh_check(h, divt, dv1, 3, &OL);
+	dh_check(h, divt, dv2, 3, &OL);
+	dh_check(h, divs, dv3, 3, &O);
+	dh_check(h, divt, dv4, 3, &O);
+	dh_check_error(h, divs, dz1, 3, &OL, "integer division by zero");
+	dh_check_error(h, divt, dz2, 3, &OL, "integer division by zero");
+	pr_karg rs[2] = {T(&X), F(1)}, rsl[3] = {T(&LI), I(10), I(3)};
+	const char *rsub = "aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor";
+	dh_check(h, rsub, rs, 2, &O);
+	dh_check(h, rsub, rsl, 3, &OL);
+	/* add and neg on i64 and f16 (the typed plan on the device) */
+	pr_karg addl[3] = {T(&LI), T(&DL), I(2)}, addh[2] = {T(&HX), T(&X)}, negh[1] = {T(&HX)};
+	const char *add = "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor";
+	dh_check(h, add, addl, 3, &OL);
+	dh_check(h, add, addh, 2, &O);
+	dh_check(h, "aten::neg(Tensor self) -> Tensor", negh, 1, &OH);
 }
 
 static void factory_cases(dh_harness *h)
