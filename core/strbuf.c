@@ -71,22 +71,43 @@ char *pr_strbuf_take(pr_strbuf *b)
 	return s;
 }
 
+/* The length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
+ * forms, no surrogates, nothing above U+10FFFF), or 0. */
+static int utf8_len(const unsigned char *p)
+{
+	int n = p[0] < 0x80 ? 1 : p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+		: p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+	for (int i = 1; i < n; i++)   /* stops at the NUL: it is no continuation byte */
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
+	    (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+		return 0;   /* overlong, a surrogate, or above U+10FFFF */
+	return n;
+}
+
+/* Control characters as escapes, and a byte that is not part of well-formed
+ * UTF-8 as U+FFFD: names come from files (a "\xff" escape in a .pg) and
+ * every JSON passrun prints must parse. */
 void pr_strbuf_json_string(pr_strbuf *b, const char *s)
 {
 	pr_strbuf_putc(b, '"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		int n = utf8_len(p);
+		switch (n ? *p : 0) {
 		case '"': pr_strbuf_puts(b, "\\\""); break;
 		case '\\': pr_strbuf_puts(b, "\\\\"); break;
 		case '\n': pr_strbuf_puts(b, "\\n"); break;
 		case '\t': pr_strbuf_puts(b, "\\t"); break;
 		case '\r': pr_strbuf_puts(b, "\\r"); break;
+		case 0: pr_strbuf_puts(b, "\\ufffd"); break;
 		default:
-			if (*p < 0x20)
+			if (*p < 0x20 || *p == 0x7f)
 				pr_strbuf_printf(b, "\\u%04x", *p);
 			else
-				pr_strbuf_putc(b, (char)*p);
+				pr_strbuf_add(b, (const char *)p, (size_t)n);
 		}
+		p += n ? n : 1;
 	}
 	pr_strbuf_putc(b, '"');
 }

@@ -14,6 +14,7 @@
 
 #include "passrun/data.h"
 #include "passrun/runtime.h"
+#include "passrun/strbuf.h"
 #include "rt.h"
 
 bool pr_runtime_has_cuda(void) { return pr_cuda_available(); }
@@ -326,8 +327,14 @@ static void json_error(FILE *out, const char *key, double v)
 
 void pr_run_report_json(const pr_run_report *r, FILE *out)
 {
-	fprintf(out, "{\"device\": \"%s\", \"method\": \"%s\", \"iterations\": %d, ", r->device,
-		r->method, r->iterations);
+	pr_strbuf b;   /* names escaped as every JSON string passrun prints */
+	pr_strbuf_init(&b);
+	pr_strbuf_puts(&b, "{\"device\": ");
+	pr_strbuf_json_string(&b, r->device);
+	pr_strbuf_puts(&b, ", \"method\": ");
+	pr_strbuf_json_string(&b, r->method);
+	fprintf(out, "%s, \"iterations\": %d, ", b.data, r->iterations);
+	pr_strbuf_free(&b);
 	/* JSON has no infinity: an infinite error (a NaN or an infinity where the
 	 * other side has none) prints as null, not as a huge number. */
 	if (r->checked) {

@@ -21,7 +21,8 @@ void pr_strbuf_putc(pr_strbuf *b, char c);
 void pr_strbuf_printf(pr_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Takes the string out; the buffer is empty afterwards. Never NULL. */
 char *pr_strbuf_take(pr_strbuf *b);
-/* JSON string literal, quotes included. */
+/* JSON string literal, quotes included: control characters escaped, a byte
+ * that is not part of well-formed UTF-8 written as \ufffd (always valid JSON). */
 void pr_strbuf_json_string(pr_strbuf *b, const char *s);
 /* Shortest text that reads back as exactly d (always with '.', 'e', "inf" or "nan"). */
 void pr_strbuf_double(pr_strbuf *b, double d);
