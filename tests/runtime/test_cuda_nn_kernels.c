@@ -189,7 +189,7 @@ static void pool_cases(dh_harness *h)
 	dh_check(h, avg2, a2, 7, &O);
 	pr_karg a3[7] = {T(&X), L(2, k3), L(2, s2), L(2, p1), B(false), B(true), I(5)};
 	dh_check(h, avg2, a3, 7, &O33);
-	pr_tensor O14 = dh_mk(PR_F32, o18, 3, 2, 3, 5);
+	pr_tensor O14 = dh_mk(PR_F32, o30, 3, 2, 3, 5);
 	pr_karg a4[6] = {T(&X1), L(1, k31), L(1, s21), L(1, p11), B(false), B(true)};
 	dh_check(h, avg1, a4, 6, &O14);
 
