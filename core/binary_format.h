@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include "passrun/format.h"
+
 #define PRB_VERSION 1u
 #define PRB_BYTE_ORDER 0x0A0B0C0Du       /* reads back as this only in little-endian */
 #define PRB_HEADER_SIZE 64u
@@ -25,7 +27,7 @@ enum {
 };
 
 #define PRB_NO_STRING 0xFFFFFFFFu        /* an absent optional string */
-#define PRB_MAX_STRING (16u << 20)       /* bytes in one string */
+#define PRB_MAX_STRING PR_MAX_STRING_BYTES   /* bytes in one string (format.h) */
 #define PRB_MAX_LIST_DEPTH 32            /* nested argument lists */
 #define PRB_MAX_COUNT 0x7FFFFFFFu        /* anything counted in an int */
 

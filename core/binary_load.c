@@ -147,7 +147,10 @@ static bool rd_string(rd *r, const char *what, bool optional, char **out)
 	if (optional && n == PRB_NO_STRING)
 		return true;
 	size_t left = r->end - r->pos;
-	if (n > PRB_MAX_STRING || n > left)
+	if (n > PRB_MAX_STRING)
+		return rd_fail(r, at, "%s is %u bytes long, more than the %u bytes a string may "
+			       "hold", what, n, PRB_MAX_STRING);
+	if (n > left)
 		return rd_fail(r, at, "%s is %u bytes long, which runs past the end of the %s section "
 			       "(%zu bytes left)", what, n, r->section, left);
 	const uint8_t *s = r->buf + r->pos;

@@ -25,6 +25,7 @@
 typedef struct wbuf {
 	uint8_t *p;
 	size_t len, cap;
+	size_t too_long;   /* the length of the first string over PRB_MAX_STRING, or 0 */
 } wbuf;
 
 static void *wb_grow(wbuf *b, size_t n)
@@ -69,6 +70,8 @@ static void wb_f64(wbuf *b, double d)
 static void wb_str(wbuf *b, const char *s)
 {
 	size_t n = strlen(s);
+	if (n > PRB_MAX_STRING && !b->too_long)
+		b->too_long = n;   /* pr_binary_write refuses the program: it would not load */
 	wb_u32(b, (uint32_t)n);
 	wb_bytes(b, s, n);
 }
@@ -488,6 +491,11 @@ pr_err *pr_binary_write(const pr_program *p, uint8_t **out, size_t *len)
 	w_schemas(&w, &secs[0]);
 	w_blobs(&w, &secs[1]);
 	bool ok = w_delegates(&w, &secs[2]) && w_methods(&w, &secs[3]);
+	for (int i = 0; ok && i < PRB_SEC_COUNT - 1; i++)
+		if (secs[i].too_long)
+			ok = w_fail(&w, pr_err_new("a string of %zu bytes, more than the %u bytes a "
+						   "string may hold", secs[i].too_long,
+						   PRB_MAX_STRING));
 	wbuf file = {0};
 	if (ok)
 		w_assemble(&file, secs, &w.data);

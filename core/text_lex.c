@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "passrun/error.h"
+#include "passrun/format.h"
 #include "text_lex.h"
 
 uint32_t tp_col(const tp *p, size_t pos)
@@ -193,6 +194,9 @@ bool tp_name(tp *p, const char *what)
 		p->pos++;
 	if (p->pos == b)
 		return tp_expected(p, b, what);
+	if (p->pos - b > PR_MAX_STRING_BYTES)
+		return tp_error_at(p, b, "a name of more than %u bytes (the limit of a string in "
+				   "both file formats)", PR_MAX_STRING_BYTES);
 	p->scratch.len = 0;
 	pr_strbuf_add(&p->scratch, p->s + b, p->pos - b);
 	return true;
@@ -237,6 +241,14 @@ static bool tp_escape(tp *p, pr_strbuf *b)
 	return true;
 }
 
+/* The binary format's limit, so that every program that parses converts
+ * and loads again (a 17 MiB string did not). */
+static bool tp_string_too_long(tp *p, size_t at)
+{
+	return tp_error_at(p, at, "a string of more than %u bytes (the limit of a string in "
+			   "both file formats)", PR_MAX_STRING_BYTES);
+}
+
 bool tp_string(tp *p, char **out)
 {
 	size_t open = p->pos;
@@ -268,6 +280,10 @@ bool tp_string(tp *p, char **out)
 		}
 		pr_strbuf_putc(&b, (char)c);
 		p->pos++;
+		if (b.len > PR_MAX_STRING_BYTES) {
+			pr_strbuf_free(&b);
+			return tp_string_too_long(p, open);
+		}
 	}
 	p->pos++;
 	*out = pr_strbuf_take(&b);

@@ -18,6 +18,11 @@
 extern "C" {
 #endif
 
+/* The longest string (a name, a quoted string, a schema) either format
+ * holds, in bytes: the text parser, the binary writer and the binary loader
+ * all refuse a longer one, so that what converts also loads. */
+#define PR_MAX_STRING_BYTES (16u << 20)
+
 /* Text. filename is only used in messages. */
 pr_err *pr_text_parse(const char *filename, const char *text, size_t len, pr_program **out);
 char *pr_text_print(const pr_program *p, size_t *len);   /* malloc'd */
