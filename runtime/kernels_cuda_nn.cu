@@ -373,8 +373,9 @@ pr_err *dnn_descs_make(pr_kctx *k, const pr_conv_args &a, dnn_descs *d)
 	return NULL;
 }
 
-/* y = conv(x, w) on packed NCHW operands. */
-pr_err *dnn_forward(pr_kctx *k, const pr_conv_args &a, const float *x, const float *w, float *y)
+/* y = conv(x, w) on packed NCHW operands; *unsupported (and no error) when
+ * cuDNN has no algorithm for this geometry. */
+pr_err *dnn_forward(pr_kctx *k, const pr_conv_args &a, const float *x, const float *w, float *y, bool *unsupported)
 {
 	cudnnHandle_t h;
 	dnn_descs d;
@@ -389,13 +390,19 @@ pr_err *dnn_forward(pr_kctx *k, const pr_conv_args &a, const float *x, const flo
 	size_t wsize = 0;
 	scratch ws = {NULL, stream_of(k)};
 	const float one = 1, zero = 0;
-	err = dnn_error(k, cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.c, d.y, algo, &wsize),
-			"cudnnGetConvolutionForwardWorkspaceSize");
+	cudnnStatus_t st = cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.c, d.y, algo, &wsize);
+	err = dnn_error(k, st, "cudnnGetConvolutionForwardWorkspaceSize");
 	if (!err && wsize)
 		err = scratch_alloc(k, (int64_t)wsize, &ws);
-	if (!err)
-		err = dnn_error(k, cudnnConvolutionForward(h, &one, d.x, x, d.w, w, d.c, algo, ws.p, wsize, &zero, d.y, y),
-				"cudnnConvolutionForward");
+	if (!err) {
+		st = cudnnConvolutionForward(h, &one, d.x, x, d.w, w, d.c, algo, ws.p, wsize, &zero, d.y, y);
+		err = dnn_error(k, st, "cudnnConvolutionForward");
+	}
+	*unsupported = st == CUDNN_STATUS_NOT_SUPPORTED;
+	if (*unsupported) {
+		pr_err_free(err);
+		err = NULL;
+	}
 	scratch_free(&ws);
 	dnn_descs_free(&d);
 	return err;
@@ -443,12 +450,17 @@ pr_err *cu_convolution(pr_kctx *k)
 	if (pr_tensor_numel(o) == 0)
 		return NULL;
 	conv_bufs b;
+	bool unsupported = false;
 	err = conv_bufs_get(k, a, o, &b);
 	if (!err && pr_tensor_numel(a.x) > 0)
-		err = dnn_forward(k, a, (const float *)b.x.data, (const float *)b.w.data, (float *)b.y.data);
+		err = dnn_forward(k, a, (const float *)b.x.data, (const float *)b.w.data, (float *)b.y.data, &unsupported);
 	else if (!err)   /* no input channels: sums of nothing */
 		err = cuda_check(k, cudaMemsetAsync(b.y.data, 0, (size_t)pr_tensor_numel(o) * 4, stream_of(k)),
 				 "cudaMemsetAsync");
+	if (!err && unsupported) {   /* a geometry cuDNN does not take: the host kernel */
+		conv_bufs_free(&b);
+		return pr_k_staged(k);
+	}
 	if (!err && b.ys.p) {
 		walk wo = walk_of(o);
 		unpack_kernel<<<blocks_for(wo.n), THREADS, 0, stream_of(k)>>>(wo, (float *)o->data, (const float *)b.ys.p);
