@@ -20,7 +20,9 @@ static const pr_cuda_backend *backend;
 static char why_not[4200];          /* why there is no backend, once tried */
 static pthread_once_t tried = PTHREAD_ONCE_INIT;
 
-/* The module's path: passrun/libpassrun_cuda.so beside this library. */
+#ifdef PASSRUN_HAVE_CUDA
+/* The module's path: passrun/libpassrun_cuda.so beside this library (only
+ * a build with CUDA has one: without, an unused function fails -Werror). */
 static bool module_path(char *out, size_t size)
 {
 	Dl_info info;
@@ -38,6 +40,7 @@ static bool module_path(char *out, size_t size)
 	}
 	return true;
 }
+#endif
 
 static void load(void)
 {
