@@ -21,6 +21,68 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 COMPARE = os.path.normpath(os.path.join(HERE, "..", "..", "..", "tests", "torch", "run_one.sh"))
 
 
+if HAVE_TORCH:
+    class CnnLayers(nn.Module):
+        """The layers of torchvision's CNNs, with the arguments they vary:
+        strided, padded, dilated, grouped and depthwise convs on a
+        channels-last weight, eval batch norm with random statistics, max
+        pooling with ceil_mode, average and adaptive pooling, relu6,
+        hardswish, hardsigmoid and silu."""
+
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(3)
+            self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False)
+            self.bn = nn.BatchNorm2d(8)
+            self.dw = nn.Conv2d(8, 8, 3, padding=2, dilation=2, groups=8)
+            self.gc = nn.Conv2d(8, 4, 1, groups=2)
+            self.c4 = nn.Conv2d(4, 6, (3, 2), stride=(1, 2), padding=(1, 0))
+            self.c4.weight.data = self.c4.weight.data.to(memory_format=torch.channels_last)
+            self.bn.running_mean.uniform_(-1, 1)
+            self.bn.running_var.uniform_(0.5, 2)
+            nn.init.uniform_(self.bn.weight, 0.5, 1.5)
+
+        def forward(self, x):
+            x = nn.functional.relu6(self.bn(self.c1(x)))
+            x = nn.functional.max_pool2d(x, 3, 2, 1, ceil_mode=True)
+            x = nn.functional.hardswish(self.dw(x))
+            x = self.c4(nn.functional.hardsigmoid(self.gc(x)) * x[:, :4])
+            x = nn.functional.silu(nn.functional.avg_pool2d(x, 2, 1, 1, count_include_pad=False))
+            return nn.functional.adaptive_avg_pool2d(x, (2, 3))
+
+    class AudioStem(nn.Module):
+        """A conv1d audio front end: strided conv, batch norm, gelu, a
+        grouped conv, 1-d pooling."""
+
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(4)
+            self.c1 = nn.Conv1d(1, 8, 10, stride=5, bias=False)
+            self.bn = nn.BatchNorm1d(8)
+            self.c2 = nn.Conv1d(8, 8, 3, stride=2, padding=1, groups=2)
+            self.bn.running_var.uniform_(0.5, 2)
+
+        def forward(self, x):
+            x = nn.functional.gelu(self.bn(self.c1(x)))
+            x = nn.functional.max_pool1d(nn.functional.silu(self.c2(x)), 2)
+            return nn.functional.adaptive_avg_pool1d(nn.functional.avg_pool1d(x, 3, ceil_mode=True), 3)
+
+    class UpsampleWithIndices(nn.Module):
+        """A transposed conv (stride, padding, output_padding, groups) after
+        batch norm, and max pooling whose indices are returned too (the
+        two-result op, read through getitems)."""
+
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(5)
+            self.bn = nn.BatchNorm2d(4)
+            self.up = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+
+        def forward(self, x):
+            v, i = nn.functional.max_pool2d(self.up(self.bn(x)), 2, return_indices=True)
+            return v, i
+
+
 @unittest.skipUnless(HAVE_TORCH, SKIP)
 class Export(unittest.TestCase):
     def export(self, m, args, **kw):
@@ -88,17 +150,60 @@ class Export(unittest.TestCase):
 
         class M(nn.Module):
             def forward(self, x):
-                return torch.cumsum(x, 0)
+                return torch.flip(x, [0])   # cumsum, the op this used, has a kernel now
         with self.assertRaises(ExportError) as cm:
             self.export(M(), (torch.randn(4),))
-        self.assertIn("aten::cumsum", str(cm.exception))
+        self.assertIn("aten::flip", str(cm.exception))
         self.assertIn("no kernel", str(cm.exception))
 
-    def test_conv_with_padding_is_refused(self):
-        m = nn.Conv2d(1, 1, 3, padding=1)
-        with self.assertRaises(Exception) as cm:
-            self.export(m, (torch.randn(1, 1, 4, 4),))
-        self.assertIn("padding=0", str(cm.exception))
+    def test_cnn_layers_are_single_kernel_calls(self):
+        # conv (any padding, dilation, groups) is aten::convolution, not an
+        # im2col lowering; eval batch norm and max pooling are their
+        # single-result forms (no tuple, no getitem); the hard activations
+        # and silu are kept whole
+        text, _ = self.export(CnnLayers(), (torch.randn(1, 3, 12, 12),), mode="grouped")
+        body = text[text.index("delegate @"):text.index("\n}\n")]
+        for op in ("aten::convolution(", "aten::batch_norm(", "aten::max_pool2d(",
+                   "aten::avg_pool2d(", "aten::_adaptive_avg_pool2d(", "aten::hardswish(",
+                   "aten::hardsigmoid(", "aten::hardtanh(", "aten::silu("):
+            self.assertIn(op, body)
+        for op in ("_native_batch_norm_legit", "max_pool2d_with_indices", "getitem %", "aten::cat(",
+                   "aten::clamp", "aten::sigmoid("):
+            self.assertNotIn(op, body)
+        self.assertEqual(body.count("aten::convolution("), 4)
+
+    def test_single_result_forms_keep_an_op_whose_other_results_are_read(self):
+        from torch_export import decomp
+
+        class M(nn.Module):
+            def forward(self, x):
+                v, i = nn.functional.max_pool2d(x, 2, return_indices=True)
+                return v, i, nn.functional.max_pool2d(x, 3, 1)
+        ep = torch.export.export(M(), (torch.randn(1, 1, 4, 4),)).run_decompositions(decomp.table())
+        self.assertEqual(decomp.single_result_forms(ep.graph_module), 1)
+        ops = [n.target for n in ep.graph.nodes if n.op == "call_function"]
+        self.assertEqual(ops.count(torch.ops.aten.max_pool2d_with_indices.default), 1)
+        self.assertEqual(ops.count(torch.ops.aten.max_pool2d.default), 1)
+        m = next(n for n in ep.graph.nodes if n.target is torch.ops.aten.max_pool2d.default)
+        self.assertEqual(list(m.args[1:3]), [[3, 3], [1, 1]])
+        self.assertEqual(tuple(m.meta["val"].shape), (1, 1, 2, 2))
+
+    @unittest.skipUnless(os.environ.get("PASSRUN"), "PASSRUN is not set: not running passrun")
+    def test_cnn_layers_match_eager_through_passrun(self):
+        from torch_export.examples import write_example
+        tmp = tempfile.mkdtemp()
+        try:
+            for name, m, a in (("cnn_layers", CnnLayers(), (torch.randn(1, 3, 12, 12),)),
+                               ("audio_stem", AudioStem(), (torch.randn(2, 1, 160),)),
+                               ("upsample", UpsampleWithIndices(), (torch.randn(1, 4, 5, 5),))):
+                for mode in ("per-op", "grouped"):
+                    d = os.path.join(tmp, f"{name}_{mode}")
+                    write_example(d, m, a, [name], mode=mode)
+                    r = subprocess.run(["sh", COMPARE, os.environ["PASSRUN"], d, "sim"],
+                                       capture_output=True, text=True)
+                    self.assertEqual(r.returncode, 0, f"{name} {mode}:\n{r.stdout}{r.stderr}")
+        finally:
+            shutil.rmtree(tmp)
 
     @unittest.skipUnless(os.environ.get("PASSRUN"), "PASSRUN is not set: not running passrun")
     def test_every_example_matches_eager_through_passrun(self):

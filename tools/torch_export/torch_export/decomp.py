@@ -3,26 +3,34 @@
 torch.export gives the training IR; run_decompositions(table) functionalizes
 it (buffer mutations become graph outputs named in the signature) and
 rewrites the ops the table names. The table is PyTorch's core-ATen table
-with three changes:
+with these changes:
   - ops passrun has kernels for are kept whole (linear, layer_norm,
-    rms_norm, squeeze.dim, softmax): core ATen would split them into ops
-    without kernels (native_layer_norm's three results, rsqrt, pow, ...);
-  - scaled_dot_product_attention, silu and conv2d get decompositions written
+    rms_norm, squeeze.dim, softmax, hardswish, hardsigmoid, silu): core
+    ATen would split them into ops without kernels (native_layer_norm's
+    three results, rsqrt, pow, clamp, ...);
+  - convolutions are left to core ATen, which writes conv1d, conv2d and
+    conv_transpose as aten::convolution: the runtime has that kernel;
+  - scaled_dot_product_attention gets a decomposition written
     here in ops that have kernels (PyTorch's own SDPA decomposition makes its
     "safe softmax" of eq/any/where; ours counts a row's finite scores with
-    sum and gt instead, and builds is_causal's mask from arange and ge; conv has no kernel at all, so it is
-    lowered im2col-style: strided slices, cat, reshape and one addmm);
+    sum and gt instead, and builds is_causal's mask from arange and ge);
   - eval-mode dropout is the identity.
+After the decompositions, single_result_forms() writes an op with several
+results of which only the first is read as the single-result op that
+computes it (eval-mode batch norm as batch_norm, max_pool2d_with_indices as
+max_pool2d): one node instead of a tuple, getitems and unread tensors.
 Anything else without a kernel is refused later (export.py), naming the op.
 """
 import math
+import operator
 
 import torch
 
 aten = torch.ops.aten
 
 KEEP = [aten.linear.default, aten.layer_norm.default, aten.rms_norm.default,
-        aten.squeeze.dim, aten.softmax.int]
+        aten.squeeze.dim, aten.softmax.int,
+        aten.hardswish.default, aten.hardsigmoid.default, aten.silu.default]
 # rsub.Scalar has a kernel; core ATen writes `1 - x` as sub.Tensor(1, x), a
 # number where the schema says Tensor
 KEEP += [aten.rsub.Scalar]
@@ -96,43 +104,6 @@ def _sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
     return aten.view.default(out, batch + [L, Ev])
 
 
-def _silu(x):
-    return aten.mul.Tensor(x, aten.sigmoid.default(x))
-
-
-def _pair(v):
-    return list(v) * 2 if len(v) == 1 else list(v)
-
-
-def _conv2d(x, w, b=None, stride=(1,), padding=(0,), dilation=(1,), groups=1):
-    stride, padding, dilation = _pair(stride), _pair(padding), _pair(dilation)
-    if isinstance(padding[0], str) or any(padding) or any(d != 1 for d in dilation) or groups != 1:
-        raise NotImplementedError(
-            "torch_export: conv2d is lowered im2col-style only with padding=0, dilation=1, "
-            "groups=1 (passrun's runtime has no conv or pad kernel)")
-    N, C, H, W = x.shape
-    O, _, KH, KW = w.shape
-    sh, sw = stride
-    Ho, Wo = (H - KH) // sh + 1, (W - KW) // sw + 1
-    cols = []
-    for i in range(KH):
-        for j in range(KW):
-            p = aten.slice.Tensor(x, 2, i, i + sh * (Ho - 1) + 1, sh)
-            p = aten.slice.Tensor(p, 3, j, j + sw * (Wo - 1) + 1, sw)
-            cols.append(aten.unsqueeze.default(p, 2))
-    c = aten.cat.default(cols, 2)                           # [N, C, KH*KW, Ho, Wo]
-    c = aten.reshape.default(c, [N, C * KH * KW, Ho * Wo])   # cat keeps channels-last
-    c = aten.permute.default(c, [0, 2, 1])
-    c = aten.reshape.default(c, [N * Ho * Wo, C * KH * KW])
-    wm = aten.reshape.default(w, [O, C * KH * KW])          # copies a channels-last weight
-    if b is None:
-        y = aten.mm.default(c, aten.t.default(wm))
-    else:
-        y = aten.addmm.default(b, c, aten.t.default(wm))    # [N*Ho*Wo, O]
-    y = aten.view.default(y, [N, Ho, Wo, O])
-    return aten.permute.default(y, [0, 3, 1, 2])            # NCHW, channels-last strides
-
-
 def _dropout(x, p, train):
     if train and p > 0:
         raise NotImplementedError("torch_export: training-mode dropout is not supported; "
@@ -140,12 +111,55 @@ def _dropout(x, p, train):
     return aten.alias.default(x)
 
 
+# op with several results -> (the single-result op computing its first result
+# from the same arguments by name, values for the arguments the source lacks)
+SINGLE_RESULT = {
+    aten._native_batch_norm_legit_no_training.default:
+        (aten.batch_norm.default, {"training": False, "cudnn_enabled": True}),
+    aten.max_pool2d_with_indices.default: (aten.max_pool2d.default, {}),
+}
+
+
+def _single_result_args(n, op, extra):
+    given = dict(zip((a.name for a in n.target._schema.arguments), n.args), **n.kwargs)
+    args = []
+    for a in op._schema.arguments:
+        if a.name in given:
+            args.append(given[a.name])
+        elif a.name in extra:
+            args.append(extra[a.name])
+        else:
+            args.append(a.default_value)
+    return tuple(args)
+
+
+def single_result_forms(gm):
+    """Rewrites, in place, each call of a SINGLE_RESULT op whose readers are
+    all getitem 0 as the single-result op; returns how many."""
+    graph, done = gm.graph, 0
+    for n in list(graph.nodes):
+        if n.op != "call_function" or n.target not in SINGLE_RESULT or not n.users:
+            continue
+        if any(u.target is not operator.getitem or u.args[1] != 0 for u in n.users):
+            continue
+        op, extra = SINGLE_RESULT[n.target]
+        with graph.inserting_before(n):
+            m = graph.call_function(op, _single_result_args(n, op, extra))
+        m.meta = dict(n.meta, val=n.meta["val"][0])
+        for u in list(n.users):
+            u.replace_all_uses_with(m)
+            graph.erase_node(u)
+        graph.erase_node(n)
+        done += 1
+    if done:
+        gm.recompile()
+    return done
+
+
 def table():
     t = torch.export.default_decompositions()
     for op in KEEP:
         t.pop(op, None)
     t[aten.scaled_dot_product_attention.default] = _sdpa
-    t[aten.silu.default] = _silu
-    t[aten.conv2d.default] = _conv2d
     t[aten.dropout.default] = _dropout
     return t

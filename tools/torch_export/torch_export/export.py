@@ -210,6 +210,7 @@ class Program:
         self.refusals = refusals or {}   # source line -> why a decomposition declined
         self.input_specs = {s.arg.name: s for s in self.sig.input_specs}
         self._drop_asserts()
+        decomp.single_result_forms(self.gm)
         if fold:
             specs, _ = fold_constants(ep)
             self.input_specs.update({s.arg.name: s for s in specs})

@@ -44,6 +44,14 @@ aten::bitwise_xor.Scalar aten::bitwise_not aten::where.self aten::where.ScalarSe
 aten::where.ScalarOther aten::where.Scalar aten::masked_fill.Scalar aten::masked_fill.Tensor
 aten::masked_fill_.Scalar aten::masked_fill_.Tensor aten::_to_copy
 aten::_assert_tensor_metadata aten::div.Tensor_mode aten::div.Scalar_mode aten::rsub.Scalar
+""".split()) | frozenset(
+    # convolutional networks (kernels_nn.c)
+    """
+aten::convolution aten::batch_norm aten::_native_batch_norm_legit_no_training
+aten::max_pool1d aten::max_pool2d aten::max_pool2d_with_indices aten::avg_pool1d
+aten::avg_pool2d aten::adaptive_avg_pool1d aten::adaptive_avg_pool2d
+aten::_adaptive_avg_pool2d aten::hardtanh aten::hardtanh_ aten::hardswish
+aten::hardswish_ aten::hardsigmoid aten::hardsigmoid_ aten::silu aten::silu_
 """.split())
 
 # Ops that only re-describe their argument's memory (no element is read):
@@ -77,6 +85,13 @@ aten::bitwise_or.Tensor aten::bitwise_or.Scalar aten::bitwise_xor.Tensor
 aten::bitwise_xor.Scalar aten::bitwise_not aten::where.self aten::where.ScalarSelf
 aten::where.ScalarOther aten::where.Scalar aten::masked_fill.Scalar aten::masked_fill.Tensor
 aten::_to_copy aten::div.Tensor_mode aten::div.Scalar_mode aten::rsub.Scalar
+""".split()) | frozenset(
+    # convolutional networks (kernels_nn.c); the in-place activations stay out
+    """
+aten::convolution aten::batch_norm aten::_native_batch_norm_legit_no_training
+aten::max_pool1d aten::max_pool2d aten::max_pool2d_with_indices aten::avg_pool1d
+aten::avg_pool2d aten::adaptive_avg_pool1d aten::adaptive_avg_pool2d
+aten::_adaptive_avg_pool2d aten::hardtanh aten::hardswish aten::hardsigmoid aten::silu
 """.split())
 
 
