@@ -560,6 +560,14 @@ Test(ew_cast, integers_wrap_floats_round_bools_are_nonzero)
 	pr_karg gx[1] = {T(&G)};
 	call_ok("aten::_to_copy", gx, 1, &Hh);
 	expect_exact(&Hh.t, (double[]){INFINITY, 0, 0.0999755859375, -0.0}, 4);
+	float r[4] = {1.00390625f, 1.01171875f, 3.0e38f, -0.0f};   /* ties go to even */
+	uint16_t bf[4], bh[4];
+	pr_rv R = V(mk(PR_F32, r, 1, 4, 0)), BF = V(mk(PR_BF16, bf, 1, 4, 0)), BH = V(mk(PR_F16, bh, 1, 4, 0));
+	pr_karg rx[1] = {T(&R)}, bfx[1] = {T(&BF)};
+	call_ok("aten::_to_copy", rx, 1, &BF);
+	expect_exact(&BF.t, (double[]){1, 1.015625, 3.00405527047391e+38, -0.0}, 4);
+	call_ok("aten::_to_copy", bfx, 1, &BH);   /* bf16 -> f16: out of range is inf */
+	expect_exact(&BH.t, (double[]){1, 1.015625, INFINITY, -0.0}, 4);
 	uint8_t b[4] = {1, 0, 1, 1};   /* a transposed bool [[1,1],[0,1]] to f32 */
 	float bo[4];
 	pr_tensor bt = mk(PR_BOOL, b, 2, 2, 2);
