@@ -1088,7 +1088,7 @@ Test(verify, text_delegate_call_of_the_wrong_size)
 /* Speed is measured in bench/, not here: this checks that a value with a
  * great many readers verifies clean (the use-list check counts, it does not
  * search). */
-Test(verify, a_value_read_by_200000_nodes_verifies_clean, .timeout = 120)
+Test(verify, a_value_read_by_200000_nodes_verifies_clean)
 {
 	pr_program *p = pr_program_new();
 	pr_schema *add = op(p, "aten::add.Tensor(Tensor self, Tensor other) -> Tensor");
