@@ -15,7 +15,10 @@
  *      result, or the tuple's elements and the getitems that read them. Each
  *      getitem then gets a _d2h_copy right after it and every other reader
  *      reads the copy; with skip_d2h_for_method_outputs a getitem whose only
- *      reader is the method output gets none. A single tensor result gets no
+ *      reader is the method output gets none. A _d2h_copy that already reads
+ *      a getitem keeps reading it and gets no copy of its own, so that a
+ *      placed program (written by -o, or placed by another tool) is placed
+ *      again unchanged. A single tensor result gets no
  *      copy (getitem-outputs, F3, gives it a getitem first). An unparsable
  *      target_device or an unknown device type is E-UNKNOWN-DEVICE, naming
  *      the valid types. target_device=cpu counts as a device here, as it did
@@ -23,7 +26,8 @@
  *   2. Arguments (B1). Every tensor a device delegate reads that is not
  *      already on the delegate's device gets its own _h2d_copy before the
  *      call (one per reader: copy-reuse, F8, shares them). A tensor already
- *      on that device gets none (device-constants may have placed it). With
+ *      on that device gets none (device-constants may have placed it, or it
+ *      is an _h2d_copy of a placed program). With
  *      skip_h2d_for_method_inputs:
  *        - baseline: a placeholder (any kind) that feeds a device delegate is
  *          tagged with the device, the caller passing device memory, when the
@@ -72,15 +76,34 @@ typedef struct place_ctx {
 
 /* ---- walk 1: results ---------------------------------------------------------- */
 
-static bool only_reader_is_output(const pr_node *v)
+/* A reader of a getitem that needs a host copy of it: any but a _d2h_copy,
+ * which is one already (a program placed before, by -o or another tool). */
+static bool needs_host_copy(const pr_use *u)
 {
-	return v->n_uses == 1 && pl_use_is_output(&v->uses[0]);
+	return !pl_is_d2h(u->user);
 }
 
-/* B3: the getitem's readers read a host copy of it. */
+/* The getitem's readers that need a host copy: none, or only the method
+ * output (*only_output), are the cases that get no new copy. */
+static int host_readers(const pr_node *gi, bool *only_output)
+{
+	int n = 0;
+	*only_output = false;
+	for (int i = 0; i < gi->n_uses; i++)
+		if (needs_host_copy(&gi->uses[i])) {
+			n++;
+			*only_output = n == 1 && pl_use_is_output(&gi->uses[i]);
+		}
+	return n;
+}
+
+/* B3: the getitem's readers read a host copy of it. A _d2h_copy that reads
+ * it keeps doing so, so that placing a placed program changes nothing. */
 static pr_err *copy_getitem_to_host(place_ctx *c, pr_node *gi)
 {
-	if (gi->n_uses == 0 || (c->skip_d2h && only_reader_is_output(gi)))
+	bool only_output;
+	int n = host_readers(gi, &only_output);
+	if (n == 0 || (c->skip_d2h && n == 1 && only_output))
 		return NULL;
 	pr_err *e = NULL;
 	pr_node *copy = pl_copy_new(c->p, gi, false, pr_device_host(), &e);
@@ -89,7 +112,9 @@ static pr_err *copy_getitem_to_host(place_ctx *c, pr_node *gi)
 	e = pr_graph_insert_after(gi, copy);
 	if (e)
 		return e;
-	pr_node_replace_all_uses(gi, copy);
+	for (int i = gi->n_uses - 1; i >= 0; i--)
+		if (needs_host_copy(&gi->uses[i]))
+			pr_arg_set_value(gi->uses[i].arg, copy);
 	pl_copy_attach(copy, gi);
 	*c->changed = true;
 	return NULL;

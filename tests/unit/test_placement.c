@@ -202,6 +202,7 @@ Test(placement, B4_same_device_round_trip_removed) { run_case("b4_round_trip.pg"
 Test(placement, B4_real_move_between_devices_kept) { run_case("b4_two_devices.pg"); }
 Test(placement, B5_device_parsed_case_insensitively) { run_case("b5_device_case.pg"); }
 Test(placement, B5_unknown_device_lists_valid_types) { run_case("b5_unknown_device.pg"); }
+Test(placement, B3_placed_program_placed_again_unchanged) { run_case("b3_placed_again.pg"); }
 
 /* ExecuTorch's own scenarios. */
 Test(placement, B_et_two_chained_cuda0_adds) { run_case("et_chained_adds.pg"); }
@@ -303,6 +304,41 @@ Test(placement, B_verify_each_passes_on_every_example)
 			cr_expect(r.status == 0 || r.status == 1, "%s %s: exit %d\n%s", names[i], sets[s],
 				  r.status, r.err);
 			tu_result_free(&r);
+		}
+	}
+}
+
+/* cuda.yaml is idempotent: placing the program it wrote (with -o) gives one
+ * that verifies after every pass and prints the same, skip flags off and on.
+ * A _d2h_copy already reading a delegate's getitem is not given another. */
+Test(placement, B_placing_a_placed_program_changes_nothing)
+{
+	static char names[512][256];
+	int n = list_pg(PASSRUN_SOURCE_DIR "/examples", names, 512);
+	n += list_pg(CASE_DIR, names + n, 512 - n);
+	cr_assert(n > 20);
+	const char *sets[] = {
+		"",
+		"--set skip_h2d_for_method_inputs=true --set skip_d2h_for_method_outputs=true",
+	};
+	char placed[600];
+	snprintf(placed, sizeof placed, "%s/placed_again.pg", tu_temp_dir());
+	for (int i = 0; i < n; i++) {
+		for (int s = 0; s < 2; s++) {
+			tu_result a = tu_run("%s --pipeline cuda %s --print -o %s %s", PASSRUN_EXE,
+					     sets[s], placed, names[i]);
+			if (a.status != 0) {    /* a case that shows a refusal */
+				tu_result_free(&a);
+				continue;
+			}
+			tu_result b = tu_run("%s --pipeline cuda --verify-each %s --print %s", PASSRUN_EXE,
+					     sets[s], placed);
+			cr_expect_eq(b.status, 0, "%s %s: placing its placement again fails:\n%s",
+				     names[i], sets[s], b.err);
+			cr_expect_str_eq(b.out, a.out, "%s %s: placing its placement again changes it",
+					 names[i], sets[s]);
+			tu_result_free(&a);
+			tu_result_free(&b);
 		}
 	}
 }
