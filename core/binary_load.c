@@ -476,6 +476,16 @@ static bool rd_blob_ref(rd *r, pr_node *n)
 	return true;
 }
 
+/* The text's rule for data values (pr_data_value_fits), so that a binary
+ * never loads a constant its text print could not be parsed back from. */
+static bool rd_value_fits(rd *r, const pr_node *n, double v, size_t at)
+{
+	char why[160];
+	if (n->type.kind != PR_TYPE_TENSOR || pr_data_value_fits(n->type.tensor.dtype, v, why, sizeof why))
+		return true;
+	return rd_fail(r, at, "%s", why);
+}
+
 static bool rd_data(rd *r, pr_node *n)
 {
 	size_t at = r->pos;
@@ -492,7 +502,7 @@ static bool rd_data(rd *r, pr_node *n)
 	case PR_DATA_BLOB:
 		return rd_blob_ref(r, n);
 	case PR_DATA_FILL:
-		if (!rd_f64(r, "a fill value", &d->fill))
+		if (!rd_f64(r, "a fill value", &d->fill) || !rd_value_fits(r, n, d->fill, r->pos - 8))
 			return false;
 		break;
 	case PR_DATA_RANDOM:
@@ -520,7 +530,9 @@ static bool rd_data(rd *r, pr_node *n)
 		d->values = pr_xmalloc(count ? (size_t)count * sizeof *d->values : 1);
 		d->n_values = (int64_t)count;
 		for (uint64_t i = 0; i < count; i++)
-			(void)rd_f64(r, "a value", &d->values[i]);
+			if (!rd_f64(r, "a value", &d->values[i]) ||
+			    !rd_value_fits(r, n, d->values[i], r->pos - 8))
+				return false;
 		break;
 	}
 	default:

@@ -22,6 +22,7 @@
  * machine gives the same bytes. */
 #include "passrun/data.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -320,4 +321,43 @@ pr_err *pr_data_materialize(const pr_data *d, const pr_spec *s, uint8_t *buf)
 	if (d->kind != PR_DATA_ZEROS)
 		place_logical(d, s, buf);
 	return NULL;
+}
+
+/* The largest finite value of a float dtype. */
+static double float_max(pr_dtype t)
+{
+	switch (t) {
+	case PR_F16: return 65504.0;
+	case PR_BF16: return 3.3895313892515355e38;
+	case PR_F32: return FLT_MAX;
+	default: return DBL_MAX;
+	}
+}
+
+bool pr_data_value_fits(pr_dtype t, double v, char *why, size_t why_size)
+{
+	static const struct { pr_dtype t; int64_t lo, hi; double end; } ints[] = {
+		{PR_I64, INT64_MIN, INT64_MAX, 9223372036854775808.0},   /* 2^63, exact */
+		{PR_I32, INT32_MIN, INT32_MAX, 2147483648.0}, {PR_I16, INT16_MIN, INT16_MAX, 32768.0},
+		{PR_I8, INT8_MIN, INT8_MAX, 128.0}, {PR_U8, 0, UINT8_MAX, 256.0},
+	};
+	if (pr_dtype_is_float(t)) {
+		uint8_t buf[8];
+		pr_elem_store(t, buf, v);
+		if (!isfinite(v) || isfinite(pr_elem_load(t, buf)))
+			return true;
+		snprintf(why, why_size, "expected a value that fits in %s (at most %.9g in "
+			 "magnitude), found %.9g", pr_dtype_name(t), float_max(t), v);
+		return false;
+	}
+	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+		if (ints[i].t != t)
+			continue;
+		if (isfinite(v) && v == trunc(v) && v >= (double)ints[i].lo && v < ints[i].end)
+			return true;
+		snprintf(why, why_size, "expected an integer from %lld to %lld for %s data, found %.9g",
+			 (long long)ints[i].lo, (long long)ints[i].hi, pr_dtype_name(t), v);
+		return false;
+	}
+	return true;   /* bool: any number, nonzero is true */
 }

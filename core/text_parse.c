@@ -13,7 +13,6 @@
  * errors still point at the use. The parser checks op arity only loosely (not
  * too many arguments, none missing that has no default); types are the
  * verifier's business. */
-#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,46 +290,12 @@ static bool tp_op_call(tp *p, pr_graph *g, pr_node *n)
 
 /* ---- value statements ------------------------------------------------- */
 
-/* The largest finite value of a float dtype. */
-static double tp_float_max(pr_dtype t)
-{
-	switch (t) {
-	case PR_F16: return 65504.0;
-	case PR_BF16: return 3.3895313892515355e38;
-	case PR_F32: return FLT_MAX;
-	default: return DBL_MAX;
-	}
-}
-
-/* Can a constant of dtype t hold v, written at `at`? An integer dtype takes
- * integers in its range (1e300 in an i64 saturated, and an index check then
- * reported it as -9223372036854775808); a float dtype takes anything but a
- * finite value that would round to infinity (inf and nan are written so). */
+/* Can a constant of dtype t hold v, written at `at`? pr_data_value_fits
+ * (data.h) says; the binary loader asks the same question. */
 static bool tp_value_fits(tp *p, pr_dtype t, double v, size_t at)
 {
-	static const struct { pr_dtype t; int64_t lo, hi; double end; } ints[] = {
-		{PR_I64, INT64_MIN, INT64_MAX, 9223372036854775808.0},   /* 2^63, exact */
-		{PR_I32, INT32_MIN, INT32_MAX, 2147483648.0}, {PR_I16, INT16_MIN, INT16_MAX, 32768.0},
-		{PR_I8, INT8_MIN, INT8_MAX, 128.0}, {PR_U8, 0, UINT8_MAX, 256.0},
-	};
-	if (pr_dtype_is_float(t)) {
-		uint8_t buf[8];
-		pr_elem_store(t, buf, v);
-		if (!isfinite(v) || isfinite(pr_elem_load(t, buf)))
-			return true;
-		return tp_error_at(p, at, "expected a value that fits in %s (at most %.9g in "
-				   "magnitude), found %.9g", pr_dtype_name(t), tp_float_max(t), v);
-	}
-	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-		if (ints[i].t != t)
-			continue;
-		if (isfinite(v) && v == trunc(v) && v >= (double)ints[i].lo && v < ints[i].end)
-			return true;
-		return tp_error_at(p, at, "expected an integer from %lld to %lld for %s data, "
-				   "found %.9g", (long long)ints[i].lo, (long long)ints[i].hi,
-				   pr_dtype_name(t), v);
-	}
-	return true;   /* bool: any number, nonzero is true */
+	char why[160];
+	return pr_data_value_fits(t, v, why, sizeof why) || tp_error_at(p, at, "%s", why);
 }
 
 static bool tp_data_list(tp *p, pr_data *d, size_t at, int64_t numel, pr_dtype t)

@@ -34,6 +34,12 @@ double pr_bf16_to_double(uint16_t h);
 double pr_elem_load(pr_dtype t, const void *p);
 /* Stores v into the element at p, converted as described above. */
 void pr_elem_store(pr_dtype t, void *p, double v);
+/* Can a constant of dtype t hold data value v? An integer dtype takes
+ * integers in its range (1e300 in an i64 would saturate); a float dtype
+ * anything but a finite value that rounds to infinity (inf and nan are
+ * written as such); bool any number. When not, why says what was expected,
+ * in words the text parser and the binary loader both print. */
+bool pr_data_value_fits(pr_dtype t, double v, char *why, size_t why_size);
 /* Exact integer access (i64 values beyond 2^53 survive); floats convert. */
 int64_t pr_elem_load_i64(pr_dtype t, const void *p);
 void pr_elem_store_i64(pr_dtype t, void *p, int64_t v);

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -251,6 +252,40 @@ Test(binary, writer_refuses_a_value_read_before_it_is_defined)
 	pr_err_free(e);
 	pr_arg_set_value(&y->args[0], pr_graph_find(g, "x"));
 	pr_program_free(p);
+}
+
+/* The text refuses a data value its dtype cannot hold (an i64 written 1e300,
+ * 1e39 in an f32); a binary holding one must be refused too, at the value's
+ * byte offset, or it would load and print as text that does not parse. */
+Test(binary, loader_refuses_a_data_value_its_dtype_cannot_hold)
+{
+	static const struct { const char *decl; double bad; const char *says; } cases[] = {
+		{"i64[2] = input constant data=[1, 2]", 1e300, "expected an integer from"},
+		{"f32[2] = input constant data=[1, 2]", 1e39, "fits in f32"},
+		{"i64[2] = input constant data=fill(3)", 0.5, "expected an integer from"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[512];
+		snprintf(text, sizeof text, "passrun 1\nmethod @m {\n  %%c: %s\n  return %%c\n}\n",
+			 cases[i].decl);
+		pr_program *p = tu_parse(text);
+		pr_node *c = pr_graph_find(pr_program_find_method(p, "m"), "c");
+		if (c->data.kind == PR_DATA_FILL)
+			c->data.fill = cases[i].bad;
+		else
+			c->data.values[1] = cases[i].bad;
+		uint8_t *bin = NULL;
+		size_t len = 0;
+		cr_assert_null(pr_binary_write(p, &bin, &len));
+		pr_program *q = NULL;
+		pr_err *e = pr_binary_load("bad.bin", bin, len, false, &q);
+		cr_assert_not_null(e, "case %zu loaded", i);
+		cr_expect(strstr(pr_err_message(e), cases[i].says) && strstr(pr_err_message(e), "byte"),
+			  "%s", pr_err_message(e));
+		pr_err_free(e);
+		free(bin);
+		pr_program_free(p);
+	}
 }
 
 /* ---- files ----------------------------------------------------------------- */
