@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "passrun/plan.h"
+#include "passrun/verify.h"
 #include "passrun/strbuf.h"
 #include "tool.h"
 

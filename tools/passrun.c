@@ -27,12 +27,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "passrun/dot.h"
+#include "dot.h"
 #include "passrun/fileio.h"
 #include "passrun/format.h"
 #include "passrun/manager.h"
 #include "passrun/passrun.h"
 #include "passrun/plan.h"
+#include "passrun/verify.h"
 #include "passrun/strbuf.h"
 #ifdef PASSRUN_HAVE_RUNTIME
 #include "passrun/runtime.h"

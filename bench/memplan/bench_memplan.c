@@ -18,6 +18,7 @@
 
 #include "passrun/passrun.h"
 #include "passrun/plan.h"
+#include "passrun/verify.h"
 #include "planner.h"
 
 static double now_ms(void)

@@ -17,7 +17,7 @@ PASSRUN=$BUILD/bin/passrun
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-cc -O2 -I"$ROOT/core" -I"$ROOT/plugins/memory-plan" "$ROOT/bench/memplan/bench_memplan.c" \
+cc -O2 -I"$ROOT/include" -I"$ROOT/plugins/memory-plan" "$ROOT/bench/memplan/bench_memplan.c" \
 	"$ROOT/plugins/memory-plan/planner.c" -L"$BUILD/lib" -lpassrun -Wl,-rpath,"$BUILD/lib" \
 	-o "$TMP/bench_memplan"
 

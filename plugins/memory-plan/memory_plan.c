@@ -57,7 +57,7 @@ static void report_split_classes(pr_pass_ctx *ctx, pr_graph *g, const pr_lifetim
 	for (int64_t i = 0; i < lt->n_values; i++) {
 		const pr_plan_value *v = &lt->values[i];
 		const pr_plan_class *c = &lt->classes[v->cls];
-		pr_device d = pr_device_is_host(v->spec->device) ? pr_device_host() : v->spec->device;
+		pr_device d = pr_device_canonical(v->spec->device);
 		if (pr_device_equal(d, c->device))
 			continue;
 		char name[128], base[128], dv[PR_DEVICE_STR_MAX], dc[PR_DEVICE_STR_MAX];

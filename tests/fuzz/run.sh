@@ -12,7 +12,7 @@
 # one before it missed: that is a real bug, to be kept and fixed as below.
 # Long runs should pass FUZZ_SEED=0 (a random seed) and no FUZZ_RUNS.
 #
-# Compiles core/*.c with -fsanitize=fuzzer-no-link,address,undefined into
+# Compiles core/*/*.c with -fsanitize=fuzzer-no-link,address,undefined into
 # objects, links each tests/fuzz/fuzz_*.c against them with -fsanitize=fuzzer
 # (the runtime target also against runtime/*.c, with the plugins built the
 # same way as .so files in WORK_DIR/plugins, which it loads: FUZZ_PLUGIN_DIR),
@@ -41,14 +41,14 @@ if ! printf 'int LLVMFuzzerTestOneInput(const char *d, long n){(void)d;(void)n;r
 	exit 77
 fi
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-cflags="-g -O1 -std=gnu11 -I$root/core -DPASSRUN_PIPELINE_DIR_FROM_LIBDIR=\"../share\" \
+cflags="-g -O1 -std=gnu11 -I$root/include -DPASSRUN_PIPELINE_DIR_FROM_LIBDIR=\"../share\" \
  -DPASSRUN_BUILD_PLUGIN_DIR=\"$work/noplugins\" -DPASSRUN_INSTALL_PLUGIN_DIR=\"$work/noplugins\" \
  -DPASSRUN_BUILD_PIPELINE_DIR=\"$root/pipelines\" -DPASSRUN_INSTALL_PIPELINE_DIR=\"$root/pipelines\""
 yaml=$(pkg-config --cflags --libs yaml-0.1 2>/dev/null || echo -lyaml)
 
 echo "run.sh: building in $work"
 mkdir -p "$work/obj"
-for src in "$root"/core/*.c; do
+for src in "$root"/core/*/*.c; do
 	obj="$work/obj/$(basename "$src" .c).o"
 	# shellcheck disable=SC2086
 	"$CLANG" $cflags $san -fsanitize=fuzzer-no-link -c "$src" -o "$obj"

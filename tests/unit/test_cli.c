@@ -342,7 +342,7 @@ Test(cli, dce_removes_dead_ops_and_keeps_writes_copies_delegates_and_returns)
 	tu_result_free(&r);
 }
 
-/* ---- execution and pictures (the runtime, core/dot.c) ---------------------- */
+/* ---- execution and pictures (the runtime, tools/dot.c) ---------------------- */
 
 Test(cli, run_and_check_report_the_run_object)
 {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passrun/dot.h"
+#include "dot.h"
 #include "testutil.h"
 
 static const char *placed =

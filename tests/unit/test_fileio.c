@@ -1,4 +1,4 @@
-/* Tests of pr_file_write_atomic (core/fileio.c, fileio.h), the one writer of
+/* Tests of pr_file_write_atomic (core/format/fileio.c, fileio.h), the one writer of
  * every file passrun writes, through the API and through -o, --dot and
  * convert: a device or FIFO is written in place, never replaced; a symbolic
  * link is followed and stays a link; an existing file keeps its mode and

@@ -12,6 +12,7 @@
 #include "passrun/diag.h"
 #include "passrun/format.h"
 #include "passrun/plan.h"
+#include "passrun/verify.h"
 #include "passrun/program.h"
 #include "testutil.h"
 

@@ -1,5 +1,5 @@
-/* Tests of the pass manager proper (core/passmgr.c, core/stats.c, and the
- * registry's checks in core/plugin.c), in-process: passes registered without
+/* Tests of the pass manager proper (core/passmgr/passmgr.c, core/passmgr/stats.c, and the
+ * registry's checks in core/passmgr/plugin.c), in-process: passes registered without
  * a plugin, programs from the text parser. Analyses are cached per graph and
  * dropped after a changing pass unless preserved; options resolve pass level,
  * then pipeline level, then the default, per method; a run stops at the

@@ -1,4 +1,5 @@
-/* Tests of core/plan.c: lifetimes (storage classes and their intervals),
+/* Tests of core/ir/lifetimes.c and core/check/plan_check.c: lifetimes
+ * (storage classes and their intervals),
  * pr_plan_usage (planned bytes and the lower bound) and the plan checker
  * pr_plan_check, on small programs whose plans are written by hand in the
  * text (mem=ARENA:OFFSET), so that every broken plan the checker must catch
@@ -11,6 +12,7 @@
 
 #include "passrun/diag.h"
 #include "passrun/plan.h"
+#include "passrun/verify.h"
 #include "passrun/program.h"
 #include "testutil.h"
 

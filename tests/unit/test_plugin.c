@@ -1,4 +1,4 @@
-/* Tests of the plugin loader (core/plugin.c): real .so files built by the
+/* Tests of the plugin loader (core/passmgr/plugin.c): real .so files built by the
  * test suite (tests/plugins/), loaded by passrun and through the API. Each
  * refusal gives its documented message, naming the file, and exit status 2. */
 #define _GNU_SOURCE

@@ -1,4 +1,4 @@
-/* Tests of the core verifier (core/verify.c): each rule with a small program
+/* Tests of the core verifier (core/check/verify.c): each rule with a small program
  * that breaks it, asserting the code, the node named and the error count, and
  * that valid programs (every examples/NAME.pg) give no error.
  *

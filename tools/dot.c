@@ -9,7 +9,7 @@
  * the red outline of flagged copies when there are any. Text goes through
  * dot_text, which escapes what Graphviz would read as markup; a line break in
  * a label is a real "\n" escape. */
-#include "passrun/dot.h"
+#include "dot.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -91,6 +91,11 @@ bool pr_device_is_host(pr_device d)
 	return d.type[0] == 0 || !strcmp(d.type, "cpu");
 }
 
+pr_device pr_device_canonical(pr_device d)
+{
+	return pr_device_is_host(d) ? pr_device_host() : d;
+}
+
 bool pr_device_equal(pr_device a, pr_device b)
 {
 	if (pr_device_is_host(a) || pr_device_is_host(b))

@@ -49,6 +49,9 @@ typedef struct pr_device {
 pr_device pr_device_host(void);
 bool pr_device_is_host(pr_device d);
 bool pr_device_equal(pr_device a, pr_device b);
+/* d with every spelling of the host made pr_device_host(), so that equal
+ * devices print and hash alike. */
+pr_device pr_device_canonical(pr_device d);
 /* Parses "type[:index]" case-insensitively into lower case. Only the syntax is
  * checked: which types exist is a plugin's business. */
 bool pr_device_parse(const char *s, size_t n, pr_device *out);
@@ -203,7 +206,7 @@ struct pr_blob {
 };
 
 /* Storage-order bytes of a constant with spec s and data d, written into buf
- * of pr_spec_storage_bytes(s) bytes. random(SEED) is defined in core/data.c
+ * of pr_spec_storage_bytes(s) bytes. random(SEED) is defined in core/ir/data.c
  * (and docs/binary-format.md) and gives the same bytes on every machine. */
 pr_err *pr_data_materialize(const pr_data *d, const pr_spec *s, uint8_t *buf);
 

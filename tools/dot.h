@@ -9,8 +9,8 @@
  * per call along it. Copies that run on every call although a skip flag asked
  * for none (the per-call diagnostics W-/E-CONSTANT-COPY, INPUT-COPY,
  * OUTPUT-ON-HOST name their tensor) are outlined in red with their code. */
-#ifndef PASSRUN_DOT_H
-#define PASSRUN_DOT_H
+#ifndef PASSRUN_TOOL_DOT_H
+#define PASSRUN_TOOL_DOT_H
 
 #include <stdio.h>
 

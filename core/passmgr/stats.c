@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "passrun/plan.h"
+#include "passrun/verify.h"
 #include "passrun/strbuf.h"
 #include "pm_internal.h"
 

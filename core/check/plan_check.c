@@ -1,0 +1,335 @@
+/* plan_check.c: the usage and the checker of a memory plan (behaviour.md M2,
+ * F10; the contract is in passrun/verify.h), over the lifetimes of
+ * passrun/plan.h.
+ *
+ * Usage. planned_bytes of an arena is the top of its highest planned class;
+ * the lower bound is the peak, over positions, of the bytes of the planned
+ * classes live there (a difference array per arena, one pass). A class counts
+ * once however many aliases it has.
+ *
+ * Checking. Per method: every planned value sits in the arena of its own
+ * device, at an offset >= 0 whose end (offset + bytes) fits in int64, so
+ * that whoever sizes the arena from it cannot overflow; an alias has exactly
+ * its base's memory; a host constant has none.
+ * Overlaps are found by a sweep over positions: the live planned classes are
+ * kept ordered by (arena, offset) in a Fenwick tree over their ranks, and a
+ * class that starts is compared with its two neighbours only. The live set
+ * never holds an overlapping pair (a class that overlaps is reported and left
+ * out), so two neighbours suffice: O(n log n) for n classes, never all pairs. */
+#include "passrun/plan.h"
+#include "passrun/verify.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- usage ------------------------------------------------------------ */
+
+/* Index of arena d in the list, adding it when new. */
+static int arena_index(pr_device **arenas, int *n, pr_device d)
+{
+	for (int i = 0; i < *n; i++)
+		if (pr_device_equal((*arenas)[i], d))
+			return i;
+	*arenas = pr_xrealloc(*arenas, (size_t)(*n + 1) * sizeof **arenas);
+	(*arenas)[*n] = d;
+	return (*n)++;
+}
+
+static int64_t peak_live_bytes(const pr_lifetimes *lt, const int *arena_of, int arena)
+{
+	/* 128-bit sums: tensors of up to 2^63 bytes each add up past int64; the
+	 * peak is then reported as INT64_MAX. */
+	int64_t T = lt->n_positions;
+	__int128 *diff = pr_xcalloc((size_t)T + 1, sizeof *diff);
+	for (int64_t i = 0; i < lt->n_classes; i++) {
+		if (arena_of[i] != arena)
+			continue;
+		const pr_plan_class *c = &lt->classes[i];
+		diff[c->start] += c->bytes;
+		diff[c->end + 1] -= c->bytes;
+	}
+	__int128 live = 0, peak = 0;
+	for (int64_t t = 0; t < T; t++) {
+		live += diff[t];
+		if (live > peak)
+			peak = live;
+	}
+	free(diff);
+	return peak > INT64_MAX ? INT64_MAX : (int64_t)peak;
+}
+
+int pr_plan_usage(pr_graph *g, pr_arena_usage **out)
+{
+	*out = NULL;
+	pr_lifetimes *lt = pr_lifetimes_compute(g);
+	pr_device *arenas = NULL;
+	int n_arenas = 0;
+	int *arena_of = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena_of);
+	for (int64_t i = 0; i < lt->n_classes; i++) {
+		const pr_spec *s = lt->classes[i].spec;
+		arena_of[i] = s->has_mem ? arena_index(&arenas, &n_arenas, pr_device_canonical(s->mem_arena)) : -1;
+	}
+	pr_arena_usage *u = n_arenas ? pr_xcalloc((size_t)n_arenas, sizeof *u) : NULL;
+	for (int a = 0; a < n_arenas; a++) {
+		u[a].arena = arenas[a];
+		u[a].lower_bound_bytes = peak_live_bytes(lt, arena_of, a);
+	}
+	for (int64_t i = 0; i < lt->n_classes; i++) {
+		if (arena_of[i] < 0)
+			continue;
+		int64_t top;
+		if (__builtin_add_overflow(lt->classes[i].spec->mem_offset, lt->classes[i].bytes, &top))
+			top = INT64_MAX;   /* the checker reports it */
+		if (top > u[arena_of[i]].planned_bytes)
+			u[arena_of[i]].planned_bytes = top;
+	}
+	free(arenas);
+	free(arena_of);
+	pr_lifetimes_free(lt);
+	*out = u;
+	return n_arenas;
+}
+
+/* ---- the checker ------------------------------------------------------ */
+
+typedef struct check_ctx {
+	pr_diags *diags;
+	const char *pass;
+	const char *method;
+	const pr_lifetimes *lt;
+	int errors;
+} check_ctx;
+
+static void plan_error(check_ctx *k, const pr_plan_value *v, const char *msg)
+{
+	char name[128];
+	pr_plan_value_name(v->node, v->elem, name, sizeof name);
+	pr_diags_add(k->diags, PR_SEV_ERROR, "E-PLAN", k->pass, k->method, name,
+		     pr_spec_storage_bytes(v->spec), "%%%s %s", name, msg);
+	k->errors++;
+}
+
+static bool same_mem(const pr_spec *a, const pr_spec *b)
+{
+	if (a->has_mem != b->has_mem)
+		return false;
+	return !a->has_mem || (pr_device_equal(pr_device_canonical(a->mem_arena), pr_device_canonical(b->mem_arena)) &&
+			       a->mem_offset == b->mem_offset);
+}
+
+/* "cuda:0:128", or "none". */
+static const char *mem_str(const pr_spec *s, char *buf, size_t cap)
+{
+	char arena[PR_DEVICE_STR_MAX];
+	if (!s->has_mem)
+		snprintf(buf, cap, "none");
+	else
+		snprintf(buf, cap, "%s:%lld", pr_device_str(pr_device_canonical(s->mem_arena), arena),
+			 (long long)s->mem_offset);
+	return buf;
+}
+
+/* Arena, alias and constant rules, one value at a time. */
+static void check_value(check_ctx *k, const pr_plan_value *v)
+{
+	const pr_plan_class *c = &k->lt->classes[v->cls];
+	const pr_spec *s = v->spec;
+	char msg[512], dev[PR_DEVICE_STR_MAX], mem[64], base_mem[64], base[128];
+	if (s->has_mem && !pr_device_equal(pr_device_canonical(s->mem_arena), pr_device_canonical(s->device))) {
+		snprintf(msg, sizeof msg, "is on %s but planned in another arena (mem=%s)",
+			 pr_device_str(pr_device_canonical(s->device), dev), mem_str(s, mem, sizeof mem));
+		plan_error(k, v, msg);
+	}
+	if (s->has_mem && s->mem_offset < 0) {
+		snprintf(msg, sizeof msg, "has a negative offset (mem=%s)", mem_str(s, mem, sizeof mem));
+		plan_error(k, v, msg);
+	}
+	int64_t end;
+	if (s->has_mem && s->mem_offset >= 0 &&
+	    __builtin_add_overflow(s->mem_offset, pr_spec_storage_bytes(s), &end)) {
+		snprintf(msg, sizeof msg, "ends past the largest offset an arena can have (mem=%s and "
+			 "%lld bytes overflow int64); expected offset + size of at most %lld",
+			 mem_str(s, mem, sizeof mem), (long long)pr_spec_storage_bytes(s),
+			 (long long)INT64_MAX);
+		plan_error(k, v, msg);
+	}
+	if (v->spec != c->spec && !same_mem(s, c->spec)) {
+		snprintf(msg, sizeof msg, "shares the memory of %%%s (an in-place result, view or getitem of it) but is planned apart (mem=%s, %%%s has mem=%s)",
+			 pr_plan_value_name(c->node, c->elem, base, sizeof base), mem_str(s, mem, sizeof mem),
+			 base, mem_str(c->spec, base_mem, sizeof base_mem));
+		plan_error(k, v, msg);
+	}
+	if (v->spec == c->spec && s->has_mem && !pr_plan_class_plannable(c)) {
+		snprintf(msg, sizeof msg, "is a constant on the host but has planned memory (mem=%s); only device-resident constants are planned",
+			 mem_str(s, mem, sizeof mem));
+		plan_error(k, v, msg);
+	}
+}
+
+/* A Fenwick tree of 0/1 counts over ranks, for the sweep's live set. */
+typedef struct fenwick {
+	int64_t n;
+	int64_t *t;
+	int64_t count;
+} fenwick;
+
+static void fw_add(fenwick *f, int64_t i, int64_t d)
+{
+	f->count += d;
+	for (i++; i <= f->n; i += i & -i)
+		f->t[i] += d;
+}
+
+static int64_t fw_prefix(const fenwick *f, int64_t i) /* sum over [0, i) */
+{
+	int64_t s = 0;
+	for (; i > 0; i -= i & -i)
+		s += f->t[i];
+	return s;
+}
+
+static int64_t fw_kth(const fenwick *f, int64_t k) /* rank of the k-th (1-based) live */
+{
+	int64_t pos = 0, step = 1;
+	while (step * 2 <= f->n)
+		step *= 2;
+	for (; step; step /= 2)
+		if (pos + step <= f->n && f->t[pos + step] < k) {
+			pos += step;
+			k -= f->t[pos];
+		}
+	return pos;
+}
+
+typedef struct planned_class {
+	int64_t cls;
+	int arena;
+	int64_t offset;
+} planned_class;
+
+static int cmp_planned(const void *a, const void *b)
+{
+	const planned_class *x = a, *y = b;
+	if (x->arena != y->arena)
+		return x->arena < y->arena ? -1 : 1;
+	if (x->offset != y->offset)
+		return x->offset < y->offset ? -1 : 1;
+	return x->cls < y->cls ? -1 : x->cls > y->cls;
+}
+
+static bool pc_overlap(const check_ctx *k, const planned_class *a, const planned_class *b)
+{
+	if (a->arena != b->arena)
+		return false;
+	const planned_class *lo = a->offset <= b->offset ? a : b, *hi = lo == a ? b : a;
+	return k->lt->classes[lo->cls].bytes > hi->offset - lo->offset;  /* offsets >= 0 */
+}
+
+static void overlap_error(check_ctx *k, const planned_class *a, const planned_class *b)
+{
+	const pr_plan_class *ca = &k->lt->classes[a->cls], *cb = &k->lt->classes[b->cls];
+	char na[128], nb[128], arena[PR_DEVICE_STR_MAX];
+	pr_plan_value_name(ca->node, ca->elem, na, sizeof na);
+	pr_plan_value_name(cb->node, cb->elem, nb, sizeof nb);
+	pr_diags_add(k->diags, PR_SEV_ERROR, "E-PLAN", k->pass, k->method, na, ca->bytes,
+		     "%%%s (offset %lld, %lld bytes, live %lld..%lld) and %%%s (offset %lld, %lld bytes, live %lld..%lld) overlap in arena %s while both are live",
+		     na, (long long)a->offset, (long long)ca->bytes, (long long)ca->start, (long long)ca->end,
+		     nb, (long long)b->offset, (long long)cb->bytes, (long long)cb->start, (long long)cb->end,
+		     pr_device_str(pr_device_canonical(ca->spec->mem_arena), arena));
+	k->errors++;
+}
+
+/* Inserts rank r into the live set unless it overlaps a neighbour. */
+static void sweep_insert(check_ctx *k, fenwick *f, const planned_class *pcs, int64_t r)
+{
+	int64_t below = fw_prefix(f, r);
+	if (below > 0) {
+		const planned_class *p = &pcs[fw_kth(f, below)];
+		if (pc_overlap(k, p, &pcs[r])) {
+			overlap_error(k, p, &pcs[r]);
+			return;
+		}
+	}
+	if (below < f->count) {
+		const planned_class *s = &pcs[fw_kth(f, below + 1)];
+		if (pc_overlap(k, &pcs[r], s)) {
+			overlap_error(k, s, &pcs[r]);
+			return;
+		}
+	}
+	fw_add(f, r, 1);
+}
+
+static void check_overlaps(check_ctx *k)
+{
+	const pr_lifetimes *lt = k->lt;
+	pr_device *arenas = NULL;
+	int n_arenas = 0;
+	int64_t n = 0;
+	planned_class *pcs = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *pcs);
+	for (int64_t i = 0; i < lt->n_classes; i++) {
+		const pr_plan_class *c = &lt->classes[i];
+		int64_t end;
+		if (!c->spec->has_mem || c->bytes <= 0 || c->spec->mem_offset < 0 ||
+		    __builtin_add_overflow(c->spec->mem_offset, c->bytes, &end))
+			continue;   /* check_value reported an offset that is not one */
+		pcs[n++] = (planned_class){ i, arena_index(&arenas, &n_arenas, pr_device_canonical(c->spec->mem_arena)),
+					    c->spec->mem_offset };
+	}
+	qsort(pcs, (size_t)n, sizeof *pcs, cmp_planned);
+	/* Bucket the ranks by start and by end position (counting sort). */
+	int64_t T = lt->n_positions;
+	int64_t *start_head = pr_xmalloc((size_t)(T + 1) * sizeof *start_head);
+	int64_t *end_head = pr_xmalloc((size_t)(T + 1) * sizeof *end_head);
+	int64_t *next_start = pr_xmalloc((size_t)(n + 1) * sizeof *next_start);
+	int64_t *next_end = pr_xmalloc((size_t)(n + 1) * sizeof *next_end);
+	for (int64_t t = 0; t <= T; t++)
+		start_head[t] = end_head[t] = -1;
+	for (int64_t r = n - 1; r >= 0; r--) {
+		const pr_plan_class *c = &lt->classes[pcs[r].cls];
+		next_start[r] = start_head[c->start];
+		start_head[c->start] = r;
+		next_end[r] = end_head[c->end];
+		end_head[c->end] = r;
+	}
+	fenwick f = { n, pr_xcalloc((size_t)n + 1, sizeof(int64_t)), 0 };
+	bool *live = pr_xcalloc((size_t)n + 1, sizeof *live);
+	for (int64_t t = 0; t < T; t++) {
+		for (int64_t r = start_head[t]; r >= 0; r = next_start[r]) {
+			int64_t before = f.count;
+			sweep_insert(k, &f, pcs, r);
+			live[r] = f.count > before;
+		}
+		for (int64_t r = end_head[t]; r >= 0; r = next_end[r])
+			if (live[r]) {
+				fw_add(&f, r, -1);
+				live[r] = false;
+			}
+	}
+	free(live);
+	free(f.t);
+	free(start_head);
+	free(end_head);
+	free(next_start);
+	free(next_end);
+	free(pcs);
+	free(arenas);
+}
+
+int pr_plan_check(pr_program *p, pr_diags *diags, const char *pass_name)
+{
+	int errors = 0;
+	for (int m = 0; m < p->n_methods; m++) {
+		pr_graph *g = p->methods[m];
+		check_ctx k = { diags, pass_name ? pass_name : "verifier", g->name, NULL, 0 };
+		k.lt = pr_lifetimes_compute(g);
+		for (int64_t i = 0; i < k.lt->n_values; i++)
+			check_value(&k, &k.lt->values[i]);
+		check_overlaps(&k);
+		errors += k.errors;
+		pr_lifetimes_free((pr_lifetimes *)k.lt);
+	}
+	return errors;
+}

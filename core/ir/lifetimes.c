@@ -1,0 +1,354 @@
+/* lifetimes.c: the lifetimes of a method's tensors (behaviour.md M1, F10; the
+ * contract is in passrun/plan.h).
+ *
+ * One walk in graph order numbers the nodes (positions), lists the
+ * tensor values (a tensor node, or each element of a tuple node) and gives each
+ * value a storage class. A value starts a new class unless it shares memory
+ * with an earlier one: an op result whose schema return aliases an argument
+ * (in place, Tensor(a!), or a view, Tensor(a)) joins that argument's class, and
+ * a getitem joins the class of the tuple element it names. Because an alias
+ * always names a value defined before it, the class is known when the alias is
+ * met: no union-find is needed. Every definition and every read of a member
+ * stretches the class's interval [start, end]. Inputs start at 0; mutable
+ * buffers and device-resident constants live for the whole method. */
+#include "passrun/plan.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+/* ---- lifetimes -------------------------------------------------------- */
+
+typedef struct lt_builder {
+	pr_lifetimes *lt;
+	int64_t cap_values, cap_classes;
+	int64_t *first_value;   /* per position: its first value, or -1 */
+	pr_node **nodes;        /* per position */
+	uint64_t order0, gap;   /* node->order == order0 + pos * gap */
+} lt_builder;
+
+/* The position of n, or -1 when it is not a node of the graph. */
+static int64_t node_pos(const lt_builder *b, const pr_node *n)
+{
+	if (n->order < b->order0 || !b->gap)
+		return b->lt->n_positions == 1 && b->nodes[0] == n ? 0 : -1;
+	uint64_t pos = (n->order - b->order0) / b->gap;
+	if (pos >= (uint64_t)b->lt->n_positions || b->nodes[pos] != n)
+		return -1;
+	return (int64_t)pos;
+}
+
+static int64_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int64_t pos)
+{
+	pr_lifetimes *lt = b->lt;
+	if (lt->n_classes == b->cap_classes) {
+		b->cap_classes = b->cap_classes ? 2 * b->cap_classes : 64;
+		lt->classes = pr_xrealloc(lt->classes, (size_t)b->cap_classes * sizeof *lt->classes);
+	}
+	pr_plan_class *c = &lt->classes[lt->n_classes];
+	c->node = n;
+	c->elem = elem;
+	c->spec = spec;
+	c->device = pr_device_canonical(spec->device);
+	c->bytes = 0;
+	c->start = c->end = pos;
+	c->flags = 0;
+	return lt->n_classes++;
+}
+
+static void add_value(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int64_t cls)
+{
+	pr_lifetimes *lt = b->lt;
+	if (lt->n_values == b->cap_values) {
+		b->cap_values = b->cap_values ? 2 * b->cap_values : 64;
+		lt->values = pr_xrealloc(lt->values, (size_t)b->cap_values * sizeof *lt->values);
+	}
+	lt->values[lt->n_values++] = (pr_plan_value){ n, elem, spec, cls };
+	pr_plan_class *c = &lt->classes[cls];
+	int64_t bytes = pr_spec_storage_bytes(spec);
+	if (bytes > c->bytes)
+		c->bytes = bytes;
+}
+
+/* How many values node n has (a tensor: 1, a tuple: its elements). */
+static int n_values_of(const pr_node *n)
+{
+	if (n->type.kind == PR_TYPE_TENSOR)
+		return 1;
+	if (n->type.kind == PR_TYPE_TUPLE)
+		return n->type.n_elems;
+	return 0;
+}
+
+/* The value index of element elem (-1: the tensor itself) of node v, or -1. */
+static int64_t value_of(const lt_builder *b, const pr_node *v, int elem)
+{
+	int64_t pos = node_pos(b, v);
+	if (pos < 0)
+		return -1;
+	int64_t first = b->first_value[pos];
+	if (first < 0)
+		return -1;
+	if (v->type.kind == PR_TYPE_TENSOR)
+		return elem < 0 ? first : -1;
+	if (elem < 0 || elem >= v->type.n_elems)
+		return -1;
+	return first + elem;
+}
+
+/* The class that return r of op node n shares, or -1 for a fresh one. */
+static int64_t aliased_class(const lt_builder *b, const pr_node *n, int r)
+{
+	if (n->kind == PR_NODE_GETITEM) {
+		if (n->n_args < 1 || n->args[0].kind != PR_ARG_VALUE || !n->args[0].u.value)
+			return -1;
+		int64_t v = value_of(b, n->args[0].u.value, (int)n->index);
+		return v < 0 ? -1 : b->lt->values[v].cls;
+	}
+	if (n->kind != PR_NODE_OP || !n->schema)
+		return -1;
+	if (n->type.kind == PR_TYPE_TUPLE)
+		r = pr_schema_elem_return(n->schema, r);   /* every piece of a Tensor(a)[] aliases */
+	if (r < 0 || r >= n->schema->n_returns)
+		return -1;
+	int a = pr_schema_return_alias(n->schema, r);
+	if (a < 0 || a >= n->n_args || n->args[a].kind != PR_ARG_VALUE || !n->args[a].u.value)
+		return -1;
+	int64_t v = value_of(b, n->args[a].u.value, -1);
+	return v < 0 ? -1 : b->lt->values[v].cls;
+}
+
+static void define_values(lt_builder *b, pr_node *n, int64_t pos)
+{
+	int nv = n_values_of(n);
+	b->first_value[pos] = nv ? b->lt->n_values : -1;
+	for (int i = 0; i < nv; i++) {
+		int elem = n->type.kind == PR_TYPE_TUPLE ? i : -1;
+		pr_spec *spec = elem < 0 ? &n->type.tensor : &n->type.elems[i];
+		int64_t cls = aliased_class(b, n, i);
+		if (cls < 0)
+			cls = add_class(b, n, elem, spec, n->kind == PR_NODE_INPUT ? 0 : pos);
+		pr_plan_class *c = &b->lt->classes[cls];
+		if (pos > c->end)
+			c->end = pos;
+		add_value(b, n, elem, spec, cls);
+	}
+}
+
+/* Stretches the classes of every value that argument a names to pos. */
+static void read_arg(lt_builder *b, const pr_arg *a, int64_t pos, unsigned flags)
+{
+	if (a->kind == PR_ARG_LIST) {
+		for (int i = 0; i < a->u.list.n; i++)
+			read_arg(b, &a->u.list.items[i], pos, flags);
+		return;
+	}
+	if (a->kind != PR_ARG_VALUE || !a->u.value)
+		return;
+	const pr_node *v = a->u.value;
+	int64_t first = value_of(b, v, v->type.kind == PR_TYPE_TUPLE ? 0 : -1);
+	for (int i = 0; first >= 0 && i < n_values_of(v); i++) {
+		pr_plan_class *c = &b->lt->classes[b->lt->values[first + i].cls];
+		if (pos > c->end)
+			c->end = pos;
+		c->flags |= flags;
+	}
+}
+
+/* The names that the return node writes back as buffers: a set, so that
+ * finding the mutable buffers stays linear with thousands of them. */
+typedef struct name_set {
+	const char *name;
+	UT_hash_handle hh;
+} name_set;
+
+static name_set *writeback_buffers(const pr_node *ret)
+{
+	name_set *set = NULL;
+	for (int i = 0; ret && ret->writebacks && i < ret->n_args; i++) {
+		const pr_writeback *w = &ret->writebacks[i];
+		name_set *e;
+		if (w->kind != PR_WRITEBACK_BUFFER || !w->target)
+			continue;
+		HASH_FIND_STR(set, w->target, e);
+		if (e)
+			continue;
+		e = pr_xmalloc(sizeof *e);
+		e->name = w->target;
+		HASH_ADD_KEYPTR(hh, set, e->name, strlen(e->name), e);
+	}
+	return set;
+}
+
+static void name_set_free(name_set *set)
+{
+	name_set *e, *tmp;
+	HASH_ITER(hh, set, e, tmp) {
+		HASH_DEL(set, e);
+		free(e);
+	}
+}
+
+static unsigned input_flags(const pr_node *in, name_set *mutable_buffers)
+{
+	name_set *e = NULL;
+	switch (in->input_kind) {
+	case PR_INPUT_POSITIONAL:
+	case PR_INPUT_USER:
+		return PR_CLASS_USER_INPUT;
+	case PR_INPUT_BUFFER:
+		if (in->input_name)
+			HASH_FIND_STR(mutable_buffers, in->input_name, e);
+		if (e)
+			return PR_CLASS_MUTABLE | PR_CLASS_WHOLE;
+		/* fall through */
+	case PR_INPUT_PARAMETER:
+	case PR_INPUT_CONSTANT:
+		break;
+	}
+	unsigned f = PR_CLASS_CONSTANT;
+	if (in->type.kind == PR_TYPE_TENSOR && !pr_device_is_host(in->type.tensor.device))
+		f |= PR_CLASS_WHOLE;
+	return f;
+}
+
+static void read_args(lt_builder *b, pr_node *n, int64_t pos)
+{
+	for (int i = 0; i < n->n_args; i++) {
+		/* A getitem is its element, not a read of the whole tuple. */
+		if (n->kind == PR_NODE_GETITEM && i == 0)
+			continue;
+		unsigned flags = 0;
+		if (n->kind == PR_NODE_RETURN) {
+			bool wb = n->writebacks && n->writebacks[i].kind != PR_WRITEBACK_NONE;
+			flags = wb ? PR_CLASS_WRITEBACK : PR_CLASS_OUTPUT;
+		}
+		read_arg(b, &n->args[i], pos, flags);
+	}
+}
+
+static void finish_classes(pr_lifetimes *lt, pr_node *ret)
+{
+	name_set *mutable_buffers = writeback_buffers(ret);
+	for (int64_t i = 0; i < lt->n_classes; i++) {
+		pr_plan_class *c = &lt->classes[i];
+		if (c->elem < 0 && c->node->kind == PR_NODE_INPUT)
+			c->flags |= input_flags(c->node, mutable_buffers);
+		if (c->flags & PR_CLASS_WHOLE) {
+			c->start = 0;
+			c->end = lt->n_positions - 1;
+		}
+	}
+	name_set_free(mutable_buffers);
+}
+
+/* The graph is a linked list of large nodes: on a big method every first
+ * touch of a node is a cache miss, so the nodes are walked once, numbering
+ * and processing each, with the next node's lines prefetched. Positions come
+ * from node->order: the walk checks that the orders step evenly (they do
+ * after pr_graph_renumber, which it calls and starts again when they do
+ * not), so a node's position is one division away and nothing is written
+ * into the nodes. */
+
+/* Every cache line of the node that the walk reads: the spec's head, shape
+ * and strides, the links and arguments. */
+static void prefetch_node(const pr_node *n)
+{
+	const char *p = (const char *)n;
+	for (size_t off = 0; off < sizeof *n; off += 64)
+		__builtin_prefetch(p + off);
+}
+
+static void builder_grow(lt_builder *b, int64_t *cap)
+{
+	*cap *= 2;
+	b->nodes = pr_xrealloc(b->nodes, (size_t)*cap * sizeof *b->nodes);
+	b->first_value = pr_xrealloc(b->first_value, (size_t)*cap * sizeof *b->first_value);
+}
+
+/* Numbers and processes every node; false (and b half done) when the orders
+ * do not step evenly. */
+static bool walk_nodes(lt_builder *b, pr_graph *g)
+{
+	int64_t cap = g->n_nodes > 0 ? g->n_nodes : 16, n = 0;
+	b->nodes = pr_xmalloc((size_t)cap * sizeof *b->nodes);
+	b->first_value = pr_xmalloc((size_t)cap * sizeof *b->first_value);
+	b->cap_values = b->cap_classes = cap;
+	b->lt->values = pr_xmalloc((size_t)b->cap_values * sizeof *b->lt->values);
+	b->lt->classes = pr_xmalloc((size_t)b->cap_classes * sizeof *b->lt->classes);
+	pr_graph_for_each(g, node) {
+		if (node->next)
+			prefetch_node(node->next);
+		if (n == cap)
+			builder_grow(b, &cap);
+		if (n == 0)
+			b->order0 = node->order;
+		else if (n == 1)
+			b->gap = node->order - b->order0;
+		if (n > 0 && (b->gap == 0 || node->order != b->order0 + (uint64_t)n * b->gap))
+			return false;
+		b->nodes[n] = node;
+		b->lt->n_positions = n + 1;
+		read_args(b, node, n);
+		define_values(b, node, n);
+		n++;
+	}
+	return true;
+}
+
+static void builder_reset(lt_builder *b)
+{
+	free(b->nodes);
+	free(b->first_value);
+	free(b->lt->values);
+	free(b->lt->classes);
+	memset(b->lt, 0, sizeof *b->lt);
+	pr_lifetimes *lt = b->lt;
+	memset(b, 0, sizeof *b);
+	b->lt = lt;
+}
+
+pr_lifetimes *pr_lifetimes_compute(pr_graph *g)
+{
+	lt_builder b = { 0 };
+	b.lt = pr_xcalloc(1, sizeof *b.lt);
+	if (g->order_stale)
+		pr_graph_renumber(g);
+	if (!walk_nodes(&b, g)) {
+		builder_reset(&b);
+		pr_graph_renumber(g);
+		PR_ASSERT(walk_nodes(&b, g));
+	}
+	finish_classes(b.lt, pr_graph_return(g));
+	free(b.first_value);
+	free(b.nodes);
+	return b.lt;
+}
+
+void pr_lifetimes_free(pr_lifetimes *lt)
+{
+	if (!lt)
+		return;
+	free(lt->values);
+	free(lt->classes);
+	free(lt);
+}
+
+bool pr_plan_class_plannable(const pr_plan_class *c)
+{
+	if (c->flags & PR_CLASS_CONSTANT)
+		return !pr_device_is_host(c->device);
+	return true;
+}
+
+const char *pr_plan_value_name(const pr_node *n, int elem, char *buf, size_t cap)
+{
+	const char *name = n->name ? n->name : "?";
+	if (elem < 0)
+		snprintf(buf, cap, "%s", name);
+	else
+		snprintf(buf, cap, "%s[%d]", name, elem);
+	return buf;
+}
