@@ -16,6 +16,7 @@ from .pipeline import Pipeline, Registry, registry, shipped_pipelines
 from .program import Delegate, Graph, Node, Program, Spec
 from .run import Diagnostic, MethodStats, PassRecord, Result, RunReport, Stats, has_cuda, run
 from .sweep import Row, read_csv, sweep, write_csv
+from . import plot  # noqa: F401  (imports matplotlib only when drawing)
 from .torch import from_torch
 
 __version__ = "0.1.0"

@@ -1,7 +1,7 @@
 """Figures of a sweep (matplotlib, imported only when drawing).
 
-heatmap_data/heatmap: programs x columns (a pipeline, or a pipeline with one
-grid cell's options), the colour the bytes copied per call relative to the
+heatmap_data/heatmap: programs x pipelines, one panel per combination of
+options in the sweep, the colour the bytes copied per call relative to the
 reference pipeline (cuda) on the same program with the same options:
 log2(bytes / reference bytes), so 0 is "the same as cuda", +1 twice as many.
 A cell whose row is not "ok" (refused, mismatch, error) is masked and
@@ -18,34 +18,41 @@ CAP = 4.0   # |log2 ratio| drawn at most: 16x more or fewer bytes
 
 
 def column_label(row):
-    opts = ",".join(f"{k.replace('skip_', '').replace('_for_', ':')}={_v(v)}"
-                    for k, v in sorted(row.options.items()))
+    """A pipeline with its options, for the bar chart."""
+    opts = options_label(row.options)
     return row.pipeline + (f"\n{opts}" if opts else "")
 
 
+def options_label(options):
+    return ", ".join(f"{k}={_v(v)}" for k, v in sorted(options.items()))
+
+
 def _v(v):
-    return ("T" if v else "F") if isinstance(v, bool) else str(v)
+    return str(v).lower() if isinstance(v, bool) else str(v)
 
 
 def _key(options):
     return tuple(sorted(options.items()))
 
 
-def heatmap_data(rows, reference="cuda"):
-    """(programs, columns, values, labels): values[i][j] is log2 of the
-    bytes-per-call ratio (None when masked), labels[i][j] its annotation."""
+def heatmap_data(rows, reference="cuda", options=None):
+    """(programs, pipelines, values, labels) of the rows with these options
+    (a dict; None: the options of the first row): values[i][j] is log2 of
+    program i's bytes-per-call ratio under pipeline j (None when masked),
+    labels[i][j] its annotation."""
+    if options is None:
+        options = rows[0].options if rows else {}
+    rows = [r for r in rows if _key(r.options) == _key(options)]
     programs = list(dict.fromkeys(r.program for r in rows))
-    columns = list(dict.fromkeys(column_label(r) for r in rows if r.pipeline != reference))
-    ref = {(r.program, _key(r.options)): r for r in rows if r.pipeline == reference}
-    cell = {(r.program, column_label(r)): r for r in rows if r.pipeline != reference}
-    values = [[None] * len(columns) for _ in programs]
-    labels = [[""] * len(columns) for _ in programs]
+    pipelines = list(dict.fromkeys(r.pipeline for r in rows if r.pipeline != reference))
+    ref = {r.program: r for r in rows if r.pipeline == reference}
+    cell = {(r.program, r.pipeline): r for r in rows}
+    values = [[None] * len(pipelines) for _ in programs]
+    labels = [[""] * len(pipelines) for _ in programs]
     for i, p in enumerate(programs):
-        for j, c in enumerate(columns):
-            r = cell.get((p, c))
-            base = ref.get((p, _key(r.options))) if r else None
-            values[i][j], labels[i][j] = _ratio(r, base)
-    return programs, columns, values, labels
+        for j, pl in enumerate(pipelines):
+            values[i][j], labels[i][j] = _ratio(cell.get((p, pl)), ref.get(p))
+    return programs, pipelines, values, labels
 
 
 def _ratio(r, base):
@@ -54,7 +61,7 @@ def _ratio(r, base):
     if r.status != "ok":
         return None, r.status
     if base is None or base.status != "ok":
-        return None, reference_status(base)
+        return None, "no ref" if base is None else "ref " + base.status
     b, ref = r.bytes_per_call, base.bytes_per_call
     if ref == 0:
         return (0.0, "") if b == 0 else (CAP, f"{b}B")
@@ -64,38 +71,48 @@ def _ratio(r, base):
     return max(-CAP, min(CAP, v)), (f"{b / ref:.2g}x" if abs(v) > 1e-9 else "")
 
 
-def reference_status(base):
-    return "no ref" if base is None else "ref " + base.status
-
-
-def heatmap(rows, reference="cuda", path=None, ax=None, title=None):
-    """Draws heatmap_data; returns the figure (saved to path when given)."""
+def heatmap(rows, reference="cuda", path=None, title=None, ncols=2):
+    """Draws heatmap_data, one panel per combination of options in the rows;
+    returns the figure (saved to path when given)."""
     import matplotlib
-    if ax is None:
-        matplotlib.use("Agg")
+    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
-    programs, columns, values, labels = heatmap_data(rows, reference)
-    data = np.ma.masked_invalid(np.array([[np.nan if v is None else v for v in row]
-                                          for row in values], dtype=float))
-    fig = ax.figure if ax is not None else plt.figure(
-        figsize=(1.0 + 0.55 * len(columns), 1.5 + 0.32 * len(programs)))
-    ax = ax or fig.add_subplot()
+    combos = list(dict.fromkeys(_key(r.options) for r in rows))
+    ncols = max(1, min(ncols, len(combos)))
+    nrows = -(-len(combos) // ncols)
+    first = heatmap_data(rows, reference, dict(combos[0]) if combos else {})
+    w = 1.0 + 0.42 * len(first[1])
+    h = 1.6 + 0.3 * len(first[0])
+    fig, axes = plt.subplots(nrows, ncols, figsize=(w * ncols, h * nrows), squeeze=False,
+                             layout="constrained")
     cmap = matplotlib.colormaps["RdBu_r"].copy()
     cmap.set_bad("#d9d9d9")
-    im = ax.imshow(data, cmap=cmap, vmin=-CAP, vmax=CAP, aspect="auto")
-    ax.set_xticks(range(len(columns)), columns, rotation=90, fontsize=6)
-    ax.set_yticks(range(len(programs)), [_short(p) for p in programs], fontsize=7)
-    for i in range(len(programs)):
-        for j in range(len(columns)):
-            if labels[i][j]:
-                ax.text(j, i, labels[i][j], ha="center", va="center", fontsize=5)
-    bar = fig.colorbar(im, ax=ax, shrink=0.8)
-    bar.set_label(f"log2(bytes per call / {reference}'s)", fontsize=7)
-    ax.set_title(title or f"Bytes copied per call, relative to {reference}", fontsize=9)
-    fig.tight_layout()
+    im = None
+    for k, ax in enumerate(axes.flat):
+        if k >= len(combos):
+            ax.axis("off")
+            continue
+        programs, pipelines, values, labels = heatmap_data(rows, reference, dict(combos[k]))
+        data = np.ma.masked_invalid(np.array(
+            [[np.nan if v is None else v for v in row] for row in values], dtype=float))
+        im = ax.imshow(data, cmap=cmap, vmin=-CAP, vmax=CAP, aspect="auto")
+        ax.set_xticks(range(len(pipelines)), [p.replace("ablate/", "") for p in pipelines],
+                      rotation=60, ha="right", fontsize=6)
+        ax.set_yticks(range(len(programs)),
+                      [_short(p) for p in programs] if k % ncols == 0 else [], fontsize=6)
+        for i in range(len(programs)):
+            for j in range(len(pipelines)):
+                if labels[i][j]:
+                    ax.text(j, i, labels[i][j], ha="center", va="center", fontsize=4.5)
+        ax.set_title(options_label(dict(combos[k])) or "default options", fontsize=7)
+    if im is not None:
+        bar = fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6)
+        bar.set_label(f"log2(bytes per call / {reference}'s)", fontsize=7)
+    fig.suptitle(title or f"Bytes copied per call, relative to {reference} with the same "
+                 "options (grey: not ok)", fontsize=9)
     if path:
-        fig.savefig(path, dpi=130)
+        fig.savefig(path, dpi=130, bbox_inches="tight")
     return fig
 
 
