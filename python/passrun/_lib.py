@@ -29,6 +29,7 @@ from .errors import LibraryNotFoundError
 
 CORE = "libpassrun.so"
 RUNTIME = "libpassrun_runtime.so"
+DOT = "libpassrun_dot.so"
 
 # ---- structs (program.h) ---------------------------------------------------
 
@@ -253,11 +254,13 @@ CORE_FUNCS = {
     "pr_stats_json": (P, [P, POINTER(Diags), POINTER(PassReport), c_char_p]),
     "pr_verify": (c_int, [P, POINTER(Diags), c_char_p]),
     "pr_plan_check": (c_int, [P, POINTER(Diags), c_char_p]),
-    "pr_dot_render": (P, [P, POINTER(Diags)]),
     "pr_spec_storage_bytes": (c_int64, [POINTER(Spec)]),
     "pr_spec_nbytes": (c_int64, [POINTER(Spec)]),
     "pr_dtype_name": (c_char_p, [c_int]),
     "pr_copy_bytes": (c_int64, [POINTER(Node)]),
+}
+DOT_FUNCS = {
+    "pr_dot_render": (P, [P, POINTER(Diags)]),
 }
 RUNTIME_FUNCS = {
     "pr_runtime_execute": (P, [P, P, POINTER(RunOptions), POINTER(RunReport)]),
@@ -307,7 +310,7 @@ def find_lib_dir():
 
 class _Libs:
     def __init__(self):
-        self._core = self._runtime = None
+        self._core = self._runtime = self._dot = None
         self.dir = None
 
     @property
@@ -338,6 +341,20 @@ class _Libs:
                     "runtime library beside the core one") from None
             self._runtime = _declare(lib, RUNTIME_FUNCS)
         return self._runtime
+
+    @property
+    def dot(self):
+        if self._dot is None:
+            self.core
+            name = str(self.dir / DOT) if self.dir else DOT
+            try:
+                lib = ctypes.CDLL(name)
+            except OSError as e:
+                raise LibraryNotFoundError(
+                    f"cannot load {DOT} ({e}): pictures need passrun's picture library "
+                    "beside the core one") from None
+            self._dot = _declare(lib, DOT_FUNCS)
+        return self._dot
 
 
 libs = _Libs()

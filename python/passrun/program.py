@@ -279,7 +279,7 @@ class Program:
 
     def dot(self):
         """The Graphviz picture (--dot) of the program as it is."""
-        return _lib.take_string(libs.core.pr_dot_render(self.handle, None))
+        return _lib.take_string(libs.dot.pr_dot_render(self.handle, None))
 
     def verify(self):
         """The verifier's and the plan checker's findings, as Diagnostics."""
