@@ -156,7 +156,8 @@ static const char *step(const char *p, const char *name, const char *path, size_
 	if (v)
 		return ws(v);
 	if (*p == '[')
-		snprintf(why, why_size, "%.*s has %ld elements, no [%ld]", (int)done, path, l.seen, l.index);
+		snprintf(why, why_size, "%.*s has %ld element%s, no [%ld]", (int)done, path, l.seen,
+			 l.seen == 1 ? "" : "s", l.index);
 	else if (l.nearest)
 		snprintf(why, why_size, "%.*s has no key '%s' (did you mean '%.*s'?)", (int)done, path,
 			 name, (int)l.nearest_len, l.nearest);
