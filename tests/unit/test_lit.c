@@ -75,6 +75,7 @@ Test(lit, diag_count_and_message) { run_fail_case("diag"); }
 Test(lit, stderr_text_missing) { run_fail_case("stderr"); }
 Test(lit, stats_value_path_and_type) { run_fail_case("stats"); }
 Test(lit, malformed_file_refused_at_each_line) { run_fail_case("malformed"); }
+Test(lit, regex_patterns_that_do_not_match) { run_fail_case("patterns"); }
 
 /* Every fail case is named above: a new one is not silently skipped. */
 Test(lit, every_fail_case_is_run)
@@ -85,7 +86,7 @@ Test(lit, every_fail_case_is_run)
 	for (struct dirent *e; (e = readdir(d));)
 		n += strstr(e->d_name, ".pg") != NULL;
 	closedir(d);
-	cr_expect_eq(n, 10, "tests/lit/fail has %d cases; test_lit.c runs 10", n);
+	cr_expect_eq(n, 11, "tests/lit/fail has %d cases; test_lit.c runs 11", n);
 }
 
 Test(lit, command_line_errors_are_status_2)

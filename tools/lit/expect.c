@@ -75,7 +75,8 @@ static void check_diag_message(lit_case *c, lit_run *r, const lit_directive *d)
 
 static void check_stderr(lit_case *c, lit_run *r, const lit_directive *d)
 {
-	if (strstr(r->err, d->text))
+	const char *end;
+	if (lit_pattern_find(&d->pat, r->err, r->err, &end))
 		return;
 	lit_fail(c, d->line, "STDERR %s: expected text not found on stderr", r->label);
 	lit_note("expected: %s", d->text);

@@ -17,6 +17,7 @@
  *              CHECK-DAG, COUNT);
  *   expect.c   checks everything else (EXIT, DIAG, STDERR, STATS);
  *   json.c     finds a value in --stats=json by its path;
+ *   pattern.c  plain text and {{regex}} patterns;
  *   text.c     strings, lines and the nearest match of a failed search.
  *
  * Every failure is reported as FILE:LINE of the directive, what it expected
@@ -24,6 +25,7 @@
 #ifndef PASSRUN_LIT_H
 #define PASSRUN_LIT_H
 
+#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -44,6 +46,12 @@ typedef enum lit_kind {
 	LIT_KIND_COUNT
 } lit_kind;
 
+/* A text to look for: plain, or with {{regex}} parts (pattern.c). */
+typedef struct lit_pattern {
+	const char *text;   /* as written (not owned) */
+	regex_t *re;        /* NULL for plain text */
+} lit_pattern;
+
 typedef struct lit_directive {
 	lit_kind kind;
 	int line;        /* in the test file, from 1 */
@@ -52,6 +60,7 @@ typedef struct lit_directive {
 	long n;          /* COUNT, EXIT and DIAG CODE N: the number */
 	char *pattern;   /* COUNT: the text; DIAG: the code; STATS: the path */
 	char op[3];      /* STATS: = != < <= > >= */
+	lit_pattern pat; /* CHECK*, STDERR: of text; COUNT: of pattern */
 } lit_directive;
 
 typedef struct lit_run {
@@ -110,6 +119,17 @@ void lit_check_expectations(lit_case *c, int run);
  * and *why says which step failed and the nearest key. */
 const char *lit_json_find(const char *json, const char *path, const char **end, char *why,
 			  size_t why_size);
+
+/* pattern.c */
+/* false, with why, on a bad {{regex}}. */
+bool lit_pattern_compile(lit_pattern *p, const char *text, char *why, size_t why_size);
+void lit_pattern_free(lit_pattern *p);
+/* The first match starting at or after from (text is where the output
+ * starts: a line begins there), its end in *end; NULL when none. */
+const char *lit_pattern_find(const lit_pattern *p, const char *text, const char *from,
+			     const char **end);
+/* Non-overlapping matches in text. */
+int lit_pattern_count(const lit_pattern *p, const char *text);
 
 /* text.c */
 void lit_fail(lit_case *c, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -1,5 +1,6 @@
 /* match.c: the printed program against CHECK, CHECK-NEXT, CHECK-NOT,
- * CHECK-DAG and COUNT, FileCheck's rules on plain text (no regex):
+ * CHECK-DAG and COUNT, FileCheck's rules (texts and {{regex}} patterns,
+ * pattern.c):
  *
  *   - CHECK finds its text after the end of the previous match (possibly on
  *     the same line);
@@ -24,7 +25,6 @@ typedef struct scan {
 	lit_case *c;
 	lit_run *r;
 	const char *pos;       /* where the next search starts */
-	const char *last;      /* the start of the previous match, or NULL */
 	int *nots, n_nots;     /* CHECK-NOTs waiting for the next match */
 	bool stopped;          /* a positive match failed */
 } scan;
@@ -34,11 +34,10 @@ static const lit_directive *dir(const scan *s, int i)
 	return &s->c->dirs[i];
 }
 
-/* First occurrence of needle starting in [from, to) and ending by to. */
-static const char *find_in(const char *from, const char *to, const char *needle)
+/* The first match of d from s->pos on; its end in *end. */
+static const char *find(const scan *s, const lit_directive *d, const char *from, const char **end)
 {
-	const char *at = strstr(from, needle);
-	return at && at + strlen(needle) <= to ? at : NULL;
+	return lit_pattern_find(&d->pat, s->r->out, from, end);
 }
 
 static void not_found(scan *s, const lit_directive *d)
@@ -65,8 +64,8 @@ static void check_nots(scan *s, const char *to)
 {
 	for (int i = 0; i < s->n_nots; i++) {
 		const lit_directive *d = dir(s, s->nots[i]);
-		const char *at = find_in(s->pos, to, d->text);
-		if (!at)
+		const char *end, *at = find(s, d, s->pos, &end);
+		if (!at || end > to)
 			continue;
 		char *line = lit_line_at(s->r->out, at);
 		lit_fail(s->c, d->line, "CHECK-NOT %s: text found where it must not be", s->r->label);
@@ -81,7 +80,6 @@ static void check_nots(scan *s, const char *to)
 static void matched(scan *s, const char *at, const char *end)
 {
 	check_nots(s, at);
-	s->last = at;
 	s->pos = end;
 }
 
@@ -95,7 +93,7 @@ static int newlines(const char *a, const char *b)
 
 static void check_one(scan *s, const lit_directive *d)
 {
-	const char *at = strstr(s->pos, d->text);
+	const char *end, *at = find(s, d, s->pos, &end);
 	if (!at) {
 		not_found(s, d);
 		return;
@@ -113,14 +111,15 @@ static void check_one(scan *s, const lit_directive *d)
 		s->stopped = true;
 		return;
 	}
-	matched(s, at, at + strlen(d->text));
+	matched(s, at, end);
 }
 
-/* True when [a, a+n) overlaps one of the group's matches. */
-static bool overlaps(const char **starts, const char **ends, int k, const char *a, size_t n)
+/* True when [a, e) overlaps one of the group's matches (an empty match
+ * overlaps the one it is inside of or at the start of). */
+static bool overlaps(const char **starts, const char **ends, int k, const char *a, const char *e)
 {
 	for (int i = 0; i < k; i++)
-		if (a < ends[i] && a + n > starts[i])
+		if (a < ends[i] && (e > starts[i] || a >= starts[i]))
 			return true;
 	return false;
 }
@@ -129,30 +128,26 @@ static bool overlaps(const char **starts, const char **ends, int k, const char *
 static void check_dag_group(scan *s, const int *idx, int n)
 {
 	const char **starts = calloc((size_t)n, sizeof *starts), **ends = calloc((size_t)n, sizeof *ends);
-	const char *first = NULL, *far = s->pos, *far_start = NULL;
+	const char *first = NULL, *far = s->pos;
 	int k = 0;
 	for (int i = 0; i < n && !s->stopped; i++) {
 		const lit_directive *d = dir(s, idx[i]);
-		size_t len = strlen(d->text);
-		const char *at = strstr(s->pos, d->text);
-		while (at && overlaps(starts, ends, k, at, len))
-			at = strstr(at + 1, d->text);
-		if (!at) {
+		const char *end, *at = find(s, d, s->pos, &end);
+		while (at && *at && overlaps(starts, ends, k, at, end))
+			at = find(s, d, at + 1, &end);
+		if (!at || overlaps(starts, ends, k, at, end)) {
 			not_found(s, d);
 			break;
 		}
 		starts[k] = at;
-		ends[k++] = at + len;
+		ends[k++] = end;
 		if (!first || at < first)
 			first = at;
-		if (at + len > far) {
-			far = at + len;
-			far_start = at;
-		}
+		if (end > far)
+			far = end;
 	}
 	if (!s->stopped) {
 		check_nots(s, first);
-		s->last = far_start;
 		s->pos = far;
 	}
 	free(starts);
@@ -161,7 +156,7 @@ static void check_dag_group(scan *s, const int *idx, int n)
 
 static void check_count(lit_case *c, lit_run *r, const lit_directive *d)
 {
-	int got = lit_count(r->out, d->pattern);
+	int got = lit_pattern_count(&d->pat, r->out);
 	if (got == d->n)
 		return;
 	lit_fail(c, d->line, "COUNT %s: '%s' is in the printed program %d time%s, expected %ld",

@@ -197,12 +197,27 @@ static bool parse_text(lit_directive *x)
 	}
 }
 
+/* CHECKs, COUNT and STDERR look for a text that may hold {{regex}}. */
+static bool compile_pattern(lit_case *c, const raw *d, lit_directive *x)
+{
+	char why[300];
+	const char *src = x->kind == LIT_COUNT ? x->pattern : x->text;
+	bool wants = x->kind == LIT_COUNT || x->kind == LIT_STDERR ||
+		     (x->kind >= LIT_CHECK && x->kind <= LIT_CHECK_DAG);
+	if (!wants || lit_pattern_compile(&x->pat, src, why, sizeof why))
+		return true;
+	lit_fail(c, x->line, "%s %s: %s", kind_names[x->kind], d->label, why);
+	return false;
+}
+
 static void add_expectation(lit_case *c, int line, lit_kind k, int run, const raw *d)
 {
 	lit_directive x = {.kind = k, .line = line, .run = run, .text = strdup(d->text)};
-	if (!parse_text(&x)) {
+	bool ok = parse_text(&x);
+	if (!ok)
 		lit_fail(c, line, "%s %s: cannot read '%s'; the form is %s", kind_names[k], d->label,
 			 d->text, usage_of[k] ? usage_of[k] : "KEY LABEL: TEXT (not empty)");
+	if (!ok || !compile_pattern(c, d, &x)) {
 		free(x.text);
 		free(x.pattern);
 		return;
@@ -361,6 +376,7 @@ void lit_case_free(lit_case *c)
 		free(r->command);
 	}
 	for (int i = 0; i < c->n_dirs; i++) {
+		lit_pattern_free(&c->dirs[i].pat);
 		free(c->dirs[i].text);
 		free(c->dirs[i].pattern);
 	}
