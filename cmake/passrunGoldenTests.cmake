@@ -42,12 +42,13 @@ function(passrun_add_golden_tests folder)
       list(APPEND plugin_args --plugin "${plugin}")
     endif()
   endforeach()
+  set(labels golden ${arg_LABELS})
   foreach(case IN LISTS cases)
     get_filename_component(name "${case}" NAME_WE)
     add_test(NAME ${arg_PREFIX}/${name}
       COMMAND "${PASSRUN_LIT_EXECUTABLE}" --passrun "${PASSRUN_EXECUTABLE}" ${plugin_args}
               ${arg_ARGS} "${case}")
     set_tests_properties(${arg_PREFIX}/${name} PROPERTIES WORKING_DIRECTORY "${dir}"
-      LABELS "golden;${arg_LABELS}")
+      LABELS "${labels}")
   endforeach()
 endfunction()

@@ -43,7 +43,8 @@ static int bad_usage(const char *fmt, const char *arg)
 	return LIT_USAGE;
 }
 
-/* Fills o and the list of files; LIT_OK or LIT_USAGE. */
+/* Fills o and the list of files; LIT_OK, LIT_USAGE, or -1 when it printed
+ * the help and there is nothing to run. */
 static int parse_args(int argc, char **argv, lit_options *o, const char ***files, int *n_files)
 {
 	*files = calloc((size_t)argc, sizeof **files);
