@@ -13,7 +13,23 @@
  * The result stays valid while passes only add or remove copies and move
  * delegate arguments (the passes that do only that preserve it); a pass that
  * moves the arguments of host ops must not keep it. Queries go through the
- * function pointers below: plugins never link against each other. */
+ * function pointers below: plugins never link against each other.
+ *
+ * A stable API, installed as <passrun/host_writes.h> for passes built
+ * outside passrun's tree (docs/plugin-guide.md). A pass that wants it:
+ *
+ *   1. lists PR_HOST_WRITES in its pr_pass_info.requires (and in .preserves
+ *      when it only adds or removes copies or moves delegate arguments);
+ *   2. calls pr_pass_analysis(ctx, PR_HOST_WRITES, g) for each graph g it
+ *      looks at, and treats the result as read-only; it lives until the
+ *      graph is changed by a pass that does not preserve it;
+ *   3. runs where the host-writes plugin is loaded (it ships with passrun
+ *      and is found on the default plugin path).
+ *
+ * What holds across versions: the name "host-writes", the meaning of each
+ * function below, and the layout of pr_host_writes, which only grows at the
+ * end; a caller that uses a field added later checks struct_size first.
+ * impl is the analysis's own and may change at any time. */
 #ifndef PR_HOST_WRITES_H
 #define PR_HOST_WRITES_H
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The SDK test (issue 8): install into a fresh prefix, build the out-of-tree
-# plugin with nothing but the installed package, load it with --plugin, and
-# check its effect. Also: the installed passrun finds its installed plugins
-# and pipelines with no environment variable.
+# The SDK test: install into a fresh prefix, build the out-of-tree plugin
+# with nothing but the installed package, load it with --plugin, and check
+# its effect; run its golden tests (examples/plugin/tests) through the
+# installed passrun-lit and passrun_add_golden_tests; build a client of the
+# installed host-writes header. Also: the installed passrun finds its
+# installed plugins and pipelines with no environment variable.
 set -euo pipefail
 build=$1 src=$2 cc=$3
 work=$(mktemp -d)
@@ -31,6 +33,22 @@ cmake --build plugin-build >/dev/null
 so=$work/plugin-build/largest-copies.so
 [ -f "$so" ] || fail "the plugin was not built"
 
+# Its golden tests, one CTest test per tests/*.pg, run by the installed
+# passrun-lit with --plugin largest-copies.so.
+ctest --test-dir plugin-build -N | grep -q "Total Tests: 2" ||
+  { ctest --test-dir plugin-build -N; fail "passrun_add_golden_tests did not make 2 tests"; }
+ctest --test-dir plugin-build --output-on-failure >ctest.txt 2>&1 ||
+  { cat ctest.txt; fail "the plugin's golden tests"; }
+grep -q "largest-copies/largest_copies .*Passed" ctest.txt || { cat ctest.txt; fail "test names"; }
+# The installed passrun-lit fails a broken expectation, at its line.
+sed 's/^# DIAG all: N-LARGEST-COPY 3$/# DIAG all: N-LARGEST-COPY 4/' \
+  "$src/examples/plugin/tests/largest_copies.pg" >broken.pg
+if "$work/prefix/bin/passrun-lit" --plugin "$so" broken.pg 2>lit.txt; then
+  fail "passrun-lit passed a broken expectation"
+fi
+grep -q "^broken.pg:8: error: DIAG all: 3 diagnostics \[N-LARGEST-COPY\], expected 4" lit.txt ||
+  { cat lit.txt; fail "passrun-lit's message"; }
+
 # Its effect: one note per copy, largest first, as many as top says.
 "$passrun" --plugin "$so" --passes 'propagate-device,largest-copies{top=1}' "$prog" 2>err1.txt >/dev/null
 [ "$(grep -c 'N-LARGEST-COPY' err1.txt)" = 1 ] || { cat err1.txt; fail "top=1 should give one note"; }
@@ -54,4 +72,11 @@ export PKG_CONFIG_PATH
 "$passrun" --plugin "$work/pc-largest-copies.so" --passes 'propagate-device,largest-copies{top=1}' \
   "$prog" 2>err4.txt >/dev/null
 grep -q "N-LARGEST-COPY" err4.txt || fail "the pkg-config build"
+
+# A third-party client of the host-writes analysis, against the installed
+# <passrun/host_writes.h> only; its golden test through the installed tool.
+"$cc" -Wall -Wextra -Werror -shared -fPIC $(pkg-config --cflags passrun) \
+  "$src/tests/install/host_writes_client.c" -o written-inputs.so
+"$work/prefix/bin/passrun-lit" --plugin "$work/written-inputs.so" \
+  "$src/tests/install/written_inputs.pg" >lit2.txt 2>&1 || { cat lit2.txt; fail "the host-writes client"; }
 echo "install test: 1 passed, 0 failed"

@@ -1,0 +1,55 @@
+/* written-inputs: a third-party client of the host-writes analysis, built
+ * against the installed <passrun/host_writes.h> only (run.sh). For each
+ * method input it reports how many ops write its storage (directly or
+ * through a view) and the first of them: N-INPUT-WRITES, one note each. */
+#include <passrun/host_writes.h>
+#include <passrun/passrun.h>
+
+static const char *const requires_[] = {PR_HOST_WRITES, NULL};
+static const char *const preserves_[] = {PR_HOST_WRITES, NULL};
+
+static pr_err *run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	*changed = false;
+	for (int m = 0; m < p->n_methods; m++) {
+		pr_graph *g = p->methods[m];
+		const pr_host_writes *hw = pr_pass_analysis(ctx, PR_HOST_WRITES, g);
+		if (!hw || hw->struct_size < sizeof *hw)
+			return pr_err_new("written-inputs: no host-writes analysis for '%s'", g->name);
+		pr_graph_for_each(g, n) {
+			if (n->kind != PR_NODE_INPUT)
+				continue;
+			pr_node *first = pr_host_writer(hw, n);
+			pr_pass_diag(ctx, PR_SEV_NOTE, "N-INPUT-WRITES", g->name, n->name, -1,
+				     "input %%%s is written by %d op(s)%s%s", n->name, hw->n_writers(hw, n),
+				     first ? ", first by %" : "", first && first->name ? first->name : "");
+		}
+	}
+	return NULL;
+}
+
+static const pr_pass_info pass = {
+	.struct_size = sizeof(pr_pass_info),
+	.name = "written-inputs",
+	.summary = "report how many ops write each method input (host-writes)",
+	.requires = requires_,
+	.preserves = preserves_,
+	.run = run,
+};
+
+static pr_err *register_passes(pr_registry *r)
+{
+	return pr_register_pass(r, &pass);
+}
+
+PR_PLUGIN_EXPORT const pr_plugin_info *passrun_plugin_info(void)
+{
+	static const pr_plugin_info info = {
+		.abi_version = PR_PLUGIN_ABI_VERSION,
+		.struct_size = sizeof(pr_plugin_info),
+		.name = "written-inputs",
+		.version = "1.0",
+		.register_fn = register_passes,
+	};
+	return &info;
+}
