@@ -14,10 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "passrun/manager.h"   /* pr_nearest */
 #include "passrun/strbuf.h"
 
 #define HOST_COLOUR "#e0e0e0"
 #define FLAG_COLOUR "#d00000"
+#define ADDED_COLOUR "#008a00"
+#define REMOVED_COLOUR "#808080"
 
 static const char *const palette[] = {
 	"#7fb3e6", "#8fd18f", "#f2c36b", "#c39be0", "#e68f8f", "#7fd6d6", "#d6b38f", "#b3b3f2",
@@ -218,16 +221,42 @@ static void emit_node(pr_strbuf *b, const pr_graph *g, int method, const pr_node
 	pr_strbuf_puts(b, "];\n");
 }
 
+/* One cluster: a method or a delegate's body, and its namesake before the
+ * change that --dot-changes marks (NULL: none, or no namesake). */
+typedef struct drawn_graph {
+	const pr_graph *g;
+	const pr_graph *before;
+	int index;             /* the cluster's number: stable ids */
+	bool is_delegate;
+	const char *name;
+	const pr_node **nodes; /* graph order */
+	int *dist;             /* per node: edges from the window's centre, -1 outside */
+	int n;
+} drawn_graph;
+
+/* Positions by node: a sorted copy of nodes for bsearch. */
+typedef struct node_index {
+	const pr_node **sorted;
+	int *pos;
+	int n;
+} node_index;
+
+static bool is_drawn(const drawn_graph *d, const node_index *ix, const pr_node *n);
+
+
+/* Edges from what user reads, when both ends are drawn. */
 static void emit_edges_of(pr_strbuf *b, int method, const pr_node *user, long position,
-			  const pr_arg *args, int n, bool flagged)
+			  const pr_arg *args, int n, bool flagged, const drawn_graph *d,
+			  const node_index *ix)
 {
 	for (int i = 0; i < n; i++) {
 		const pr_arg *a = &args[i];
 		if (a->kind == PR_ARG_LIST) {
-			emit_edges_of(b, method, user, position, a->u.list.items, a->u.list.n, flagged);
+			emit_edges_of(b, method, user, position, a->u.list.items, a->u.list.n, flagged,
+				      d, ix);
 			continue;
 		}
-		if (a->kind != PR_ARG_VALUE || !a->u.value)
+		if (a->kind != PR_ARG_VALUE || !a->u.value || !is_drawn(d, ix, a->u.value))
 			continue;
 		const pr_node *v = a->u.value;
 		pr_strbuf_puts(b, "    ");
@@ -274,7 +303,8 @@ static int by_device(const void *a, const void *b)
 
 /* One row of boxes, kept in order by invisible edges: host, the devices
  * used (sorted), the copy shape, the flagged copy. */
-static void emit_legend(pr_strbuf *b, const device_set *devs, bool any_copy, bool any_flag)
+static void emit_legend(pr_strbuf *b, const device_set *devs, bool any_copy, bool any_flag,
+			const pr_dot_view *changes)
 {
 	pr_strbuf_puts(b, "  subgraph cluster_legend {\n    label=\"legend\"; style=dashed; "
 			   "rank=same;\n"
@@ -295,56 +325,451 @@ static void emit_legend(pr_strbuf *b, const device_set *devs, bool any_copy, boo
 				 "flag asked to remove\", fillcolor=white, shape=box, "
 				 "style=\"filled,bold\", peripheries=2, penwidth=3, color=\""
 				 FLAG_COLOUR "\", fontcolor=\"" FLAG_COLOUR "\"];\n", k++);
+	if (changes) {
+		const char *by = changes->changed_by ? changes->changed_by : "the change";
+		pr_strbuf_printf(b, "    \"legend %d\" [label=", k++);
+		char *t = pr_xasprintf("added by %s", by);
+		dot_text(b, t);
+		free(t);
+		pr_strbuf_puts(b, ", fillcolor=white, shape=box, penwidth=3, color=\"" ADDED_COLOUR "\"];\n");
+		pr_strbuf_printf(b, "    \"legend %d\" [label=", k++);
+		t = pr_xasprintf("removed by %s", by);
+		dot_text(b, t);
+		free(t);
+		pr_strbuf_puts(b, ", fillcolor=white, shape=box, style=dashed, color=\"" REMOVED_COLOUR
+				  "\", fontcolor=\"" REMOVED_COLOUR "\"];\n");
+	}
 	for (int i = 1; i < k; i++)
 		pr_strbuf_printf(b, "    \"legend %d\" -> \"legend %d\" [style=invis];\n", i - 1, i);
 	pr_strbuf_puts(b, "  }\n");
 }
 
-/* Which devices, copies and flagged copies the picture has. */
-static void survey(const pr_program *p, const pr_diags *diags, device_set *devs, bool *any_copy,
-		   bool *any_flag)
+/* Which devices, copies and flagged copies the drawn part has. */
+static void survey(const drawn_graph *list, int n, const pr_diags *diags, device_set *devs,
+		   bool *any_copy, bool *any_flag)
 {
-	for (int m = 0; m < p->n_methods; m++) {
-		const pr_graph *g = p->methods[m];
-		pr_graph_for_each(g, n) {
-			device_set_add(devs, node_device(n));
-			if (n->type.kind == PR_TYPE_TUPLE)
-				for (int i = 0; i < n->type.n_elems; i++)
-					device_set_add(devs, n->type.elems[i].device);
-			*any_copy |= is_copy(n);
-			*any_flag |= copy_flag(n, g, diags) != NULL;
+	for (int i = 0; i < n; i++) {
+		for (int k = 0; k < list[i].n; k++) {
+			const pr_node *node = list[i].nodes[k];
+			if (list[i].dist[k] < 0)
+				continue;
+			device_set_add(devs, node_device(node));
+			if (node->type.kind == PR_TYPE_TUPLE)
+				for (int e = 0; e < node->type.n_elems; e++)
+					device_set_add(devs, node->type.elems[e].device);
+			*any_copy |= is_copy(node);
+			*any_flag |= copy_flag(node, list[i].g, diags) != NULL;
 		}
 	}
 	qsort(devs->items, (size_t)devs->n, sizeof devs->items[0], by_device);
 }
 
-char *pr_dot_render(const pr_program *p, const pr_diags *diags)
+/* ---- what is drawn: graphs, windows, changes ----------------------------- */
+
+static int node_cmp(const void *a, const void *b)
 {
-	pr_strbuf b;
-	pr_strbuf_init(&b);
-	pr_strbuf_puts(&b, "digraph passrun {\n  rankdir=TB; fontname=\"Helvetica\";\n"
-			   "  node [style=filled, shape=ellipse, fontname=\"Helvetica\"];\n"
-			   "  edge [fontname=\"Helvetica\", fontsize=10];\n");
-	device_set devs = {0};
-	bool any_copy = false, any_flag = false;
-	survey(p, diags, &devs, &any_copy, &any_flag);
-	emit_legend(&b, &devs, any_copy, any_flag);
+	const pr_node *x = *(const pr_node *const *)a, *y = *(const pr_node *const *)b;
+	return (x > y) - (x < y);
+}
+
+static node_index index_nodes(const drawn_graph *d)
+{
+	node_index ix = {pr_xmalloc(((size_t)d->n + 1) * sizeof *ix.sorted),
+			 pr_xmalloc(((size_t)d->n + 1) * sizeof *ix.pos), d->n};
+	memcpy(ix.sorted, d->nodes, (size_t)d->n * sizeof *ix.sorted);
+	qsort(ix.sorted, (size_t)d->n, sizeof *ix.sorted, node_cmp);
+	for (int i = 0; i < d->n; i++) {
+		const pr_node **hit = bsearch(&d->nodes[i], ix.sorted, (size_t)d->n,
+					      sizeof *ix.sorted, node_cmp);
+		ix.pos[hit - ix.sorted] = i;
+	}
+	return ix;
+}
+
+static int position_of(const node_index *ix, const pr_node *n)
+{
+	const pr_node **hit = bsearch(&n, ix->sorted, (size_t)ix->n, sizeof *ix->sorted, node_cmp);
+	return hit ? ix->pos[hit - ix->sorted] : -1;
+}
+
+static bool is_drawn(const drawn_graph *d, const node_index *ix, const pr_node *n)
+{
+	int k = position_of(ix, n);
+	return k >= 0 && d->dist[k] >= 0;
+}
+
+static void free_index(node_index *ix)
+{
+	free(ix->sorted);
+	free(ix->pos);
+}
+
+/* Calls visit(node, ctx) for every value node n reads (lists included). */
+static void for_each_arg(const pr_arg *args, int n, void (*visit)(const pr_node *, void *), void *ctx)
+{
+	for (int i = 0; i < n; i++) {
+		if (args[i].kind == PR_ARG_LIST)
+			for_each_arg(args[i].u.list.items, args[i].u.list.n, visit, ctx);
+		else if (args[i].kind == PR_ARG_VALUE && args[i].u.value)
+			visit(args[i].u.value, ctx);
+	}
+}
+
+typedef struct bfs {
+	const node_index *ix;
+	int *dist, *queue, tail, d;
+} bfs;
+
+static void bfs_visit(const pr_node *v, void *ctx)
+{
+	bfs *b = ctx;
+	int i = position_of(b->ix, v);
+	if (i >= 0 && b->dist[i] < 0) {
+		b->dist[i] = b->d + 1;
+		b->queue[b->tail++] = i;
+	}
+}
+
+/* dist[i] = edges (arguments or readers, either way) from centre, up to
+ * radius; -1 beyond. */
+static void window(drawn_graph *d, int centre, int radius)
+{
+	node_index ix = index_nodes(d);
+	bfs b = {&ix, d->dist, pr_xmalloc(((size_t)d->n + 1) * sizeof(int)), 0, 0};
+	for (int i = 0; i < d->n; i++)
+		d->dist[i] = -1;
+	d->dist[centre] = 0;
+	b.queue[b.tail++] = centre;
+	for (int head = 0; head < b.tail; head++) {
+		const pr_node *n = d->nodes[b.queue[head]];
+		b.d = d->dist[b.queue[head]];
+		if (b.d == radius)
+			continue;
+		for_each_arg(n->args, n->n_args, bfs_visit, &b);
+		for (int u = 0; u < n->n_uses; u++)
+			bfs_visit(n->uses[u].user, &b);
+	}
+	free(b.queue);
+	free_index(&ix);
+}
+
+static void add_graph(drawn_graph **list, int *n, const pr_graph *g, const pr_graph *before,
+		      bool is_delegate, const char *name)
+{
+	*list = pr_xrealloc(*list, (size_t)(*n + 1) * sizeof **list);
+	drawn_graph *d = &(*list)[*n];
+	*d = (drawn_graph){g, before, *n, is_delegate, name, NULL, NULL, 0};
+	pr_graph_for_each(g, node) d->n++;
+	d->nodes = pr_xmalloc(((size_t)d->n + 1) * sizeof *d->nodes);
+	d->dist = pr_xmalloc(((size_t)d->n + 1) * sizeof *d->dist);
+	int i = 0;
+	pr_graph_for_each(g, node) {
+		d->dist[i] = 0;
+		d->nodes[i++] = node;
+	}
+	(*n)++;
+}
+
+static void free_graphs(drawn_graph *list, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free(list[i].nodes);
+		free(list[i].dist);
+	}
+	free(list);
+}
+
+static pr_err *not_found(const char *what, const char *name, const char **names, int n)
+{
+	const char *near = pr_nearest(name, names, n);
+	pr_err *e = near ? pr_err_new("--dot: no %s named '%s' (did you mean '%s'?)", what, name, near)
+			 : pr_err_new("--dot: no %s named '%s'", what, name);
+	free(names);
+	return e;
+}
+
+/* The graphs the view asks for: every method, one method, or one delegate. */
+static pr_err *choose_graphs(const pr_program *p, const pr_dot_view *v, drawn_graph **list, int *n)
+{
+	const pr_program *b = v ? v->before : NULL;
+	if (v && v->delegate) {
+		const pr_delegate *dl = pr_program_find_delegate(p, v->delegate);
+		if (!dl) {
+			const char **names = pr_xmalloc(((size_t)p->n_delegates + 1) * sizeof *names);
+			for (int i = 0; i < p->n_delegates; i++)
+				names[i] = p->delegates[i]->name;
+			return not_found("delegate", v->delegate, names, p->n_delegates);
+		}
+		const pr_delegate *old = b ? pr_program_find_delegate(b, dl->name) : NULL;
+		add_graph(list, n, dl->body, old ? old->body : NULL, true, dl->name);
+		return NULL;
+	}
 	for (int m = 0; m < p->n_methods; m++) {
 		const pr_graph *g = p->methods[m];
-		pr_strbuf_printf(&b, "  subgraph cluster_%d {\n    label=", m);
-		char *title = pr_xasprintf("method @%s", g->name);
-		dot_text(&b, title);
-		free(title);
-		pr_strbuf_puts(&b, ";\n");
+		if (v && v->method && strcmp(v->method, g->name))
+			continue;
+		add_graph(list, n, g, b ? pr_program_find_method(b, g->name) : NULL, false, g->name);
+	}
+	if (v && v->method && !*n) {
+		const char **names = pr_xmalloc(((size_t)p->n_methods + 1) * sizeof *names);
+		for (int i = 0; i < p->n_methods; i++)
+			names[i] = p->methods[i]->name;
+		return not_found("method", v->method, names, p->n_methods);
+	}
+	return NULL;
+}
+
+/* Narrows the graphs to the window around v->around (in the first graph that
+ * has a node of that name). */
+static pr_err *apply_window(drawn_graph *list, int n, const pr_dot_view *v)
+{
+	if (!v || !v->around)
+		return NULL;
+	if (v->radius < 0)
+		return pr_err_new("--dot: a window's radius must be >= 0, not %d", v->radius);
+	for (int i = 0; i < n; i++) {
+		const pr_node *c = pr_graph_find(list[i].g, v->around);
+		if (!c)
+			continue;
+		for (int k = 0; k < list[i].n; k++)
+			if (list[i].nodes[k] == c)
+				window(&list[i], k, v->radius);
+		for (int j = 0; j < n; j++)
+			if (j != i)
+				list[j].n = 0;   /* the window lies in one graph */
+		return NULL;
+	}
+	int total = 0;
+	for (int i = 0; i < n; i++)
+		total += list[i].n;
+	const char **names = pr_xmalloc(((size_t)total + 1) * sizeof *names);
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < list[i].n; j++)
+			if (list[i].nodes[j]->name)
+				names[k++] = list[i].nodes[j]->name;
+	return not_found("node", v->around, names, k);
+}
+
+/* ---- changes: what the graph has that its namesake before had not -------- */
+
+/* A nameless node (a call without a result) is known by its op and the
+ * names of what it reads; named nodes by their name. */
+static bool same_nameless(const pr_node *a, const pr_node *b)
+{
+	if (a->name || b->name || a->kind != b->kind || a->schema != b->schema ||
+	    (a->schema && b->schema && strcmp(a->schema->full_name, b->schema->full_name)) ||
+	    a->n_args != b->n_args)
+		return false;
+	for (int i = 0; i < a->n_args; i++) {
+		const pr_arg *x = &a->args[i], *y = &b->args[i];
+		if (x->kind != y->kind)
+			return false;
+		if (x->kind == PR_ARG_VALUE && x->u.value && y->u.value &&
+		    (!x->u.value->name || !y->u.value->name || strcmp(x->u.value->name, y->u.value->name)))
+			return false;
+	}
+	return true;
+}
+
+static bool has_counterpart(const pr_graph *other, const pr_node *n)
+{
+	if (n->name)
+		return pr_graph_find(other, n->name) != NULL;
+	pr_graph_for_each(other, o) {
+		if (same_nameless(o, n))
+			return true;
+	}
+	return false;
+}
+
+
+/* A node of before that g no longer has, drawn dashed, with dashed edges
+ * from what it read that g still has and draws. */
+static void emit_removed(pr_strbuf *b, const drawn_graph *d, const node_index *ix,
+			 const pr_node *old, long position, const char *by)
+{
+	pr_strbuf_puts(b, "    ");
+	char *id = pr_xasprintf("m%d removed %s#%ld", d->index, old->name ? old->name : "", position);
+	dot_text(b, id);
+	char *label = node_label(old, NULL);
+	char *full = pr_xasprintf("%s\nremoved by %s", label, by);
+	pr_strbuf_puts(b, " [label=");
+	dot_text(b, full);
+	pr_strbuf_puts(b, ", shape=box, style=\"dashed\", fillcolor=white, color=\"" REMOVED_COLOUR
+			  "\", fontcolor=\"" REMOVED_COLOUR "\"];\n");
+	for (int i = 0; i < old->n_args; i++) {
+		const pr_arg *a = &old->args[i];
+		if (a->kind != PR_ARG_VALUE || !a->u.value || !a->u.value->name)
+			continue;
+		const pr_node *now = pr_graph_find(d->g, a->u.value->name);
+		int k = now ? position_of(ix, now) : -1;
+		if (k < 0 || d->dist[k] < 0)
+			continue;
+		pr_strbuf_puts(b, "    ");
+		emit_id(b, d->index, now, -1);
+		pr_strbuf_puts(b, " -> ");
+		dot_text(b, id);
+		pr_strbuf_puts(b, " [style=dashed, color=\"" REMOVED_COLOUR "\"];\n");
+	}
+	free(full);
+	free(label);
+	free(id);
+}
+
+/* Whether a removed node touches the window: it read a drawn node. */
+static bool removed_in_window(const drawn_graph *d, const node_index *ix, const pr_node *old)
+{
+	for (int i = 0; i < old->n_args; i++) {
+		const pr_arg *a = &old->args[i];
+		if (a->kind != PR_ARG_VALUE || !a->u.value || !a->u.value->name)
+			continue;
+		const pr_node *now = pr_graph_find(d->g, a->u.value->name);
+		int k = now ? position_of(ix, now) : -1;
+		if (k >= 0 && d->dist[k] >= 0)
+			return true;
+	}
+	return false;
+}
+
+/* ---- the picture ---------------------------------------------------------- */
+
+typedef struct render {
+	pr_strbuf *b;
+	const pr_diags *diags;
+	const pr_dot_view *view;
+	bool windowed;
+	int n_drawn, n_added, n_removed;
+} render;
+
+/* How many of n's neighbours the window leaves out. */
+static int hidden_neighbours(const drawn_graph *d, const node_index *ix, const pr_node *n)
+{
+	int hidden = 0;
+	for (int i = 0; i < n->n_args; i++) {
+		const pr_arg *a = &n->args[i];
+		if (a->kind == PR_ARG_VALUE && a->u.value) {
+			int k = position_of(ix, a->u.value);
+			hidden += k < 0 || d->dist[k] < 0;
+		}
+	}
+	for (int u = 0; u < n->n_uses; u++) {
+		int k = position_of(ix, n->uses[u].user);
+		hidden += k < 0 || d->dist[k] < 0;
+	}
+	return hidden;
+}
+
+static void emit_window_note(render *r, const drawn_graph *d, const node_index *ix,
+			     const pr_node *n, long position)
+{
+	int hidden = r->windowed ? hidden_neighbours(d, ix, n) : 0;
+	if (!hidden)
+		return;
+	pr_strbuf_puts(r->b, "    ");
+	emit_id(r->b, d->index, n, position);
+	pr_strbuf_printf(r->b, " [xlabel=\"+%d not drawn\"];\n", hidden);
+}
+
+static void emit_added_mark(render *r, const drawn_graph *d, const pr_node *n, long position)
+{
+	if (!d->before || has_counterpart(d->before, n))
+		return;
+	r->n_added++;
+	pr_strbuf_puts(r->b, "    ");
+	emit_id(r->b, d->index, n, position);
+	char *note = pr_xasprintf("added by %s", r->view->changed_by ? r->view->changed_by : "the change");
+	pr_strbuf_puts(r->b, " [color=\"" ADDED_COLOUR "\", penwidth=3, xlabel=");
+	dot_text(r->b, note);
+	pr_strbuf_puts(r->b, ", fontcolor=\"" ADDED_COLOUR "\"];\n");
+	free(note);
+}
+
+/* Edges into user from drawn nodes only. */
+typedef struct edge_ctx {
+	render *r;
+	const drawn_graph *d;
+	const node_index *ix;
+} edge_ctx;
+
+static void emit_graph(render *r, const drawn_graph *d)
+{
+	pr_strbuf *b = r->b;
+	pr_strbuf_printf(b, "  subgraph cluster_%d {\n    label=", d->index);
+	char *title = pr_xasprintf("%s @%s", d->is_delegate ? "delegate" : "method", d->name);
+	dot_text(b, title);
+	free(title);
+	pr_strbuf_puts(b, ";\n");
+	node_index ix = index_nodes(d);
+	for (int i = 0; i < d->n; i++) {
+		const pr_node *n = d->nodes[i];
+		if (d->dist[i] < 0)
+			continue;
+		r->n_drawn++;
+		const pr_diag *flag = copy_flag(n, d->g, r->diags);
+		emit_node(b, d->g, d->index, n, i, r->diags);
+		emit_added_mark(r, d, n, i);
+		emit_window_note(r, d, &ix, n, i);
+		emit_edges_of(b, d->index, n, i, n->args, n->n_args, flag != NULL, d, &ix);
+	}
+	if (d->before) {
 		long position = 0;
-		pr_graph_for_each(g, n) {
-			emit_node(&b, g, m, n, position, diags);
-			emit_edges_of(&b, m, n, position, n->args, n->n_args,
-				      copy_flag(n, g, diags) != NULL);
+		pr_graph_for_each(d->before, old) {
+			if (!has_counterpart(d->g, old) && (!r->windowed || removed_in_window(d, &ix, old))) {
+				emit_removed(b, d, &ix, old, position, r->view->changed_by ? r->view->changed_by
+											 : "the change");
+				r->n_removed++;
+			}
 			position++;
 		}
-		pr_strbuf_puts(&b, "  }\n");
 	}
-	pr_strbuf_puts(&b, "}\n");
-	return pr_strbuf_take(&b);
+	free_index(&ix);
+	pr_strbuf_puts(b, "  }\n");
+}
+
+pr_err *pr_dot_render_view(const pr_program *p, const pr_diags *diags, const pr_dot_view *view,
+			   char **text, int *n_drawn)
+{
+	static const pr_dot_view whole = {0};
+	drawn_graph *list = NULL;
+	int n = 0;
+	*text = NULL;
+	view = view ? view : &whole;
+	pr_err *e = choose_graphs(p, view, &list, &n);
+	if (!e)
+		e = apply_window(list, n, view);
+	if (e) {
+		free_graphs(list, n);
+		return e;
+	}
+	pr_strbuf body, head;
+	pr_strbuf_init(&body);
+	pr_strbuf_init(&head);
+	render r = {&body, diags, view, view->around != NULL, 0, 0, 0};
+	for (int i = 0; i < n; i++)
+		if (list[i].n)
+			emit_graph(&r, &list[i]);
+	pr_strbuf_puts(&head, "digraph passrun {\n  rankdir=TB; fontname=\"Helvetica\";\n"
+			      "  node [style=filled, shape=ellipse, fontname=\"Helvetica\"];\n"
+			      "  edge [fontname=\"Helvetica\", fontsize=10];\n");
+	device_set devs = {0};
+	bool any_copy = false, any_flag = false;
+	survey(list, n, diags, &devs, &any_copy, &any_flag);
+	emit_legend(&head, &devs, any_copy, any_flag, r.n_added || r.n_removed ? view : NULL);
+	pr_strbuf_puts(&head, body.data ? body.data : "");
+	pr_strbuf_puts(&head, "}\n");
+	free(pr_strbuf_take(&body));
+	free_graphs(list, n);
+	if (n_drawn)
+		*n_drawn = r.n_drawn;
+	*text = pr_strbuf_take(&head);
+	return NULL;
+}
+
+char *pr_dot_render(const pr_program *p, const pr_diags *diags)
+{
+	char *text;
+	pr_err *e = pr_dot_render_view(p, diags, NULL, &text, NULL);
+	PR_ASSERT(!e);   /* the whole program has nothing to look up */
+	return text;
 }

@@ -82,6 +82,12 @@ static const flag flags[] = {
 	{"--seed", ARG_REQUIRED, "N", "seed of the random inputs"},
 	{"--output-dir", ARG_REQUIRED, "DIR", "write each output as .npy"},
 	{"--dot", ARG_REQUIRED, "FILE", "a Graphviz picture of the result"},
+	{"--dot-method", ARG_REQUIRED, "NAME", "--dot: draw only this method"},
+	{"--dot-delegate", ARG_REQUIRED, "NAME", "--dot: draw only this delegate's body"},
+	{"--dot-around", ARG_REQUIRED, "NODE[:RADIUS]", "--dot: draw only the nodes within "
+	 "RADIUS edges of NODE (default 2)"},
+	{"--dot-changes", ARG_NONE, NULL, "--dot: mark what the pipeline added (green) and "
+	 "removed (dashed)"},
 	{"--pipelines", ARG_REQUIRED, "A,B,...", "compare: the pipelines to compare (default "
 	 "baseline,cuda)"},
 	{"--format", ARG_REQUIRED, "table|json", "compare: a table (default) or JSON on stdout"},
@@ -160,6 +166,25 @@ static bool input_given(const opts *o, const char *v)
 	return false;
 }
 
+/* --dot-around=NODE[:RADIUS]: a node's name may hold ':' only before the last one. */
+static int parse_dot_around(opts *o, const char *v)
+{
+	const char *colon = strrchr(v, ':');
+	o->dot_view.around = v;
+	o->dot_view.radius = 2;
+	if (!colon)
+		return EXIT_CONTINUE;
+	char *end;
+	errno = 0;
+	long r = strtol(colon + 1, &end, 10);
+	if (colon == v || !colon[1] || *end || errno || r < 0 || r > 1000000)
+		return usage_error("--dot-around=%s: expected NODE or NODE:RADIUS, RADIUS 0 to 1000000", v);
+	o->around_name = pr_xasprintf("%.*s", (int)(colon - v), v);
+	o->dot_view.around = o->around_name;
+	o->dot_view.radius = (int)r;
+	return EXIT_CONTINUE;
+}
+
 /* Applies one flag; returns EXIT_CONTINUE or an exit status. */
 static int apply(opts *o, const flag *f, const char *v)
 {
@@ -214,6 +239,10 @@ static int apply(opts *o, const flag *f, const char *v)
 		o->has_seed = true;
 	} else if (!strcmp(n, "--output-dir")) o->output_dir = v;
 	else if (!strcmp(n, "--dot")) o->dot = v;
+	else if (!strcmp(n, "--dot-method")) o->dot_view.method = v;
+	else if (!strcmp(n, "--dot-delegate")) o->dot_view.delegate = v;
+	else if (!strcmp(n, "--dot-around")) return parse_dot_around(o, v);
+	else if (!strcmp(n, "--dot-changes")) o->dot_changes = true;
 	else if (!strcmp(n, "--pipelines")) o->compare_pipelines = v;
 	else if (!strcmp(n, "--format")) {
 		if (strcmp(v, "table") && strcmp(v, "json"))
@@ -535,11 +564,30 @@ static int run_program(session *s)
 }
 #endif
 
+/* Past this many nodes Graphviz's dot takes minutes: say how to draw less. */
+#define DOT_COMFORTABLE_NODES 400
+
 static int write_dot(session *s)
 {
-	char *text = pr_dot_render(s->prog, &s->diags);
-	pr_err *e = pr_file_write_atomic(s->o->dot, text, strlen(text));
+	pr_dot_view view = s->o->dot_view;
+	char *by = NULL;
+	if (s->o->dot_changes) {
+		view.before = s->original;
+		by = pr_xasprintf("pipeline '%s'", s->pl ? pr_pipeline_name(s->pl) : "none");
+		view.changed_by = by;
+	}
+	char *text;
+	int drawn = 0;
+	pr_err *e = pr_dot_render_view(s->prog, &s->diags, &view, &text, &drawn);
+	free(by);
+	if (e)
+		return fail(EXIT_USAGE, e);
+	e = pr_file_write_atomic(s->o->dot, text, strlen(text));
 	free(text);
+	if (!e && drawn > DOT_COMFORTABLE_NODES && !view.around && !view.delegate)
+		fprintf(stderr, "passrun: note: %s draws %d nodes, more than Graphviz's dot lays out "
+			"in reasonable time; draw a part with --dot-around=NODE[:RADIUS], --dot-method "
+			"or --dot-delegate\n", s->o->dot, drawn);
 	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
 }
 
@@ -678,5 +726,6 @@ int main(int argc, char **argv)
 		report(&s);
 	}
 	session_free(&s);
+	free(o.around_name);
 	return st;
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "passrun/manager.h"
+#include "dot.h"
 
 enum { EXIT_OK = 0, EXIT_PASS = 1, EXIT_USAGE = 2, EXIT_PROGRAM = 3, EXIT_MISMATCH = 4,
        EXIT_RUNTIME = 5, EXIT_CONTINUE = -1 };
@@ -50,6 +51,9 @@ typedef struct opts {
 	bool has_seed;
 	unsigned long long seed;
 	const char *output_dir, *dot;
+	pr_dot_view dot_view;               /* --dot-method, --dot-delegate, --dot-around */
+	bool dot_changes;                   /* --dot-changes: marks against the input */
+	char *around_name;                  /* --dot-around's NODE when a RADIUS followed */
 } opts;
 
 /* What --run found, kept for compare's table (runtime.h's report, reduced to
