@@ -20,8 +20,10 @@
  * Ops run on the host. A delegate whose target_device is a device runs its
  * body on that device: each body input reads the caller's storage with the
  * shape and strides the body declares (M5), body results are copied into the
- * delegate's outputs. Copies are the ops with trait h2d/d2h: an h2d whose
- * result is on the host, or a d2h whose argument is, is refused at load (M3).
+ * delegate's outputs. Copies are the ops with trait h2d/d2h: each has one
+ * host side and one device side, so an h2d whose argument is on a device or
+ * whose result is on the host, or a d2h whose argument is on the host or
+ * whose result is on a device, is refused at load (M3).
  *
  * M4 on the sim device: device memory is PROT_NONE outside device kernels and
  * copies, so a host kernel that touches it faults; a SIGSEGV/SIGBUS handler
@@ -523,6 +525,18 @@ static pr_err *check_copy(pr_exec *e, pr_node *n)
 	if (n->schema->d2h && pr_device_is_host(src->device))
 		return pr_err_new("node '%s' (%s): refusing a device-to-host copy whose source is on "
 				  "the CPU (M3)", n->name ? n->name : "?", n->schema->full_name);
+	/* As ExecuTorch's copy kernels: the host side of a copy must be the host. */
+	if (n->schema->h2d && !pr_device_is_host(src->device)) {
+		char ds[PR_DEVICE_STR_MAX];
+		return pr_err_new("node '%s' (%s): refusing a host-to-device copy whose source %%%s "
+				  "is already in device memory (%s) (M3)", n->name ? n->name : "?",
+				  n->schema->full_name,
+				  n->args[0].u.value->name ? n->args[0].u.value->name : "?",
+				  pr_device_str(src->device, ds));
+	}
+	if (n->schema->d2h && !pr_device_is_host(dst->device))
+		return pr_err_new("node '%s' (%s): refusing a device-to-host copy whose destination "
+				  "is not on the CPU (M3)", n->name ? n->name : "?", n->schema->full_name);
 	return NULL;
 }
 

@@ -195,6 +195,7 @@ static void run_case(const char *name)
 
 Test(placement, B1_each_device_argument_gets_h2d_copy) { run_case("b1_h2d_copies.pg"); }
 Test(placement, B1_skip_h2d_tags_single_reader_input) { run_case("b1_skip_h2d.pg"); }
+Test(placement, B1_baseline_copies_argument_already_on_device) { run_case("b1_device_argument_copied.pg"); }
 Test(placement, B2_delegate_results_on_device) { run_case("b2_results_on_device.pg"); }
 Test(placement, B3_getitem_gets_d2h_copy) { run_case("b3_d2h_after_getitem.pg"); }
 Test(placement, B3_skip_d2h_only_output_reader) { run_case("b3_skip_d2h.pg"); }
