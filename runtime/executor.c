@@ -435,7 +435,7 @@ static pr_err *constant_bytes(pr_exec *e, pr_node *n, pr_spec *stored, uint8_t *
 {
 	const pr_spec *s = &n->type.tensor;
 	*stored = *s;
-	bool odd = !pr_spec_is_contiguous(s) && !pr_spec_is_channels_last(s);
+	bool odd = !pr_spec_stored_as_is(s);
 	if (odd)
 		pr_spec_set_contiguous(stored);
 	uint8_t *host, *raw = NULL;
@@ -462,7 +462,17 @@ static pr_err *compile_constant(pr_exec *e, pr_node *n, uint8_t **staging)
 	r->kind = PR_RV_TENSOR;
 	bool on_device = !e->reference && !pr_device_is_host(s->device);
 	bool writable = n->input_kind == PR_INPUT_BUFFER;
-	bool odd = !pr_spec_is_contiguous(s) && !pr_spec_is_channels_last(s);
+	bool odd = !pr_spec_stored_as_is(s);
+	/* The copy at load moves the bytes as stored, as a per-call copy would,
+	 * and a delegate reads them with the spec's strides (F5's refusal). */
+	if (on_device && odd) {
+		char ds[PR_DEVICE_STR_MAX];
+		return pr_err_new("node '%s': refusing to load constant '%s' into %s memory: its "
+				  "layout is neither contiguous nor channels-last, so the program "
+				  "stores it contiguous and a delegate would read the copied bytes "
+				  "in the wrong order", n->name ? n->name : "?",
+				  n->input_name ? n->input_name : "?", pr_device_str(s->device, ds));
+	}
 	if (!on_device && !writable && !odd && n->data.mapped &&
 	    n->data.mapped_size == pr_spec_storage_bytes(s)) {
 		r->t = pr_tensor_from_spec(s, (void *)n->data.mapped, 0);

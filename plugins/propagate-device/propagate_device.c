@@ -248,7 +248,7 @@ static void strides_str(const pr_spec *s, char *buf, size_t len)
 static bool constant_copyable(place_ctx *c, pr_node *v, const pr_use *first, pr_device dev)
 {
 	pr_spec *s = pr_node_spec(v);
-	if (pr_spec_is_contiguous(s) || pr_spec_is_channels_last(s))
+	if (pr_spec_stored_as_is(s))
 		return true;
 	char st[128], r[160], ds[PR_DEVICE_STR_MAX];
 	strides_str(s, st, sizeof st);
