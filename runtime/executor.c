@@ -20,8 +20,10 @@
  * Ops run on the host. A delegate whose target_device is a device runs its
  * body on that device: each body input reads the caller's storage with the
  * shape and strides the body declares (M5), body results are copied into the
- * delegate's outputs. Copies are the ops with trait h2d/d2h: an h2d whose
- * result is on the host, or a d2h whose argument is, is refused at load (M3).
+ * delegate's outputs. Copies are the ops with trait h2d/d2h: each has one
+ * host side and one device side, so an h2d whose argument is on a device or
+ * whose result is on the host, or a d2h whose argument is on the host or
+ * whose result is on a device, is refused at load (M3).
  *
  * M4 on the sim device: device memory is PROT_NONE outside device kernels and
  * copies, so a host kernel that touches it faults; a SIGSEGV/SIGBUS handler
@@ -433,7 +435,7 @@ static pr_err *constant_bytes(pr_exec *e, pr_node *n, pr_spec *stored, uint8_t *
 {
 	const pr_spec *s = &n->type.tensor;
 	*stored = *s;
-	bool odd = !pr_spec_is_contiguous(s) && !pr_spec_is_channels_last(s);
+	bool odd = !pr_spec_stored_as_is(s);
 	if (odd)
 		pr_spec_set_contiguous(stored);
 	uint8_t *host, *raw = NULL;
@@ -460,7 +462,17 @@ static pr_err *compile_constant(pr_exec *e, pr_node *n, uint8_t **staging)
 	r->kind = PR_RV_TENSOR;
 	bool on_device = !e->reference && !pr_device_is_host(s->device);
 	bool writable = n->input_kind == PR_INPUT_BUFFER;
-	bool odd = !pr_spec_is_contiguous(s) && !pr_spec_is_channels_last(s);
+	bool odd = !pr_spec_stored_as_is(s);
+	/* The copy at load moves the bytes as stored, as a per-call copy would,
+	 * and a delegate reads them with the spec's strides (F5's refusal). */
+	if (on_device && odd) {
+		char ds[PR_DEVICE_STR_MAX];
+		return pr_err_new("node '%s': refusing to load constant '%s' into %s memory: its "
+				  "layout is neither contiguous nor channels-last, so the program "
+				  "stores it contiguous and a delegate would read the copied bytes "
+				  "in the wrong order", n->name ? n->name : "?",
+				  n->input_name ? n->input_name : "?", pr_device_str(s->device, ds));
+	}
 	if (!on_device && !writable && !odd && n->data.mapped &&
 	    n->data.mapped_size == pr_spec_storage_bytes(s)) {
 		r->t = pr_tensor_from_spec(s, (void *)n->data.mapped, 0);
@@ -523,6 +535,18 @@ static pr_err *check_copy(pr_exec *e, pr_node *n)
 	if (n->schema->d2h && pr_device_is_host(src->device))
 		return pr_err_new("node '%s' (%s): refusing a device-to-host copy whose source is on "
 				  "the CPU (M3)", n->name ? n->name : "?", n->schema->full_name);
+	/* As ExecuTorch's copy kernels: the host side of a copy must be the host. */
+	if (n->schema->h2d && !pr_device_is_host(src->device)) {
+		char ds[PR_DEVICE_STR_MAX];
+		return pr_err_new("node '%s' (%s): refusing a host-to-device copy whose source %%%s "
+				  "is already in device memory (%s) (M3)", n->name ? n->name : "?",
+				  n->schema->full_name,
+				  n->args[0].u.value->name ? n->args[0].u.value->name : "?",
+				  pr_device_str(src->device, ds));
+	}
+	if (n->schema->d2h && !pr_device_is_host(dst->device))
+		return pr_err_new("node '%s' (%s): refusing a device-to-host copy whose destination "
+				  "is not on the CPU (M3)", n->name ? n->name : "?", n->schema->full_name);
 	return NULL;
 }
 

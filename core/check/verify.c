@@ -50,6 +50,17 @@
  *     one is also checked in delegate bodies: aliasing does not depend on where
  *     the body runs.
  * Memory-plan overlaps are pr_plan_check's business (plan.h), not ours.
+ * Not checked here: whether a view (a return aliasing an argument without
+ * `!`) stays inside its base's storage. What it addresses is not in any spec:
+ * a spec has no storage offset, and a view's declared strides are not its
+ * real ones (`%wt: f32[2,3] = aten::t(%w)`; an expand is declared
+ * contiguous, though a broadcast dimension has stride 0), because the runtime derives a view's geometry
+ * from its base and the op's arguments at run time. Those arguments (sizes,
+ * strides, offset, step) mean something only to the op, and this verifier
+ * knows no op, so a static bound would either refuse valid views or need op
+ * semantics in the schema; the view kernels (as_strided, slice, view,
+ * expand, ...) check the view against its base's storage with checked
+ * arithmetic instead (tests/runtime/refused/).
  *
  * Codes (stable; interfaces.md §5):
  *   E-STRUCTURE  a broken graph: bad links, an op without schema, a delegate

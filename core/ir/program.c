@@ -182,6 +182,11 @@ bool pr_spec_is_contiguous(const pr_spec *s)
 	return true;
 }
 
+bool pr_spec_stored_as_is(const pr_spec *s)
+{
+	return pr_spec_is_contiguous(s) || pr_spec_is_channels_last(s);
+}
+
 bool pr_spec_is_channels_last(const pr_spec *s)
 {
 	if (s->rank != 4)

@@ -79,6 +79,11 @@ void pr_spec_init(pr_spec *s, pr_dtype t, int rank, const int64_t *shape);
 void pr_spec_set_contiguous(pr_spec *s);
 bool pr_spec_is_contiguous(const pr_spec *s);
 bool pr_spec_is_channels_last(const pr_spec *s);   /* rank 4 NHWC strides */
+/* Whether a program stores a constant's bytes in the spec's own layout: it
+ * does for a contiguous or channels-last one and stores any other layout
+ * contiguous (as ExecuTorch's emitter does), so only then does a copy of the
+ * stored bytes (per call, or once at load) hold what the spec describes. */
+bool pr_spec_stored_as_is(const pr_spec *s);
 int64_t pr_spec_numel(const pr_spec *s);            /* product of the shape */
 /* Bytes the storage spans: (1 + max offset) * element size; 0 if numel is 0. */
 int64_t pr_spec_storage_bytes(const pr_spec *s);

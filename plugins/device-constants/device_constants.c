@@ -12,7 +12,10 @@
  * A constant with any other reader keeps the host: a host op (a view or a
  * transpose first, which would change it on the host, or anything else), a
  * delegate with no device or on the CPU, delegates on two devices, or the
- * method's return. Each method decides for itself (the option may be a map
+ * method's return. A constant whose layout the program does not store as is
+ * (neither contiguous nor channels-last, pr_spec_stored_as_is) keeps the host
+ * too: its copy, at load or per call, would move the bytes in the wrong
+ * order, and the per-call path refuses it. Each method decides for itself (the option may be a map
  * keyed by method) and keeps its own device copy. A constant already on a
  * device, or with no reader, is left alone; an empty tensor is tagged like
  * any other.
@@ -65,6 +68,15 @@ static bool is_host_constant(const pr_node *n, const pr_node *ret)
 	return pr_device_is_host(n->type.tensor.device) && !is_mutable_buffer(n, ret);
 }
 
+/* The load-time copy moves the bytes as stored, like a per-call copy: a
+ * layout the program does not store as is stays on the host, where the
+ * per-call path refuses it (propagate-device's E-CONSTANT-LAYOUT) with the
+ * same message whether this option is on or off. */
+static bool copyable_at_load(const pr_node *n)
+{
+	return pr_spec_stored_as_is(&n->type.tensor);
+}
+
 /* The one device every reader of n runs on, when all are device delegates. */
 static bool sole_reader_device(const pr_node *n, pr_device *out)
 {
@@ -86,7 +98,7 @@ static void tag_method(pr_graph *g, bool *changed)
 	const pr_node *ret = pr_graph_return(g);
 	pr_graph_for_each(g, n) {
 		pr_device d;
-		if (!is_host_constant(n, ret) || !sole_reader_device(n, &d))
+		if (!is_host_constant(n, ret) || !copyable_at_load(n) || !sole_reader_device(n, &d))
 			continue;
 		n->type.tensor.device = d;
 		*changed = true;

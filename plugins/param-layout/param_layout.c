@@ -33,7 +33,7 @@ static void strides_str(const pr_spec *s, char *buf, size_t len)
 
 static bool odd_layout(const pr_spec *s)
 {
-	return !pr_spec_is_contiguous(s) && !pr_spec_is_channels_last(s);
+	return !pr_spec_stored_as_is(s);
 }
 
 /* Storage-order bytes of old, gathered into logical row-major order. */

@@ -249,19 +249,24 @@ static inline const pr_use *pl_first_use(const pr_node *v)
 	return first;
 }
 
-/* Does delegate reader u need v copied to its device (set in *dev)? */
-static inline bool pl_needs_copy(const pr_use *u, pr_node *v, bool cpu_is_device, pr_device *dev)
+/* Does delegate reader u need v copied to its device (set in *dev)? A v
+ * already on that device needs none, unless copy_placed: the baseline copied
+ * every argument, a device tensor too (a copy the runtime then refuses). */
+static inline bool pl_needs_copy(const pr_use *u, pr_node *v, bool cpu_is_device,
+				 bool copy_placed, pr_device *dev)
 {
 	/* A delegate on the CPU counts as a device only in the baseline (F7),
 	 * which copied every argument "to the CPU". */
 	return pl_call_device(u->user, cpu_is_device, dev) &&
-	       (pr_device_is_host(*dev) || !pr_device_equal(*dev, pr_node_spec(v)->device));
+	       (copy_placed || pr_device_is_host(*dev) ||
+		!pr_device_equal(*dev, pr_node_spec(v)->device));
 }
 
-/* B1 for one value: every device delegate reading v off its device reads its
- * own new _h2d_copy of v, placed right before it. */
+/* B1 for one value: every device delegate reading v off its device (or on
+ * it, with copy_placed) reads its own new _h2d_copy of v, placed right
+ * before it. */
 static inline pr_err *pl_copy_to_readers(pr_program *p, pr_node *v, bool cpu_is_device,
-					 bool *changed)
+					 bool copy_placed, bool *changed)
 {
 	/* Use lists have no order: sort the readers by graph order, so that the
 	 * copies get the same names whatever the edits before. */
@@ -269,7 +274,7 @@ static inline pr_err *pl_copy_to_readers(pr_program *p, pr_node *v, bool cpu_is_
 	int n = 0;
 	for (int i = 0; i < v->n_uses; i++) {
 		pr_device dev;
-		if (pl_needs_copy(&v->uses[i], v, cpu_is_device, &dev))
+		if (pl_needs_copy(&v->uses[i], v, cpu_is_device, copy_placed, &dev))
 			uses[n++] = v->uses[i];
 	}
 	if (v->graph->order_stale)

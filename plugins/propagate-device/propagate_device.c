@@ -27,7 +27,11 @@
  *      already on the delegate's device gets its own _h2d_copy before the
  *      call (one per reader: copy-reuse, F8, shares them). A tensor already
  *      on that device gets none (device-constants may have placed it, or it
- *      is an _h2d_copy of a placed program). With
+ *      is an _h2d_copy of a placed program), unless read_placed_args is
+ *      false: the baseline, as ExecuTorch before the fixes, copies every
+ *      argument, so a single-tensor result read by a delegate on its own
+ *      device gets an _h2d_copy of device memory, which the runtime refuses
+ *      (the bug F3's getitem-outputs removes). With
  *      skip_h2d_for_method_inputs:
  *        - baseline: a placeholder (any kind) that feeds a device delegate is
  *          tagged with the device, the caller passing device memory, when the
@@ -61,6 +65,9 @@ static const pr_option_decl propagate_options[] = {
 	{ "share_inputs", PR_OPT_BOOL, "true",
 	  "F6: with skip_h2d_for_method_inputs, an input read on and off the device stays on it; the others share a _d2h_copy",
 	  PR_SCOPE_PASS, false },
+	{ "read_placed_args", PR_OPT_BOOL, "true",
+	  "an argument already on the delegate's device is read there; false copies it anyway, as before the fixes (a copy the runtime refuses)",
+	  PR_SCOPE_PASS, false },
 };
 
 static const char *const propagate_requires[] = {PR_HOST_WRITES, NULL};
@@ -70,6 +77,7 @@ typedef struct place_ctx {
 	pr_program *p;
 	pr_graph *g;
 	bool skip_h2d, skip_d2h, copy_constants, share_inputs;
+	bool copy_placed;       /* !read_placed_args: copy device tensors too */
 	pl_buffers buffers;     /* the method's mutable buffers */
 	bool *changed;
 } place_ctx;
@@ -177,12 +185,12 @@ static pr_err *walk_results(place_ctx *c)
 /* ---- walk 2: arguments ------------------------------------------------------- */
 
 /* The first reader of v (graph order) that needs v on its device. */
-static const pr_use *first_device_reader(pr_node *v, pr_device *dev)
+static const pr_use *first_device_reader(const place_ctx *c, pr_node *v, pr_device *dev)
 {
 	const pr_use *first = NULL;
 	for (int i = 0; i < v->n_uses; i++) {
 		pr_device d;
-		if (pl_needs_copy(&v->uses[i], v, true, &d) &&
+		if (pl_needs_copy(&v->uses[i], v, true, c->copy_placed, &d) &&
 		    (!first || pr_node_before(v->uses[i].user, first->user))) {
 			first = &v->uses[i];
 			*dev = d;
@@ -240,7 +248,7 @@ static void strides_str(const pr_spec *s, char *buf, size_t len)
 static bool constant_copyable(place_ctx *c, pr_node *v, const pr_use *first, pr_device dev)
 {
 	pr_spec *s = pr_node_spec(v);
-	if (pr_spec_is_contiguous(s) || pr_spec_is_channels_last(s))
+	if (pr_spec_stored_as_is(s))
 		return true;
 	char st[128], r[160], ds[PR_DEVICE_STR_MAX];
 	strides_str(s, st, sizeof st);
@@ -310,7 +318,7 @@ static pr_err *share_input(place_ctx *c, pr_node *v, pr_device dev)
 		if (!reads_on_device(c, &v->uses[i], dev))
 			pr_arg_set_value(v->uses[i].arg, copy);
 	pl_copy_attach(copy, v);
-	return pl_copy_to_readers(c->p, copy, true, c->changed);
+	return pl_copy_to_readers(c->p, copy, true, c->copy_placed, c->changed);
 }
 
 static pr_err *place_shared_input(place_ctx *c, pr_node *v, const pr_use *first, pr_device dev)
@@ -332,13 +340,13 @@ static pr_err *place_shared_input(place_ctx *c, pr_node *v, const pr_use *first,
 static pr_err *place_value(place_ctx *c, pr_node *v)
 {
 	pr_device dev;
-	const pr_use *first = first_device_reader(v, &dev);
+	const pr_use *first = first_device_reader(c, v, &dev);
 	if (!first)
 		return NULL;
 	if (c->copy_constants && pl_is_constant(v, &c->buffers)) {
 		if (!constant_copyable(c, v, first, dev))
 			return NULL;
-		return pl_copy_to_readers(c->p, v, true, c->changed);
+		return pl_copy_to_readers(c->p, v, true, c->copy_placed, c->changed);
 	}
 	if (c->skip_h2d && v->kind == PR_NODE_INPUT) {
 		if (c->share_inputs && pl_is_method_input(v, &c->buffers))
@@ -346,7 +354,7 @@ static pr_err *place_value(place_ctx *c, pr_node *v)
 		tag_skipped_input(c, v, first, dev);
 		return NULL;
 	}
-	return pl_copy_to_readers(c->p, v, true, c->changed);
+	return pl_copy_to_readers(c->p, v, true, c->copy_placed, c->changed);
 }
 
 static pr_err *walk_arguments(place_ctx *c)
@@ -374,6 +382,7 @@ static pr_err *propagate_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 			.skip_d2h = pr_pass_opt_bool(ctx, PL_OPT_SKIP_D2H, g->name),
 			.copy_constants = pr_pass_opt_bool(ctx, "copy_constants", g->name),
 			.share_inputs = pr_pass_opt_bool(ctx, "share_inputs", g->name),
+			.copy_placed = !pr_pass_opt_bool(ctx, "read_placed_args", g->name),
 		};
 		pl_buffers_init(&c.buffers, g);
 		pr_err *e = walk_results(&c);

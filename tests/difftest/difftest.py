@@ -3,7 +3,8 @@
 
     difftest.py --build-dir BUILD [--count N] [--seed S] [--jobs 2]
                 [--pipeline cuda] [--cli-every K] [--save-dir DIR]
-                [--no-verify-each] [--expect-catches PERCENT] [--keep DIR]
+                [--no-verify-each] [--allow LIST] [--expect-catches PERCENT]
+                [--keep DIR]
     difftest.py --build-dir BUILD --minimize FILE.pg --combo C [--save-dir DIR]
     difftest.py --build-dir BUILD --minimize-seed N --combo C    (program N of the generator)
 
@@ -25,6 +26,9 @@
    the program still loads and still fails the same way under the same
    option combination; the result is written to --save-dir as regression_SEED.pg
    with a header saying how to reproduce it. ctest runs every file there.
+--allow LIST is handed to difftest (difftest.c says what it accepts): ctest
+runs every ablation (pipelines/ablate/) so, allowing only the ways its
+missing fix's problem shows.
 Exit status: 0 when nothing failed (with --expect-catches: when at least
 PERCENT% of the programs were caught), 1 otherwise. Python 3 standard
 library only.
@@ -64,6 +68,8 @@ def tester_cmd(a, extra=()):
     cmd = [os.path.join(a.build_dir, "bin", "difftest"), "--pipeline", a.pipeline]
     if a.no_verify_each:
         cmd.append("--no-verify-each")
+    if a.allow:
+        cmd += ["--allow", a.allow]
     return cmd + list(extra)
 
 
@@ -211,6 +217,7 @@ def pipeline_flags(a):
     if a.pipeline != "cuda":
         flags += "--pipeline %s " % (os.path.relpath(a.pipeline, ROOT)
                                      if os.path.isabs(a.pipeline) else a.pipeline)
+    flags += "--allow %s " % a.allow if a.allow else ""
     return flags + ("--no-verify-each " if a.no_verify_each else "")
 
 
@@ -258,6 +265,8 @@ def main():
     ap.add_argument("--cli-every", type=int, default=0,
                     help="also run every K-th program through the passrun binary (0: none)")
     ap.add_argument("--no-verify-each", action="store_true")
+    ap.add_argument("--allow", default=None,
+                    help="codes and result kinds the pipeline may show (difftest --allow)")
     ap.add_argument("--save-dir", default=None, help="where minimized failures go")
     ap.add_argument("--max-minimize", type=int, default=5)
     ap.add_argument("--expect-catches", type=float, default=None,

@@ -54,6 +54,7 @@ Test(spec, layouts_and_sizes)
 	s.strides[0] = 1;
 	s.strides[1] = 2; /* a transposed [3,2] */
 	cr_assert(!pr_spec_is_contiguous(&s));
+	cr_assert(!pr_spec_stored_as_is(&s), "a transposed constant is stored contiguous");
 	cr_assert_eq(pr_spec_storage_bytes(&s), 24);
 	int64_t nchw[4] = {1, 3, 2, 2};
 	pr_spec_init(&s, PR_F16, 4, nchw);
@@ -61,6 +62,7 @@ Test(spec, layouts_and_sizes)
 	s.strides[0] = 12; s.strides[1] = 1; s.strides[2] = 6; s.strides[3] = 3;
 	cr_assert(pr_spec_is_channels_last(&s));
 	cr_assert(!pr_spec_is_contiguous(&s));
+	cr_assert(pr_spec_stored_as_is(&s), "channels-last is stored as it is");
 }
 
 Test(graph, use_lists_follow_edits)
