@@ -17,7 +17,8 @@
  * (arguments or readers, either way) of one node, where each drawn node whose
  * neighbours are left out says how many ("+3 not drawn"). With a program
  * `before`, nodes the program has that before had not (by name; a nameless
- * call by its op and what it reads) are outlined green, "added by WHO", and
+ * call by its op and what it reads; the return node is always the same) are
+ * outlined green, "added by WHO", and
  * before's nodes that are gone are drawn dashed grey, "removed by WHO", with
  * dashed edges from what they read. */
 #ifndef PASSRUN_TOOL_DOT_H

@@ -462,8 +462,9 @@ static int load_program(session *s)
 {
 	double t0 = pr_now_ms();
 	pr_err *e = pr_program_load_file(s->o->program, &s->prog);
-	/* --check runs the program as it was before the passes: a second copy. */
-	if (!e && s->o->check)
+	/* --check runs, and --dot-changes compares with, the program as it was
+	 * before the passes: a second copy. */
+	if (!e && (s->o->check || s->o->dot_changes))
 		e = pr_program_load_file(s->o->program, &s->original);
 	pr_pass_report_add(&s->rep, "load program", pr_now_ms() - t0, false, false);
 	return e ? fail(EXIT_PROGRAM, e) : EXIT_OK;

@@ -382,6 +382,56 @@ Test(cli, dot_writes_a_graphviz_file)
 	tu_result_free(&r);
 }
 
+/* The 1,000-node decoder drawn whole is more than Graphviz's dot lays out in
+ * minutes; a window around one node is drawn at once and passrun says how to
+ * ask for one. */
+Test(cli, dot_window_of_a_large_program_is_drawn_and_the_whole_is_warned_about)
+{
+	const char *dir = tu_temp_dir();
+	tu_result r = tu_run("python3 %s/examples/gen/gen_decoder.py --nodes 1000 -o %s/d1k.pg",
+			     PASSRUN_SOURCE_DIR, dir);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	tu_result_free(&r);
+	r = tu_run("%s --pipeline cuda --dot %s/whole.dot %s/d1k.pg", PASSRUN_EXE, dir, dir);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.err, "--dot-around=NODE[:RADIUS]"), "the note on a large picture:\n%s", r.err);
+	tu_result_free(&r);
+	r = tu_run("%s --pipeline cuda --dot %s/part.dot --dot-around=l3_wq:2 --dot-changes %s/d1k.pg",
+		   PASSRUN_EXE, dir, dir);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(!strstr(r.err, "--dot-around=NODE"), "no note for a window:\n%s", r.err);
+	char path[600];
+	snprintf(path, sizeof path, "%s/part.dot", dir);
+	char *text = tu_read_file(path, NULL);
+	cr_assert(text && strstr(text, "\"m0 l3_wq\" [label"), "%s", text ? text : "(no file)");
+	cr_assert(strstr(text, "added by pipeline 'cuda'"), "the h2d copy of l3_wq is new:\n%s", text);
+	cr_assert_lt(tu_count(text, "[label="), 40, "a window, not the program:\n%s", text);
+	free(text);
+	tu_result_free(&r);
+	r = tu_run("command -v dot >/dev/null || exit 77; dot -Tsvg %s/part.dot -o %s/part.svg", dir, dir);
+	cr_assert(r.status == 0 || r.status == 77, "dot refused the window: %s", r.err);
+	tu_result_free(&r);
+}
+
+Test(cli, dot_view_errors_are_usage_errors)
+{
+	tu_result r = tu_run("%s " NODEF " --dot %s/x.dot --dot-around=nosuch %s", PASSRUN_EXE,
+			     tu_temp_dir(), program());
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "no node named 'nosuch'"), "%s", r.err);
+	tu_result_free(&r);
+	r = tu_run("%s " NODEF " --dot %s/x.dot --dot-around=x:-1 %s", PASSRUN_EXE, tu_temp_dir(),
+		   program());
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "expected NODE or NODE:RADIUS"), "%s", r.err);
+	tu_result_free(&r);
+	r = tu_run("%s " NODEF " --dot %s/x.dot --dot-method=nosuch %s", PASSRUN_EXE, tu_temp_dir(),
+		   program());
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "no method named 'nosuch' (did you mean 'forward'?)"), "%s", r.err);
+	tu_result_free(&r);
+}
+
 Test(cli, overlapping_memory_plan_fails_verification_on_load)
 {
 	const char *p = tu_write_temp("overlap.pg",

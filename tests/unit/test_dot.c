@@ -111,3 +111,115 @@ Test(dot, devices_keep_distinct_colours_before_and_after)
 	free(dot);
 	pr_program_free(p);
 }
+
+/* ---- views: one method, one delegate, a window, what changed ------------ */
+
+/* A chain x -> a1 -> a2 -> ... -> a6 in @forward, and a second method. */
+static const char *chain =
+	"passrun 1\n"
+	"op aten::relu(Tensor self) -> Tensor\n"
+	"delegate @body backend=\"CudaBackend\" target_device=\"cuda:0\" {\n"
+	"  %i: f32[4] = input\n  %o: f32[4] = aten::relu(%i)\n  return %o\n}\n"
+	"method @forward {\n"
+	"  %x: f32[4] = input user \"x\"\n"
+	"  %a1: f32[4] = aten::relu(%x)\n  %a2: f32[4] = aten::relu(%a1)\n"
+	"  %a3: f32[4] = aten::relu(%a2)\n  %a4: f32[4] = aten::relu(%a3)\n"
+	"  %a5: f32[4] = aten::relu(%a4)\n  %a6: f32[4] = aten::relu(%a5)\n"
+	"  return %a6\n"
+	"}\n"
+	"method @other {\n"
+	"  %y: f32[4] = input user \"y\"\n"
+	"  %d: (f32[4]) = delegate @body(%y)\n"
+	"  return %d\n"
+	"}\n";
+
+static char *render_view(const pr_program *p, const pr_dot_view *v, int *drawn)
+{
+	char *text = NULL;
+	pr_err *e = pr_dot_render_view(p, NULL, v, &text, drawn);
+	cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
+	return text;
+}
+
+Test(dot, view_of_one_method_or_one_delegate)
+{
+	pr_program *p = tu_parse(chain);
+	int drawn;
+	char *dot = render_view(p, &(pr_dot_view){.method = "other"}, &drawn);
+	cr_assert(strstr(dot, "method @other") && !strstr(dot, "method @forward"), "%s", dot);
+	cr_assert_eq(drawn, 3, "y, the delegate call and the return: %d", drawn);
+	free(dot);
+	dot = render_view(p, &(pr_dot_view){.delegate = "body"}, &drawn);
+	cr_assert(strstr(dot, "delegate @body") && !strstr(dot, "method @"), "%s", dot);
+	cr_assert(strstr(dot, "aten::relu"), "the body's op is drawn:\n%s", dot);
+	cr_assert_eq(drawn, 3);
+	free(dot);
+	pr_program_free(p);
+}
+
+Test(dot, window_draws_only_nodes_near_the_centre_and_says_what_it_left_out)
+{
+	pr_program *p = tu_parse(chain);
+	int drawn;
+	char *dot = render_view(p, &(pr_dot_view){.around = "a3", .radius = 1}, &drawn);
+	cr_assert_eq(drawn, 3, "a2, a3, a4:\n%s", dot);
+	cr_assert(strstr(dot, "\"m0 a2\" [label") && strstr(dot, "\"m0 a4\" [label"), "%s", dot);
+	cr_assert(!strstr(dot, "\"m0 a1\" [label") && !strstr(dot, "\"m0 a5\""), "%s", dot);
+	cr_assert(strstr(dot, "\"m0 a2\" -> \"m0 a3\""), "edges inside the window:\n%s", dot);
+	cr_assert(!strstr(dot, "\"m0 a1\" ->"), "no edge from outside:\n%s", dot);
+	cr_assert_eq(tu_count(dot, "+1 not drawn"), 2, "a2 and a4 each hide one:\n%s", dot);
+	cr_assert(!strstr(dot, "method @other"), "the window lies in one method");
+	free(dot);
+	dot = render_view(p, &(pr_dot_view){.around = "a3", .radius = 0}, &drawn);
+	cr_assert_eq(drawn, 1);
+	cr_assert(strstr(dot, "+2 not drawn"), "%s", dot);
+	free(dot);
+	pr_program_free(p);
+}
+
+Test(dot, unknown_names_are_errors_naming_the_nearest)
+{
+	pr_program *p = tu_parse(chain);
+	char *text = NULL;
+	pr_err *e = pr_dot_render_view(p, NULL, &(pr_dot_view){.around = "a33", .radius = 1}, &text, NULL);
+	cr_assert(e && strstr(pr_err_message(e), "no node named 'a33'") &&
+		  strstr(pr_err_message(e), "did you mean 'a3'"), "%s", e ? pr_err_message(e) : "no error");
+	cr_assert_null(text);
+	pr_err_free(e);
+	e = pr_dot_render_view(p, NULL, &(pr_dot_view){.method = "forwrd"}, &text, NULL);
+	cr_assert(e && strstr(pr_err_message(e), "did you mean 'forward'"));
+	pr_err_free(e);
+	e = pr_dot_render_view(p, NULL, &(pr_dot_view){.delegate = "bdy"}, &text, NULL);
+	cr_assert(e && strstr(pr_err_message(e), "no delegate named 'bdy'"));
+	pr_err_free(e);
+	pr_program_free(p);
+}
+
+Test(dot, changes_mark_added_and_removed_nodes)
+{
+	pr_program *before = tu_parse(chain);
+	const char *after_text =
+		"passrun 1\n"
+		"op aten::relu(Tensor self) -> Tensor\n"
+		"op aten::sin(Tensor self) -> Tensor\n"
+		"method @forward {\n"
+		"  %x: f32[4] = input user \"x\"\n"
+		"  %a1: f32[4] = aten::relu(%x)\n"
+		"  %s: f32[4] = aten::sin(%a1)\n"
+		"  return %s\n"
+		"}\n";
+	pr_program *after = tu_parse(after_text);
+	int drawn;
+	char *dot = render_view(after, &(pr_dot_view){.before = before, .changed_by = "pass 'x'"}, &drawn);
+	cr_assert_eq(tu_count(dot, "xlabel=\"added by pass 'x'\""), 1, "only %%s is new:\n%s", dot);
+	cr_assert(strstr(dot, "\"m0 s\" [color=\"#008a00\""), "%s", dot);
+	cr_assert_eq(tu_count(dot, "removed by pass 'x'"), 5 + 1, "a2..a6 and the legend:\n%s", dot);
+	cr_assert(strstr(dot, "\"m0 a1\" -> \"m0 removed a2#2\" [style=dashed"),
+		  "a removed node's edge from what it read:\n%s", dot);
+	free(dot);
+	dot = render_view(after, &(pr_dot_view){.before = after}, &drawn);
+	cr_assert(!strstr(dot, "added by") && !strstr(dot, "removed by"), "no change, no mark:\n%s", dot);
+	free(dot);
+	pr_program_free(before);
+	pr_program_free(after);
+}
