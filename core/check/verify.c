@@ -50,17 +50,14 @@
  *     one is also checked in delegate bodies: aliasing does not depend on where
  *     the body runs.
  * Memory-plan overlaps are pr_plan_check's business (plan.h), not ours.
- * Not checked here: whether a view (a return aliasing an argument without
- * `!`) stays inside its base's storage. What it addresses is not in any spec:
- * a spec has no storage offset, and a view's declared strides are not its
- * real ones (`%wt: f32[2,3] = aten::t(%w)`; an expand is declared
- * contiguous, though a broadcast dimension has stride 0), because the runtime derives a view's geometry
- * from its base and the op's arguments at run time. Those arguments (sizes,
- * strides, offset, step) mean something only to the op, and this verifier
- * knows no op, so a static bound would either refuse valid views or need op
- * semantics in the schema; the view kernels (as_strided, slice, view,
- * expand, ...) check the view against its base's storage with checked
- * arithmetic instead (tests/runtime/refused/).
+ * Views: a strided view whose schema states its geometry (arguments named
+ * size, stride and storage_offset, as as_strided's) and whose arguments are
+ * constants must address only elements of its base's storage (E-VIEW;
+ * view_bounds.c). Other views (view, expand, slice, t, ...) take their
+ * geometry from their base at run time, where a spec does not say it (a spec
+ * has no storage offset, and `%wt: f32[2,3] = aten::t(%w)` is declared
+ * contiguous): their kernels check them against the storage instead
+ * (tests/runtime/refused/).
  *
  * Codes (stable; interfaces.md §5):
  *   E-STRUCTURE  a broken graph: bad links, an op without schema, a delegate
@@ -73,6 +70,7 @@
  *   E-TYPE       an argument or result of the wrong kind, dtype or shape, or
  *                a read of a node with no result
  *   E-GETITEM    getitem of a non-tuple, index out of range, wrong type
+ *   E-VIEW       a strided view reaching outside its base's storage
  *   E-DELEGATE   unknown delegate, call result vs the body's return
  *   E-RETURN     no return, more than one, not last, a literal returned
  *   E-WRITEBACK  a write-back target that is not a buffer/user input of the
@@ -89,6 +87,7 @@
  * and the message names the reader. */
 #define _GNU_SOURCE  /* vasprintf */
 #include "passrun/verify.h"
+#include "view_bounds.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -652,6 +651,9 @@ static void check_op(vctx *c, pr_node *n)
 	check_op_args(c, n);
 	check_op_result(c, n);
 	check_inplace(c, n);
+	char msg[320];
+	if (!pr_view_within_storage(n, msg, sizeof msg))
+		report(c, "E-VIEW", n, "%%%s %s", diag_node_name(n), msg);
 	if (!c->body)
 		check_op_placement(c, n);
 }

@@ -1111,3 +1111,64 @@ Test(verify, a_value_read_by_200000_nodes_verifies_clean)
 	cr_log_info("verified 200,002 nodes in %.3f s", s);
 	pr_program_free(p);
 }
+
+/* ---- E-VIEW: strided views inside their base's storage ------------------- */
+
+static int view_errors(const char *call, const char **msg)
+{
+	char text[1024];
+	snprintf(text, sizeof text,
+		 "passrun 1\n"
+		 "op aten::as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, "
+		 "SymInt? storage_offset=None) -> Tensor(a)\n"
+		 "op aten::t(Tensor(a) self) -> Tensor(a)\n"
+		 "method @forward {\n"
+		 "  %%x: f32[2,3] = input user \"x\"\n"
+		 "  %%xt: f32[3,2] = aten::t(%%x)\n"
+		 "  %s\n"
+		 "  return %%v\n"
+		 "}\n", call);
+	pr_program *p = tu_parse(text);
+	static pr_diags d;
+	pr_diags_init(&d, "view.pg");
+	int errors = pr_verify(p, &d, "verifier");
+	static char first[512];
+	snprintf(first, sizeof first, "%s", d.n ? d.items[0].message : "");
+	*msg = first;
+	for (int i = 0; i < d.n; i++)
+		cr_assert_str_eq(d.items[i].code, "E-VIEW", "%s", d.items[i].message);
+	pr_diags_free(&d);
+	pr_program_free(p);
+	return errors;
+}
+
+Test(verify, E_VIEW_strided_view_inside_its_storage_verifies)
+{
+	const char *msg;
+	cr_assert_eq(view_errors("%v: f32[2] = aten::as_strided(%x, [2], [1], 4)", &msg), 0, "%s", msg);
+	cr_assert_eq(view_errors("%v: f32[3,2] = aten::as_strided(%x, [3, 2], [1, 3])", &msg), 0, "%s", msg);
+	cr_assert_eq(view_errors("%v: f32[0] = aten::as_strided(%x, [0], [1], 99)", &msg), 0,
+		     "an empty view reaches nothing: %s", msg);
+	cr_assert_eq(view_errors("%v: f32[6] = aten::as_strided(%xt, [6], [1], 0)", &msg), 0,
+		     "a view of a view is bounded by the root's storage: %s", msg);
+	cr_assert_eq(view_errors("%v: f32[9] = aten::as_strided(%xt, [9], [1])", &msg), 0,
+		     "without an offset, a view of a view starts at run time: %s", msg);
+}
+
+Test(verify, E_VIEW_strided_view_past_its_storage_is_refused)
+{
+	const char *msg;
+	cr_assert_eq(view_errors("%v: f32[2] = aten::as_strided(%x, [2], [1], 5)", &msg), 1);
+	cr_assert(strstr(msg, "%v is a strided view that reaches element 6 of the storage of %x, "
+			      "which holds 6 elements"), "%s", msg);
+	cr_assert_eq(view_errors("%v: f32[2] = aten::as_strided(%xt, [2], [1], 100000)", &msg), 1,
+		     "the root's storage bounds a view of a view");
+	cr_assert_eq(view_errors("%v: f32[2,2] = aten::as_strided(%x, [2, 2], [4, 2])", &msg), 1, "%s", msg);
+	cr_assert_eq(view_errors("%v: f32[2] = aten::as_strided(%x, [2], [-1], 1)", &msg), 1);
+	cr_assert(strstr(msg, "a negative stride"), "%s", msg);
+	cr_assert_eq(view_errors("%v: f32[2] = aten::as_strided(%x, [2], [1], -1)", &msg), 1);
+	cr_assert(strstr(msg, "a negative storage offset"), "%s", msg);
+	cr_assert_eq(view_errors("%v: f32[2,2] = aten::as_strided(%x, [2, 2], "
+				 "[4611686018427387904, 4611686018427387904], 0)", &msg), 1);
+	cr_assert(strstr(msg, "overflows int64"), "%s", msg);
+}

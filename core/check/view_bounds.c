@@ -1,0 +1,126 @@
+/* view_bounds.c: does a strided view stay inside its base's storage?
+ *
+ * The verifier knows no op by name, so it bounds only views whose schema
+ * states their geometry: a return aliasing argument 0 without writing it
+ * (`Tensor(a)`), and arguments named `size` and `stride` (int lists) and,
+ * optionally, `storage_offset` (an int), as PyTorch spells as_strided. Such a
+ * view addresses, of the storage under argument 0, the elements
+ *     offset + sum over d of i_d * stride_d,   0 <= i_d < size_d,
+ * so with constant arguments the last one is offset + sum (size_d - 1) *
+ * stride_d, computed with checked arithmetic. The storage is that of the root
+ * of the alias chain (a view of a view shares its base's storage), and holds
+ * pr_spec_storage_bytes(root) / element size elements. Without an explicit
+ * storage_offset the view starts where argument 0 starts, known statically
+ * only when argument 0 is the root itself (offset 0). Every other view op
+ * (view, expand, slice, select, ...) builds its geometry from its base's
+ * shape, and its kernel checks it at run time, as it checks these. */
+#include "view_bounds.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The index of the schema argument named name, or -1. */
+static int schema_arg(const pr_schema *s, const char *name)
+{
+	for (int i = 0; i < s->n_args; i++)
+		if (s->args[i].name && !strcmp(s->args[i].name, name))
+			return i;
+	return -1;
+}
+
+static bool is_strided_view(const pr_schema *s, int *size, int *stride, int *offset)
+{
+	if (s->n_returns != 1 || pr_schema_return_alias(s, 0) != 0 || pr_schema_arg_writes(s, 0))
+		return false;
+	*size = schema_arg(s, "size");
+	*stride = schema_arg(s, "stride");
+	*offset = schema_arg(s, "storage_offset");
+	return *size > 0 && *stride > 0;
+}
+
+/* The values of a constant int list argument; -1 when it is not one. */
+static int const_ints(const pr_node *n, int i, int64_t *out, int max)
+{
+	if (i >= n->n_args || n->args[i].kind != PR_ARG_LIST || n->args[i].u.list.n > max)
+		return -1;
+	for (int k = 0; k < n->args[i].u.list.n; k++) {
+		const pr_arg *a = &n->args[i].u.list.items[k];
+		if (a->kind != PR_ARG_INT)
+			return -1;
+		out[k] = a->u.i;
+	}
+	return n->args[i].u.list.n;
+}
+
+/* What n's argument 0 is a view of, through every alias on the way. */
+static const pr_node *storage_root(const pr_node *v)
+{
+	while (v->kind == PR_NODE_OP && v->schema && v->n_args > 0) {
+		int a = pr_schema_return_alias(v->schema, 0);
+		if (a < 0 || a >= v->n_args || v->args[a].kind != PR_ARG_VALUE || !v->args[a].u.value)
+			break;
+		v = v->args[a].u.value;
+	}
+	return v;
+}
+
+/* The last element the geometry reaches, or false on a size or stride that
+ * is negative or an extent that overflows (*why says which). */
+static bool last_element(const int64_t *size, const int64_t *stride, int rank, int64_t offset,
+			 int64_t *last, const char **why)
+{
+	*last = offset;
+	for (int d = 0; d < rank; d++)
+		if (size[d] == 0) {
+			*last = -1;   /* no element at all */
+			return true;
+		}
+	for (int d = 0; d < rank; d++) {
+		int64_t t;
+		if (size[d] < 0 || stride[d] < 0) {
+			*why = size[d] < 0 ? "a negative size" : "a negative stride";
+			return false;
+		}
+		if (__builtin_mul_overflow(size[d] - 1, stride[d], &t) ||
+		    __builtin_add_overflow(*last, t, last)) {
+			*why = "an extent (sizes times strides) that overflows int64";
+			return false;
+		}
+	}
+	return true;
+}
+
+bool pr_view_within_storage(const pr_node *n, char *msg, size_t cap)
+{
+	int is, ist, io;
+	if (!n->schema || !is_strided_view(n->schema, &is, &ist, &io) || n->n_args < 1 ||
+	    n->args[0].kind != PR_ARG_VALUE || !n->args[0].u.value)
+		return true;
+	int64_t size[PR_MAX_RANK], stride[PR_MAX_RANK], offset = 0;
+	int rank = const_ints(n, is, size, PR_MAX_RANK);
+	if (rank < 0 || const_ints(n, ist, stride, PR_MAX_RANK) != rank)
+		return true;   /* not constant, or a mismatch the kernel reports */
+	const pr_node *base = n->args[0].u.value, *root = storage_root(base);
+	if (io >= 0 && io < n->n_args && n->args[io].kind == PR_ARG_INT)
+		offset = n->args[io].u.i;
+	else if (root != base)
+		return true;   /* starts where a view starts: known at run time */
+	if (root->type.kind != PR_TYPE_TENSOR)
+		return true;
+	const pr_spec *rs = &root->type.tensor;
+	int64_t elems = pr_spec_storage_bytes(rs) / (int64_t)pr_dtype_size(rs->dtype), last;
+	const char *why = NULL;
+	if (offset < 0)
+		why = "a negative storage offset";
+	else if (last_element(size, stride, rank, offset, &last, &why) && last < elems)
+		return true;
+	if (why)
+		snprintf(msg, cap, "is a strided view with %s; expected sizes, strides and offset >= 0 "
+			 "inside its base's storage", why);
+	else
+		snprintf(msg, cap, "is a strided view that reaches element %lld of the storage of %%%s, "
+			 "which holds %lld elements; expected a view inside its base's storage",
+			 (long long)last, root->name ? root->name : "?", (long long)elems);
+	return false;
+}
