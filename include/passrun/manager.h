@@ -41,7 +41,8 @@ pr_registry *pr_registry_new(void);
 /* Frees what was registered, then unloads the plugins. */
 void pr_registry_free(pr_registry *r);
 
-/* Loads one plugin file. Loading a file that is already loaded (same device
+/* Loads one plugin file, named by a path with a '/' ("./x.so", never a bare
+ * "x.so": that is refused, see plugin.c). Loading a file that is already loaded (same device
  * and inode) does nothing. On error nothing of the plugin stays registered. */
 pr_err *pr_registry_load_plugin(pr_registry *r, const char *path);
 /* Loads every regular "*.so" in dir, in name order. */
