@@ -387,6 +387,36 @@ Test(docs, stats_json_md_has_a_row_for_every_field)
 	tu_result_free(&r);
 }
 
+/* The README's first command (its first ```sh block) is .ci/run's first,
+ * and .ci/run's test command is in the README, byte for byte: what a
+ * newcomer runs is what CI runs. */
+Test(docs, readme_commands_are_the_ci_commands)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/README.md", PASSRUN_SOURCE_DIR);
+	char *readme = tu_read_file(path, NULL);
+	snprintf(path, sizeof path, "%s/.ci/run", PASSRUN_SOURCE_DIR);
+	char *ci = tu_read_file(path, NULL);
+	cr_assert(readme && ci, "cannot read README.md or .ci/run");
+	const char *block = strstr(readme, "```sh\n");
+	cr_assert(block, "README.md has no ```sh block");
+	block += strlen("```sh\n");
+	char *first = NULL;
+	cr_assert(asprintf(&first, "\n%.*s\n", (int)strcspn(block, "\n"), block) > 0);
+	cr_assert(strstr(ci, first), "README.md's first command is not a line of .ci/run (keep "
+		  "the two byte-identical):%s", first);
+	const char *tests = strstr(ci, "\nctest --test-dir build ");
+	cr_assert(tests, ".ci/run runs the suite with ctest --test-dir build");
+	char *line = NULL;
+	cr_assert(asprintf(&line, "\n%.*s\n", (int)strcspn(tests + 1, "\n"), tests + 1) > 0);
+	cr_assert(strstr(readme, line), ".ci/run's test command is not a line of README.md (keep "
+		  "the two byte-identical):%s", line);
+	free(line);
+	free(first);
+	free(ci);
+	free(readme);
+}
+
 /* The repository documents itself: no tracked file points outside the clone
  * for its documentation (the project brief beside it is not shipped). */
 Test(docs, no_file_refers_outside_the_repository)
