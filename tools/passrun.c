@@ -1,4 +1,4 @@
-/* passrun: the command line (interfaces.md §4).
+/* passrun: the command line (docs/passrun.1).
  *
  *   passrun [OPTIONS] PROGRAM
  *   passrun convert IN OUT
