@@ -1,4 +1,4 @@
-/* device_sim.c: the simulated device (behaviour.md M4).
+/* device_sim.c: the simulated device (docs/placement-rules.md M4).
  *
  * Each allocation is its own anonymous mapping, kept PROT_NONE except while a
  * device kernel or a copy runs on that device (enter/leave, reference

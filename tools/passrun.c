@@ -1,4 +1,4 @@
-/* passrun: the command line (interfaces.md §4).
+/* passrun: the command line (docs/passrun.1).
  *
  *   passrun [OPTIONS] PROGRAM
  *   passrun convert IN OUT
@@ -59,6 +59,7 @@ static const flag flags[] = {
 	{"--set", ARG_REQUIRED, "NAME=VALUE", "override a pipeline option, or PASS.NAME=VALUE "
 	 "a pass option (VALUE may be a map: '{forward: true}')"},
 	{"--plugin", ARG_REQUIRED, "FILE.so", "load a plugin (before the shipped ones)"},
+	{"--load-pass-plugin", ARG_REQUIRED, "FILE.so", "the same as --plugin (LLVM's name)"},
 	{"--plugin-dir", ARG_REQUIRED, "DIR", "load every .so in DIR (also PASSRUN_PLUGIN_PATH, "
 	 "colon-separated)"},
 	{"--no-default-plugins", ARG_NONE, NULL, "do not load the shipped plugins"},
@@ -192,7 +193,7 @@ static int apply(opts *o, const flag *f, const char *v)
 	if (!strcmp(n, "--pipeline")) o->pipeline = v;
 	else if (!strcmp(n, "--passes")) o->passes = v;
 	else if (!strcmp(n, "--set")) { if (!push(o->sets, &o->n_sets, v, "--set")) return EXIT_USAGE; }
-	else if (!strcmp(n, "--plugin")) { if (!push(o->plugins, &o->n_plugins, v, "--plugin")) return EXIT_USAGE; }
+	else if (!strcmp(n, "--plugin") || !strcmp(n, "--load-pass-plugin")) { if (!push(o->plugins, &o->n_plugins, v, "--plugin")) return EXIT_USAGE; }
 	else if (!strcmp(n, "--plugin-dir")) { if (!push(o->plugin_dirs, &o->n_plugin_dirs, v, "--plugin-dir")) return EXIT_USAGE; }
 	else if (!strcmp(n, "--no-default-plugins")) o->no_default_plugins = true;
 	else if (!strcmp(n, "-o")) o->output = v;

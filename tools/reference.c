@@ -132,7 +132,9 @@ int list_markdown(session *s, FILE *out)
 	      "the same value); options of scope *pass* are set under the pass "
 	      "(`- memory-plan: {alloc_graph_input: true}`). A *per method* option may be a map "
 	      "from method name to value (`{forward: true}`). `--set NAME=VALUE` and "
-	      "`--set PASS.NAME=VALUE` override either on the command line.\n\n", out);
+	      "`--set PASS.NAME=VALUE` override either on the command line. The keys of a "
+	      "pipeline file and the values an option takes are in "
+	      "[pipeline-format.md](pipeline-format.md).\n\n", out);
 	passes_section(s->reg, out);
 	return pipelines_section(out);
 }

@@ -4,7 +4,7 @@
  * `session` (load plugins, load the pipeline, load the program, verify, run
  * the pipeline, execute); compare.c runs that same session once per pipeline
  * (passrun compare) and reference.c writes --list-passes=markdown. Every step
- * returns an exit status (interfaces.md §4): */
+ * returns an exit status (docs/diagnostics.md): */
 #ifndef PASSRUN_TOOL_H
 #define PASSRUN_TOOL_H
 

@@ -1,4 +1,4 @@
-/* plan_check.c: the usage and the checker of a memory plan (behaviour.md M2,
+/* plan_check.c: the usage and the checker of a memory plan (docs/placement-rules.md M2,
  * F10; the contract is in passrun/verify.h), over the lifetimes of
  * passrun/plan.h.
  *

@@ -41,7 +41,7 @@
  *     that does not parse is left to the placement passes (B5). A device
  *     delegate call is "not placed yet" when its method holds no copy op and
  *     none of its results is on a device: that is a program as the user wrote
- *     it (interfaces.md's example), or one where a pass tagged constants with
+ *     it (docs/text-format.md's example), or one where a pass tagged constants with
  *     a device before propagate-device ran. Such a call may read host tensors
  *     and tensors on its own device, never another device's;
  *   - a getitem is on the device of the tuple element it reads;
@@ -59,7 +59,7 @@
  * contiguous): their kernels check them against the storage instead
  * (tests/runtime/refused/).
  *
- * Codes (stable; interfaces.md §5):
+ * Codes (stable; docs/diagnostics.md):
  *   E-STRUCTURE  a broken graph: bad links, an op without schema, a delegate
  *                without body, graph order not increasing
  *   E-UNDEFINED  an argument that names no value, a value of another graph,

@@ -1,4 +1,4 @@
-/* lifetimes.c: the lifetimes of a method's tensors (behaviour.md M1, F10; the
+/* lifetimes.c: the lifetimes of a method's tensors (docs/placement-rules.md M1, F10; the
  * contract is in passrun/plan.h).
  *
  * One walk in graph order numbers the nodes (positions), lists the

@@ -1,4 +1,4 @@
-/* pipeline.c: pipelines as data (interfaces.md §3).
+/* pipeline.c: pipelines as data (docs/pipeline-format.md).
  *
  * A pipeline is read in two steps. Reading (YAML with libyaml's document
  * loader, an inline --passes string, --set overrides) checks only the shape:

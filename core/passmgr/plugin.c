@@ -449,11 +449,30 @@ static void drop_last_plugin(pr_registry *r, int n_passes, int n_analyses)
 	free(pl->version);
 }
 
+/* dlopen (and LLVM's -load-pass-plugin) searches the library path for a name
+ * without a '/', while open() finds it in the current folder: such a name is
+ * refused rather than read either way, with the spelling that says which. */
+static pr_err *check_has_folder(const char *path)
+{
+	if (strchr(path, '/'))
+		return NULL;
+	struct stat st;
+	if (stat(path, &st) == 0)
+		return pr_err_new("%s: cannot load plugin: a plugin is named by a path with a '/', "
+				  "never searched for; write ./%s for the file in the current "
+				  "folder", path, path);
+	return pr_err_new("%s: cannot load plugin: a plugin is named by a path with a '/', "
+			  "never searched for on the library path; give its folder (DIR/%s)",
+			  path, path);
+}
+
 pr_err *pr_registry_load_plugin(pr_registry *r, const char *path)
 {
 	struct stat st;
 	int fd = -1;
-	pr_err *e = open_checked(path, &fd, &st);
+	pr_err *e = check_has_folder(path);
+	if (!e)
+		e = open_checked(path, &fd, &st);
 	if (e)
 		return e;
 	if (find_loaded(r, &st) >= 0) {

@@ -1,4 +1,4 @@
-/* stats.c: --stats=json (interfaces.md §6), derived from the program.
+/* stats.c: --stats=json (docs/stats-json.md), derived from the program.
  *
  * Everything is computed from the graph when asked, never kept alongside it:
  * copies are op nodes whose schema has the h2d or d2h trait (never an op

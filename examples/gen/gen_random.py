@@ -10,7 +10,7 @@ generator is seeded with its own number), so a failing random_S.pg can be
 made again with --seed S alone. Python 3 standard library only.
 
 Each program is one method, @forward, that mixes what the placement rules of
-behaviour.md talk about:
+docs/placement-rules.md talk about:
   - delegates on cuda:0 (most), cuda:1, target_device="cpu" and with no
     target_device; results read with getitem (one or two outputs) or, for a
     single result, with no getitem (F3);

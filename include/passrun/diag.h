@@ -2,7 +2,7 @@
  *
  * A diagnostic has a stable code (W-CONSTANT-COPY, E-PLACEMENT, ...), the pass
  * and method it came from, the node (tensor) it is about and its size in bytes.
- * Printed, one line each (interfaces.md §5):
+ * Printed, one line each (docs/diagnostics.md):
  *   FILE: severity[CODE] pass 'NAME' method 'M': message
  * The list keeps the order they were reported in; --stats=json prints it too. */
 #ifndef PASSRUN_DIAG_H

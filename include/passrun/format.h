@@ -1,6 +1,6 @@
 /* format.h: reading and writing programs, as text (.pg) and binary (.bin).
  *
- * The formats are public contracts (interfaces.md §1, §2; docs/text-format.md,
+ * The formats are public contracts (docs/text-format.md,
  * docs/binary-format.md). Loaders trust nothing: a bad file is an error whose
  * message starts with FILE:LINE:COL (text) or FILE: byte OFFSET (binary) and
  * says what was expected. Text -> binary -> text is lossless, and printing a

@@ -9,14 +9,14 @@
  *             group or others; then its entry point, ABI version and struct
  *             size; then that its passes' names are new.
  *   pipeline  an ordered list of passes with their options, read from YAML
- *             (interfaces.md §3), from --passes 'a,b{opt=1}', and changed by
+ *             (docs/pipeline-format.md), from --passes 'a,b{opt=1}', and changed by
  *             --set. It is checked whole against the registry before any pass
  *             runs; every error starts with FILE:LINE:COL (1-based).
  *   run       the passes in order, with analyses cached per graph and dropped
  *             after a pass that changed the program unless it preserves them,
  *             and the instrumentation of LLVM's and MLIR's pass managers
  *             (--print-after*, --verify-each, --time-passes).
- *   stats     --stats=json (interfaces.md §6), derived from the program.
+ *   stats     --stats=json (docs/stats-json.md), derived from the program.
  *
  * Errors are values (pr_err). Every message names the file (plugin, pipeline)
  * it is about. */
@@ -41,7 +41,8 @@ pr_registry *pr_registry_new(void);
 /* Frees what was registered, then unloads the plugins. */
 void pr_registry_free(pr_registry *r);
 
-/* Loads one plugin file. Loading a file that is already loaded (same device
+/* Loads one plugin file, named by a path with a '/' ("./x.so", never a bare
+ * "x.so": that is refused, see plugin.c). Loading a file that is already loaded (same device
  * and inode) does nothing. On error nothing of the plugin stays registered. */
 pr_err *pr_registry_load_plugin(pr_registry *r, const char *path);
 /* Loads every regular "*.so" in dir, in name order. */
@@ -172,7 +173,7 @@ pr_err *pr_pipeline_run(const pr_pipeline *pl, const pr_registry *r, pr_program 
 
 /* ---- statistics ---------------------------------------------------------- */
 
-/* --stats=json (interfaces.md §6). run_json is the "run" object's text, or
+/* --stats=json (docs/stats-json.md). run_json is the "run" object's text, or
  * NULL to leave it out. Returns a malloc'd string ending in a newline. */
 char *pr_stats_json(pr_program *p, const pr_diags *diags, const pr_pass_report *rep,
 		    const char *run_json);

@@ -2,7 +2,7 @@
  * mem=ARENA:OFFSET of specs) is made from and checked against: used by the
  * memory-plan plugin, the plan checker (verify.h) and --stats=json.
  *
- * Lifetimes follow behaviour.md M1: a tensor lives from the node that defines
+ * Lifetimes follow docs/placement-rules.md M1: a tensor lives from the node that defines
  * it to its last reader in graph order; in-place results and views share their
  * base's memory and extend its life. */
 #ifndef PASSRUN_PLAN_H

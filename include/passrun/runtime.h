@@ -1,4 +1,4 @@
-/* runtime.h: the runtime's contract with passrun (interfaces.md §4, §6).
+/* runtime.h: the runtime's contract with passrun (docs/passrun.1, docs/stats-json.md).
  *
  * pr_runtime_execute runs one method of the placed program N times on a
  * device ("sim": the strict simulated device; "cuda": a real GPU), and with

@@ -1,4 +1,4 @@
-/* copy_reuse.c: one device copy per tensor per device (behaviour.md F8).
+/* copy_reuse.c: one device copy per tensor per device (docs/placement-rules.md F8).
  *
  * The base placement gives every device delegate its own _h2d_copy of each
  * argument, so a tensor that several delegates on one device read is copied

@@ -1,4 +1,4 @@
-/* cpu_delegates.c: delegates that target the CPU (behaviour.md F7).
+/* cpu_delegates.c: delegates that target the CPU (docs/placement-rules.md F7).
  *
  * A partitioner may set target_device="cpu". The base placement treats that
  * like any device: it copies each input with an _h2d_copy to the CPU and each

@@ -1,4 +1,4 @@
-/* device_constants.c: the device-constants pass (behaviour.md F10, seed 001).
+/* device_constants.c: the device-constants pass (docs/placement-rules.md F10, seed 001).
  *
  * With `skip_h2d_for_constants`, a constant (an input of kind parameter,
  * buffer or constant that is not a mutable buffer) whose readers are all

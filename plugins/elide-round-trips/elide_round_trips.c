@@ -1,4 +1,4 @@
-/* elide_round_trips.c: same-device round-trips (behaviour.md B4, F2).
+/* elide_round_trips.c: same-device round-trips (docs/placement-rules.md B4, F2).
  *
  * An _h2d_copy(_d2h_copy(x)) whose destination is x's own device moves data
  * to the host and straight back: the reader of the _h2d_copy reads x and the

@@ -1,4 +1,4 @@
-/* getitem_outputs.c: delegate results read with no getitem (behaviour.md F3).
+/* getitem_outputs.c: delegate results read with no getitem (docs/placement-rules.md F3).
  *
  * A delegate call that returns one tensor (not a tuple) has no getitem after
  * it. The base placement copies results to the host only after getitems, so

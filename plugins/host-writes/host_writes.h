@@ -1,4 +1,4 @@
-/* host_writes.h: the "host-writes" analysis (behaviour.md F2), as seen by
+/* host_writes.h: the "host-writes" analysis (docs/placement-rules.md F2), as seen by
  * the passes that ask for it with pr_pass_analysis(ctx, PR_HOST_WRITES, g).
  *
  * Which ops write which tensor, as their schemas declare: an argument

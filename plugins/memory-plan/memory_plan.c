@@ -1,4 +1,4 @@
-/* memory_plan.c: the memory-plan pass (behaviour.md M1, M2; F10's planning).
+/* memory_plan.c: the memory-plan pass (docs/placement-rules.md M1, M2; F10's planning).
  *
  * For each method: the core computes the storage classes and their lifetimes
  * (pr_lifetimes_compute: a tensor with its in-place results, views and

@@ -1,4 +1,4 @@
-/* outputs_on_device.c: returned outputs stay on the device (behaviour.md F4).
+/* outputs_on_device.c: returned outputs stay on the device (docs/placement-rules.md F4).
  *
  * With skip_d2h_for_method_outputs the base placement skips a getitem's
  * _d2h_copy only when the method output is its one reader, and decides that

@@ -1,4 +1,4 @@
-/* param_layout.c: contiguous storage for odd layouts (behaviour.md F1).
+/* param_layout.c: contiguous storage for odd layouts (docs/placement-rules.md F1).
  *
  * A parameter, buffer or constant whose strides are neither contiguous nor
  * channels-last (a transposed weight) is stored contiguous by the program,

@@ -1,4 +1,4 @@
-/* per_call_copies.c: copies that run on every call (behaviour.md F4-F6, F9).
+/* per_call_copies.c: copies that run on every call (docs/placement-rules.md F4-F6, F9).
  *
  * With the skip flags a user expects no copy at the method's edges, yet three
  * kinds of copy stay and run on every call. This pass runs last among the

@@ -28,7 +28,7 @@
 
 #include "passrun/passrun.h"
 
-/* ---- options (interfaces.md §3; all pipeline-scope, per method) -------- */
+/* ---- options (docs/pipeline-format.md; all pipeline-scope, per method) --- */
 
 #define PL_OPT_SKIP_H2D "skip_h2d_for_method_inputs"
 #define PL_OPT_SKIP_D2H "skip_d2h_for_method_outputs"

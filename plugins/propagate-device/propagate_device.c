@@ -1,4 +1,4 @@
-/* propagate_device.c: device placement (behaviour.md B1-B5, F5, F6).
+/* propagate_device.c: device placement (docs/placement-rules.md B1-B5, F5, F6).
  *
  * ExecuTorch's PropagateDevicePass. The baseline pipeline runs it with
  * `copy_constants: false, share_inputs: false`, which is the pass before the

@@ -1,7 +1,7 @@
 """Exceptions. Each carries the C library's message as it is, which already
 says where (FILE:LINE:COL for programs and pipelines, a byte offset for a
 binary file, the pass and node for a refusal), and the exit status the
-passrun tool gives for the same failure (interfaces.md §4: 1 a pass or the
+passrun tool gives for the same failure (docs/passrun.1: 1 a pass or the
 verifier, 2 a pipeline, plugin or option, 3 a program file, 4 a --check
 mismatch, 5 the runtime)."""
 import re

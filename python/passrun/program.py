@@ -22,7 +22,7 @@ SEVERITIES = ("note", "warning", "error")
 
 @dataclass(frozen=True)
 class Spec:
-    """A tensor's spec (interfaces.md §1): dtype, shape, strides in elements,
+    """A tensor's spec (docs/text-format.md): dtype, shape, strides in elements,
     device ("cpu", "cuda:0"), and the memory plan's (arena, offset) or None."""
     dtype: str
     shape: tuple

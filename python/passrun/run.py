@@ -85,7 +85,7 @@ class RunReport:
 
 @dataclass(frozen=True)
 class Stats:
-    """--stats=json (interfaces.md §6) as objects; raw is the parsed JSON as
+    """--stats=json (docs/stats-json.md) as objects; raw is the parsed JSON as
     it came, keys this version does not model included."""
     methods: dict
     diagnostics: list

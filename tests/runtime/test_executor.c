@@ -1,4 +1,4 @@
-/* The executor and the reference interpreter (issue 6; behaviour.md M3, M4,
+/* The executor and the reference interpreter (issue 6; docs/placement-rules.md M3, M4,
  * M5, F10): small placed programs run on the sim device and are checked
  * against hand-computed values and against the reference. */
 #include <criterion/criterion.h>

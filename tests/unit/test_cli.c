@@ -1,4 +1,4 @@
-/* Tests of the passrun command line (tools/passrun.c, interfaces.md §4): the
+/* Tests of the passrun command line (tools/passrun.c, docs/passrun.1): the
  * exit statuses, -o written atomically and never after a failure, convert,
  * --print, the instrumentation (--print-after*, --verify-each, --time-passes,
  * --stats=json checked by a JSON parser, --werror) and the dce plugin. */

@@ -2,7 +2,7 @@
  *
  * Every .pg file in examples/ is an input the placement passes, the runtime and the
  * benchmarks rely on, so each one must parse, verify with no error, print as a
- * fixed point, and say in its header comment which rule of behaviour.md it
+ * fixed point, and say in its header comment which rule of docs/placement-rules.md it
  * shows. Every rule id (B1-B5, F1-F10, M1-M5) has at least one example named
  * after it, and examples/README.md lists every file.
  *

@@ -1,4 +1,4 @@
-/* Tests of the memory-plan and device-constants plugins (behaviour.md M1, M2,
+/* Tests of the memory-plan and device-constants plugins (docs/placement-rules.md M1, M2,
  * F10), through the passrun command line on the programs in tests/memory/.
  * Each test also runs the same program without the pass or option it is
  * about and asserts the difference, so that it fails without them. Printed

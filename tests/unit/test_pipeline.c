@@ -1,4 +1,4 @@
-/* Tests of pipelines (core/passmgr/pipeline.c, interfaces.md §3): every error of a
+/* Tests of pipelines (core/passmgr/pipeline.c, docs/pipeline-format.md): every error of a
  * YAML pipeline (tests/pipelines/bad/) at FILE:LINE:COL with the valid
  * choices and the nearest one; inline --passes and --set; option values as
  * the passes see them (pass level, pipeline level, per-method maps,

@@ -202,9 +202,11 @@ static char *plugin_copy_as(const char *which, const char *dir, const char *name
 	return path;
 }
 
-/* --plugin NAME.so without a slash names ./NAME.so, the file the check looks
- * at; dlopen given the bare name would search the library path instead. */
-Test(plugin, bare_name_loads_the_checked_file_not_one_on_the_library_path)
+/* --plugin NAME.so without a slash is refused: dlopen (and LLVM's
+ * -load-pass-plugin) would search the library path for it, open() the
+ * current folder. Neither file is loaded; a file in the current folder gets
+ * the spelling that loads it, and that spelling works. */
+Test(plugin, bare_name_is_refused_with_the_hint_to_write_dot_slash)
 {
 	char *dir = NULL, *libdir = NULL;
 	cr_assert(asprintf(&dir, "%s/here", tu_temp_dir()) > 0);
@@ -213,7 +215,16 @@ Test(plugin, bare_name_loads_the_checked_file_not_one_on_the_library_path)
 	char *other = plugin_copy_as(PLUGIN("dup_a"), libdir, "prtest_good.so");
 	tu_result r = tu_run("cd %s && LD_LIBRARY_PATH=%s %s " NODEF " --plugin prtest_good.so "
 			     "--list-passes", dir, libdir, PASSRUN_EXE);
-	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(r.status, 2, "a bare name is a plugin error: %s", r.err);
+	cr_assert(strstr(r.err, "prtest_good.so: cannot load plugin"), "names the file: %s", r.err);
+	cr_assert(strstr(r.err, "write ./prtest_good.so"), "gives the hint: %s", r.err);
+	cr_assert_null(strstr(r.out, "test-noop"), "./prtest_good.so was loaded: %s", r.out);
+	cr_assert_null(strstr(r.out, "test-dup"), "LD_LIBRARY_PATH's file was loaded: %s", r.out);
+	tu_result_free(&r);
+
+	r = tu_run("cd %s && LD_LIBRARY_PATH=%s %s " NODEF " --load-pass-plugin ./prtest_good.so "
+		   "--list-passes", dir, libdir, PASSRUN_EXE);
+	cr_assert_eq(r.status, 0, "the hinted spelling loads: %s", r.err);
 	cr_assert(strstr(r.out, "test-noop"), "./prtest_good.so was not loaded: %s", r.out);
 	cr_assert_null(strstr(r.out, "test-dup"), "LD_LIBRARY_PATH's file was loaded: %s", r.out);
 	tu_result_free(&r);
@@ -221,6 +232,32 @@ Test(plugin, bare_name_loads_the_checked_file_not_one_on_the_library_path)
 	free(good);
 	free(libdir);
 	free(dir);
+}
+
+/* A bare name with no such file in the current folder says it was not
+ * searched for, and does not suggest a ./ file that is not there. */
+Test(plugin, bare_name_not_here_says_plugins_are_not_searched_for)
+{
+	tu_result r = tu_run("cd %s && %s " NODEF " --plugin prtest_nowhere.so --list-passes",
+			     tu_temp_dir(), PASSRUN_EXE);
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "prtest_nowhere.so: cannot load plugin"), "%s", r.err);
+	cr_assert(strstr(r.err, "never searched for on the library path"), "%s", r.err);
+	cr_assert_null(strstr(r.err, "./prtest_nowhere.so"), "no hint at a missing file: %s", r.err);
+	tu_result_free(&r);
+}
+
+/* --load-pass-plugin is --plugin under LLVM's name: same file, same passes. */
+Test(plugin, load_pass_plugin_is_another_name_for_plugin)
+{
+	tu_result r = run(NODEF " --load-pass-plugin " PLUGIN("good") " --list-passes");
+	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+	cr_assert(strstr(r.out, "test-noop  (plugin test-good 1.0)"), "%s", r.out);
+	tu_result_free(&r);
+	r = run(NODEF " --load-pass-plugin=" PLUGIN("bad_abi") " --list-passes");
+	cr_assert_eq(r.status, 2, "its errors are --plugin's: %s", r.err);
+	cr_assert(strstr(r.err, "ABI version 42"), "%s", r.err);
+	tu_result_free(&r);
 }
 
 /* Swaps link between a and b until killed. */

@@ -232,7 +232,7 @@ static void init(void) { pr_diags_init(&diags, "test.pg"); }
 static void fini(void) { pr_diags_free(&diags); }
 TestSuite(verify, .init = init, .fini = fini);
 
-/* The interfaces.md example, built by hand: a cuda:0 delegate fed by copies,
+/* The example of docs/text-format.md, built by hand: a cuda:0 delegate fed by copies,
  * a getitem, an in-place op, a written-back buffer. */
 typedef struct example {
 	pr_program *p;
