@@ -14,14 +14,28 @@
  * refused (exit 5, a copy the runtime refuses, M3). A pipeline whose passes
  * fail shows the exit status they gave and "not run".
  *
+ * The result of each pipeline is not verified before it runs (passrun's
+ * --disable-verify): baseline reproduces ExecuTorch's copies, which the
+ * verifier refuses, and the row is to show what the runtime does with them.
+ *
+ * Each pipeline runs in a child process of its own (fork), which sends its
+ * row back through a pipe: a pass that crashes one pipeline makes that row
+ * say "crashed in pass NAME (signal N)" (the crash handler writes the pass's
+ * name on the pipe, pass.h) with exit 128+N, and the other pipelines still
+ * run.
+ *
  * Every pipeline name is resolved before anything runs: an unknown one is a
  * bad command line (exit 2) with the nearest shipped name. Otherwise the exit
  * status is 0 and the table carries each pipeline's own status; a program
  * that cannot be read is exit 3, as for a single run. Diagnostics go to
  * stderr as usual, each pipeline's under a "== NAME ==" line; stdout has only
  * the table (or the JSON). */
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "passrun/plan.h"
 #include "passrun/verify.h"
@@ -43,7 +57,7 @@ typedef struct pipeline_row {
 	int status;
 	int warnings, errors;
 	char *codes;            /* "W-CONSTANT-COPY(2), W-INPUT-COPY" */
-	const char *check;      /* match, mismatch, fault, refused, ran, not run, - */
+	const char *check;      /* one of check_words */
 	char message[320];
 	char device[8];
 	int n_methods;
@@ -99,6 +113,12 @@ static char *diag_codes(const pr_diags *d)
 	return pr_strbuf_take(&b);
 }
 
+/* What a row's check column may say (sent between processes as an index). */
+static const char *const check_words[] = {
+	"-", "not run", "mismatch", "refused", "fault", "error", "match", "ran", "crashed",
+};
+#define N_CHECK_WORDS ((int)(sizeof check_words / sizeof check_words[0]))
+
 static const char *check_word(const run_outcome *r, int status, bool have_runtime)
 {
 	if (!have_runtime)
@@ -120,6 +140,10 @@ static int run_one(const opts *o, const char *name, pipeline_row *row)
 	opts po = *o;
 	po.compare = false;
 	po.pipeline = name;
+	/* The row reports what the runtime does with each result (baseline's
+	 * copies are refused there, as in ExecuTorch), so the result is not
+	 * refused by the verifier first: a single run's --disable-verify. */
+	po.disable_verify = true;
 #ifdef PASSRUN_HAVE_RUNTIME
 	po.check = true;
 	bool have_runtime = true;
@@ -160,6 +184,197 @@ static void row_free(pipeline_row *row)
 	}
 	free(row->methods);
 	free(row->codes);
+}
+
+/* ---- one pipeline in a child process ------------------------------------- */
+
+/* The row travels as raw fields: both ends are this same binary. */
+static void put_raw(pr_strbuf *b, const void *data, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		pr_strbuf_putc(b, ((const char *)data)[i]);
+}
+
+static void put_text(pr_strbuf *b, const char *s)
+{
+	size_t n = strlen(s);
+	put_raw(b, &n, sizeof n);
+	put_raw(b, s, n);
+}
+
+static void row_encode(const pipeline_row *r, pr_strbuf *b)
+{
+	int check = 0;
+	for (int i = 0; i < N_CHECK_WORDS; i++)
+		if (!strcmp(check_words[i], r->check))
+			check = i;
+	int head[5] = {r->status, r->warnings, r->errors, check, r->n_methods};
+	put_raw(b, head, sizeof head);
+	put_text(b, r->codes);
+	put_text(b, r->message);
+	put_text(b, r->device);
+	for (int m = 0; m < r->n_methods; m++) {
+		const method_row *mr = &r->methods[m];
+		put_text(b, mr->name);
+		int64_t counts[5] = {mr->h2d, mr->d2h, mr->h2d_bytes, mr->d2h_bytes, mr->load_bytes};
+		put_raw(b, counts, sizeof counts);
+		put_raw(b, &mr->n_arenas, sizeof mr->n_arenas);
+		put_raw(b, mr->arenas, (size_t)mr->n_arenas * sizeof *mr->arenas);
+	}
+}
+
+typedef struct reader {
+	const char *p, *end;
+	bool bad;
+} reader;
+
+static void get_raw(reader *rd, void *out, size_t n)
+{
+	if (rd->bad || (size_t)(rd->end - rd->p) < n) {
+		rd->bad = true;
+		memset(out, 0, n);
+		return;
+	}
+	memcpy(out, rd->p, n);
+	rd->p += n;
+}
+
+static char *get_text(reader *rd)
+{
+	size_t n = 0;
+	get_raw(rd, &n, sizeof n);
+	if (rd->bad || (size_t)(rd->end - rd->p) < n) {
+		rd->bad = true;
+		return pr_xstrdup("");
+	}
+	char *s = pr_xasprintf("%.*s", (int)n, rd->p);
+	rd->p += n;
+	return s;
+}
+
+static bool row_decode(const char *data, size_t len, pipeline_row *r)
+{
+	reader rd = {data, data + len, false};
+	int head[5];
+	get_raw(&rd, head, sizeof head);
+	r->status = head[0], r->warnings = head[1], r->errors = head[2];
+	r->check = check_words[head[3] >= 0 && head[3] < N_CHECK_WORDS ? head[3] : 0];
+	r->n_methods = rd.bad || head[4] < 0 ? 0 : head[4];
+	r->codes = get_text(&rd);
+	char *msg = get_text(&rd), *dev = get_text(&rd);
+	snprintf(r->message, sizeof r->message, "%s", msg);
+	snprintf(r->device, sizeof r->device, "%s", dev);
+	free(msg);
+	free(dev);
+	r->methods = pr_xcalloc((size_t)r->n_methods + 1, sizeof *r->methods);
+	for (int m = 0; m < r->n_methods && !rd.bad; m++) {
+		method_row *mr = &r->methods[m];
+		mr->name = get_text(&rd);
+		int64_t counts[5];
+		get_raw(&rd, counts, sizeof counts);
+		mr->h2d = counts[0], mr->d2h = counts[1], mr->h2d_bytes = counts[2];
+		mr->d2h_bytes = counts[3], mr->load_bytes = counts[4];
+		get_raw(&rd, &mr->n_arenas, sizeof mr->n_arenas);
+		if (rd.bad || mr->n_arenas < 0 || mr->n_arenas > 4096)
+			mr->n_arenas = 0, rd.bad = true;
+		mr->arenas = pr_xcalloc((size_t)mr->n_arenas + 1, sizeof *mr->arenas);
+		get_raw(&rd, mr->arenas, (size_t)mr->n_arenas * sizeof *mr->arenas);
+	}
+	return !rd.bad;
+}
+
+static void write_all(int fd, const char *data, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, data, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		data += w;
+		n -= (size_t)w;
+	}
+}
+
+static char *read_all(int fd, size_t *len)
+{
+	pr_strbuf b;
+	pr_strbuf_init(&b);
+	char chunk[4096];
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		put_raw(&b, chunk, (size_t)n);
+	}
+	*len = b.len;
+	return b.data ? pr_strbuf_take(&b) : pr_xstrdup("");
+}
+
+/* The child: runs the pipeline, sends its row, exits with its status. A
+ * crash instead leaves the crashing pass's name on the pipe. */
+static _Noreturn void child(const opts *o, const char *name, int fd)
+{
+	pr_crash_handler_install(fd);
+	pipeline_row row;
+	memset(&row, 0, sizeof row);
+	int st = run_one(o, name, &row);
+	pr_strbuf b;
+	pr_strbuf_init(&b);
+	row_encode(&row, &b);
+	write_all(fd, b.data ? b.data : "", b.len);
+	pr_strbuf_free(&b);
+	row_free(&row);
+	fflush(stderr);
+	_exit(st & 0xff);
+}
+
+static void crashed_row(pipeline_row *row, const char *pass, int sig)
+{
+	row->status = 128 + sig;
+	row->check = "crashed";
+	row->codes = pr_xstrdup("");
+	size_t n = strcspn(pass, "\n");
+	if (n)
+		snprintf(row->message, sizeof row->message, "crashed in pass %.*s (signal %d)",
+			 (int)n, pass, sig);
+	else
+		snprintf(row->message, sizeof row->message, "crashed (signal %d)", sig);
+}
+
+/* Runs one pipeline in a child process; the row comes back through a pipe. */
+static int run_isolated(const opts *o, const char *name, pipeline_row *row)
+{
+	row->name = name;
+	int fds[2];
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = pipe(fds) == 0 ? fork() : -1;
+	if (pid < 0) {
+		fprintf(stderr, "passrun compare: cannot start a process for '%s': %s\n", name,
+			strerror(errno));
+		return run_one(o, name, row);
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		child(o, name, fds[1]);
+	}
+	close(fds[1]);
+	size_t len;
+	char *data = read_all(fds[0], &len);
+	close(fds[0]);
+	int wst = 0;
+	while (waitpid(pid, &wst, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(wst))
+		crashed_row(row, data, WTERMSIG(wst));
+	else if (!row_decode(data, len, row))
+		snprintf(row->message, sizeof row->message, "its process sent no result (exit %d)",
+			 row->status = WEXITSTATUS(wst));
+	free(data);
+	return row->status;
 }
 
 /* ---- the pipelines -------------------------------------------------------- */
@@ -394,7 +609,7 @@ int compare_main(const opts *o)
 	pipeline_row rows[MAX_PIPELINES];
 	memset(rows, 0, sizeof rows);
 	for (int i = 0; i < n; i++) {
-		int one = run_one(o, names[i], &rows[i]);
+		int one = run_isolated(o, names[i], &rows[i]);
 		/* A program that cannot be read, or a bad --set or plugin, is the
 		 * same for every pipeline: stop, as a single run would. */
 		if (one == EXIT_PROGRAM || (one == EXIT_USAGE && !rows[i].n_methods)) {

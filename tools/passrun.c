@@ -67,8 +67,17 @@ static const flag flags[] = {
 	{"--print", ARG_NONE, NULL, "print the resulting program as text on stdout"},
 	{"--print-after-all", ARG_NONE, NULL, "print the program after every pass (stderr)"},
 	{"--print-after", ARG_REQUIRED, "PASS", "print the program after PASS (stderr; repeatable)"},
+	{"--print-before", ARG_REQUIRED, "PASS", "print the program before PASS (stderr; "
+	 "repeatable)"},
+	{"--print-changed", ARG_OPTIONAL, "diff", "print the program after each pass that changed "
+	 "it (=diff: a unified diff of before and after; stderr)"},
 	{"--print-pipeline", ARG_NONE, NULL, "print the checked pipeline as YAML (stderr)"},
-	{"--verify-each", ARG_NONE, NULL, "run the verifier after every pass"},
+	{"--verify-each", ARG_NONE, NULL, "run the verifier after every pass, and name a pass that "
+	 "changed the program while reporting no change"},
+	{"--disable-verify", ARG_NONE, NULL, "do not verify the result of the pipeline before "
+	 "writing, printing or running it"},
+	{"--crash-reproducer", ARG_REQUIRED, "FILE", "on a crash in a pass, write the program the "
+	 "pipeline got to FILE and the pipeline to FILE.yaml"},
 	{"--time-passes", ARG_NONE, NULL, "a table of time per pass (stderr)"},
 	{"--stats", ARG_REQUIRED, "json", "statistics as JSON on stdout"},
 	{"--list-passes", ARG_OPTIONAL, "markdown", "every registered pass, its plugin and its "
@@ -200,6 +209,14 @@ static int apply(opts *o, const flag *f, const char *v)
 	else if (!strcmp(n, "--print")) o->print = true;
 	else if (!strcmp(n, "--print-after-all")) o->print_after_all = true;
 	else if (!strcmp(n, "--print-after")) { if (!push(o->print_after, &o->n_print_after, v, "--print-after")) return EXIT_USAGE; }
+	else if (!strcmp(n, "--print-before")) { if (!push(o->print_before, &o->n_print_before, v, "--print-before")) return EXIT_USAGE; }
+	else if (!strcmp(n, "--print-changed")) {
+		if (v && strcmp(v, "diff"))
+			return usage_error("--print-changed=%s: the only format is diff", v);
+		o->print_changed = v ? PR_PRINT_CHANGED_DIFF : PR_PRINT_CHANGED_FULL;
+	}
+	else if (!strcmp(n, "--disable-verify")) o->disable_verify = true;
+	else if (!strcmp(n, "--crash-reproducer")) o->crash_reproducer = v;
 	else if (!strcmp(n, "--print-pipeline")) o->print_pipeline = true;
 	else if (!strcmp(n, "--verify-each")) o->verify_each = true;
 	else if (!strcmp(n, "--time-passes")) o->time_passes = true;
@@ -322,7 +339,9 @@ static int positionals(opts *o, const char **pos, int n)
 static int check_compare_args(const opts *o)
 {
 	const char *bad = o->pipeline ? "--pipeline" : o->passes ? "--passes" : o->output ? "-o"
-		: o->print || o->print_after_all || o->n_print_after ? "--print*"
+		: o->print || o->print_after_all || o->n_print_after || o->n_print_before
+		  || o->print_changed ? "--print*"
+		: o->crash_reproducer ? "--crash-reproducer"
 		: o->stats_json ? "--stats" : o->dot ? "--dot" : o->output_dir ? "--output-dir"
 		: o->time_passes ? "--time-passes" : o->list_passes ? "--list-passes" : NULL;
 	if (bad)
@@ -408,23 +427,44 @@ static pr_err *read_pipeline(const opts *o, pr_pipeline **pl)
 	return e;
 }
 
-static pr_err *check_print_after(const opts *o, const pr_registry *r)
+/* --print-before/--print-after name a pass of the pipeline: an unknown pass
+ * gets the nearest registered one, a known one that this pipeline does not
+ * run gets the pipeline's passes. */
+static pr_err *check_printed_pass(const char *flag, const char *pass, const pr_registry *r,
+				  const pr_pipeline *pl)
 {
-	for (int i = 0; i < o->n_print_after; i++) {
-		if (pr_registry_find_pass(r, o->print_after[i]))
-			continue;
-		int n = pr_registry_n_passes(r);
-		const char **names = calloc((size_t)n + 1, sizeof *names);
-		for (int k = 0; k < n; k++)
-			names[k] = pr_registry_pass(r, k)->name;
-		const char *near = pr_nearest(o->print_after[i], names, n);
-		pr_err *e = pr_err_new("--print-after=%s: unknown pass%s%s%s", o->print_after[i],
-				       near ? "; did you mean '" : "", near ? near : "",
-				       near ? "'?" : "");
-		free(names);
+	for (int i = 0; i < pr_pipeline_n_passes(pl); i++)
+		if (!strcmp(pr_pipeline_pass_name(pl, i), pass))
+			return NULL;
+	if (pr_registry_find_pass(r, pass)) {
+		pr_strbuf b;
+		pr_strbuf_init(&b);
+		for (int i = 0; i < pr_pipeline_n_passes(pl); i++)
+			pr_strbuf_printf(&b, "%s%s", i ? ", " : "", pr_pipeline_pass_name(pl, i));
+		pr_err *e = pr_err_new("%s=%s: pass '%s' is not in the pipeline (its passes: %s)",
+				       flag, pass, pass, b.len ? b.data : "none");
+		pr_strbuf_free(&b);
 		return e;
 	}
-	return NULL;
+	int n = pr_registry_n_passes(r);
+	const char **names = calloc((size_t)n + 1, sizeof *names);
+	for (int k = 0; k < n; k++)
+		names[k] = pr_registry_pass(r, k)->name;
+	const char *near = pr_nearest(pass, names, n);
+	pr_err *e = pr_err_new("%s=%s: unknown pass%s%s%s", flag, pass,
+			       near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+	free(names);
+	return e;
+}
+
+static pr_err *check_print_flags(const opts *o, const pr_registry *r, const pr_pipeline *pl)
+{
+	pr_err *e = NULL;
+	for (int i = 0; i < o->n_print_after && !e; i++)
+		e = check_printed_pass("--print-after", o->print_after[i], r, pl);
+	for (int i = 0; i < o->n_print_before && !e; i++)
+		e = check_printed_pass("--print-before", o->print_before[i], r, pl);
+	return e;
 }
 
 int load_pipeline(session *s)
@@ -439,7 +479,7 @@ int load_pipeline(session *s)
 	if (!e)
 		e = pr_pipeline_validate(s->pl, s->reg);
 	if (!e)
-		e = check_print_after(o, s->reg);
+		e = check_print_flags(o, s->reg, s->pl);
 	pr_pass_report_add(&s->rep, "load pipeline", pr_now_ms() - t0, false, false);
 	if (e)
 		return fail(EXIT_USAGE, e);
@@ -493,8 +533,13 @@ static int verify_program(session *s)
 static int run_pipeline(session *s)
 {
 	const opts *o = s->o;
-	pr_instrument_opts ro = {o->print_after_all, o->print_after, o->n_print_after, o->verify_each,
-			  stderr, stderr};
+	pr_instrument_opts ro = {
+		.print_after_all = o->print_after_all, .print_after = o->print_after,
+		.n_print_after = o->n_print_after, .verify_each = o->verify_each,
+		.print_out = stderr, .diag_out = stderr, .print_before = o->print_before,
+		.n_print_before = o->n_print_before, .print_changed = o->print_changed,
+		.verify_after = !o->disable_verify, .crash_reproducer = o->crash_reproducer,
+	};
 	pr_err *e = pr_pipeline_run(s->pl, s->reg, s->prog, &s->diags, &ro, &s->rep);
 	if (e) {
 		fprintf(stderr, "%s: %s\n", o->program, pr_err_message(e));
@@ -714,6 +759,7 @@ int main(int argc, char **argv)
 	if (o.compare)
 		return compare_main(&o);
 
+	pr_crash_handler_install(-1);
 	session s;
 	session_init(&s, &o);
 	st = load_plugins(&s);

@@ -40,6 +40,11 @@ typedef struct opts {
 	bool print, print_after_all, print_pipeline;
 	const char *print_after[MAX_LIST];
 	int n_print_after;
+	const char *print_before[MAX_LIST];
+	int n_print_before;
+	pr_print_changed print_changed;     /* --print-changed[=diff] */
+	bool disable_verify;                /* --disable-verify */
+	const char *crash_reproducer;       /* --crash-reproducer=FILE */
 	bool verify_each, time_passes, stats_json, list_passes, list_markdown, werror;
 	/* The runtime's. */
 	bool run;

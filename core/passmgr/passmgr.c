@@ -1,25 +1,35 @@
 /* passmgr.c: running a pipeline (the pass manager proper).
  *
- * Passes run in pipeline order over the whole program. Each gets a context
- * (pr_pass_ctx) through which it reads its options, asks for analyses and
- * reports diagnostics; the manager does the bookkeeping around it:
+ * Passes run in pipeline order. A pass with a per-method entry (run_graph)
+ * is called once per method, in order; one with run gets the whole program.
+ * Each gets a context (pr_pass_ctx) through which it reads its options, asks
+ * for analyses and reports diagnostics; the manager does the bookkeeping:
  *
  *   - options: the pass's own value (its entry in the pipeline), then for a
  *     pipeline-scope option the pipeline's `options:`, then the declared
  *     default. A per-method map that has no entry for the method falls
- *     through to the next level.
+ *     through to the next level. Under run_graph, method NULL means the
+ *     running method.
  *   - analyses: computed on the first request for a (analysis, graph) pair
- *     and cached in a hash table; after a pass that says it changed the
- *     program, every cached result not named in its `preserves` is dropped.
- *   - instrumentation: the time of each pass, --print-after-all /
- *     --print-after=PASS (the program as text on print_out), --verify-each
- *     (pr_verify and the memory-plan checker pr_plan_check, with the pass's
- *     name; a failure stops the run and names the pass), and new diagnostics
- *     printed after each pass.
+ *     and cached in a hash table. Those a pass `requires` are computed before
+ *     it runs (for run_graph, on the method's graph just before the call;
+ *     for run, on every method's graph), and one with no result fails the
+ *     pass. After a pass that says it changed the program, every cached
+ *     result not named in its `preserves` is dropped; under run_graph, only
+ *     those of the methods it changed (and of the delegate bodies, which a
+ *     method's pass may edit and methods share).
+ *   - contracts: a pass that reads an undeclared option or asks for an
+ *     unregistered analysis gets a neutral value; the first such request is
+ *     kept on the context and fails the pass when it returns.
+ *   - instruments (instrument.c), one hook list run before each pass, after
+ *     it, or after it failed: time, new diagnostics, the crash note,
+ *     --print-before/-after/-changed, --verify-each.
  *
  * The run stops at the first pass that fails: one that returns an error, or
- * whose diagnostics contain errors (warnings too under --werror), or after
- * which the verifier fails. The program is then not written by the tool. */
+ * whose diagnostics contain errors (warnings too under --werror), or that
+ * broke a contract, or after which an instrument (the verifier) fails. With
+ * verify_after, the verifier then checks the result once more. The program is
+ * then not written by the tool. */
 #include "passrun/manager.h"
 
 #include <dirent.h>
@@ -35,6 +45,7 @@
 #include "passrun/verify.h"
 #include "locate.h"
 #include "pm_internal.h"
+#include "pm_run.h"
 
 typedef struct cache_key {
 	const pr_graph *graph;
@@ -54,7 +65,18 @@ struct pr_pass_ctx {
 	const pm_pass_entry *entry;
 	pr_diags *diags;
 	cache_entry **cache;
+	const char *method;     /* under run_graph: the running method */
+	pr_err *contract;       /* the first contract the pass broke */
 };
+
+/* Keeps the first contract error; the pass fails with it when it returns. */
+static void broke_contract(pr_pass_ctx *ctx, pr_err *e)
+{
+	if (ctx->contract)
+		pr_err_free(e);
+	else
+		ctx->contract = e;
+}
 
 /* ---- what a pass can ask for --------------------------------------------- */
 
@@ -68,24 +90,45 @@ void *pr_pass_user(const pr_pass_ctx *ctx)
 	return ctx->entry->info->user;
 }
 
-static const pr_option_decl *declared(pr_pass_ctx *ctx, const char *name)
+const char *pr_pass_method(const pr_pass_ctx *ctx)
+{
+	return ctx->method;
+}
+
+static const pr_option_decl *declared(pr_pass_ctx *ctx, const char *name, pr_option_type type)
 {
 	const pr_pass_info *p = ctx->entry->info;
-	for (size_t i = 0; i < p->n_options; i++)
-		if (!strcmp(p->options[i].name, name))
-			return &p->options[i];
-	/* A pass asking for an option it never declared is a bug in the pass. */
-	fprintf(stderr, "passrun: pass '%s' reads option '%s', which it does not declare\n",
-		p->name, name);
-	pr_assert_fail("option declared by the running pass", __FILE__, __LINE__);
+	for (size_t i = 0; i < p->n_options && name; i++) {
+		const pr_option_decl *d = &p->options[i];
+		if (strcmp(d->name, name))
+			continue;
+		if (d->type == type)
+			return d;
+		broke_contract(ctx, pr_err_new("pass '%s' reads option '%s' as %s, but declares "
+					       "it as %s", p->name, name, pm_type_article(type),
+					       pm_type_article(d->type)));
+		return NULL;
+	}
+	broke_contract(ctx, pr_err_new("pass '%s' reads option '%s', which it does not declare",
+				       p->name, name ? name : "(null)"));
+	return NULL;
+}
+
+/* The neutral value a broken contract reads: false, 0, 0.0, "". */
+static const char *neutral(pr_option_type type)
+{
+	return type == PR_OPT_BOOL ? "false" : type == PR_OPT_STRING ? "" : "0";
 }
 
 /* The option's text for method; values were normalized by validation. */
 static const char *opt_text(pr_pass_ctx *ctx, const char *name, const char *method,
 			    pr_option_type type)
 {
-	const pr_option_decl *d = declared(ctx, name);
-	PR_ASSERT(d->type == type);
+	const pr_option_decl *d = declared(ctx, name, type);
+	if (!d)
+		return neutral(type);
+	if (!method)
+		method = ctx->method;
 	const pm_optval *v = pm_optlist_find(&ctx->entry->opts, name);
 	const char *t = v ? pm_optval_for(v, method) : NULL;
 	if (!t && d->scope == PR_SCOPE_PIPELINE) {
@@ -139,9 +182,12 @@ static void entry_drop(cache_entry **cache, cache_entry *e)
 
 void *pr_pass_analysis(pr_pass_ctx *ctx, const char *name, pr_graph *g)
 {
-	const pr_analysis_info *a = pr_registry_find_analysis(ctx->registry, name);
-	if (!a)
+	const pr_analysis_info *a = name ? pr_registry_find_analysis(ctx->registry, name) : NULL;
+	if (!a) {
+		broke_contract(ctx, pr_err_new("pass '%s' asks for analysis '%s', which no plugin "
+					       "registers", pr_pass_name(ctx), name ? name : "(null)"));
 		return NULL;
+	}
 	cache_key key;
 	memset(&key, 0, sizeof key);
 	key.graph = g;
@@ -150,9 +196,10 @@ void *pr_pass_analysis(pr_pass_ctx *ctx, const char *name, pr_graph *g)
 	HASH_FIND(hh, *ctx->cache, &key, sizeof key, e);
 	if (e) {
 		if (e->computing) {
-			fprintf(stderr, "passrun: analysis '%s' asks for itself on graph '%s'\n",
-				name, g->name);
-			pr_assert_fail("no cycle between analyses", __FILE__, __LINE__);
+			broke_contract(ctx, pr_err_new("pass '%s': analysis '%s' asks for itself on "
+						       "graph '%s'", pr_pass_name(ctx), name,
+						       g->name));
+			return NULL;
 		}
 		return e->result;
 	}
@@ -181,12 +228,16 @@ static bool preserves(const pr_pass_info *p, const char *analysis)
 	return false;
 }
 
-static void invalidate_after(cache_entry **cache, const pr_pass_info *p)
+/* After p changed the program (method NULL) or method g of it: drops what
+ * it does not preserve, of every graph or of g and the delegate bodies. */
+static void invalidate_after(cache_entry **cache, const pr_pass_info *p, const pr_graph *g)
 {
 	cache_entry *e, *tmp;
-	HASH_ITER(hh, *cache, e, tmp)
-		if (!preserves(p, e->key.analysis->name))
+	HASH_ITER(hh, *cache, e, tmp) {
+		bool hit = !g || e->key.graph == g || e->key.graph->delegate;
+		if (hit && !preserves(p, e->key.analysis->name))
 			entry_drop(cache, e);
+	}
 }
 
 static void cache_clear(cache_entry **cache)
@@ -261,62 +312,112 @@ void pr_pass_report_print_times(const pr_pass_report *rep, FILE *out)
 
 /* ---- running -------------------------------------------------------------- */
 
-static bool wants_print(const pr_instrument_opts *o, const char *pass)
-{
-	if (o->print_after_all)
-		return true;
-	for (int i = 0; i < o->n_print_after; i++)
-		if (!strcmp(o->print_after[i], pass))
-			return true;
-	return false;
-}
-
-static void print_program(const pr_program *p, const char *pass, FILE *out)
-{
-	size_t len;
-	char *text = pr_text_print(p, &len);
-	fprintf(out, "# *** program after pass '%s' ***\n", pass);
-	fwrite(text, 1, len, out);
-	fflush(out);
-	free(text);
-}
-
-/* Runs one pass and what surrounds it; returns an error that stops the run. */
-static pr_err *run_one(pr_pass_ctx *ctx, pr_program *p, const pr_instrument_opts *o,
-		       pr_pass_report *rep)
+/* Computes what the pass requires on g; an analysis with no result there
+ * fails the pass (pass.h promises a pass non-NULL results). */
+static pr_err *require_analyses(pr_pass_ctx *ctx, pr_graph *g)
 {
 	const pr_pass_info *info = ctx->entry->info;
-	int diags_before = ctx->diags->n;
-	int errors_before = pr_diags_errors(ctx->diags);
-	bool changed = false;
-	double t0 = pr_now_ms();
-	pr_err *e = info->run(ctx, p, &changed);
-	double ms = pr_now_ms() - t0;
-	if (rep)
-		pr_pass_report_add(rep, info->name, ms, changed, true);
-	if (changed)
-		invalidate_after(ctx->cache, info);
-	if (o->diag_out)
-		pr_diags_print(ctx->diags, diags_before, o->diag_out);
-	if (e)
-		return pr_err_wrap(e, "pass '%s' failed", info->name);
-	int errors = pr_diags_errors(ctx->diags) - errors_before;
-	if (errors)
-		return pr_err_new("pass '%s' reported %d error%s", info->name, errors,
-				  errors == 1 ? "" : "s");
-	if (wants_print(o, info->name))
-		print_program(p, info->name, o->print_out ? o->print_out : stderr);
-	if (o->verify_each) {
-		diags_before = ctx->diags->n;
-		int bad = pr_verify(p, ctx->diags, info->name);
-		bad += pr_plan_check(p, ctx->diags, info->name);
-		if (o->diag_out)
-			pr_diags_print(ctx->diags, diags_before, o->diag_out);
-		if (bad)
-			return pr_err_new("verifier failed after pass '%s' (%d error%s)",
-					  info->name, bad, bad == 1 ? "" : "s");
+	for (const char *const *a = info->requires; a && *a; a++) {
+		if (pr_pass_analysis(ctx, *a, g))
+			continue;
+		if (ctx->contract)
+			return NULL;
+		return pr_err_new("pass '%s' requires analysis '%s', which has no result for "
+				  "%s '%s'", info->name, *a, g->delegate ? "delegate" : "method",
+				  g->name);
 	}
 	return NULL;
+}
+
+static pr_err *run_whole(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	const pr_pass_info *info = ctx->entry->info;
+	pr_err *e = NULL;
+	for (int m = 0; m < p->n_methods && !e && !ctx->contract; m++)
+		e = require_analyses(ctx, p->methods[m]);
+	if (!e && !ctx->contract)
+		e = info->run(ctx, p, changed);
+	if (*changed)
+		invalidate_after(ctx->cache, info, NULL);
+	return e;
+}
+
+static pr_err *run_per_method(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	const pr_pass_info *info = ctx->entry->info;
+	pr_err *e = NULL;
+	for (int m = 0; m < p->n_methods && !e && !ctx->contract; m++) {
+		pr_graph *g = p->methods[m];
+		ctx->method = g->name;
+		pm_crash_enter(ctx->registry, info, g->name);
+		e = require_analyses(ctx, g);
+		bool one = false;
+		if (!e && !ctx->contract)
+			e = info->run_graph(ctx, p, g, &one);
+		if (one)
+			invalidate_after(ctx->cache, info, g);
+		*changed |= one;
+	}
+	ctx->method = NULL;
+	return e;
+}
+
+/* Why the pass failed, or NULL: its error, a broken contract, its errors. */
+static pr_err *pass_failure(pr_pass_ctx *ctx, pr_err *e, int errors_before)
+{
+	const char *name = ctx->entry->info->name;
+	if (e) {
+		pr_err_free(ctx->contract);
+		return pr_err_wrap(e, "pass '%s' failed", name);
+	}
+	if (ctx->contract)
+		return ctx->contract;
+	int errors = pr_diags_errors(ctx->diags) - errors_before;
+	if (errors)
+		return pr_err_new("pass '%s' reported %d error%s", name, errors,
+				  errors == 1 ? "" : "s");
+	return NULL;
+}
+
+/* Runs one pass between the instruments' hooks; returns an error that stops
+ * the run. */
+static pr_err *run_one(pr_pass_ctx *ctx, pm_run *run, pm_instruments *ins, int index)
+{
+	const pr_pass_info *info = ctx->entry->info;
+	pm_pass_event ev = {info, index, false, ctx->diags->n};
+	int errors_before = pr_diags_errors(ctx->diags);
+	pm_instruments_before(ins, run, &ev);
+	bool changed = false;
+	pr_err *e = info->run_graph ? run_per_method(ctx, run->program, &changed)
+				    : run_whole(ctx, run->program, &changed);
+	ev.changed = changed;
+	if (changed)
+		run->last_changed = info->name;
+	e = pass_failure(ctx, e, errors_before);
+	if (e) {
+		pm_instruments_failed(ins, run, &ev);
+		return e;
+	}
+	return pm_instruments_after(ins, run, &ev);
+}
+
+/* verify_after: the result checked once, blaming the last pass that said it
+ * changed something (the first that broke it is found with --verify-each). */
+static pr_err *verify_result(pm_run *run)
+{
+	int before = run->diags->n;
+	int bad = pr_verify(run->program, run->diags, "verifier");
+	bad += pr_plan_check(run->program, run->diags, "verifier");
+	if (run->opts->diag_out)
+		pr_diags_print(run->diags, before, run->opts->diag_out);
+	if (!bad)
+		return NULL;
+	const char *blame = run->last_changed;
+	return pr_err_new("verifier failed after the pipeline (%d error%s); %s%s%s "
+			  "(rerun with --verify-each to name the first pass that breaks it)",
+			  bad, bad == 1 ? "" : "s",
+			  blame ? "most likely at fault: pass '" : "no pass reported a change",
+			  blame ? blame : "", blame ? "', the last that reported a change" : "");
 }
 
 pr_err *pr_pipeline_run(const pr_pipeline *pl, const pr_registry *r, pr_program *p,
@@ -325,15 +426,21 @@ pr_err *pr_pipeline_run(const pr_pipeline *pl, const pr_registry *r, pr_program 
 	PR_ASSERT(pl->validated || pl->n_passes == 0);
 	pr_instrument_opts none;
 	memset(&none, 0, sizeof none);
-	if (!opts)
-		opts = &none;
+	pm_run run = {r, pl, p, diags, opts ? opts : &none, rep, NULL};
+	pm_instruments ins;
+	pm_instruments_init(&ins, &run);
+	pm_crash_prepare_reproducer(&run);
 	cache_entry *cache = NULL;
 	pr_err *e = NULL;
 	for (int i = 0; i < pl->n_passes && !e; i++) {
-		pr_pass_ctx ctx = {r, pl, &pl->passes[i], diags, &cache};
-		e = run_one(&ctx, p, opts, rep);
+		pr_pass_ctx ctx = {r, pl, &pl->passes[i], diags, &cache, NULL, NULL};
+		e = run_one(&ctx, &run, &ins, i);
 	}
+	pm_crash_forget_reproducer();
 	cache_clear(&cache);
+	pm_instruments_free(&ins);
+	if (!e && run.opts->verify_after && !run.opts->verify_each && pl->n_passes)
+		e = verify_result(&run);
 	return e;
 }
 

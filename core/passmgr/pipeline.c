@@ -27,6 +27,7 @@
 #include "passrun/strbuf.h"
 #include "locate.h"
 #include "pm_internal.h"
+#include "pm_run.h"
 
 /* ---- values -------------------------------------------------------------- */
 
@@ -1279,6 +1280,16 @@ static void put_pass(pr_strbuf *b, const pm_pass_entry *p)
 
 char *pr_pipeline_to_yaml(const pr_pipeline *pl)
 {
+	const char **files = pr_xcalloc((size_t)pl->n_plugins + 1, sizeof *files);
+	for (int i = 0; i < pl->n_plugins; i++)
+		files[i] = pl->plugins[i].path;
+	char *yaml = pm_pipeline_yaml_with_plugins(pl, files, pl->n_plugins);
+	free(files);
+	return yaml;
+}
+
+char *pm_pipeline_yaml_with_plugins(const pr_pipeline *pl, const char *const *plugins, int n)
+{
 	pr_strbuf b;
 	pr_strbuf_init(&b);
 	pr_strbuf_puts(&b, "name: ");
@@ -1289,11 +1300,11 @@ char *pr_pipeline_to_yaml(const pr_pipeline *pl)
 		put_scalar(&b, pl->description, false);
 		pr_strbuf_putc(&b, '\n');
 	}
-	if (pl->n_plugins)
+	if (n)
 		pr_strbuf_puts(&b, "plugins:\n");
-	for (int i = 0; i < pl->n_plugins; i++) {
+	for (int i = 0; i < n; i++) {
 		pr_strbuf_puts(&b, "  - ");
-		put_scalar(&b, pl->plugins[i].path, false);
+		put_scalar(&b, plugins[i], false);
 		pr_strbuf_putc(&b, '\n');
 	}
 	if (pl->opts.n) {

@@ -41,6 +41,7 @@
 
 #include "locate.h"
 #include "pm_internal.h"
+#include "pm_run.h"
 
 typedef struct plugin_rec {
 	char *path;       /* as given */
@@ -127,10 +128,21 @@ static bool good_name(const char *s)
 
 static pr_err *check_option_decls(const pr_pass_info *p)
 {
+	if (p->n_options && !p->options)
+		return pr_err_new("pass '%s' declares %zu options but no option array", p->name,
+				  p->n_options);
 	for (size_t i = 0; i < p->n_options; i++) {
 		const pr_option_decl *o = &p->options[i];
 		if (!good_name(o->name))
-			return pr_err_new("pass '%s': option %zu has no valid name", p->name, i);
+			return pr_err_new("pass '%s': option %zu has no valid name ('%s')", p->name, i,
+					  o->name ? o->name : "(null)");
+		if ((unsigned)o->type > PR_OPT_STRING)
+			return pr_err_new("pass '%s': option '%s' has an unknown type (%d; one of "
+					  "PR_OPT_BOOL, PR_OPT_INT, PR_OPT_FLOAT, PR_OPT_STRING)",
+					  p->name, o->name, (int)o->type);
+		if ((unsigned)o->scope > PR_SCOPE_PIPELINE)
+			return pr_err_new("pass '%s': option '%s' has an unknown scope (%d)", p->name,
+					  o->name, (int)o->scope);
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(p->options[j].name, o->name))
 				return pr_err_new("pass '%s' declares option '%s' twice",
@@ -176,8 +188,8 @@ static pr_err *register_pass(pr_registry *r, const pr_pass_info *pass)
 		return pr_err_new("a pass has no valid name ('%s'; names may not contain "
 				  "spaces or any of , { } = . : # [ ] quotes)",
 				  info.name ? info.name : "(null)");
-	if (!info.run)
-		return pr_err_new("pass '%s' has no run function", info.name);
+	if (!info.run && !info.run_graph)
+		return pr_err_new("pass '%s' has no run function (set run or run_graph)", info.name);
 	for (int i = 0; i < r->n_passes; i++) {
 		if (strcmp(r->passes[i].info.name, info.name))
 			continue;
@@ -560,6 +572,14 @@ pr_err *pr_registry_load_search(pr_registry *r, const pr_plugin_search *s)
 }
 
 /* ---- queries ------------------------------------------------------------- */
+
+int pm_registry_pass_index(const pr_registry *r, const pr_pass_info *info)
+{
+	for (int i = 0; i < r->n_passes; i++)
+		if (&r->passes[i].info == info)
+			return i;
+	return -1;
+}
 
 int pr_registry_n_passes(const pr_registry *r)
 {

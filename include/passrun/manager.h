@@ -134,13 +134,36 @@ void pr_names_free(char **names, int n);
 
 /* ---- running ------------------------------------------------------------- */
 
+/* How --print-changed prints: the whole program, or a unified diff of its
+ * printed form before and after the pass. */
+typedef enum pr_print_changed {
+	PR_PRINT_CHANGED_OFF, PR_PRINT_CHANGED_FULL, PR_PRINT_CHANGED_DIFF,
+} pr_print_changed;
+
+/* The instruments of a run. Each is a set of hooks (before a pass, after it,
+ * after it failed) on one list, as MLIR's PassInstrumentation: timing, the
+ * new diagnostics, the printers, the verifier, the crash note. Fields are
+ * added at the end; a zeroed struct means no instrument. */
 typedef struct pr_instrument_opts {
 	bool print_after_all;
 	const char *const *print_after;  /* pass names */
 	int n_print_after;
-	bool verify_each;
-	FILE *print_out;   /* --print-after*: NULL means stderr */
+	bool verify_each;  /* pr_verify and pr_plan_check after every pass, and a
+			      pass that changed the program while reporting no
+			      change is an error (a fingerprint, see passmgr.c) */
+	FILE *print_out;   /* --print-*: NULL means stderr */
 	FILE *diag_out;    /* new diagnostics are printed here after each pass; NULL: not printed */
+	const char *const *print_before; /* pass names */
+	int n_print_before;
+	pr_print_changed print_changed;
+	bool verify_after; /* verify once the pipeline has run (unless verify_each
+			      did after every pass); a failure names the last pass
+			      that reported a change */
+	/* With a crash handler installed (pr_crash_handler_install): on a crash
+	 * in a pass, write the program as it was when the pipeline started to
+	 * this file (text) and the pipeline to FILE.yaml, which reproduce the
+	 * crash with `passrun --pipeline FILE.yaml FILE`. NULL: none. */
+	const char *crash_reproducer;
 } pr_instrument_opts;
 
 typedef struct pr_pass_record {
@@ -166,10 +189,22 @@ double pr_now_ms(void);
 
 /* Runs a validated pipeline over p. Stops at the first pass that returns an
  * error (returned, naming the pass), that reports error diagnostics (counting
- * warnings under diags->werror; returns an error too), or after which the
- * verifier fails under verify_each ("verifier failed after pass 'X'"). */
+ * warnings under diags->werror; returns an error too), that broke a contract
+ * of pass.h (an undeclared option, an unregistered analysis, a required
+ * analysis with no result), or after which the verifier fails under
+ * verify_each ("verifier failed after pass 'X'"). */
 pr_err *pr_pipeline_run(const pr_pipeline *pl, const pr_registry *r, pr_program *p,
 			pr_diags *diags, const pr_instrument_opts *opts, pr_pass_report *rep);
+
+/* Installs handlers for SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT (on an
+ * alternate stack). A signal while a pass runs writes, with write(2) of
+ * strings prepared before the pass, "passrun: crash: signal N (NAME) in pass
+ * 'P' of plugin 'L' (FILE), method 'M'" on stderr, the pass's name and a
+ * newline on report_fd (when >= 0), and the crash reproducer (when the run
+ * asked for one); then the signal is raised again with its default action,
+ * so the process ends as killed by it (a shell's status 128+N, a core dump
+ * where enabled). Outside a pass the handlers only re-raise. */
+void pr_crash_handler_install(int report_fd);
 
 /* ---- statistics ---------------------------------------------------------- */
 

@@ -11,7 +11,20 @@
  * pr_register_analysis. A pass never calls into another plugin: it asks the
  * core for a named analysis (pr_pass_analysis), and the core computes it on
  * demand, caches it per graph, and drops it when a pass that changed the
- * program does not list it as preserved. */
+ * program does not list it as preserved.
+ *
+ * A pass runs either over the whole program (run) or once per method
+ * (run_graph). The per-method entry is the one to use when a pass really
+ * works one method at a time: options are then read for the running method
+ * without naming it, and a method the pass left unchanged keeps its cached
+ * analyses. Every analysis a pass lists in `requires` is computed before it
+ * runs (on the method's graph, or on every method's graph for a whole-program
+ * pass), so pr_pass_analysis never returns NULL for one of them there.
+ *
+ * Contract errors are reported, not aborted on: reading an option the pass
+ * does not declare (or as another type), or asking for an analysis nobody
+ * registered, returns a neutral value (false, 0, "", NULL) and fails the pass
+ * when it returns, with a message naming the pass and the name it asked for. */
 #ifndef PASSRUN_PASS_H
 #define PASSRUN_PASS_H
 
@@ -61,6 +74,11 @@ typedef struct pr_pass_ctx pr_pass_ctx;
  * Findings the user should see go to pr_pass_diag; an error status means the
  * pass could not do its job (the program is then not written). */
 typedef pr_err *(*pr_pass_run_fn)(pr_pass_ctx *ctx, pr_program *p, bool *changed);
+/* Runs over one method g of p (the manager calls it for each method, in
+ * order). Sets *changed when it changed anything. It may edit the delegates
+ * g calls; it must not edit another method. */
+typedef pr_err *(*pr_pass_graph_fn)(pr_pass_ctx *ctx, pr_program *p, pr_graph *g,
+				    bool *changed);
 
 typedef struct pr_pass_info {
 	size_t struct_size;          /* sizeof(pr_pass_info) as the plugin saw it */
@@ -70,8 +88,10 @@ typedef struct pr_pass_info {
 	size_t n_options;
 	const char *const *requires; /* analyses it asks for; NULL-terminated or NULL */
 	const char *const *preserves;/* analyses still valid after it changes things */
-	pr_pass_run_fn run;
+	pr_pass_run_fn run;          /* whole program; NULL when run_graph is set */
 	void *user;                  /* handed back by pr_pass_user */
+	/* Fields below are read only when struct_size covers them. */
+	pr_pass_graph_fn run_graph;  /* per method; preferred over run when both are set */
 } pr_pass_info;
 
 /* An analysis computes a result for one graph (a method or a delegate body). */
@@ -108,16 +128,22 @@ typedef const pr_plugin_info *(*pr_plugin_entry_fn)(void);
 
 const char *pr_pass_name(const pr_pass_ctx *ctx);
 void *pr_pass_user(const pr_pass_ctx *ctx);
+/* The method a run_graph entry is running on; NULL in a whole-program run. */
+const char *pr_pass_method(const pr_pass_ctx *ctx);
 
-/* The option's value for a method (method may be NULL for program-wide).
- * Pass-scope values first, then the pipeline's options, then the default.
- * The option must be declared by the running pass. */
+/* The option's value for a method. method NULL means the running method
+ * under run_graph, program-wide under run. Pass-scope values first, then the
+ * pipeline's options, then the default. Reading an option the running pass
+ * does not declare, or with the getter of another type, is a contract error
+ * (see above): the neutral value is returned and the pass fails. */
 bool pr_pass_opt_bool(pr_pass_ctx *ctx, const char *name, const char *method);
 int64_t pr_pass_opt_int(pr_pass_ctx *ctx, const char *name, const char *method);
 double pr_pass_opt_float(pr_pass_ctx *ctx, const char *name, const char *method);
 const char *pr_pass_opt_string(pr_pass_ctx *ctx, const char *name, const char *method);
 
-/* A named analysis of g, computed now or taken from the cache. */
+/* A named analysis of g, computed now or taken from the cache. An analysis
+ * nobody registered, or one that asks for itself, is a contract error: NULL,
+ * and the pass fails. */
 void *pr_pass_analysis(pr_pass_ctx *ctx, const char *name, pr_graph *g);
 /* Drops cached analyses of g now (a pass that edits g and then wants a fresh
  * analysis of the same graph in the same run). */

@@ -67,12 +67,11 @@ static int64_t dce_graph(pr_pass_ctx *ctx, pr_graph *g, bool report)
 	return removed;
 }
 
-static pr_err *dce_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+/* Per method: a method's dead nodes are its own. */
+static pr_err *dce_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *changed)
 {
-	bool report = pr_pass_opt_bool(ctx, "report", NULL);
-	for (int i = 0; i < p->n_methods; i++)
-		if (dce_graph(ctx, p->methods[i], report) > 0)
-			*changed = true;
+	(void)p;
+	*changed = dce_graph(ctx, g, pr_pass_opt_bool(ctx, "report", NULL)) > 0;
 	return NULL;
 }
 
@@ -82,7 +81,7 @@ static const pr_pass_info dce_pass = {
 	.summary = "removes ops nobody reads that write nothing and are not copies",
 	.options = dce_options,
 	.n_options = sizeof dce_options / sizeof dce_options[0],
-	.run = dce_run,
+	.run_graph = dce_run,
 };
 
 static pr_err *dce_register(pr_registry *r)

@@ -100,14 +100,11 @@ static pr_err *plan_method(pr_pass_ctx *ctx, pr_graph *g, bool *changed)
 	return NULL;
 }
 
-static pr_err *memory_plan_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+/* Per method: each method has its own arenas. */
+static pr_err *memory_plan_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *changed)
 {
-	for (int m = 0; m < p->n_methods; m++) {
-		pr_err *err = plan_method(ctx, p->methods[m], changed);
-		if (err)
-			return err;
-	}
-	return NULL;
+	(void)p;
+	return plan_method(ctx, g, changed);
 }
 
 static const pr_pass_info memory_plan_pass = {
@@ -116,7 +113,7 @@ static const pr_pass_info memory_plan_pass = {
 	.summary = "per-device arenas: offsets for every tensor that needs memory, aliases shared (M1, M2)",
 	.options = memory_plan_options,
 	.n_options = sizeof memory_plan_options / sizeof memory_plan_options[0],
-	.run = memory_plan_run,
+	.run_graph = memory_plan_run,
 };
 
 static pr_err *memory_plan_register(pr_registry *r)

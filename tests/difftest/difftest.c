@@ -263,7 +263,7 @@ static result_kind run_one(tester *t, const char *file, int c, uint64_t seed, ch
 		snprintf(why, size, "the program fails verification before any pass");
 		k = R_INVALID;
 	} else {
-		pr_instrument_opts io = {false, NULL, 0, t->verify_each, NULL, NULL};
+		pr_instrument_opts io = {.verify_each = t->verify_each};
 		e = pr_pipeline_run(t->pl[c], t->reg, prog, &d, &io, &rep);
 		if (e)
 			k = classify_refusal(t, c, &d, why, size);

@@ -190,7 +190,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pr_diags_init(&d, "fuzz.pg");
 	pr_pass_report rep;
 	pr_pass_report_init(&rep);
-	pr_instrument_opts io = {false, NULL, 0, true, NULL, NULL};
+	pr_instrument_opts io = {.verify_each = true};
 	e = pr_pipeline_run(g_pipelines[h % N_COMBOS], g_reg, p, &d, &io, &rep);
 	if (!e)
 		run_placed(original, p, &d, &rep, h);

@@ -56,17 +56,17 @@ static void *count_nodes(pr_pass_ctx *ctx, pr_graph *g)
 
 static const char *const needs_count[] = {"test-node-count", NULL};
 
-static pr_err *use_count(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+/* Per method (run_graph): the manager computes the analysis it requires
+ * just before each call. */
+static pr_err *use_count(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *changed)
 {
+	(void)p;
 	*changed = false;
-	for (int i = 0; i < p->n_methods; i++) {
-		pr_graph *g = p->methods[i];
-		int64_t *a = pr_pass_analysis(ctx, "test-node-count", g);
-		int64_t *b = pr_pass_analysis(ctx, "test-node-count", g);
-		pr_pass_diag(ctx, PR_SEV_NOTE, "N-TEST-COUNT", g->name, NULL, -1,
-			     "nodes=%lld computed=%lld same=%d", (long long)*a,
-			     (long long)computations, a == b);
-	}
+	int64_t *a = pr_pass_analysis(ctx, "test-node-count", g);
+	int64_t *b = pr_pass_analysis(ctx, "test-node-count", g);
+	pr_pass_diag(ctx, PR_SEV_NOTE, "N-TEST-COUNT", g->name, NULL, -1,
+		     "nodes=%lld computed=%lld same=%d", (long long)*a,
+		     (long long)computations, a == b);
 	return NULL;
 }
 
@@ -112,7 +112,7 @@ static const pr_pass_info passes[] = {
 	 .options = opts_decl, .n_options = sizeof opts_decl / sizeof opts_decl[0], .run = echo_opts},
 	{.struct_size = sizeof(pr_pass_info), .name = "test-count",
 	 .summary = "asks for test-node-count twice per method", .requires = needs_count,
-	 .run = use_count},
+	 .run_graph = use_count},
 	PASS("test-touch", touch, "says it changed the program, preserves nothing"),
 	{.struct_size = sizeof(pr_pass_info), .name = "test-touch-keep",
 	 .summary = "says it changed the program, preserves test-node-count",

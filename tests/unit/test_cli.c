@@ -3,6 +3,7 @@
  * --print, the instrumentation (--print-after*, --verify-each, --time-passes,
  * --stats=json checked by a JSON parser, --werror) and the dce plugin. */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,8 @@ Test(cli, help_lists_every_option)
 			      "--print", "--print-after-all", "--print-after", "--verify-each",
 			      "--time-passes", "--stats=json", "--run[=N]", "--device", "--check",
 			      "--input", "--seed", "--output-dir", "--dot", "--list-passes",
-			      "--werror", "convert IN OUT"};
+			      "--werror", "convert IN OUT", "--print-before", "--print-changed[=diff]",
+			      "--disable-verify", "--crash-reproducer"};
 	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
 		cr_assert(strstr(r.out, opts[i]), "--help does not mention %s", opts[i]);
 	tu_result_free(&r);
@@ -180,9 +182,9 @@ Test(cli, verify_each_names_the_pass_that_broke_the_program)
 	cr_assert(strstr(r.err, "verifier failed after pass 'test-break'"), "%s", r.err);
 	cr_assert(strstr(r.err, "error[E-PLACEMENT] pass 'test-break'"), "%s", r.err);
 	tu_result_free(&r);
-	/* Without --verify-each the broken program goes through the passes. */
-	r = tu_run("%s " NODEF " --plugin " BREAKER " --passes test-break %s", PASSRUN_EXE,
-		   program());
+	/* Only --disable-verify lets the broken program through. */
+	r = tu_run("%s " NODEF " --plugin " BREAKER " --passes test-break --disable-verify %s",
+		   PASSRUN_EXE, program());
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	tu_result_free(&r);
 }
@@ -444,4 +446,186 @@ Test(cli, overlapping_memory_plan_fails_verification_on_load)
 	cr_assert_eq(r.status, 1, "%s", r.err);
 	cr_assert(strstr(r.err, "error[E-PLAN] pass 'verifier' method 'forward'"), "%s", r.err);
 	tu_result_free(&r);
+}
+
+/* ---- the plugin author's safety net --------------------------------------- */
+
+#define CORRUPT PASSRUN_BINARY_DIR "/tests/plugins/prtest_corrupt.so"
+#define CRASHER PASSRUN_BINARY_DIR "/tests/plugins/prtest_crasher.so"
+
+/* forward's %a is written in place by %b, for test-bad-shape. */
+static const char *inplace_program(void)
+{
+	static char path[512];
+	snprintf(path, sizeof path, "%s", tu_write_temp("inplace.pg",
+		"passrun 1\n\n"
+		"op aten::add.Tensor(Tensor self, Tensor other) -> Tensor\n"
+		"op aten::relu_(Tensor(a!) self) -> Tensor(a!)\n\n"
+		"method @forward {\n"
+		"  %x: f32[2,3] = input user \"x\"\n"
+		"  %y: f32[2,3] = input user \"y\"\n"
+		"  %a: f32[2,3] = aten::add.Tensor(%x, %y)\n"
+		"  %b: f32[2,3] = aten::relu_(%a)\n"
+		"  return %b\n"
+		"}\n"));
+	return path;
+}
+
+static void caught_without_flags(const char *pass, const char *code)
+{
+	char out[600];
+	snprintf(out, sizeof out, "%s/corrupt_out.pg", tu_temp_dir());
+	remove(out);
+	tu_result r = tu_run("%s " NODEF " --plugin " CORRUPT " --plugin " GOOD
+			     " --passes test-noop,%s,test-noop -o %s %s", PASSRUN_EXE, pass, out,
+			     inplace_program());
+	cr_assert_eq(r.status, 1, "%s: %s", pass, r.err);
+	cr_assert(strstr(r.err, code), "%s: no %s in: %s", pass, code, r.err);
+	char expect[300];
+	snprintf(expect, sizeof expect, "verifier failed after the pipeline (");
+	cr_assert(strstr(r.err, expect), "%s", r.err);
+	snprintf(expect, sizeof expect, "most likely at fault: pass '%s', the last that "
+		 "reported a change (rerun with --verify-each", pass);
+	cr_assert(strstr(r.err, expect), "%s", r.err);
+	cr_assert_null(tu_read_file(out, NULL), "%s: -o wrote %s", pass, out);
+	tu_result_free(&r);
+	r = tu_run("%s " NODEF " --plugin " CORRUPT " --passes %s --verify-each %s", PASSRUN_EXE,
+		   pass, inplace_program());
+	snprintf(expect, sizeof expect, "verifier failed after pass '%s'", pass);
+	cr_assert(r.status == 1 && strstr(r.err, expect), "%s", r.err);
+	tu_result_free(&r);
+	r = tu_run("%s " NODEF " --plugin " CORRUPT " --passes %s --disable-verify -o %s %s",
+		   PASSRUN_EXE, pass, out, inplace_program());
+	cr_assert_eq(r.status, 0, "--disable-verify: %s", r.err);
+	char *text = tu_read_file(out, NULL);
+	cr_assert(text, "--disable-verify writes the result");
+	free(text);
+	tu_result_free(&r);
+}
+
+Test(cli, a_corrupting_pass_is_caught_without_flags)
+{
+	caught_without_flags("test-bad-uses", "error[E-USES] pass 'verifier'");
+	caught_without_flags("test-bad-shape", "in-place result %b is f32[2,3] but writes %a, "
+			     "which is f32[7,3]");
+	caught_without_flags("test-bad-device", "error[E-PLACEMENT] pass 'verifier'");
+}
+
+Test(cli, verify_each_names_a_pass_that_reports_no_change_but_made_one)
+{
+	tu_result r = tu_run("%s " NODEF " --plugin " CORRUPT " --passes test-hide-change "
+			     "--verify-each %s", PASSRUN_EXE, inplace_program());
+	cr_assert_eq(r.status, 1, "%s", r.err);
+	cr_assert(strstr(r.err, "pass 'test-hide-change' changed the program but reported no "
+			 "change"), "%s", r.err);
+	tu_result_free(&r);
+	r = tu_run("%s " NODEF " --plugin " CORRUPT " --passes test-hide-change %s", PASSRUN_EXE,
+		   inplace_program());
+	cr_assert_eq(r.status, 0, "a valid result, no fingerprints without --verify-each: %s",
+		     r.err);
+	tu_result_free(&r);
+}
+
+static void assert_crash_report(const tu_result *r, const char *plugin_path)
+{
+	cr_assert_eq(r->status, 128 + 11, "killed by SIGSEGV, got %d: %s", r->status, r->err);
+	char expect[1200];
+	snprintf(expect, sizeof expect, "passrun: crash: signal 11 (SIGSEGV) in pass 'test-crash' "
+		 "of plugin 'crasher' (%s), method 'forward'\n", plugin_path);
+	cr_assert(strstr(r->err, expect), "expected: %s\nin: %s", expect, r->err);
+}
+
+Test(cli, a_crash_names_its_pass_and_the_reproducer_reproduces_it)
+{
+	char repro[600];
+	snprintf(repro, sizeof repro, "%s/crash.pg", tu_temp_dir());
+	tu_result r = tu_run("%s " NODEF " --plugin " CRASHER " --plugin " GOOD
+			     " --passes test-touch,test-crash --crash-reproducer %s %s", PASSRUN_EXE,
+			     repro, program());
+	assert_crash_report(&r, CRASHER);
+	cr_assert(strstr(r.err, "reproduce with: passrun --pipeline"), "%s", r.err);
+	tu_result_free(&r);
+	/* The documented command: the second line of the reproducer. */
+	char *text = tu_read_file(repro, NULL);
+	cr_assert(text, "no reproducer written");
+	const char *cmd = strstr(text, "# Reproduce with: passrun ");
+	cr_assert(cmd, "%s", text);
+	cmd += strlen("# Reproduce with: passrun ");
+	char args[1500];
+	snprintf(args, sizeof args, "%.*s", (int)strcspn(cmd, "\n"), cmd);
+	cr_assert(strstr(text, "%a: f32[2,3] = aten::add.Tensor(%x, %y)"), "%s", text);
+	free(text);
+	r = tu_run("unset PASSRUN_PLUGIN_PATH; %s %s", PASSRUN_EXE, args);
+	char real[1024];
+	cr_assert(realpath(CRASHER, real));
+	assert_crash_report(&r, real);
+	tu_result_free(&r);
+}
+
+Test(cli, compare_survives_a_crashing_pipeline)
+{
+	char yaml[800];
+	snprintf(yaml, sizeof yaml, "plugins:\n  - %s\npasses:\n  - test-crash\n", CRASHER);
+	char crash[600];
+	snprintf(crash, sizeof crash, "%s", tu_write_temp("crash.yaml", yaml));
+	tu_result r = tu_run("%s compare --pipelines %s,cuda --format=json %s", PASSRUN_EXE, crash,
+			     program());
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "\"message\": \"crashed in pass test-crash (signal 11)\""), "%s",
+		  r.out);
+	cr_assert(strstr(r.out, "\"exit\": 139, \"check\": \"crashed\""), "%s", r.out);
+	cr_assert(strstr(r.out, "{\"name\": \"cuda\", \"exit\": 0"), "the next row ran: %s", r.out);
+	cr_assert(strstr(r.err, "in pass 'test-crash' of plugin 'crasher'"), "%s", r.err);
+	tu_result_free(&r);
+}
+
+Test(cli, print_changed_prints_only_after_passes_that_changed)
+{
+	tu_result r = run("--passes test-noop,test-touch,test-noop --print-changed", program());
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(tu_count(r.err, "# *** program after pass"), 1, "%s", r.err);
+	cr_assert(strstr(r.err, "# *** program after pass 'test-touch' ***"), "%s", r.err);
+	tu_result_free(&r);
+	r = tu_run("%s " NODEF " --plugin " CORRUPT " --plugin " GOOD " --passes "
+		   "test-noop,test-bad-device --print-changed=diff --disable-verify %s",
+		   PASSRUN_EXE, inplace_program());
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.err, "--- before pass 'test-bad-device'\n"
+			 "+++ after pass 'test-bad-device'\n"
+			 "@@ -4,7 +4,7 @@\n"
+			 " op aten::relu_(Tensor(a!) self) -> Tensor(a!)\n"
+			 " \n"
+			 " method @forward {\n"
+			 "-  %x: f32[2,3] = input user \"x\"\n"
+			 "+  %x: f32[2,3]@cuda:0 = input user \"x\"\n"
+			 "   %y: f32[2,3] = input user \"y\"\n"), "%s", r.err);
+	cr_assert_null(strstr(r.err, "pass 'test-noop'"), "test-noop changed nothing: %s", r.err);
+	tu_result_free(&r);
+	r = run("--passes test-noop --print-changed=full", program());
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	tu_result_free(&r);
+}
+
+Test(cli, print_before_prints_before_that_pass)
+{
+	tu_result r = run("--passes test-noop,test-touch --print-before=test-touch", program());
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(tu_count(r.err, "# *** program before pass 'test-touch' ***"), 1, "%s", r.err);
+	cr_assert_eq(tu_count(r.err, "# *** program"), 1, "%s", r.err);
+	tu_result_free(&r);
+}
+
+Test(cli, printing_a_pass_not_in_the_pipeline_is_a_usage_error)
+{
+	const char *flags[] = {"--print-after=test-touch", "--print-before=test-touch"};
+	for (int i = 0; i < 2; i++) {
+		char args[200];
+		snprintf(args, sizeof args, "--passes test-noop,test-warn %s", flags[i]);
+		tu_result r = run(args, program());
+		cr_assert_eq(r.status, 2, "%s: %s", flags[i], r.err);
+		cr_assert(strstr(r.err, "pass 'test-touch' is not in the pipeline (its passes: "
+				 "test-noop, test-warn)"), "%s", r.err);
+		cr_assert_eq(r.out[0], 0);
+		tu_result_free(&r);
+	}
 }

@@ -53,8 +53,59 @@ static pr_err *ask(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 		cr_assert_eq(*b, p->methods[i]->n_nodes);
 		cr_assert(invalidate_between || a == b, "cached within a pass");
 	}
+	return NULL;
+}
+
+/* Contract breakers: each gets a neutral value and fails when it returns. */
+static pr_err *ask_unknown(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	(void)changed;
 	cr_assert_null(pr_pass_analysis(ctx, "no-such-analysis", p->methods[0]));
 	return NULL;
+}
+
+static pr_err *read_undeclared(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	(void)p, (void)changed;
+	cr_assert_eq(pr_pass_opt_int(ctx, "nope", NULL), 0);
+	cr_assert_str_eq(pr_pass_opt_string(ctx, "nope", NULL), "");
+	return NULL;
+}
+
+static pr_err *read_wrong_type(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	(void)p, (void)changed;
+	cr_assert_eq(pr_pass_opt_bool(ctx, "level", NULL), false);
+	return NULL;
+}
+
+/* Per method: records each call and its option, changes only decode. */
+static pr_err *per_method(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *changed)
+{
+	(void)p;
+	size_t n = strlen(seen);
+	snprintf(seen + n, sizeof seen - n, "%s=%lld ", pr_pass_method(ctx),
+		 (long long)pr_pass_opt_int(ctx, "level", NULL));
+	cr_assert_str_eq(pr_pass_method(ctx), g->name);
+	int64_t *count = pr_pass_analysis(ctx, "count", g);
+	cr_assert_eq(*count, g->n_nodes);
+	*changed = !strcmp(g->name, "decode");
+	return NULL;
+}
+
+/* Renames a node but reports no change: the lie --verify-each names. */
+static pr_err *lie(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	(void)ctx;
+	pr_graph *g = pr_program_find_method(p, "forward");
+	cr_assert_null(pr_node_rename(pr_graph_find(g, "x"), "x_renamed"));
+	*changed = false;
+	return NULL;
+}
+
+static void *nothing_for_decode(pr_pass_ctx *ctx, pr_graph *g)
+{
+	return strcmp(g->name, "decode") ? count_compute(ctx, g) : NULL;
 }
 
 static pr_err *change(pr_pass_ctx *ctx, pr_program *p, bool *changed)
@@ -117,6 +168,7 @@ static pr_err *misplace(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 
 static const char *const needs_count[] = {"count", NULL};
 static const char *const needs_missing[] = {"missing", NULL};
+static const char *const needs_partial[] = {"partial", NULL};
 
 #define PASS(nm, fn) {.struct_size = sizeof(pr_pass_info), .name = nm, .run = fn}
 
@@ -132,6 +184,17 @@ static const pr_pass_info passes[] = {
 	PASS("misplace", misplace),
 	{.struct_size = sizeof(pr_pass_info), .name = "needs-missing", .requires = needs_missing,
 	 .run = change},
+	PASS("ask-unknown", ask_unknown),
+	PASS("read-undeclared", read_undeclared),
+	{.struct_size = sizeof(pr_pass_info), .name = "read-wrong-type", .options = opt_decls,
+	 .n_options = 4, .run = read_wrong_type},
+	{.struct_size = sizeof(pr_pass_info), .name = "per-method", .options = opt_decls,
+	 .n_options = 4, .requires = needs_count, .run_graph = per_method},
+	{.struct_size = sizeof(pr_pass_info), .name = "per-method-partial", .options = opt_decls,
+	 .n_options = 4, .requires = needs_partial, .run_graph = per_method},
+	{.struct_size = sizeof(pr_pass_info), .name = "whole-partial", .requires = needs_partial,
+	 .run = change},
+	PASS("lie", lie),
 };
 
 static const pr_analysis_info count_analysis = {
@@ -139,10 +202,17 @@ static const pr_analysis_info count_analysis = {
 	.compute = count_compute, .destroy = count_destroy,
 };
 
+static const pr_analysis_info partial_analysis = {
+	.struct_size = sizeof(pr_analysis_info), .name = "partial",
+	.summary = "nodes, but no result for decode",
+	.compute = nothing_for_decode, .destroy = count_destroy,
+};
+
 static pr_registry *registry(void)
 {
 	pr_registry *r = pr_registry_new();
 	cr_assert_null(pr_register_analysis(r, &count_analysis));
+	cr_assert_null(pr_register_analysis(r, &partial_analysis));
 	for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++)
 		cr_assert_null(pr_register_pass(r, &passes[i]));
 	return r;
@@ -317,12 +387,23 @@ Test(passmgr, bad_registrations_are_refused)
 					     {"a", PR_OPT_INT, "1", "", PR_SCOPE_PASS, false}};
 	static const pr_option_decl bad_default[] = {{"n", PR_OPT_INT, "lots", "", PR_SCOPE_PASS, false}};
 	static const pr_option_decl clash[] = {{"shared", PR_OPT_BOOL, "false", "", PR_SCOPE_PIPELINE, true}};
+	static const pr_option_decl bad_type[] = {{"t", (pr_option_type)9, "1", "", PR_SCOPE_PASS, false}};
+	static const pr_option_decl no_name[] = {{NULL, PR_OPT_INT, "1", "", PR_SCOPE_PASS, false}};
 	pr_pass_info p = PASS("a,b", change);
 	refused(&p, "no valid name");
+	p = (pr_pass_info)PASS(NULL, change);
+	refused(&p, "a pass has no valid name ('(null)'");
 	p = (pr_pass_info)PASS("ask", change);
 	refused(&p, "pass 'ask' is registered twice: by built-in and by built-in");
 	p = (pr_pass_info)PASS("x", NULL);
-	refused(&p, "pass 'x' has no run function");
+	refused(&p, "pass 'x' has no run function (set run or run_graph)");
+	p = (pr_pass_info){.struct_size = sizeof p, .name = "x", .options = bad_type, .n_options = 1,
+			   .run = change};
+	refused(&p, "pass 'x': option 't' has an unknown type (9;");
+	p.options = no_name;
+	refused(&p, "pass 'x': option 0 has no valid name ('(null)')");
+	p.options = NULL;
+	refused(&p, "pass 'x' declares 1 options but no option array");
 	p = (pr_pass_info){.struct_size = sizeof p, .name = "x", .options = dup, .n_options = 2,
 			   .run = change};
 	refused(&p, "declares option 'a' twice");
@@ -347,6 +428,120 @@ Test(passmgr, an_older_shorter_pass_struct_reads_as_zero_past_its_size)
 	const pr_pass_info *got = pr_registry_find_pass(r, "old");
 	cr_assert_null(got->user);
 	cr_assert_eq(got->struct_size, sizeof(pr_pass_info));
+	pr_registry_free(r);
+}
+
+Test(passmgr, a_plugin_built_before_run_graph_still_runs)
+{
+	pr_registry *r = registry();
+	pr_pass_info p = PASS("old-run", change);
+	p.run_graph = per_method;   /* past its struct_size: never read */
+	p.struct_size = offsetof(pr_pass_info, run_graph);
+	cr_assert_null(pr_register_pass(r, &p));
+	cr_assert_null(pr_registry_find_pass(r, "old-run")->run_graph);
+	pr_program *p2 = tu_parse(two_methods);
+	seen[0] = 0;
+	run_result res = run_pipeline(r, p2, "old-run", NULL, false, false);
+	cr_assert_null(res.err, "%s", pr_err_message(res.err));
+	cr_assert_str_eq(seen, "", "the whole-program entry ran, not run_graph");
+	cr_assert(res.rep.items[0].changed);
+	result_free(&res);
+	pr_program_free(p2);
+	pr_registry_free(r);
+}
+
+/* ---- per method ------------------------------------------------------------ */
+
+Test(passmgr, run_graph_runs_once_per_method_with_its_options)
+{
+	pr_registry *r = registry();
+	pr_program *p = tu_parse(two_methods);
+	seen[0] = 0;
+	const char *const sets[] = {"per-method.level={decode: 4}", NULL};
+	run_result res = run_pipeline(r, p, "per-method", sets, false, false);
+	cr_assert_null(res.err, "%s", pr_err_message(res.err));
+	cr_assert_str_eq(seen, "forward=1 decode=4 ");
+	cr_assert(res.rep.items[0].changed, "decode changed");
+	result_free(&res);
+	pr_program_free(p);
+	pr_registry_free(r);
+}
+
+Test(passmgr, run_graph_drops_analyses_only_of_the_methods_it_changed)
+{
+	/* per-method changes decode only: forward's count survives it. */
+	count_computes("ask,per-method,ask", 3);
+	count_computes("ask,change,ask", 4);
+}
+
+static void contract_error(const char *pipeline, const char *expect)
+{
+	pr_registry *r = registry();
+	pr_program *p = tu_parse(two_methods);
+	run_result res = run_pipeline(r, p, pipeline, NULL, false, false);
+	cr_assert(res.err, "%s: no error, expected: %s", pipeline, expect);
+	cr_assert(strstr(pr_err_message(res.err), expect), "%s: '%s' not in: %s", pipeline, expect,
+		  pr_err_message(res.err));
+	result_free(&res);
+	pr_program_free(p);
+	pr_registry_free(r);
+}
+
+Test(passmgr, broken_contracts_are_errors_naming_the_pass)
+{
+	contract_error("ask-unknown,change", "pass 'ask-unknown' asks for analysis "
+		       "'no-such-analysis', which no plugin registers");
+	contract_error("read-undeclared", "pass 'read-undeclared' reads option 'nope', which it "
+		       "does not declare");
+	contract_error("read-wrong-type", "pass 'read-wrong-type' reads option 'level' as a bool, "
+		       "but declares it as an int");
+}
+
+Test(passmgr, a_required_analysis_is_never_null)
+{
+	seen[0] = 0;
+	contract_error("per-method-partial", "pass 'per-method-partial' requires analysis "
+		       "'partial', which has no result for method 'decode'");
+	cr_assert_str_eq(seen, "forward=1 ", "forward ran, decode did not");
+	contract_error("whole-partial", "pass 'whole-partial' requires analysis 'partial', which "
+		       "has no result for method 'decode'");
+}
+
+Test(passmgr, verify_each_names_a_pass_that_hides_a_change)
+{
+	pr_registry *r = registry();
+	pr_program *p = tu_parse(two_methods);
+	run_result res = run_pipeline(r, p, "change,lie", NULL, true, false);
+	cr_assert(res.err && strstr(pr_err_message(res.err), "pass 'lie' changed the program but "
+				    "reported no change"), "%s", pr_err_message(res.err));
+	result_free(&res);
+	pr_program_free(p);
+	p = tu_parse(two_methods);
+	res = run_pipeline(r, p, "change,lie", NULL, false, false);
+	cr_assert_null(res.err, "only --verify-each takes fingerprints");
+	result_free(&res);
+	pr_program_free(p);
+	pr_registry_free(r);
+}
+
+Test(passmgr, verify_after_blames_the_last_pass_that_changed_something)
+{
+	pr_registry *r = registry();
+	pr_program *p = tu_parse(two_methods);
+	pr_pipeline *pl;
+	cr_assert_null(pr_pipeline_parse_inline("change,misplace,warn", &pl));
+	cr_assert_null(pr_pipeline_validate(pl, r));
+	pr_diags d;
+	pr_diags_init(&d, "t.pg");
+	pr_instrument_opts o = {.verify_after = true};
+	pr_err *e = pr_pipeline_run(pl, r, p, &d, &o, NULL);
+	cr_assert(e && strstr(pr_err_message(e), "verifier failed after the pipeline (1 error); "
+			      "most likely at fault: pass 'misplace', the last that reported a "
+			      "change (rerun with --verify-each"), "%s", pr_err_message(e));
+	pr_err_free(e);
+	pr_diags_free(&d);
+	pr_pipeline_free(pl);
+	pr_program_free(p);
 	pr_registry_free(r);
 }
 

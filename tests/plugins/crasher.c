@@ -1,0 +1,42 @@
+/* A pass that crashes on a NULL dereference in method forward (per method,
+ * so the crash report can name the method), for the crash handler, the
+ * crash reproducer and compare's isolation. */
+#include <string.h>
+
+#include "passrun/passrun.h"
+
+static pr_err *crash(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *changed)
+{
+	(void)ctx, (void)p;
+	*changed = false;
+	if (strcmp(g->name, "forward"))
+		return NULL;
+	volatile int *nowhere = NULL;
+	*nowhere = 1;
+	return NULL;
+}
+
+static const pr_pass_info pass = {
+	.struct_size = sizeof(pr_pass_info),
+	.name = "test-crash",
+	.summary = "dereferences NULL in method forward",
+	.run_graph = crash,
+};
+
+static pr_err *reg(pr_registry *r)
+{
+	return pr_register_pass(r, &pass);
+}
+
+static const pr_plugin_info info = {
+	.abi_version = PR_PLUGIN_ABI_VERSION,
+	.struct_size = sizeof(pr_plugin_info),
+	.name = "crasher",
+	.version = "1",
+	.register_fn = reg,
+};
+
+PR_PLUGIN_EXPORT const pr_plugin_info *passrun_plugin_info(void)
+{
+	return &info;
+}
