@@ -123,8 +123,8 @@ Test(run_examples, F10_device_constants_move_their_bytes_at_load)
 
 static tu_result baseline(const char *example)
 {
-	return tu_run("%s --pipeline baseline --run --check --device=sim %s/examples/%s.pg", PASSRUN_EXE,
-		      PASSRUN_SOURCE_DIR, example);
+	return tu_run("%s --pipeline baseline --disable-verify --run --check --device=sim "
+		      "%s/examples/%s.pg", PASSRUN_EXE, PASSRUN_SOURCE_DIR, example);
 }
 
 Test(run_examples, F1_F2_baseline_gives_wrong_numbers)
@@ -143,6 +143,19 @@ Test(run_examples, F3_M4_baseline_host_op_faults_naming_the_node)
 	cr_expect_eq(r.status, 5, "exit %d\n%s", r.status, r.err);
 	cr_expect(strstr(r.err, "placement violation") && strstr(r.err, "node '"), "%s", r.err);
 	tu_result_free(&r);
+}
+
+/* Without --disable-verify the verifier catches the same programs first. */
+Test(run_examples, baseline_faults_are_caught_by_the_default_verification)
+{
+	const char *ex[] = {"f3_single_tensor_result", "m3_cpu_target_copies"};
+	for (int i = 0; i < 2; i++) {
+		tu_result r = tu_run("%s --pipeline baseline --run --device=sim %s/examples/%s.pg",
+				     PASSRUN_EXE, PASSRUN_SOURCE_DIR, ex[i]);
+		cr_expect_eq(r.status, 1, "%s: exit %d\n%s", ex[i], r.status, r.err);
+		cr_expect(strstr(r.err, "error[E-PLACEMENT] pass 'verifier'"), "%s", r.err);
+		tu_result_free(&r);
+	}
 }
 
 Test(run_examples, M3_baseline_copies_for_a_cpu_delegate_are_refused)
