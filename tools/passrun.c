@@ -98,6 +98,8 @@ static const flag flags[] = {
 	 "RADIUS edges of NODE (default 2)"},
 	{"--dot-changes", ARG_NONE, NULL, "--dot: mark what the pipeline added (green) and "
 	 "removed (dashed)"},
+	{"--dot-pass", ARG_REQUIRED, "PASS", "--dot: draw the program right after PASS first "
+	 "runs, marking what PASS added and removed"},
 	{"--pipelines", ARG_REQUIRED, "A,B,...", "compare: the pipelines to compare (default "
 	 "baseline,cuda)"},
 	{"--format", ARG_REQUIRED, "table|json", "compare: a table (default) or JSON on stdout"},
@@ -261,6 +263,7 @@ static int apply(opts *o, const flag *f, const char *v)
 	else if (!strcmp(n, "--dot-delegate")) o->dot_view.delegate = v;
 	else if (!strcmp(n, "--dot-around")) return parse_dot_around(o, v);
 	else if (!strcmp(n, "--dot-changes")) o->dot_changes = true;
+	else if (!strcmp(n, "--dot-pass")) o->dot_pass = v;
 	else if (!strcmp(n, "--pipelines")) o->compare_pipelines = v;
 	else if (!strcmp(n, "--format")) {
 		if (strcmp(v, "table") && strcmp(v, "json"))
@@ -350,6 +353,23 @@ static int check_compare_args(const opts *o)
 	return EXIT_CONTINUE;
 }
 
+/* The --dot-* flags shape --dot's picture: they need it, and one of a kind. */
+static int check_dot_args(const opts *o)
+{
+	const pr_dot_view *v = &o->dot_view;
+	const char *part = v->method ? "--dot-method" : v->delegate ? "--dot-delegate"
+			 : v->around ? "--dot-around" : o->dot_changes ? "--dot-changes"
+			 : o->dot_pass ? "--dot-pass" : NULL;
+	if (part && !o->dot)
+		return usage_error("%s shapes the picture of --dot FILE, which is not given", part);
+	if (v->method && v->delegate)
+		return usage_error("give --dot-method or --dot-delegate, not both");
+	if (o->dot_changes && o->dot_pass)
+		return usage_error("give --dot-changes (what the pipeline changed) or --dot-pass "
+				   "(what one pass changed), not both");
+	return EXIT_CONTINUE;
+}
+
 static int parse_args(int argc, char **argv, opts *o)
 {
 	memset(o, 0, sizeof *o);
@@ -374,6 +394,8 @@ static int parse_args(int argc, char **argv, opts *o)
 		st = usage_error("--pipelines and --format belong to 'passrun compare'");
 	if (st == EXIT_CONTINUE && o->compare)
 		st = check_compare_args(o);
+	if (st == EXIT_CONTINUE)
+		st = check_dot_args(o);
 	free(pos);
 	return st;
 }
@@ -464,6 +486,8 @@ static pr_err *check_print_flags(const opts *o, const pr_registry *r, const pr_p
 		e = check_printed_pass("--print-after", o->print_after[i], r, pl);
 	for (int i = 0; i < o->n_print_before && !e; i++)
 		e = check_printed_pass("--print-before", o->print_before[i], r, pl);
+	if (!e && o->dot_pass)
+		e = check_printed_pass("--dot-pass", o->dot_pass, r, pl);
 	return e;
 }
 
@@ -530,6 +554,77 @@ static int verify_program(session *s)
 	return EXIT_PASS;
 }
 
+/* Past this many nodes Graphviz's dot takes minutes: say how to draw less. */
+#define DOT_COMFORTABLE_NODES 400
+
+/* Draws p, marked against before when not NULL, into --dot's file. */
+static int write_dot_of(session *s, const pr_program *p, const pr_program *before, const char *by)
+{
+	pr_dot_view view = s->o->dot_view;
+	view.before = before;
+	view.changed_by = by;
+	char *text;
+	int drawn = 0;
+	pr_err *e = pr_dot_render_view(p, &s->diags, &view, &text, &drawn);
+	if (e)
+		return fail(EXIT_USAGE, e);
+	e = pr_file_write_atomic(s->o->dot, text, strlen(text));
+	free(text);
+	if (!e && drawn > DOT_COMFORTABLE_NODES && !view.around && !view.delegate)
+		fprintf(stderr, "passrun: note: %s draws %d nodes, more than Graphviz's dot lays out "
+			"in reasonable time; draw a part with --dot-around=NODE[:RADIUS], --dot-method "
+			"or --dot-delegate\n", s->o->dot, drawn);
+	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
+}
+
+/* --dot-pass=PASS: the program before PASS first runs (a copy), then the
+ * picture right after it, marked against that copy. */
+typedef struct dot_pass_state {
+	session *s;
+	pr_program *before;
+	bool drawn;
+} dot_pass_state;
+
+static pr_err *copy_program(const pr_program *p, pr_program **out)
+{
+	uint8_t *bytes;
+	size_t len;
+	pr_err *e = pr_binary_write(p, &bytes, &len);
+	if (e)
+		return e;
+	e = pr_binary_load("(copy)", bytes, len, false, out);
+	free(bytes);
+	return e;
+}
+
+static void dot_pass_before(void *ctx, const char *pass, int index, const pr_program *p)
+{
+	dot_pass_state *dp = ctx;
+	(void)index;
+	if (dp->drawn || dp->before || strcmp(pass, dp->s->o->dot_pass))
+		return;
+	pr_err *e = copy_program(p, &dp->before);
+	if (e) {   /* a program that loaded copies; say so if not, and draw unmarked */
+		fprintf(stderr, "passrun: --dot-pass: %s\n", pr_err_message(e));
+		pr_err_free(e);
+	}
+}
+
+static pr_err *dot_pass_after(void *ctx, const char *pass, int index, const pr_program *p,
+			      bool changed)
+{
+	dot_pass_state *dp = ctx;
+	(void)index;
+	(void)changed;
+	if (dp->drawn || strcmp(pass, dp->s->o->dot_pass))
+		return NULL;
+	dp->drawn = true;
+	char *by = pr_xasprintf("pass '%s'", pass);
+	int st = write_dot_of(dp->s, p, dp->before, by);
+	free(by);
+	return st ? pr_err_new("--dot-pass=%s: the picture was not written", pass) : NULL;
+}
+
 static int run_pipeline(session *s)
 {
 	const opts *o = s->o;
@@ -540,7 +635,12 @@ static int run_pipeline(session *s)
 		.n_print_before = o->n_print_before, .print_changed = o->print_changed,
 		.verify_after = !o->disable_verify, .crash_reproducer = o->crash_reproducer,
 	};
+	dot_pass_state dp = {s, NULL, false};
+	pr_pass_hook hook = {&dp, dot_pass_before, dot_pass_after};
+	if (o->dot && o->dot_pass)
+		ro.hook = &hook;
 	pr_err *e = pr_pipeline_run(s->pl, s->reg, s->prog, &s->diags, &ro, &s->rep);
+	pr_program_free(dp.before);
 	if (e) {
 		fprintf(stderr, "%s: %s\n", o->program, pr_err_message(e));
 		pr_err_free(e);
@@ -611,31 +711,17 @@ static int run_program(session *s)
 }
 #endif
 
-/* Past this many nodes Graphviz's dot takes minutes: say how to draw less. */
-#define DOT_COMFORTABLE_NODES 400
-
+/* --dot after the pipeline (--dot-pass drew during it). */
 static int write_dot(session *s)
 {
-	pr_dot_view view = s->o->dot_view;
-	char *by = NULL;
-	if (s->o->dot_changes) {
-		view.before = s->original;
-		by = pr_xasprintf("pipeline '%s'", s->pl ? pr_pipeline_name(s->pl) : "none");
-		view.changed_by = by;
-	}
-	char *text;
-	int drawn = 0;
-	pr_err *e = pr_dot_render_view(s->prog, &s->diags, &view, &text, &drawn);
+	if (s->o->dot_pass)
+		return EXIT_OK;
+	if (!s->o->dot_changes)
+		return write_dot_of(s, s->prog, NULL, NULL);
+	char *by = pr_xasprintf("pipeline '%s'", s->pl ? pr_pipeline_name(s->pl) : "none");
+	int st = write_dot_of(s, s->prog, s->original, by);
 	free(by);
-	if (e)
-		return fail(EXIT_USAGE, e);
-	e = pr_file_write_atomic(s->o->dot, text, strlen(text));
-	free(text);
-	if (!e && drawn > DOT_COMFORTABLE_NODES && !view.around && !view.delegate)
-		fprintf(stderr, "passrun: note: %s draws %d nodes, more than Graphviz's dot lays out "
-			"in reasonable time; draw a part with --dot-around=NODE[:RADIUS], --dot-method "
-			"or --dot-delegate\n", s->o->dot, drawn);
-	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
+	return st;
 }
 
 /* Executes the result (--run ...) and draws it (--dot). */

@@ -58,6 +58,7 @@ typedef struct opts {
 	const char *output_dir, *dot;
 	pr_dot_view dot_view;               /* --dot-method, --dot-delegate, --dot-around */
 	bool dot_changes;                   /* --dot-changes: marks against the input */
+	const char *dot_pass;               /* --dot-pass: draw right after this pass */
 	char *around_name;                  /* --dot-around's NODE when a RADIUS followed */
 } opts;
 

@@ -13,7 +13,9 @@
  *   verify    --verify-each: pr_verify and pr_plan_check after every pass,
  *             and a fingerprint taken before and after each pass, so that a
  *             pass that changed the program while reporting no change is
- *             named.
+ *             named;
+ *   hook      the caller's own (pr_instrument_opts.hook; passrun's
+ *             --dot-pass), last, so it sees what the others checked.
  *
  * The fingerprint is a 64-bit FNV-1a hash over what a pass edits: per graph
  * its name and node count, per node its kind, name, type (specs with shape,
@@ -358,6 +360,23 @@ static pr_err *verify_after(void *self, pm_run *run, const pm_pass_event *ev)
 
 /* ---- the instruments a run asks for --------------------------------------- */
 
+/* ---- the caller's hook ------------------------------------------------- */
+
+static void hook_before(void *self, pm_run *run, const pm_pass_event *ev)
+{
+	(void)self;
+	const pr_pass_hook *h = run->opts->hook;
+	if (h->before)
+		h->before(h->ctx, ev->info->name, ev->index, run->program);
+}
+
+static pr_err *hook_after(void *self, pm_run *run, const pm_pass_event *ev)
+{
+	(void)self;
+	const pr_pass_hook *h = run->opts->hook;
+	return h->after ? h->after(h->ctx, ev->info->name, ev->index, run->program, ev->changed) : NULL;
+}
+
 void pm_instruments_init(pm_instruments *l, const pm_run *run)
 {
 	const pr_instrument_opts *o = run->opts;
@@ -372,4 +391,6 @@ void pm_instruments_init(pm_instruments *l, const pm_run *run)
 	if (o->verify_each)
 		add(l, (pm_instrument){verify_before, verify_after, NULL,
 				       pr_xcalloc(1, sizeof(verify_state))});
+	if (o->hook)
+		add(l, (pm_instrument){hook_before, hook_after, NULL, NULL});
 }

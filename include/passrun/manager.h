@@ -144,6 +144,15 @@ typedef enum pr_print_changed {
  * after it failed) on one list, as MLIR's PassInstrumentation: timing, the
  * new diagnostics, the printers, the verifier, the crash note. Fields are
  * added at the end; a zeroed struct means no instrument. */
+/* A caller's own instrument, run after the manager's own: before and after
+ * every pass (failed passes get no after). The program may be read, not
+ * changed. after may stop the run with an error. */
+typedef struct pr_pass_hook {
+	void *ctx;
+	void (*before)(void *ctx, const char *pass, int index, const pr_program *p);
+	pr_err *(*after)(void *ctx, const char *pass, int index, const pr_program *p, bool changed);
+} pr_pass_hook;
+
 typedef struct pr_instrument_opts {
 	bool print_after_all;
 	const char *const *print_after;  /* pass names */
@@ -164,6 +173,7 @@ typedef struct pr_instrument_opts {
 	 * this file (text) and the pipeline to FILE.yaml, which reproduce the
 	 * crash with `passrun --pipeline FILE.yaml FILE`. NULL: none. */
 	const char *crash_reproducer;
+	const pr_pass_hook *hook;  /* NULL: none */
 } pr_instrument_opts;
 
 typedef struct pr_pass_record {

@@ -415,6 +415,41 @@ Test(cli, dot_window_of_a_large_program_is_drawn_and_the_whole_is_warned_about)
 	tu_result_free(&r);
 }
 
+/* --dot-pass draws the program right after one pass, marked against the
+ * program right before it: B4's round trip removed by elide-round-trips. */
+Test(cli, dot_pass_marks_what_one_pass_removed)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/b4.dot", tu_temp_dir());
+	tu_result r = tu_run("%s --pipeline cuda --dot %s --dot-pass=elide-round-trips "
+			     "%s/examples/b4_round_trip.pg", PASSRUN_EXE, path, PASSRUN_SOURCE_DIR);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	char *text = tu_read_file(path, NULL);
+	cr_assert(text, "no picture");
+	cr_assert(strstr(text, "\"m0 removed z_d2h_h2d_cuda0#7\" [label=\"h2d copy -> cuda:0"),
+		  "the round trip's h2d copy, drawn as removed:\n%s", text);
+	cr_assert_eq(tu_count(text, "removed by pass 'elide-round-trips'"), 2, "the copy and the legend");
+	cr_assert(!strstr(text, "xlabel=\"added by"), "elide-round-trips adds nothing:\n%s", text);
+	cr_assert(!strstr(text, "mem="), "the picture is taken before memory-plan ran:\n%s", text);
+	free(text);
+	tu_result_free(&r);
+	r = tu_run("%s --pipeline cuda --dot %s --dot-pass=dce %s/examples/b4_round_trip.pg",
+		   PASSRUN_EXE, path, PASSRUN_SOURCE_DIR);
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "--dot-pass=dce: pass 'dce' is not in the pipeline (its passes: "),
+		  "%s", r.err);
+	tu_result_free(&r);
+	r = tu_run("%s --pipeline cuda --dot-pass=copy-reuse %s/examples/b4_round_trip.pg",
+		   PASSRUN_EXE, PASSRUN_SOURCE_DIR);
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "--dot-pass shapes the picture of --dot FILE"), "%s", r.err);
+	tu_result_free(&r);
+	r = tu_run("%s --pipeline cuda --dot %s --dot-pass=copy-reuse --dot-changes "
+		   "%s/examples/b4_round_trip.pg", PASSRUN_EXE, path, PASSRUN_SOURCE_DIR);
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	tu_result_free(&r);
+}
+
 Test(cli, dot_view_errors_are_usage_errors)
 {
 	tu_result r = tu_run("%s " NODEF " --dot %s/x.dot --dot-around=nosuch %s", PASSRUN_EXE,
