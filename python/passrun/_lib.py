@@ -165,7 +165,9 @@ class PassReport(Structure):
 class InstrumentOpts(Structure):
     _fields_ = [("print_after_all", c_bool), ("print_after", POINTER(c_char_p)),
                 ("n_print_after", c_int), ("verify_each", c_bool), ("print_out", c_void_p),
-                ("diag_out", c_void_p)]
+                ("diag_out", c_void_p), ("print_before", POINTER(c_char_p)),
+                ("n_print_before", c_int), ("print_changed", c_int), ("verify_after", c_bool),
+                ("crash_reproducer", c_char_p), ("hook", c_void_p)]
 
 
 class PluginSearch(Structure):

@@ -54,7 +54,10 @@ int main(void)
 	S(pr_pass_report, F(pr_pass_report, n) F(pr_pass_report, cap) F(pr_pass_report, items));
 	S(pr_instrument_opts, F(pr_instrument_opts, print_after_all) F(pr_instrument_opts, print_after)
 	  F(pr_instrument_opts, n_print_after) F(pr_instrument_opts, verify_each)
-	  F(pr_instrument_opts, print_out) F(pr_instrument_opts, diag_out));
+	  F(pr_instrument_opts, print_out) F(pr_instrument_opts, diag_out)
+	  F(pr_instrument_opts, print_before) F(pr_instrument_opts, n_print_before)
+	  F(pr_instrument_opts, print_changed) F(pr_instrument_opts, verify_after)
+	  F(pr_instrument_opts, crash_reproducer) F(pr_instrument_opts, hook));
 	S(pr_plugin_search, F(pr_plugin_search, files) F(pr_plugin_search, n_files)
 	  F(pr_plugin_search, dirs) F(pr_plugin_search, n_dirs) F(pr_plugin_search, env_path)
 	  F(pr_plugin_search, no_default));
