@@ -83,6 +83,8 @@ static const flag flags[] = {
 	{"--list-passes", ARG_OPTIONAL, "markdown", "every registered pass, its plugin and its "
 	 "options (=markdown: the pipeline reference, with the shipped pipelines)"},
 	{"--werror", ARG_NONE, NULL, "warnings are errors"},
+	{"--all-diagnostics", ARG_NONE, NULL, "print every note and warning (default: 10 of "
+	 "each code, then one line that sums up the rest)"},
 	{"--run", ARG_OPTIONAL, "N", "execute the result N times (default 1; --device, --check, "
 	 "--input, --seed and --output-dir imply --run)"},
 	{"--device", ARG_REQUIRED, "sim|cuda", "where delegates run (default: cuda with a GPU, "
@@ -264,6 +266,7 @@ static int apply(opts *o, const flag *f, const char *v)
 	else if (!strcmp(n, "--dot-around")) return parse_dot_around(o, v);
 	else if (!strcmp(n, "--dot-changes")) o->dot_changes = true;
 	else if (!strcmp(n, "--dot-pass")) o->dot_pass = v;
+	else if (!strcmp(n, "--all-diagnostics")) o->all_diagnostics = true;
 	else if (!strcmp(n, "--pipelines")) o->compare_pipelines = v;
 	else if (!strcmp(n, "--format")) {
 		if (strcmp(v, "table") && strcmp(v, "json"))
@@ -799,6 +802,7 @@ static int write_result(session *s)
 /* --time-passes and --stats=json, also after a failed pass. */
 static void report(session *s)
 {
+	pr_diags_print_summary(&s->diags, stderr);
 	char *json = NULL;
 	if (s->o->stats_json && s->prog) {
 		double t0 = pr_now_ms();
@@ -813,6 +817,10 @@ static void report(session *s)
 	fflush(stdout);
 }
 
+/* Notes and warnings printed of one code before the rest is a summary line
+ * (--all-diagnostics prints every one; --stats=json lists every one). */
+#define DIAGS_PRINTED_PER_CODE 10
+
 void session_init(session *s, const opts *o)
 {
 	memset(s, 0, sizeof *s);
@@ -820,6 +828,7 @@ void session_init(session *s, const opts *o)
 	s->reg = pr_registry_new();
 	pr_diags_init(&s->diags, o->program);
 	s->diags.werror = o->werror;
+	s->diags.print_limit = o->all_diagnostics ? 0 : DIAGS_PRINTED_PER_CODE;
 	pr_pass_report_init(&s->rep);
 }
 

@@ -45,6 +45,7 @@ typedef struct opts {
 	pr_print_changed print_changed;     /* --print-changed[=diff] */
 	bool disable_verify;                /* --disable-verify */
 	const char *crash_reproducer;       /* --crash-reproducer=FILE */
+	bool all_diagnostics;               /* --all-diagnostics */
 	bool verify_each, time_passes, stats_json, list_passes, list_markdown, werror;
 	/* The runtime's. */
 	bool run;

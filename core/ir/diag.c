@@ -1,16 +1,57 @@
-/* diag.c: the list of diagnostics and its §5 printed form. */
+/* diag.c: the list of diagnostics and its printed form (docs/diagnostics.md).
+ *
+ * Printing keeps a tally per code, so that a program with 300,000 copies of
+ * one warning prints print_limit of them and then one summary line, not
+ * 300,000 lines nobody reads; the list itself keeps every one (--stats=json
+ * prints them all). */
 #include "passrun/diag.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "passrun/error.h"
 
+/* Per code: how many pr_diags_print printed and how many it left out. */
+typedef struct tally_entry {
+	char *code;
+	int printed, omitted;
+} tally_entry;
+
+struct pr_diag_tally {
+	int n, cap;
+	tally_entry *items;
+};
+
 void pr_diags_init(pr_diags *d, const char *file)
 {
 	memset(d, 0, sizeof *d);
 	d->file = pr_xstrdup(file ? file : "passrun");
+	d->tally = pr_xcalloc(1, sizeof *d->tally);
+}
+
+static tally_entry *tally_of(pr_diag_tally *t, const char *code)
+{
+	for (int i = 0; i < t->n; i++)
+		if (!strcmp(t->items[i].code, code))
+			return &t->items[i];
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 8;
+		t->items = pr_xrealloc(t->items, (size_t)t->cap * sizeof *t->items);
+	}
+	t->items[t->n] = (tally_entry){pr_xstrdup(code), 0, 0};
+	return &t->items[t->n++];
+}
+
+static void tally_free(pr_diag_tally *t)
+{
+	if (!t)
+		return;
+	for (int i = 0; i < t->n; i++)
+		free(t->items[i].code);
+	free(t->items);
+	free(t);
 }
 
 void pr_diags_free(pr_diags *d)
@@ -25,6 +66,7 @@ void pr_diags_free(pr_diags *d)
 	}
 	free(d->items);
 	free(d->file);
+	tally_free(d->tally);
 	memset(d, 0, sizeof *d);
 }
 
@@ -81,12 +123,65 @@ int pr_diags_errors(const pr_diags *d)
 	return n;
 }
 
+/* Whether print_limit leaves x out (and count it either way). */
+static bool left_out(const pr_diags *d, const pr_diag *x)
+{
+	if (d->print_limit <= 0 || x->severity == PR_SEV_ERROR || !d->tally)
+		return false;
+	tally_entry *t = tally_of(d->tally, x->code);
+	if (t->printed < d->print_limit) {
+		t->printed++;
+		return false;
+	}
+	t->omitted++;
+	return true;
+}
+
 void pr_diags_print(const pr_diags *d, int from, FILE *out)
 {
 	for (int i = from; i < d->n; i++) {
 		const pr_diag *x = &d->items[i];
+		if (left_out(d, x))
+			continue;
 		fprintf(out, "%s: %s[%s] pass '%s' method '%s': %s\n", d->file,
 			pr_severity_name(x->severity), x->code, x->pass,
 			x->method ? x->method : "", x->message);
 	}
+}
+
+static void print_code_summary(const pr_diags *d, const tally_entry *t, FILE *out)
+{
+	int count = 0;
+	int64_t bytes = 0;
+	const pr_diag *largest = NULL, *first = NULL;
+	for (int i = 0; i < d->n; i++) {
+		const pr_diag *x = &d->items[i];
+		if (strcmp(x->code, t->code) || x->severity == PR_SEV_ERROR)
+			continue;
+		count++;
+		first = first ? first : x;
+		if (x->bytes > 0 && __builtin_add_overflow(bytes, x->bytes, &bytes))
+			bytes = INT64_MAX;
+		if (x->bytes > 0 && (!largest || x->bytes > largest->bytes))
+			largest = x;
+	}
+	fprintf(out, "%s: note: %d %s[%s] in all, %d printed (--all-diagnostics prints every one)",
+		d->file, count, pr_severity_name(first ? first->severity : PR_SEV_WARNING), t->code,
+		t->printed);
+	if (largest)
+		fprintf(out, "; %lld bytes in all, the largest %lld (%%%s, method '%s')",
+			(long long)bytes, (long long)largest->bytes, largest->node ? largest->node : "?",
+			largest->method ? largest->method : "");
+	fputc('\n', out);
+}
+
+int pr_diags_print_summary(const pr_diags *d, FILE *out)
+{
+	int lines = 0;
+	for (int i = 0; d->tally && i < d->tally->n; i++)
+		if (d->tally->items[i].omitted) {
+			print_code_summary(d, &d->tally->items[i], out);
+			lines++;
+		}
+	return lines;
 }

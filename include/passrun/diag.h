@@ -28,11 +28,16 @@ typedef struct pr_diag {
 	char *message;
 } pr_diag;
 
+typedef struct pr_diag_tally pr_diag_tally;
+
 typedef struct pr_diags {
 	int n, cap;
 	pr_diag *items;
 	char *file;     /* the program file, for the printed prefix */
 	bool werror;    /* warnings count as errors (--werror) */
+	int print_limit;       /* pr_diags_print prints at most this many notes and
+				  warnings of one code (errors always); 0: all */
+	pr_diag_tally *tally;  /* private: what was printed and left out, per code */
 } pr_diags;
 
 void pr_diags_init(pr_diags *d, const char *file);
@@ -44,8 +49,15 @@ const char *pr_severity_name(pr_severity s);   /* "warning" */
 /* Errors, plus warnings when werror is set. */
 int pr_diags_errors(const pr_diags *d);
 int pr_diags_count(const pr_diags *d, pr_severity s);
-/* Prints items [from, n) in the §5 format. */
+/* Prints items [from, n), one line each:
+ *   FILE: severity[CODE] pass 'NAME' method 'M': message
+ * past print_limit of a code, the rest of that code is counted, not printed. */
 void pr_diags_print(const pr_diags *d, int from, FILE *out);
+/* One line per code that print_limit cut short: how many there are, how many
+ * bytes they name in all, the largest and where:
+ *   FILE: note: 321419 warning[W-CONSTANT-COPY] in all, 10 printed; ...
+ * Returns the number of lines. */
+int pr_diags_print_summary(const pr_diags *d, FILE *out);
 
 #ifdef __cplusplus
 }

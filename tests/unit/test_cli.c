@@ -450,6 +450,27 @@ Test(cli, dot_pass_marks_what_one_pass_removed)
 	tu_result_free(&r);
 }
 
+/* Diagnostics at scale: 10 of a code, then one line for the rest; every one
+ * under --all-diagnostics and in --stats=json. decoder.pg has 20
+ * W-CONSTANT-COPY. */
+Test(cli, diagnostics_of_one_code_past_ten_become_one_summary_line)
+{
+	const char *decoder = PASSRUN_SOURCE_DIR "/examples/decoder.pg";
+	tu_result r = tu_run("%s --pipeline cuda --stats=json %s", PASSRUN_EXE, decoder);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(tu_count(r.err, "warning[W-CONSTANT-COPY]"), 10 + 1, "ten and the summary:\n%s",
+		     r.err);
+	cr_assert(strstr(r.err, "decoder.pg: note: 20 warning[W-CONSTANT-COPY] in all, 10 printed "
+			 "(--all-diagnostics prints every one); 1488 bytes in all, the largest 128 (%l0_w1, "
+			 "method 'forward')"), "%s", r.err);
+	cr_assert_eq(tu_count(r.out, "\"W-CONSTANT-COPY\""), 20, "--stats=json keeps each:\n%s", r.out);
+	tu_result_free(&r);
+	r = tu_run("%s --pipeline cuda --all-diagnostics %s", PASSRUN_EXE, decoder);
+	cr_assert_eq(tu_count(r.err, "warning[W-CONSTANT-COPY]"), 20, "%s", r.err);
+	cr_assert(!strstr(r.err, "in all,"), "no summary when every one is printed:\n%s", r.err);
+	tu_result_free(&r);
+}
+
 Test(cli, dot_view_errors_are_usage_errors)
 {
 	tu_result r = tu_run("%s " NODEF " --dot %s/x.dot --dot-around=nosuch %s", PASSRUN_EXE,
