@@ -595,7 +595,7 @@ static pr_err *compile_op(pr_exec *e, frame *f, pr_node *n)
 	in->fn = cuda && !meta ? kern->cuda : kern->host;
 	in->meta = meta;
 	in->check_host = !meta && !f->dev && strcmp(e->devs.kind, "cuda") == 0;
-	in->alias_arg = n->schema->n_returns > 0 ? pr_schema_return_alias(n->schema, 0) : -1;
+	in->alias_arg = pr_node_alias_arg(n, 0);
 	if (in->alias_arg >= n->n_args || (in->alias_arg >= 0 && n->args[in->alias_arg].kind != PR_ARG_VALUE))
 		return node_err(n, pr_err_new("the argument its result aliases is missing"));
 	in->k.out_alias = in->alias_arg >= 0;

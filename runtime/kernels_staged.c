@@ -104,7 +104,7 @@ pr_err *pr_k_staged(pr_kctx *k)
 			err = shadow_in(k, &it->v->t, &sh[n++], true);
 		}
 	}
-	int ai = k->out_alias ? pr_schema_return_alias(k->node->schema, 0) : -1;
+	int ai = k->out_alias ? pr_node_alias_arg(k->node, 0) : -1;
 	pr_tensor *base = ai >= 0 && ai < k->n_args && k->args[ai].kind == PR_ARG_VALUE &&
 				  k->args[ai].v->kind == PR_RV_TENSOR ? &k->args[ai].v->t : NULL;
 	shadow outs[PR_MAX_OUTS];

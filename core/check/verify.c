@@ -625,7 +625,7 @@ static void check_inplace(vctx *c, pr_node *n)
 	int count = n->type.kind == PR_TYPE_TENSOR ? 1 :
 		    n->type.kind == PR_TYPE_TUPLE ? n->type.n_elems : 0;
 	for (int r = 0; r < count && r < s->n_returns; r++) {
-		int a = pr_schema_return_alias(s, r);
+		int a = pr_node_alias_arg(n, r);
 		if (a < 0 || a >= n->n_args || !pr_schema_arg_writes(s, a))
 			continue;
 		pr_spec *w = arg_spec(&n->args[a]);

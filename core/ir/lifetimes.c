@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
 /* ---- lifetimes -------------------------------------------------------- */
 
@@ -107,16 +106,10 @@ static int64_t aliased_class(const lt_builder *b, const pr_node *n, int r)
 		int64_t v = value_of(b, n->args[0].u.value, (int)n->index);
 		return v < 0 ? -1 : b->lt->values[v].cls;
 	}
-	if (n->kind != PR_NODE_OP || !n->schema)
+	const pr_node *base = pr_node_alias_value(n, r);
+	if (!base)
 		return -1;
-	if (n->type.kind == PR_TYPE_TUPLE)
-		r = pr_schema_elem_return(n->schema, r);   /* every piece of a Tensor(a)[] aliases */
-	if (r < 0 || r >= n->schema->n_returns)
-		return -1;
-	int a = pr_schema_return_alias(n->schema, r);
-	if (a < 0 || a >= n->n_args || n->args[a].kind != PR_ARG_VALUE || !n->args[a].u.value)
-		return -1;
-	int64_t v = value_of(b, n->args[a].u.value, -1);
+	int64_t v = value_of(b, base, -1);
 	return v < 0 ? -1 : b->lt->values[v].cls;
 }
 
@@ -157,51 +150,14 @@ static void read_arg(lt_builder *b, const pr_arg *a, int64_t pos, unsigned flags
 	}
 }
 
-/* The names that the return node writes back as buffers: a set, so that
- * finding the mutable buffers stays linear with thousands of them. */
-typedef struct name_set {
-	const char *name;
-	UT_hash_handle hh;
-} name_set;
-
-static name_set *writeback_buffers(const pr_node *ret)
+static unsigned input_flags(const pr_node *in, const pr_mutable_buffers *mutable_buffers)
 {
-	name_set *set = NULL;
-	for (int i = 0; ret && ret->writebacks && i < ret->n_args; i++) {
-		const pr_writeback *w = &ret->writebacks[i];
-		name_set *e;
-		if (w->kind != PR_WRITEBACK_BUFFER || !w->target)
-			continue;
-		HASH_FIND_STR(set, w->target, e);
-		if (e)
-			continue;
-		e = pr_xmalloc(sizeof *e);
-		e->name = w->target;
-		HASH_ADD_KEYPTR(hh, set, e->name, strlen(e->name), e);
-	}
-	return set;
-}
-
-static void name_set_free(name_set *set)
-{
-	name_set *e, *tmp;
-	HASH_ITER(hh, set, e, tmp) {
-		HASH_DEL(set, e);
-		free(e);
-	}
-}
-
-static unsigned input_flags(const pr_node *in, name_set *mutable_buffers)
-{
-	name_set *e = NULL;
 	switch (in->input_kind) {
 	case PR_INPUT_POSITIONAL:
 	case PR_INPUT_USER:
 		return PR_CLASS_USER_INPUT;
 	case PR_INPUT_BUFFER:
-		if (in->input_name)
-			HASH_FIND_STR(mutable_buffers, in->input_name, e);
-		if (e)
+		if (pr_mutable_buffers_has(mutable_buffers, in))
 			return PR_CLASS_MUTABLE | PR_CLASS_WHOLE;
 		/* fall through */
 	case PR_INPUT_PARAMETER:
@@ -229,9 +185,9 @@ static void read_args(lt_builder *b, pr_node *n, int64_t pos)
 	}
 }
 
-static void finish_classes(pr_lifetimes *lt, pr_node *ret)
+static void finish_classes(pr_lifetimes *lt, const pr_graph *g)
 {
-	name_set *mutable_buffers = writeback_buffers(ret);
+	pr_mutable_buffers *mutable_buffers = pr_graph_mutable_buffers(g);
 	for (int64_t i = 0; i < lt->n_classes; i++) {
 		pr_plan_class *c = &lt->classes[i];
 		if (c->elem < 0 && c->node->kind == PR_NODE_INPUT)
@@ -241,7 +197,7 @@ static void finish_classes(pr_lifetimes *lt, pr_node *ret)
 			c->end = lt->n_positions - 1;
 		}
 	}
-	name_set_free(mutable_buffers);
+	pr_mutable_buffers_free(mutable_buffers);
 }
 
 /* The graph is a linked list of large nodes: on a big method every first
@@ -321,7 +277,7 @@ pr_lifetimes *pr_lifetimes_compute(pr_graph *g)
 		pr_graph_renumber(g);
 		PR_ASSERT(walk_nodes(&b, g));
 	}
-	finish_classes(b.lt, pr_graph_return(g));
+	finish_classes(b.lt, g);
 	free(b.first_value);
 	free(b.nodes);
 	return b.lt;

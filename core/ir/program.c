@@ -359,6 +359,74 @@ pr_spec *pr_node_spec(pr_node *n)
 	return n && n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : NULL;
 }
 
+int pr_node_alias_arg(const pr_node *n, int r)
+{
+	if (!n || n->kind != PR_NODE_OP || !n->schema)
+		return -1;
+	if (n->type.kind == PR_TYPE_TUPLE)
+		r = pr_schema_elem_return(n->schema, r);
+	return pr_schema_return_alias(n->schema, r);
+}
+
+pr_node *pr_node_alias_value(const pr_node *n, int r)
+{
+	int a = pr_node_alias_arg(n, r);
+	if (a < 0 || a >= n->n_args || n->args[a].kind != PR_ARG_VALUE)
+		return NULL;
+	return n->args[a].u.value;
+}
+
+/* ---- mutable buffers ------------------------------------------------------ */
+
+typedef struct buffer_name {
+	const char *name;       /* the return node's own string */
+	UT_hash_handle hh;
+} buffer_name;
+
+struct pr_mutable_buffers {
+	buffer_name *set;
+};
+
+pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g)
+{
+	pr_mutable_buffers *b = pr_xcalloc(1, sizeof *b);
+	const pr_node *ret = pr_graph_return(g);
+	for (int i = 0; ret && ret->writebacks && i < ret->n_args; i++) {
+		const pr_writeback *w = &ret->writebacks[i];
+		buffer_name *e = NULL;
+		if (w->kind != PR_WRITEBACK_BUFFER || !w->target)
+			continue;
+		HASH_FIND_STR(b->set, w->target, e);
+		if (e)
+			continue;
+		e = pr_xmalloc(sizeof *e);
+		e->name = w->target;
+		HASH_ADD_KEYPTR(hh, b->set, e->name, strlen(e->name), e);
+	}
+	return b;
+}
+
+bool pr_mutable_buffers_has(const pr_mutable_buffers *b, const pr_node *in)
+{
+	buffer_name *e = NULL;
+	if (in->kind != PR_NODE_INPUT || in->input_kind != PR_INPUT_BUFFER || !in->input_name)
+		return false;
+	HASH_FIND_STR(b->set, in->input_name, e);
+	return e != NULL;
+}
+
+void pr_mutable_buffers_free(pr_mutable_buffers *b)
+{
+	if (!b)
+		return;
+	buffer_name *e, *tmp;
+	HASH_ITER(hh, b->set, e, tmp) {
+		HASH_DEL(b->set, e);
+		free(e);
+	}
+	free(b);
+}
+
 /* ---- graphs -------------------------------------------------------------- */
 
 static pr_graph *graph_new(pr_program *p, const char *name)
@@ -444,16 +512,28 @@ static void name_remove(pr_graph *g, pr_node *n)
 	}
 }
 
-char *pr_graph_fresh_name(const pr_graph *g, const char *base)
+char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next)
 {
-	if (!pr_graph_find(g, base))
+	int from = next ? *next : 0;
+	if (from == 0 && !pr_graph_find(g, base)) {
+		if (next)
+			*next = 1;
 		return pr_xstrdup(base);
-	for (unsigned long i = 1;; i++) {
-		char *name = pr_xasprintf("%s_%lu", base, i);
-		if (!pr_graph_find(g, name))
+	}
+	for (int i = from > 0 ? from : 1;; i++) {
+		char *name = pr_xasprintf("%s_%d", base, i);
+		if (!pr_graph_find(g, name)) {
+			if (next)
+				*next = i + 1;
 			return name;
+		}
 		free(name);
 	}
+}
+
+char *pr_graph_fresh_name(const pr_graph *g, const char *base)
+{
+	return pr_graph_fresh_name_next(g, base, NULL);
 }
 
 pr_err *pr_node_rename(pr_node *n, const char *name)
@@ -820,6 +900,20 @@ void pr_delegate_set_spec(pr_delegate *d, const char *key, const char *value)
 	d->specs[d->n_specs].key = pr_xstrdup(key);
 	d->specs[d->n_specs].value = pr_xstrdup(value);
 	d->n_specs++;
+}
+
+bool pr_delegate_remove_spec(pr_delegate *d, const char *key)
+{
+	for (int i = 0; i < d->n_specs; i++) {
+		if (strcmp(d->specs[i].key, key))
+			continue;
+		free(d->specs[i].key);
+		free(d->specs[i].value);
+		memmove(&d->specs[i], &d->specs[i + 1], (size_t)(d->n_specs - i - 1) * sizeof *d->specs);
+		d->n_specs--;
+		return true;
+	}
+	return false;
 }
 
 const char *pr_delegate_spec(const pr_delegate *d, const char *key)

@@ -37,6 +37,18 @@ char *pr_xstrdup(const char *s);
 char *pr_xstrndup(const char *s, size_t n);
 char *pr_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Makes room for one more element at arr[n]: when n has reached cap, cap
+ * doubles (from 8) and arr is reallocated. The growth code of every array
+ * that grows by appending; arr, n and cap are lvalues evaluated more than
+ * once. */
+#define PR_GROW(arr, n, cap)                                                       \
+	do {                                                                       \
+		if ((n) >= (cap)) {                                                \
+			(cap) = (cap) ? 2 * (cap) : 8;                             \
+			(arr) = pr_xrealloc((arr), (size_t)(cap) * sizeof *(arr)); \
+		}                                                                  \
+	} while (0)
+
 #ifdef __cplusplus
 }
 #endif

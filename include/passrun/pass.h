@@ -41,7 +41,11 @@ extern "C" {
 #endif
 
 #define PR_PLUGIN_ABI_VERSION 1u
-#define PR_PLUGIN_ENTRY_SYMBOL "passrun_plugin_info"
+/* The entry point's name, as a C name and as the string dlsym looks up. */
+#define PR_PLUGIN_ENTRY passrun_plugin_info
+#define PR_PLUGIN_ENTRY_SYMBOL PR_PLUGIN_STR_(PR_PLUGIN_ENTRY)
+#define PR_PLUGIN_STR_(x) PR_PLUGIN_STR2_(x)
+#define PR_PLUGIN_STR2_(x) #x
 
 /* ---- options ----------------------------------------------------------- */
 
@@ -121,8 +125,28 @@ typedef struct pr_plugin_info {
 
 typedef const pr_plugin_info *(*pr_plugin_entry_fn)(void);
 
-/* In a plugin: PR_PLUGIN_EXPORT const pr_plugin_info *passrun_plugin_info(void) */
 #define PR_PLUGIN_EXPORT __attribute__((visibility("default")))
+
+/* Defines a plugin's entry point, at file scope, once per plugin:
+ *
+ *     PR_PLUGIN("my-pass", "1.0", register_passes)
+ *
+ * expands to the exported PR_PLUGIN_ENTRY function returning a pr_plugin_info
+ * of this ABI version and size, with that name, version and register
+ * callback (a pr_err *(*)(pr_registry *)). */
+#define PR_PLUGIN(NAME, VERSION, REGISTER_FN)                                         \
+	PR_PLUGIN_EXPORT const pr_plugin_info *PR_PLUGIN_ENTRY(void);                 \
+	PR_PLUGIN_EXPORT const pr_plugin_info *PR_PLUGIN_ENTRY(void)                  \
+	{                                                                             \
+		static const pr_plugin_info info = {                                  \
+			.abi_version = PR_PLUGIN_ABI_VERSION,                         \
+			.struct_size = sizeof(pr_plugin_info),                        \
+			.name = (NAME),                                               \
+			.version = (VERSION),                                         \
+			.register_fn = (REGISTER_FN),                                 \
+		};                                                                    \
+		return &info;                                                         \
+	}
 
 /* ---- what a running pass can ask for ------------------------------------ */
 

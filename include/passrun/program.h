@@ -325,6 +325,9 @@ pr_blob *pr_program_find_blob(const pr_program *p, const char *name);
 pr_err *pr_program_add_delegate(pr_program *p, const char *name, pr_delegate **out);
 pr_delegate *pr_program_find_delegate(const pr_program *p, const char *name);
 void pr_delegate_set_spec(pr_delegate *d, const char *key, const char *value);
+/* Removes compile spec key (the others keep their order); false when d has
+ * none. */
+bool pr_delegate_remove_spec(pr_delegate *d, const char *key);
 const char *pr_delegate_spec(const pr_delegate *d, const char *key);
 /* The delegates of p into order (room for p->n_delegates), each after every
  * delegate its body calls: callees first. No recursion, so any depth of
@@ -345,6 +348,10 @@ pr_node *pr_graph_return(const pr_graph *g);
 pr_node *pr_graph_find(const pr_graph *g, const char *name);
 /* A name not yet used in g: base itself, else base_1, base_2, ... */
 char *pr_graph_fresh_name(const pr_graph *g, const char *base);
+/* The same, for naming many nodes after one base: *next (0 at first)
+ * remembers where the last search for this base ended, so that naming k of
+ * them costs O(k), not O(k^2). Names must not be freed up in between. */
+char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next);
 
 /* A detached node; name may be NULL. Args are set with pr_node_set_args. */
 pr_node *pr_node_new(pr_node_kind kind, const char *name);
@@ -373,6 +380,27 @@ bool pr_node_before(const pr_node *a, const pr_node *b);
 
 /* The spec of a tensor value, or NULL when it is not a single tensor. */
 pr_spec *pr_node_spec(pr_node *n);
+
+/* The argument that result r of op node n aliases, as its schema declares
+ * (Tensor(a) or Tensor(a!): a view, or an in-place result, which is a view of
+ * what it writes), or -1 for a fresh result or a node that is not an op. For
+ * a tuple result r is the element: every piece of a Tensor(a)[] aliases the
+ * list's argument. The index may lie past the node's arguments (a program the
+ * verifier refuses); pr_node_alias_value checks it. */
+int pr_node_alias_arg(const pr_node *n, int r);
+/* The value result r of n is a view of, or NULL (no alias, or an aliased
+ * argument that is missing or not a value). */
+pr_node *pr_node_alias_value(const pr_node *n, int r);
+
+/* The mutable buffers of a method: the buffer placeholders its return node
+ * writes back (`-> buffer "NAME"`), as a set built once in one walk, so
+ * that a query costs a hash lookup however many buffers there are. It
+ * borrows the return node's names: rebuild it after changing them. */
+typedef struct pr_mutable_buffers pr_mutable_buffers;
+pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g);
+/* Is in a buffer placeholder of the set's method that it writes back? */
+bool pr_mutable_buffers_has(const pr_mutable_buffers *b, const pr_node *in);
+void pr_mutable_buffers_free(pr_mutable_buffers *b);
 
 /* Iteration in graph order. */
 #define pr_graph_for_each(g, n) for (pr_node *n = (g)->first; n; n = n->next)

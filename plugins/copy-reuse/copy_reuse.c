@@ -12,8 +12,10 @@
  * Each tensor's copies are sorted by graph order once; the write check is a
  * binary search in the host-writes analysis; each use-list edit is O(1). The
  * whole pass is O(n log n) in the number of copies. */
-#include "host-writes/host_writes.h"
-#include "propagate-device/placement.h"
+#include <stdlib.h>
+
+#include "host_writes.h"
+#include "plugin_common.h"
 
 static const char *const reuse_requires[] = {PR_HOST_WRITES, NULL};
 static const char *const reuse_preserves[] = {PR_HOST_WRITES, NULL};
@@ -127,4 +129,4 @@ static pr_err *reuse_register(pr_registry *r)
 	return pr_register_pass(r, &reuse_pass);
 }
 
-PL_PLUGIN("copy-reuse", reuse_register)
+PR_PLUGIN("copy-reuse", "1.0", reuse_register)

@@ -9,23 +9,14 @@
  * it removes their target_device compile spec (any spelling that parses to
  * the host: "cpu", "CPU", "cpu:0"). Every other compile spec stays, and the
  * delegates then get no copies. */
-#include "propagate-device/placement.h"
+#include "plugin_common.h"
 
 static bool remove_cpu_target(pr_delegate *d)
 {
 	pr_device dev;
-	if (pl_delegate_where(d, false, &dev) != PL_HOST_CODE || !pr_delegate_spec(d, "target_device"))
+	if (pl_delegate_where(d, false, &dev) != PL_HOST_CODE)
 		return false;
-	for (int i = 0; i < d->n_specs; i++) {
-		if (strcmp(d->specs[i].key, "target_device"))
-			continue;
-		free(d->specs[i].key);
-		free(d->specs[i].value);
-		memmove(&d->specs[i], &d->specs[i + 1], (size_t)(d->n_specs - i - 1) * sizeof *d->specs);
-		d->n_specs--;
-		return true;
-	}
-	return false;
+	return pr_delegate_remove_spec(d, "target_device");
 }
 
 static pr_err *cpu_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
@@ -51,4 +42,4 @@ static pr_err *cpu_register(pr_registry *r)
 	return pr_register_pass(r, &cpu_pass);
 }
 
-PL_PLUGIN("cpu-delegates", cpu_register)
+PR_PLUGIN("cpu-delegates", "1.0", cpu_register)

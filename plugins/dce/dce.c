@@ -89,15 +89,4 @@ static pr_err *dce_register(pr_registry *r)
 	return pr_register_pass(r, &dce_pass);
 }
 
-static const pr_plugin_info dce_plugin = {
-	.abi_version = PR_PLUGIN_ABI_VERSION,
-	.struct_size = sizeof(pr_plugin_info),
-	.name = "dce",
-	.version = "1.0",
-	.register_fn = dce_register,
-};
-
-PR_PLUGIN_EXPORT const pr_plugin_info *passrun_plugin_info(void)
-{
-	return &dce_plugin;
-}
+PR_PLUGIN("dce", "1.0", dce_register)

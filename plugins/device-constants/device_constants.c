@@ -26,14 +26,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "passrun/passrun.h"
+#include "plugin_common.h"
 
 static const pr_option_decl device_constants_options[] = {
-	{ "skip_h2d_for_constants", PR_OPT_BOOL, "false",
-	  "keep constants read only by one device's delegates in that device's memory, copied once at load (F10)",
-	  PR_SCOPE_PIPELINE, true },
-	{ "share_mutable_buffers", PR_OPT_BOOL, "false",
-	  "methods of one program share a mutable buffer of the same name", PR_SCOPE_PIPELINE, true },
+	PL_DECL_SKIP_CONST,
+	PL_DECL_SHARE_BUFFERS,
 };
 
 /* The device a delegate call runs on, when it is a device delegate. */
@@ -47,25 +44,12 @@ static bool delegate_device(const pr_node *n, pr_device *out)
 	return !pr_device_is_host(*out);
 }
 
-static bool is_mutable_buffer(const pr_node *in, const pr_node *ret)
+/* A parameter, buffer or constant stored on the host: a candidate to live
+ * on the device. */
+static bool is_host_constant(const pr_node *n, const pr_mutable_buffers *b)
 {
-	if (in->input_kind != PR_INPUT_BUFFER || !in->input_name || !ret || !ret->writebacks)
-		return false;
-	for (int i = 0; i < ret->n_args; i++)
-		if (ret->writebacks[i].kind == PR_WRITEBACK_BUFFER && ret->writebacks[i].target &&
-		    !strcmp(ret->writebacks[i].target, in->input_name))
-			return true;
-	return false;
-}
-
-static bool is_host_constant(const pr_node *n, const pr_node *ret)
-{
-	if (n->kind != PR_NODE_INPUT || n->type.kind != PR_TYPE_TENSOR)
-		return false;
-	if (n->input_kind != PR_INPUT_PARAMETER && n->input_kind != PR_INPUT_BUFFER &&
-	    n->input_kind != PR_INPUT_CONSTANT)
-		return false;
-	return pr_device_is_host(n->type.tensor.device) && !is_mutable_buffer(n, ret);
+	return n->type.kind == PR_TYPE_TENSOR && pl_is_constant(n, b) &&
+	       pr_device_is_host(n->type.tensor.device);
 }
 
 /* The load-time copy moves the bytes as stored, like a per-call copy: a
@@ -95,23 +79,25 @@ static bool sole_reader_device(const pr_node *n, pr_device *out)
 
 static void tag_method(pr_graph *g, bool *changed)
 {
-	const pr_node *ret = pr_graph_return(g);
+	pr_mutable_buffers *buffers = pr_graph_mutable_buffers(g);
 	pr_graph_for_each(g, n) {
 		pr_device d;
-		if (!is_host_constant(n, ret) || !copyable_at_load(n) || !sole_reader_device(n, &d))
+		if (!is_host_constant(n, buffers) || !copyable_at_load(n) ||
+		    !sole_reader_device(n, &d))
 			continue;
 		n->type.tensor.device = d;
 		*changed = true;
 	}
+	pr_mutable_buffers_free(buffers);
 }
 
 static pr_err *device_constants_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 {
 	for (int m = 0; m < p->n_methods; m++) {
 		pr_graph *g = p->methods[m];
-		if (!pr_pass_opt_bool(ctx, "skip_h2d_for_constants", g->name))
+		if (!pr_pass_opt_bool(ctx, PL_OPT_SKIP_CONST, g->name))
 			continue;
-		if (pr_pass_opt_bool(ctx, "share_mutable_buffers", g->name)) {
+		if (pr_pass_opt_bool(ctx, PL_OPT_SHARE_BUFFERS, g->name)) {
 			pr_pass_diag(ctx, PR_SEV_ERROR, "E-SHARED-MUTABLE-BUFFERS", g->name, NULL, -1,
 				     "skip_h2d_for_constants cannot be used with share_mutable_buffers: "
 				     "each method keeps its own device copy of its constants; "
@@ -137,11 +123,4 @@ static pr_err *device_constants_register(pr_registry *r)
 	return pr_register_pass(r, &device_constants_pass);
 }
 
-PR_PLUGIN_EXPORT const pr_plugin_info *passrun_plugin_info(void)
-{
-	static const pr_plugin_info info = {
-		PR_PLUGIN_ABI_VERSION, sizeof(pr_plugin_info), "device-constants", "1.0",
-		device_constants_register,
-	};
-	return &info;
-}
+PR_PLUGIN("device-constants", "1.0", device_constants_register)

@@ -13,8 +13,8 @@
  * the pipeline without F2) every round-trip goes, as ExecuTorch did before
  * the fix. Each query is a binary search in the analysis and each
  * _d2h_copy's readers are visited once, so the pass is linear. */
-#include "host-writes/host_writes.h"
-#include "propagate-device/placement.h"
+#include "host_writes.h"
+#include "plugin_common.h"
 
 static const pr_option_decl elide_options[] = {
 	{ "respect_host_writes", PR_OPT_BOOL, "true",
@@ -80,4 +80,4 @@ static pr_err *elide_register(pr_registry *r)
 	return pr_register_pass(r, &elide_pass);
 }
 
-PL_PLUGIN("elide-round-trips", elide_register)
+PR_PLUGIN("elide-round-trips", "1.0", elide_register)

@@ -10,7 +10,9 @@
  * takes over the result's name and readers. The base placement then copies
  * it like any getitem (B3), and B4 and F2 apply to its round-trips. The
  * program is unchanged otherwise and still unplaced, so it verifies. */
-#include "propagate-device/placement.h"
+#include <stdlib.h>
+
+#include "plugin_common.h"
 
 static pr_err *add_getitem(pr_node *call, bool *changed)
 {
@@ -74,4 +76,4 @@ static pr_err *getitem_outputs_register(pr_registry *r)
 	return pr_register_pass(r, &getitem_outputs_pass);
 }
 
-PL_PLUGIN("getitem-outputs", getitem_outputs_register)
+PR_PLUGIN("getitem-outputs", "1.0", getitem_outputs_register)

@@ -15,11 +15,11 @@
  * placement moves it onto the _d2h_copy, and its in-place result keeps the
  * host spec of what it writes), so a round-trip to the same device is kept
  * when the host copy is written before it is copied back. */
-#include "host-writes/host_writes.h"
+#include "host_writes.h"
 
 #include <uthash.h>
 
-#include "propagate-device/placement.h"
+#include "plugin_common.h"
 
 typedef struct writes_entry {
 	const pr_node *root;
@@ -143,4 +143,4 @@ static pr_err *host_writes_register(pr_registry *r)
 	return pr_register_analysis(r, &host_writes_analysis);
 }
 
-PL_PLUGIN("host-writes", host_writes_register)
+PR_PLUGIN("host-writes", "1.0", host_writes_register)

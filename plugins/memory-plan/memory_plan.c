@@ -121,10 +121,4 @@ static pr_err *memory_plan_register(pr_registry *r)
 	return pr_register_pass(r, &memory_plan_pass);
 }
 
-PR_PLUGIN_EXPORT const pr_plugin_info *passrun_plugin_info(void)
-{
-	static const pr_plugin_info info = {
-		PR_PLUGIN_ABI_VERSION, sizeof(pr_plugin_info), "memory-plan", "1.0", memory_plan_register,
-	};
-	return &info;
-}
+PR_PLUGIN("memory-plan", "1.0", memory_plan_register)

@@ -15,8 +15,8 @@
  * host memory: it is returned from the host as it is, so the method's
  * metadata (its spec's device) says the output is in host memory.
  * per-call-copies reports it (W-/E-OUTPUT-ON-HOST). */
-#include "host-writes/host_writes.h"
-#include "propagate-device/placement.h"
+#include "host_writes.h"
+#include "plugin_common.h"
 
 static const pr_option_decl outputs_options[] = {
 	PL_DECL_SKIP_D2H,
@@ -91,4 +91,4 @@ static pr_err *outputs_register(pr_registry *r)
 	return pr_register_pass(r, &outputs_pass);
 }
 
-PL_PLUGIN("outputs-on-device", outputs_register)
+PR_PLUGIN("outputs-on-device", "1.0", outputs_register)

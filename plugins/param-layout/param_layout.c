@@ -20,7 +20,12 @@
  *
  * It edits the program in memory only, never the file it came from, and a
  * second run finds nothing left to change. */
-#include "propagate-device/placement.h"
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin_common.h"
 
 static void strides_str(const pr_spec *s, char *buf, size_t len)
 {
@@ -129,6 +134,12 @@ static pr_node *body_input(pr_delegate *d, int slot)
 	return NULL;
 }
 
+/* Does reader u read v as the base of a view (u's result aliases v)? */
+static bool reads_as_view(const pr_node *u, const pr_node *v)
+{
+	return pr_node_alias_value(u, 0) == v && u->type.kind == PR_TYPE_TENSOR;
+}
+
 /* Every reader of t, whose layout went from old to t's, agrees with it. */
 static void update_readers(pr_node *t, const pr_spec *old)
 {
@@ -139,7 +150,7 @@ static void update_readers(pr_node *t, const pr_spec *old)
 			pr_node *in = body_input(u->user->delegate, (int)(u->arg - u->user->args));
 			if (in && pr_node_spec(in) && pr_spec_same_layout(pr_node_spec(in), old))
 				memcpy(in->type.tensor.strides, now->strides, sizeof now->strides);
-		} else if (pl_reads_as_view(u->user, t)) {
+		} else if (reads_as_view(u->user, t)) {
 			pr_spec before = u->user->type.tensor;
 			if (remap_view(old, now, &u->user->type.tensor) &&
 			    !pr_spec_same_layout(&before, &u->user->type.tensor))
@@ -166,7 +177,7 @@ static pr_err *make_contiguous(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, pr_
 		     "nor channels-last: it is now stored contiguous with strides %s, and %s "
 		     "(with every other reader) reads it with that layout",
 		     pl_input_kind_word(n, NULL), n->input_name ? n->input_name : n->name, n->name,
-		     pl_bytes(n), pl_dev(n->type.tensor.device, ds), was, now, r);
+		     pl_bytes(n), pr_device_str(n->type.tensor.device, ds), was, now, r);
 	return NULL;
 }
 
@@ -200,4 +211,4 @@ static pr_err *param_layout_register(pr_registry *r)
 	return pr_register_pass(r, &param_layout_pass);
 }
 
-PL_PLUGIN("param-layout", param_layout_register)
+PR_PLUGIN("param-layout", "1.0", param_layout_register)

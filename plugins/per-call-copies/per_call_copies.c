@@ -25,21 +25,28 @@
  * conditions above. Set without either skip flag it can never fire, and the
  * pass says so (W-POLICY-NO-EFFECT) instead of staying silent. Without this
  * pass, nothing reports copies that run on every call. */
-#include "host-writes/host_writes.h"
-#include "propagate-device/placement.h"
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "host_writes.h"
+#include "plugin_common.h"
+
+#define OPT_ERROR_COPIES "error_on_per_call_copies"
 
 static const pr_option_decl per_call_options[] = {
 	PL_DECL_SKIP_H2D,
 	PL_DECL_SKIP_D2H,
 	PL_DECL_SKIP_CONST,
-	PL_DECL_ERROR_COPIES,
+	{ OPT_ERROR_COPIES, PR_OPT_BOOL, "false",
+	  "copies that run on every call although a skip flag asked for none are errors (F9)",
+	  PR_SCOPE_PIPELINE, true },
 };
 
 static const char *const per_call_requires[] = {PR_HOST_WRITES, NULL};
 
 typedef struct flags {
 	bool skip_h2d, skip_d2h, skip_const, error;
-	pl_buffers buffers;     /* the method's mutable buffers */
+	pr_mutable_buffers *buffers;   /* the method's mutable buffers */
 } flags;
 
 #define RAISED " (an error because error_on_per_call_copies is set)"
@@ -61,8 +68,8 @@ static void report_constant(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_no
 		     "Constant '%s' (%s %%%s, %" PRId64 " bytes) is copied to %s on every call "
 		     "(%%%s, read by %s): its data is stored on the host, and "
 		     "skip_h2d_for_method_inputs does not apply to constants%s%s",
-		     name_of(c), pl_input_kind_word(c, &f->buffers), c->name, pl_bytes(c),
-		     pl_dev(h->type.tensor.device, ds), h->name, r,
+		     name_of(c), pl_input_kind_word(c, f->buffers), c->name, pl_bytes(c),
+		     pr_device_str(h->type.tensor.device, ds), h->name, r,
 		     f->skip_const ? "" : "; skip_h2d_for_constants keeps a constant that only one "
 					   "device's delegates read in device memory",
 		     err ? RAISED : "");
@@ -93,7 +100,7 @@ static void input_extras(const pr_node *c, char *buf, size_t len)
 			if (u->n_uses)
 				pl_describe_use(pl_first_use(u), r, sizeof r);
 			at += (size_t)snprintf(buf + at, len - at, ", and on to %s for %s (%%%s)",
-					       pl_dev(u->type.tensor.device, ds), r, u->name);
+					       pr_device_str(u->type.tensor.device, ds), r, u->name);
 		}
 	}
 	for (int i = 0; i < c->n_uses && at < len; i++)
@@ -121,7 +128,7 @@ static void report_input(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_node 
 		     "Method input '%s' (%s%%%s, %" PRId64 " bytes) stays on %s for %s, but %s "
 		     "reads it off the device: it is copied to the host on every call (%%%s)%s%s",
 		     name_of(v), v->input_kind == PR_INPUT_USER ? "" : "mutable buffer ", v->name,
-		     pl_bytes(v), pl_dev(v->type.tensor.device, ds), onr, offr, c->name, extra,
+		     pl_bytes(v), pr_device_str(v->type.tensor.device, ds), onr, offr, c->name, extra,
 		     f->error ? RAISED : "");
 }
 
@@ -167,7 +174,7 @@ static void report_outputs(pr_pass_ctx *ctx, pr_graph *g, const flags *f,
 			     "says so; a caller who passes its own output buffers must pass a host "
 			     "buffer for it; move that op into the delegate to keep the output on the "
 			     "device%s",
-			     i, out_name, pl_bytes(v), pl_dev(xs->device, ds), w, copy->name,
+			     i, out_name, pl_bytes(v), pr_device_str(xs->device, ds), w, copy->name,
 			     f->error ? RAISED : "");
 	}
 }
@@ -179,9 +186,9 @@ static void report_method(pr_pass_ctx *ctx, pr_graph *g, const flags *f)
 		pr_node *src = pl_is_copy(n) ? pl_copy_src(n) : NULL;
 		if (!src)
 			continue;
-		if (pl_is_h2d(n) && pl_is_constant(src, &f->buffers))
+		if (pl_is_h2d(n) && pl_is_constant(src, f->buffers))
 			report_constant(ctx, g, f, n);
-		else if (pl_is_d2h(n) && pl_is_method_input(src, &f->buffers) &&
+		else if (pl_is_d2h(n) && pl_is_method_input(src, f->buffers) &&
 			 !pr_device_is_host(src->type.tensor.device))
 			report_input(ctx, g, f, n);
 	}
@@ -198,7 +205,7 @@ static pr_err *per_call_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 			.skip_h2d = pr_pass_opt_bool(ctx, PL_OPT_SKIP_H2D, g->name),
 			.skip_d2h = pr_pass_opt_bool(ctx, PL_OPT_SKIP_D2H, g->name),
 			.skip_const = pr_pass_opt_bool(ctx, PL_OPT_SKIP_CONST, g->name),
-			.error = pr_pass_opt_bool(ctx, PL_OPT_ERROR_COPIES, g->name),
+			.error = pr_pass_opt_bool(ctx, OPT_ERROR_COPIES, g->name),
 		};
 		if (f.error && !f.skip_h2d && !f.skip_d2h)
 			pr_pass_diag(ctx, PR_SEV_WARNING, "W-POLICY-NO-EFFECT", g->name, NULL, -1,
@@ -206,9 +213,9 @@ static pr_err *per_call_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 				     "skip_h2d_for_method_inputs nor skip_d2h_for_method_outputs is: "
 				     "every input and output is copied anyway, so it can never fire",
 				     g->name);
-		pl_buffers_init(&f.buffers, g);
+		f.buffers = pr_graph_mutable_buffers(g);
 		report_method(ctx, g, &f);
-		pl_buffers_free(&f.buffers);
+		pr_mutable_buffers_free(f.buffers);
 	}
 	return NULL;
 }
@@ -228,4 +235,4 @@ static pr_err *per_call_register(pr_registry *r)
 	return pr_register_pass(r, &per_call_pass);
 }
 
-PL_PLUGIN("per-call-copies", per_call_register)
+PR_PLUGIN("per-call-copies", "1.0", per_call_register)

@@ -53,8 +53,12 @@
  * Copies are declared with the shared contract's schemas and named after what
  * they copy (%x_h2d_cuda0, %t_d2h), first reader first. Each value's readers
  * are moved in one batch, so thousands of readers of one tensor stay linear. */
-#include "host-writes/host_writes.h"
-#include "propagate-device/placement.h"
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "host_writes.h"
+#include "plugin_common.h"
 
 static const pr_option_decl propagate_options[] = {
 	PL_DECL_SKIP_H2D,
@@ -78,9 +82,155 @@ typedef struct place_ctx {
 	pr_graph *g;
 	bool skip_h2d, skip_d2h, copy_constants, share_inputs;
 	bool copy_placed;       /* !read_placed_args: copy device tensors too */
-	pl_buffers buffers;     /* the method's mutable buffers */
+	pr_mutable_buffers *buffers;   /* the method's mutable buffers */
 	bool *changed;
 } place_ctx;
+
+/* ---- copies ------------------------------------------------------------------ */
+
+#define H2D_SCHEMA "et_copy::_h2d_copy(Tensor self) -> Tensor {h2d}"
+#define D2H_SCHEMA "et_copy::_d2h_copy(Tensor self) -> Tensor {d2h}"
+
+/* "cuda:0" -> "cuda0", for node names. */
+static void device_tag(pr_device d, char *buf)
+{
+	char s[PR_DEVICE_STR_MAX];
+	pr_device_str(d, s);
+	size_t j = 0;
+	for (size_t i = 0; s[i] && j + 1 < PR_DEVICE_STR_MAX; i++)
+		if (s[i] != ':')
+			buf[j++] = s[i];
+	buf[j] = 0;
+}
+
+/* A new, detached copy of src onto dev (h2d) or the host (d2h). Its output
+ * moves the bytes as stored: same dtype, shape and strides as src, on the
+ * destination device, with no memory (planned later) and never a constant
+ * (it is an op's result). Its argument is set by copy_attach, so that a
+ * caller moving many readers can order the use-list edits. *next (may be
+ * NULL) is the naming cursor of pr_graph_fresh_name_next. */
+static pr_node *copy_new_named(pr_program *p, pr_node *src, bool h2d, pr_device dev, int *next,
+			       pr_err **err)
+{
+	pr_schema *s = NULL;
+	*err = pr_program_declare_op(p, h2d ? H2D_SCHEMA : D2H_SCHEMA, &s);
+	if (*err)
+		return NULL;
+	char tag[PR_DEVICE_STR_MAX], *base;
+	device_tag(dev, tag);
+	if (h2d)
+		base = pr_xasprintf("%s_h2d_%s", src->name ? src->name : "t", tag);
+	else
+		base = pr_xasprintf("%s_d2h", src->name ? src->name : "t");
+	char *name = pr_graph_fresh_name_next(src->graph, base, next);
+	free(base);
+	pr_node *c = pr_node_new(PR_NODE_OP, name);
+	free(name);
+	c->schema = s;
+	c->type.kind = PR_TYPE_TENSOR;
+	c->type.tensor = *pr_node_spec(src);
+	c->type.tensor.device = h2d ? dev : pr_device_host();
+	c->type.tensor.has_mem = false;
+	c->type.tensor.mem_arena = pr_device_host();
+	c->type.tensor.mem_offset = 0;
+	return c;
+}
+
+static pr_node *copy_new(pr_program *p, pr_node *src, bool h2d, pr_device dev, pr_err **err)
+{
+	return copy_new_named(p, src, h2d, dev, NULL, err);
+}
+
+static void copy_attach(pr_node *c, pr_node *src)
+{
+	pr_arg *a = pr_xcalloc(1, sizeof *a);
+	a->kind = PR_ARG_VALUE;
+	a->u.value = src;
+	pr_node_set_args(c, a, 1);
+}
+
+/* Orders uses by their readers' graph order (the graph must be numbered). */
+static int use_by_order(const void *a, const void *b)
+{
+	const pr_node *x = ((const pr_use *)a)->user, *y = ((const pr_use *)b)->user;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Does delegate reader u need v copied to its device (set in *dev)? A v
+ * already on that device needs none, unless copy_placed: the baseline copied
+ * every argument, a device tensor too (a copy the runtime then refuses). */
+static bool needs_copy(const pr_use *u, pr_node *v, bool cpu_is_device, bool copy_placed,
+		       pr_device *dev)
+{
+	/* A delegate on the CPU counts as a device only in the baseline (F7),
+	 * which copied every argument "to the CPU". */
+	return pl_call_device(u->user, cpu_is_device, dev) &&
+	       (copy_placed || pr_device_is_host(*dev) ||
+		!pr_device_equal(*dev, pr_node_spec(v)->device));
+}
+
+/* v's readers that need a copy, in graph order (use lists have no order, so
+ * that the copies get the same names whatever the edits before); their
+ * argument slots in *args. Returns how many. */
+static int copy_readers(pr_node *v, bool cpu_is_device, bool copy_placed, pl_nodes *readers,
+			pr_arg ***args)
+{
+	pr_use *uses = pr_xmalloc((size_t)(v->n_uses ? v->n_uses : 1) * sizeof *uses);
+	int n = 0;
+	for (int i = 0; i < v->n_uses; i++) {
+		pr_device dev;
+		if (needs_copy(&v->uses[i], v, cpu_is_device, copy_placed, &dev))
+			uses[n++] = v->uses[i];
+	}
+	if (v->graph->order_stale)
+		pr_graph_renumber(v->graph);
+	qsort(uses, (size_t)n, sizeof *uses, use_by_order);
+	*args = pr_xmalloc((size_t)(n ? n : 1) * sizeof **args);
+	for (int k = 0; k < n; k++) {
+		pl_nodes_push(readers, uses[k].user);
+		(*args)[k] = uses[k].arg;
+	}
+	free(uses);
+	return n;
+}
+
+/* B1 for one value: every device delegate reading v off its device (or on
+ * it, with copy_placed) reads its own new _h2d_copy of v, placed right
+ * before it. */
+static pr_err *copy_to_readers(pr_program *p, pr_node *v, bool cpu_is_device, bool copy_placed,
+			       bool *changed)
+{
+	pl_nodes readers = {0}, copies = {0};
+	pr_arg **args;
+	copy_readers(v, cpu_is_device, copy_placed, &readers, &args);
+	pr_err *e = NULL;
+	pr_device devs[8];
+	int next[8] = {0}, n_devs = 0;
+	/* Named first reader first (%x_h2d_cuda0, then %x_h2d_cuda0_1, ...). */
+	for (int k = 0; k < readers.n && !e; k++) {
+		pr_device dev;
+		pl_call_device(readers.items[k], cpu_is_device, &dev);
+		int d = 0;
+		while (d < n_devs && !pr_device_equal(devs[d], dev))
+			d++;
+		if (d == n_devs && n_devs < 8)
+			devs[n_devs++] = dev;
+		pr_node *c = copy_new_named(p, v, true, dev, d < 8 ? &next[d] : NULL, &e);
+		if (!e)
+			e = pr_graph_insert_before(readers.items[k], c);
+		if (!e)
+			pl_nodes_push(&copies, c);
+	}
+	for (int k = copies.n - 1; k >= 0; k--)
+		pr_arg_set_value(args[k], copies.items[k]);
+	for (int k = 0; k < copies.n; k++)
+		copy_attach(copies.items[k], v);
+	*changed |= copies.n > 0;
+	pl_nodes_free(&copies);
+	pl_nodes_free(&readers);
+	free(args);
+	return e;
+}
 
 /* ---- walk 1: results ---------------------------------------------------------- */
 
@@ -114,7 +264,7 @@ static pr_err *copy_getitem_to_host(place_ctx *c, pr_node *gi)
 	if (n == 0 || (c->skip_d2h && n == 1 && only_output))
 		return NULL;
 	pr_err *e = NULL;
-	pr_node *copy = pl_copy_new(c->p, gi, false, pr_device_host(), &e);
+	pr_node *copy = copy_new(c->p, gi, false, pr_device_host(), &e);
 	if (e)
 		return e;
 	e = pr_graph_insert_after(gi, copy);
@@ -123,7 +273,7 @@ static pr_err *copy_getitem_to_host(place_ctx *c, pr_node *gi)
 	for (int i = gi->n_uses - 1; i >= 0; i--)
 		if (needs_host_copy(&gi->uses[i]))
 			pr_arg_set_value(gi->uses[i].arg, copy);
-	pl_copy_attach(copy, gi);
+	copy_attach(copy, gi);
 	*c->changed = true;
 	return NULL;
 }
@@ -190,7 +340,7 @@ static const pr_use *first_device_reader(const place_ctx *c, pr_node *v, pr_devi
 	const pr_use *first = NULL;
 	for (int i = 0; i < v->n_uses; i++) {
 		pr_device d;
-		if (pl_needs_copy(&v->uses[i], v, true, c->copy_placed, &d) &&
+		if (needs_copy(&v->uses[i], v, true, c->copy_placed, &d) &&
 		    (!first || pr_node_before(v->uses[i].user, first->user))) {
 			first = &v->uses[i];
 			*dev = d;
@@ -231,8 +381,8 @@ static void tag_skipped_input(place_ctx *c, pr_node *v, const pr_use *first, pr_
 	pr_pass_diag(c->pass, PR_SEV_ERROR, "E-INPUT-SHARED", c->g->name, v->name, pl_bytes(v),
 		     "%s '%s' (%%%s, %" PRId64 " bytes) feeds %s on %s, but with %s it may have no "
 		     "other reader, and %s also reads it",
-		     pl_input_kind_word(v, &c->buffers), v->input_name ? v->input_name : v->name, v->name,
-		     pl_bytes(v), reader, pl_dev(dev, ds), PL_OPT_SKIP_H2D, other_reader);
+		     pl_input_kind_word(v, c->buffers), v->input_name ? v->input_name : v->name, v->name,
+		     pl_bytes(v), reader, pr_device_str(dev, ds), PL_OPT_SKIP_H2D, other_reader);
 }
 
 static void strides_str(const pr_spec *s, char *buf, size_t len)
@@ -258,8 +408,8 @@ static bool constant_copyable(place_ctx *c, pr_node *v, const pr_use *first, pr_
 		     "contiguous nor channels-last: its copy would move the bytes as stored and the "
 		     "delegate would read them in the wrong order; make it contiguous first "
 		     "(the param-layout pass does)",
-		     pl_input_kind_word(v, &c->buffers), v->input_name ? v->input_name : v->name, v->name,
-		     pl_bytes(v), r, pl_dev(dev, ds), st);
+		     pl_input_kind_word(v, c->buffers), v->input_name ? v->input_name : v->name, v->name,
+		     pl_bytes(v), r, pr_device_str(dev, ds), st);
 	return false;
 }
 
@@ -291,8 +441,8 @@ static void refuse_written_input(place_ctx *c, pr_node *v, const pr_use *first, 
 		     pl_bytes(v),
 		     "%s '%s' (%%%s, %" PRId64 " bytes) would stay on %s for %s, but %s writes it "
 		     "in place on the host, which would change only a host copy%s",
-		     pl_input_kind_word(v, &c->buffers), v->input_name ? v->input_name : v->name, v->name,
-		     pl_bytes(v), pl_dev(dev, ds), r, w, wb);
+		     pl_input_kind_word(v, c->buffers), v->input_name ? v->input_name : v->name, v->name,
+		     pl_bytes(v), pr_device_str(dev, ds), r, w, wb);
 }
 
 /* F6: the readers off the device read one host copy of v. */
@@ -308,7 +458,7 @@ static pr_err *share_input(place_ctx *c, pr_node *v, pr_device dev)
 	if (!first_off)
 		return NULL;
 	pr_err *e = NULL;
-	pr_node *copy = pl_copy_new(c->p, v, false, pr_device_host(), &e);
+	pr_node *copy = copy_new(c->p, v, false, pr_device_host(), &e);
 	if (e)
 		return e;
 	e = pr_graph_insert_before(first_off, copy);
@@ -317,8 +467,8 @@ static pr_err *share_input(place_ctx *c, pr_node *v, pr_device dev)
 	for (int i = v->n_uses - 1; i >= 0; i--)
 		if (!reads_on_device(c, &v->uses[i], dev))
 			pr_arg_set_value(v->uses[i].arg, copy);
-	pl_copy_attach(copy, v);
-	return pl_copy_to_readers(c->p, copy, true, c->copy_placed, c->changed);
+	copy_attach(copy, v);
+	return copy_to_readers(c->p, copy, true, c->copy_placed, c->changed);
 }
 
 static pr_err *place_shared_input(place_ctx *c, pr_node *v, const pr_use *first, pr_device dev)
@@ -343,18 +493,18 @@ static pr_err *place_value(place_ctx *c, pr_node *v)
 	const pr_use *first = first_device_reader(c, v, &dev);
 	if (!first)
 		return NULL;
-	if (c->copy_constants && pl_is_constant(v, &c->buffers)) {
+	if (c->copy_constants && pl_is_constant(v, c->buffers)) {
 		if (!constant_copyable(c, v, first, dev))
 			return NULL;
-		return pl_copy_to_readers(c->p, v, true, c->copy_placed, c->changed);
+		return copy_to_readers(c->p, v, true, c->copy_placed, c->changed);
 	}
 	if (c->skip_h2d && v->kind == PR_NODE_INPUT) {
-		if (c->share_inputs && pl_is_method_input(v, &c->buffers))
+		if (c->share_inputs && pl_is_method_input(v, c->buffers))
 			return place_shared_input(c, v, first, dev);
 		tag_skipped_input(c, v, first, dev);
 		return NULL;
 	}
-	return pl_copy_to_readers(c->p, v, true, c->copy_placed, c->changed);
+	return copy_to_readers(c->p, v, true, c->copy_placed, c->changed);
 }
 
 static pr_err *walk_arguments(place_ctx *c)
@@ -384,11 +534,11 @@ static pr_err *propagate_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 			.share_inputs = pr_pass_opt_bool(ctx, "share_inputs", g->name),
 			.copy_placed = !pr_pass_opt_bool(ctx, "read_placed_args", g->name),
 		};
-		pl_buffers_init(&c.buffers, g);
+		c.buffers = pr_graph_mutable_buffers(g);
 		pr_err *e = walk_results(&c);
 		if (!e)
 			e = walk_arguments(&c);
-		pl_buffers_free(&c.buffers);
+		pr_mutable_buffers_free(c.buffers);
 		if (e)
 			return pr_err_wrap(e, "propagate-device, method '%s'", g->name);
 	}
@@ -410,4 +560,4 @@ static pr_err *propagate_register(pr_registry *r)
 	return pr_register_pass(r, &propagate_pass);
 }
 
-PL_PLUGIN("propagate-device", propagate_register)
+PR_PLUGIN("propagate-device", "1.0", propagate_register)

@@ -16,7 +16,8 @@ static const pr_plugin_info info = {
 	.register_fn = never_called,
 };
 
-PR_PLUGIN_EXPORT const pr_plugin_info *passrun_plugin_info(void)
+/* Written out, not PR_PLUGIN: the point is a wrong abi_version. */
+PR_PLUGIN_EXPORT const pr_plugin_info *PR_PLUGIN_ENTRY(void)
 {
 	return &info;
 }

@@ -138,15 +138,4 @@ static pr_err *reg(pr_registry *r)
 	return e;
 }
 
-static const pr_plugin_info info = {
-	.abi_version = PR_PLUGIN_ABI_VERSION,
-	.struct_size = sizeof(pr_plugin_info),
-	.name = "test-good",
-	.version = "1.0",
-	.register_fn = reg,
-};
-
-PR_PLUGIN_EXPORT const pr_plugin_info *passrun_plugin_info(void)
-{
-	return &info;
-}
+PR_PLUGIN("test-good", "1.0", reg)

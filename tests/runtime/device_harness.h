@@ -134,6 +134,7 @@ static inline pr_err *dh_run_on(dh_harness *h, const char *schema_text, pr_karg 
 	cr_assert_null(pr_schema_parse(schema_text, strlen(schema_text), &s, &col), "%s", schema_text);
 	pr_node node;
 	memset(&node, 0, sizeof node);
+	node.kind = PR_NODE_OP;
 	node.name = (char *)"t";
 	node.schema = s;
 	pr_karg args[12];

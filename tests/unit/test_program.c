@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "passrun/format.h"
 #include "passrun/program.h"
 
 static pr_node *add_input(pr_graph *g, const char *name)
@@ -153,5 +154,116 @@ Test(program, declares_ops_once)
 	cr_assert_not_null(e);
 	pr_err_free(e);
 	cr_assert_eq(p->n_schemas, 1);
+	pr_program_free(p);
+}
+
+/* ---- facts the IR owns: aliases, mutable buffers, compile specs ---------- */
+
+static const char facts_program[] =
+	"passrun 1\n"
+	"op aten::add.Tensor(Tensor self, Tensor other) -> Tensor\n"
+	"op aten::view(Tensor(a) self, int[] size) -> Tensor(a)\n"
+	"op aten::add_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)\n"
+	"op aten::split_with_sizes(Tensor(a -> *) self, int[] split_sizes, int dim=0) -> Tensor(a)[]\n"
+	"op aten::view_copy(Tensor self, int[] size) -> Tensor\n"
+	"delegate @dd backend=\"CudaBackend\" target_device=\"cuda:0\" note=\"kept\" {\n"
+	"  %a: f32[4] = input\n"
+	"  return %a\n"
+	"}\n"
+	"method @forward {\n"
+	"  %x: f32[4] = input user \"x\"\n"
+	"  %k: f32[4] = input buffer \"k\"\n"
+	"  %c: f32[4] = input buffer \"c\"\n"
+	"  %w: f32[4] = input parameter \"w\"\n"
+	"  %s: f32[4] = aten::add.Tensor(%x, %w)\n"
+	"  %v: f32[2,2] = aten::view(%s, [2,2])\n"
+	"  %i: f32[4] = aten::add_.Tensor(%k, %x)\n"
+	"  %p: (f32[2], f32[2]) = aten::split_with_sizes(%s, [2,2])\n"
+	"  %q: f32[2,2] = aten::view_copy(%s, [2,2])\n"
+	"  return %v, %q, %c, %i -> buffer \"k\"\n"
+	"}\n";
+
+static pr_program *facts_parse(void)
+{
+	pr_program *p = NULL;
+	pr_err *e = pr_text_parse("facts.pg", facts_program, sizeof facts_program - 1, &p);
+	cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
+	return p;
+}
+
+Test(facts, a_result_aliases_the_argument_its_schema_names)
+{
+	pr_program *p = facts_parse();
+	pr_graph *g = pr_program_find_method(p, "forward");
+	pr_node *s = pr_graph_find(g, "s"), *k = pr_graph_find(g, "k");
+	cr_assert_eq(pr_node_alias_arg(pr_graph_find(g, "v"), 0), 0);      /* a view */
+	cr_assert_eq(pr_node_alias_value(pr_graph_find(g, "v"), 0), s);
+	cr_assert_eq(pr_node_alias_value(pr_graph_find(g, "i"), 0), k);    /* in place */
+	cr_assert_eq(pr_node_alias_value(pr_graph_find(g, "p"), 1), s);    /* Tensor(a)[] */
+	cr_assert_eq(pr_node_alias_arg(s, 0), -1);                         /* fresh */
+	cr_assert_eq(pr_node_alias_arg(pr_graph_find(g, "q"), 0), -1);     /* view_copy */
+	cr_assert_eq(pr_node_alias_arg(pr_graph_find(g, "x"), 0), -1);     /* not an op */
+	cr_assert_null(pr_node_alias_value(pr_graph_find(g, "x"), 0));
+	pr_program_free(p);
+}
+
+Test(facts, an_alias_to_a_missing_argument_is_no_value)
+{
+	pr_program *p = facts_parse();
+	pr_node *v = pr_graph_find(pr_program_find_method(p, "forward"), "v");
+	pr_arg *args = calloc(1, sizeof *args);
+	args[0].kind = PR_ARG_INT;
+	pr_node_set_args(v, args, 1);
+	cr_assert_eq(pr_node_alias_arg(v, 0), 0);
+	cr_assert_null(pr_node_alias_value(v, 0));
+	pr_program_free(p);
+}
+
+Test(facts, mutable_buffers_are_the_buffers_written_back)
+{
+	pr_program *p = facts_parse();
+	pr_graph *g = pr_program_find_method(p, "forward");
+	pr_mutable_buffers *b = pr_graph_mutable_buffers(g);
+	cr_assert(pr_mutable_buffers_has(b, pr_graph_find(g, "k")));
+	cr_assert(!pr_mutable_buffers_has(b, pr_graph_find(g, "c")));   /* returned, not written */
+	cr_assert(!pr_mutable_buffers_has(b, pr_graph_find(g, "x")));
+	cr_assert(!pr_mutable_buffers_has(b, pr_graph_find(g, "w")));
+	pr_mutable_buffers_free(b);
+	pr_mutable_buffers_free(NULL);
+	pr_program_free(p);
+}
+
+Test(facts, removing_a_compile_spec_keeps_the_others_in_order)
+{
+	pr_program *p = facts_parse();
+	pr_delegate *d = pr_program_find_delegate(p, "dd");
+	cr_assert_eq(d->n_specs, 3);
+	cr_assert(pr_delegate_remove_spec(d, "target_device"));
+	cr_assert_null(pr_delegate_spec(d, "target_device"));
+	cr_assert(!pr_delegate_remove_spec(d, "target_device"));
+	cr_assert_eq(d->n_specs, 2);
+	cr_assert_str_eq(d->specs[0].key, "backend");
+	cr_assert_str_eq(d->specs[1].key, "note");
+	pr_program_free(p);
+}
+
+Test(graph, fresh_names_from_a_cursor_match_the_plain_search)
+{
+	pr_program *p = pr_program_new();
+	pr_graph *g;
+	cr_assert_null(pr_program_add_method(p, "forward", &g));
+	add_input(g, "t_1");   /* taken before the first search */
+	int next = 0;
+	const char *want[] = {"t", "t_2", "t_3"};
+	for (int i = 0; i < 3; i++) {
+		char *plain = pr_graph_fresh_name(g, "t");
+		char *n = pr_graph_fresh_name_next(g, "t", &next);
+		cr_assert_str_eq(n, want[i]);
+		cr_assert_str_eq(plain, n);
+		add_input(g, n);
+		free(plain);
+		free(n);
+	}
+	cr_assert_eq(next, 4);
 	pr_program_free(p);
 }

@@ -1,0 +1,171 @@
+/* plugin_common.c: the shared plugin library (plugin_common.h). */
+#include "plugin_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- devices -------------------------------------------------------------- */
+
+static bool pl_device_type_valid(const pr_device *d)
+{
+	return !strcmp(d->type, "cpu") || !strcmp(d->type, "cuda");
+}
+
+pl_where pl_delegate_where(const pr_delegate *d, bool cpu_is_device, pr_device *out)
+{
+	const char *td = d ? pr_delegate_spec(d, "target_device") : NULL;
+	if (!td)
+		return PL_HOST_CODE;
+	pr_device dev;
+	if (!pr_device_parse(td, strlen(td), &dev) || !pl_device_type_valid(&dev))
+		return PL_BAD_DEVICE;
+	if (!strcmp(dev.type, "cpu"))
+		dev = pr_device_host();
+	if (out)
+		*out = dev;
+	if (pr_device_is_host(dev))
+		return cpu_is_device ? PL_ON_DEVICE : PL_HOST_CODE;
+	return PL_ON_DEVICE;
+}
+
+bool pl_call_device(const pr_node *n, bool cpu_is_device, pr_device *out)
+{
+	if (!n || n->kind != PR_NODE_DELEGATE)
+		return false;
+	return pl_delegate_where(n->delegate, cpu_is_device, out) == PL_ON_DEVICE;
+}
+
+/* ---- node lists ------------------------------------------------------------ */
+
+void pl_nodes_push(pl_nodes *v, pr_node *n)
+{
+	PR_GROW(v->items, v->n, v->cap);
+	v->items[v->n++] = n;
+}
+
+void pl_nodes_free(pl_nodes *v)
+{
+	free(v->items);
+	*v = (pl_nodes){0};
+}
+
+/* ---- copies ---------------------------------------------------------------- */
+
+bool pl_is_h2d(const pr_node *n)
+{
+	return n && n->kind == PR_NODE_OP && n->schema && n->schema->h2d;
+}
+
+bool pl_is_d2h(const pr_node *n)
+{
+	return n && n->kind == PR_NODE_OP && n->schema && n->schema->d2h;
+}
+
+bool pl_is_copy(const pr_node *n)
+{
+	return pl_is_h2d(n) || pl_is_d2h(n);
+}
+
+pr_node *pl_copy_src(const pr_node *n)
+{
+	return n->n_args > 0 && n->args[0].kind == PR_ARG_VALUE ? n->args[0].u.value : NULL;
+}
+
+/* ---- readers and placeholders ---------------------------------------------- */
+
+pr_node *pl_alias_root(pr_node *n)
+{
+	for (pr_node *a; (a = pr_node_alias_value(n, 0)) != NULL;)
+		n = a;
+	return n;
+}
+
+const pr_use *pl_first_use(const pr_node *v)
+{
+	const pr_use *first = NULL;
+	for (int i = 0; i < v->n_uses; i++)
+		if (!first || pr_node_before(v->uses[i].user, first->user))
+			first = &v->uses[i];
+	return first;
+}
+
+int pl_return_slot(const pr_use *u)
+{
+	if (u->user->kind != PR_NODE_RETURN)
+		return -1;
+	return (int)(u->arg - u->user->args);
+}
+
+bool pl_use_is_output(const pr_use *u)
+{
+	int i = pl_return_slot(u);
+	return i >= 0 && (!u->user->writebacks || u->user->writebacks[i].kind == PR_WRITEBACK_NONE);
+}
+
+bool pl_is_method_input(const pr_node *n, const pr_mutable_buffers *b)
+{
+	return n->kind == PR_NODE_INPUT &&
+	       (n->input_kind == PR_INPUT_USER || pr_mutable_buffers_has(b, n));
+}
+
+bool pl_is_constant(const pr_node *n, const pr_mutable_buffers *b)
+{
+	return n->kind == PR_NODE_INPUT && n->input_kind != PR_INPUT_USER &&
+	       n->input_kind != PR_INPUT_POSITIONAL && !pr_mutable_buffers_has(b, n);
+}
+
+const char *pl_input_kind_word(const pr_node *n, const pr_mutable_buffers *b)
+{
+	switch (n->input_kind) {
+	case PR_INPUT_USER: return "method input";
+	case PR_INPUT_PARAMETER: return "parameter";
+	case PR_INPUT_BUFFER: return b && pr_mutable_buffers_has(b, n) ? "mutable buffer" : "buffer";
+	case PR_INPUT_CONSTANT: return "constant";
+	default: return "input";
+	}
+}
+
+static void describe_return_slot(const pr_node *ret, int slot, char *buf, size_t len)
+{
+	const pr_writeback *w = ret->writebacks ? &ret->writebacks[slot] : NULL;
+	if (w && w->kind == PR_WRITEBACK_BUFFER)
+		snprintf(buf, len, "the write-back to buffer '%s'", w->target);
+	else if (w && w->kind == PR_WRITEBACK_INPUT)
+		snprintf(buf, len, "the write-back to input '%s'", w->target);
+	else
+		snprintf(buf, len, "the method output %d", slot);
+}
+
+void pl_describe_use(const pr_use *u, char *buf, size_t len)
+{
+	const pr_node *n = u->user;
+	int slot = pl_return_slot(u);
+	if (slot >= 0) {
+		describe_return_slot(n, slot, buf, len);
+	} else if (n->kind == PR_NODE_DELEGATE) {
+		snprintf(buf, len, "delegate @%s (%%%s)", n->delegate ? n->delegate->name : "?",
+			 n->name ? n->name : "");
+	} else if (n->kind == PR_NODE_OP) {
+		const char *op = n->schema ? n->schema->full_name : "?";
+		const char *what = pl_is_copy(n) ? "copy" : "host op";
+		if (n->name)
+			snprintf(buf, len, "%s %s (%%%s)", what, op, n->name);
+		else
+			snprintf(buf, len, "%s %s", what, op);
+	} else {
+		snprintf(buf, len, "%%%s", n->name ? n->name : "?");
+	}
+}
+
+void pl_describe_node(const pr_node *n, char *buf, size_t len)
+{
+	pr_use u = {.user = (pr_node *)n, .arg = NULL};
+	pl_describe_use(&u, buf, len);
+}
+
+int64_t pl_bytes(pr_node *n)
+{
+	pr_spec *s = pr_node_spec(n);
+	return s ? pr_spec_nbytes(s) : -1;
+}
