@@ -1,5 +1,5 @@
 /* kernels_cuda_nn.cu: CUDA kernels for the ops real models add to those of
- * kernels_cuda.cu (issue 12): convolution, batch norm, pooling, the
+ * kernels_cuda.cu: convolution, batch norm, pooling, the
  * activations of CNNs, the typed elementwise ops, factories, cumsum and
  * gather.
  *

@@ -82,8 +82,8 @@ pr_err *pr_cat_item_check(pr_kctx *k, const pr_tensor *o, const pr_tensor *x, in
 
 /* Does view v stay inside its storage, with an element count that fits in
  * int64? Every view kernel asks before its view is used: sizes, strides and
- * offsets come from the program, and as_strided with offset 100000 read and
- * wrote outside its base (issue 16). Checked arithmetic throughout. */
+ * offsets come from the program, and as_strided with offset 100000 would
+ * otherwise read and write outside its base. Checked arithmetic throughout. */
 static pr_err *check_view(pr_kctx *k, const pr_tensor *v)
 {
 	int64_t numel = 1, lo = 0, hi = 0, t;

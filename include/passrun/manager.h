@@ -124,11 +124,11 @@ int pr_pipeline_n_passes(const pr_pipeline *pl);
 const char *pr_pipeline_pass_name(const pr_pipeline *pl, int i);
 /* The pipeline as canonical YAML (for replaying a failing run). malloc'd. */
 char *pr_pipeline_to_yaml(const pr_pipeline *pl);
-/* Its `description:`, or NULL. (Added for the pipeline reference, issue 8.) */
+/* Its `description:`, or NULL. */
 const char *pr_pipeline_description(const pr_pipeline *pl);
 /* The shipped pipelines as --pipeline names ("baseline", "ablate/no-copy-reuse"),
  * sorted; *names is malloc'd, each name too (free with pr_names_free). Returns
- * the count (0 when there is no shipped folder). (Added for issue 8.) */
+ * the count (0 when there is no shipped folder). */
 int pr_pipeline_list_shipped(char ***names);
 void pr_names_free(char **names, int n);
 
