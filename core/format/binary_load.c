@@ -21,6 +21,7 @@
  * constants are used without a copy; otherwise blobs are copied and mapped
  * stays NULL (the data can be materialized again from its description). */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "binary_format.h"
 #include "passrun/data.h"
 #include "passrun/format.h"
+#include "passrun/strbuf.h"
 
 typedef struct rd {
 	const char *file;
@@ -744,20 +746,9 @@ static bool rd_graph(rd *r, pr_graph *g)
 static size_t utf8_invalid_at(const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;
-	for (size_t i = 0; s[i];) {
-		unsigned c = s[i];
-		size_t k = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
-			   : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-		if (!k)
+	for (size_t i = 0, k; s[i]; i += k)
+		if (!(k = pr_utf8_len(s + i, SIZE_MAX)))
 			return i;
-		for (size_t j = 1; j < k; j++)
-			if ((s[i + j] & 0xc0) != 0x80)
-				return i;
-		if ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] > 0x9f) ||
-		    (c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] > 0x8f))
-			return i;
-		i += k;
-	}
 	return (size_t)-1;
 }
 

@@ -98,8 +98,7 @@ static pr_err *write_all(int fd, const char *what, const uint8_t *p, size_t n)
 	return NULL;
 }
 
-/* The folder part of path ("." when there is none). */
-static char *dir_of(const char *path)
+char *pr_path_dir(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	if (!slash)
@@ -117,7 +116,7 @@ static const char *base_of(const char *path)
 
 static void sync_dir(const char *path)
 {
-	char *dir = dir_of(path);
+	char *dir = pr_path_dir(path);
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0) {
 		fsync(fd);   /* best effort: some file systems refuse it */
@@ -162,7 +161,7 @@ static pr_err *resolve_links(const char *path, char **out)
 			free(p);
 			return e;
 		}
-		char *dir = dir_of(p);
+		char *dir = pr_path_dir(p);
 		char *next = target[0] == '/' ? pr_xstrdup(target) : pr_xasprintf("%s/%s", dir, target);
 		free(dir);
 		free(target);
@@ -193,7 +192,7 @@ static pid_t tmp_owner_pid(const char *name, const char *prefix)
  * and their process gone. Best effort: a file we cannot remove stays. */
 static void remove_stale_temps(const char *target)
 {
-	char *dir = dir_of(target);
+	char *dir = pr_path_dir(target);
 	char *prefix = pr_xasprintf(".%s" TMP_TAG, base_of(target));
 	DIR *d = opendir(dir);
 	for (struct dirent *ent; d && (ent = readdir(d));) {
@@ -218,7 +217,7 @@ static void remove_stale_temps(const char *target)
  * writers'. */
 static int temp_next_to(const char *target, mode_t mode, char **tmp_out)
 {
-	char *dir = dir_of(target);
+	char *dir = pr_path_dir(target);
 	static const char digits[] = "abcdefghijklmnopqrstuvwxyz0123456789";
 	static unsigned counter;
 	struct timespec ts;

@@ -202,7 +202,7 @@ bool tp_name(tp *p, const char *what)
 	return true;
 }
 
-static int hexval(int c)
+int tp_hex_digit(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -224,8 +224,8 @@ static bool tp_escape(tp *p, pr_strbuf *b)
 	case 'n': pr_strbuf_putc(b, '\n'); break;
 	case 't': pr_strbuf_putc(b, '\t'); break;
 	case 'x': {
-		int hi = p->pos + 1 < p->n ? hexval((unsigned char)p->s[p->pos + 1]) : -1;
-		int lo = p->pos + 2 < p->n ? hexval((unsigned char)p->s[p->pos + 2]) : -1;
+		int hi = p->pos + 1 < p->n ? tp_hex_digit((unsigned char)p->s[p->pos + 1]) : -1;
+		int lo = p->pos + 2 < p->n ? tp_hex_digit((unsigned char)p->s[p->pos + 2]) : -1;
 		if (hi < 0 || lo < 0)
 			return tp_error_at(p, at, "expected two hex digits after '\\x' in a string");
 		if (hi == 0 && lo == 0)

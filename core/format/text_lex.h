@@ -52,6 +52,8 @@ bool tp_error_line(tp *p, uint32_t line, uint32_t col, const char *fmt, ...)
 bool tp_expected(tp *p, size_t pos, const char *what);
 
 /* Scanning. tp_ws skips blanks and a comment, never the newline. */
+/* The value of hex digit c (either case), or -1. */
+int tp_hex_digit(int c);
 void tp_ws(tp *p);
 int tp_peek(tp *p);                     /* after tp_ws; -1 at the end */
 bool tp_accept(tp *p, char c);          /* after tp_ws */

@@ -21,6 +21,7 @@
 
 #include "passrun/data.h"
 #include "passrun/format.h"
+#include "passrun/strbuf.h"
 #include "text_lex.h"
 
 /* A top-level name (op, blob, delegate, method) and the line defining it. */
@@ -683,17 +684,6 @@ static bool tp_op_stmt(tp *p)
 	return tp_end_stmt(p, "the schema");
 }
 
-static int hexdigit(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* blob @NAME hex"..." */
 static bool tp_blob_stmt(tp *p)
 {
@@ -707,7 +697,7 @@ static bool tp_blob_stmt(tp *p)
 		return tp_expected(p, at, "hex\"...\" (the blob's bytes in hexadecimal)");
 	}
 	size_t b = at + 4, e = b;
-	while (e < p->n && hexdigit((unsigned char)p->s[e]) >= 0)
+	while (e < p->n && tp_hex_digit((unsigned char)p->s[e]) >= 0)
 		e++;
 	if (e >= p->n || p->s[e] != '"') {
 		free(name);
@@ -721,8 +711,8 @@ static bool tp_blob_stmt(tp *p)
 	int64_t size = (int64_t)(e - b) / 2;
 	uint8_t *bytes = pr_xmalloc(size ? (size_t)size : 1);
 	for (int64_t i = 0; i < size; i++)
-		bytes[i] = (uint8_t)(hexdigit((unsigned char)p->s[b + 2 * i]) * 16 +
-				     hexdigit((unsigned char)p->s[b + 2 * i + 1]));
+		bytes[i] = (uint8_t)(tp_hex_digit((unsigned char)p->s[b + 2 * i]) * 16 +
+				     tp_hex_digit((unsigned char)p->s[b + 2 * i + 1]));
 	pr_blob *blob;
 	pr_err *err = pr_program_add_blob(p->prog, name, bytes, size, false, &blob);
 	free(bytes);
@@ -868,35 +858,6 @@ static bool tp_resolve(tp *p)
 
 /* ---- UTF-8 ------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at s (< n bytes left), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0];
-	size_t len;
-	unsigned min;
-	if (c < 0x80)
-		return c ? 1 : 0;
-	if (c >= 0xC2 && c <= 0xDF)
-		len = 2, min = 0x80;
-	else if (c >= 0xE0 && c <= 0xEF)
-		len = 3, min = 0x800;
-	else if (c >= 0xF0 && c <= 0xF4)
-		len = 4, min = 0x10000;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	unsigned cp = c & (0x3F >> (len - 1));
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3F);
-	}
-	if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;
-	return len;
-}
-
 static bool tp_check_utf8(tp *p)
 {
 	const unsigned char *s = (const unsigned char *)p->s;
@@ -911,7 +872,7 @@ static bool tp_check_utf8(tp *p)
 			p->line_start = ++i;
 			continue;
 		}
-		size_t k = utf8_seq(s + i, p->n - i);
+		size_t k = pr_utf8_len(s + i, p->n - i);
 		if (!k) {
 			if (s[i] == 0)
 				return tp_error_at(p, i, "expected text, found a NUL byte");

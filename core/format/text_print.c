@@ -8,36 +8,12 @@
  * parsed program a fixed point. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "passrun/format.h"
 #include "passrun/strbuf.h"
-
-/* Length of the valid UTF-8 sequence at s, or 0 (the bytes are escaped). */
-static size_t utf8_len(const unsigned char *s)
-{
-	unsigned c = s[0];
-	size_t len;
-	unsigned min;
-	if (c >= 0xC2 && c <= 0xDF)
-		len = 2, min = 0x80;
-	else if (c >= 0xE0 && c <= 0xEF)
-		len = 3, min = 0x800;
-	else if (c >= 0xF0 && c <= 0xF4)
-		len = 4, min = 0x10000;
-	else
-		return 0;
-	unsigned cp = c & (0x3F >> (len - 1));
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xC0) != 0x80)   /* also stops at the NUL */
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3F);
-	}
-	if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;
-	return len;
-}
 
 static void put_string(pr_strbuf *b, const char *s)
 {
@@ -53,7 +29,7 @@ static void put_string(pr_strbuf *b, const char *s)
 			pr_strbuf_puts(b, "\\t"), c++;
 		} else if (*c >= 0x20 && *c < 0x7f) {
 			pr_strbuf_putc(b, (char)*c++);
-		} else if (*c >= 0x80 && (k = utf8_len(c))) {
+		} else if (*c >= 0x80 && (k = pr_utf8_len(c, SIZE_MAX))) {
 			pr_strbuf_add(b, (const char *)c, k);
 			c += k;
 		} else {

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,19 +72,34 @@ char *pr_strbuf_take(pr_strbuf *b)
 	return s;
 }
 
-/* The length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
- * forms, no surrogates, nothing above U+10FFFF), or 0. */
-static int utf8_len(const unsigned char *p)
+size_t pr_utf8_len(const unsigned char *s, size_t n)
 {
-	int n = p[0] < 0x80 ? 1 : p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
-		: p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
-	for (int i = 1; i < n; i++)   /* stops at the NUL: it is no continuation byte */
-		if ((p[i] & 0xc0) != 0x80)
+	unsigned c = s[0];
+	size_t len;
+	unsigned min;
+	if (n == 0 || c == 0)
+		return 0;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		len = 2, min = 0x80;
+	else if (c >= 0xE0 && c <= 0xEF)
+		len = 3, min = 0x800;
+	else if (c >= 0xF0 && c <= 0xF4)
+		len = 4, min = 0x10000;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	unsigned cp = c & (0x3F >> (len - 1));
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xC0) != 0x80)   /* also stops at a NUL */
 			return 0;
-	if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
-	    (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
-		return 0;   /* overlong, a surrogate, or above U+10FFFF */
-	return n;
+		cp = (cp << 6) | (s[i] & 0x3F);
+	}
+	if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return len;
 }
 
 /* Control characters as escapes, and a byte that is not part of well-formed
@@ -93,7 +109,7 @@ void pr_strbuf_json_string(pr_strbuf *b, const char *s)
 {
 	pr_strbuf_putc(b, '"');
 	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		int n = utf8_len(p);
+		size_t n = pr_utf8_len(p, SIZE_MAX);
 		switch (n ? *p : 0) {
 		case '"': pr_strbuf_puts(b, "\\\""); break;
 		case '\\': pr_strbuf_puts(b, "\\\\"); break;

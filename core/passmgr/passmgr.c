@@ -458,15 +458,13 @@ typedef struct name_list {
 
 static void name_list_add(name_list *l, char *name)
 {
-	if (l->n == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 16;
-		l->items = pr_xrealloc(l->items, (size_t)l->cap * sizeof *l->items);
-	}
+	PR_GROW(l->items, l->n, l->cap);
 	l->items[l->n++] = name;
 }
 
-/* NAME.yaml files under dir and one level of folders (ablate/), as
- * pr_pipeline_find resolves them. */
+/* NAME.yaml files under dir and one level of folders (ablate/): the one walk
+ * of the shipped folder, for the reference and for pr_pipeline_find's
+ * message. */
 static void collect_pipelines(const char *dir, const char *prefix, int depth, name_list *l)
 {
 	struct dirent **ents;

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "passrun/fileio.h"
 #include "passrun/strbuf.h"
 #include "locate.h"
 #include "pm_internal.h"
@@ -553,12 +554,6 @@ static void read_passes(const yctx *c, pr_pipeline *pl, const yaml_node_t *n)
 		read_pass(c, pl, ynode(c, *i));
 }
 
-static char *dir_of(const char *file)
-{
-	const char *slash = strrchr(file, '/');
-	return slash ? pr_xstrndup(file, (size_t)(slash - file)) : pr_xstrdup(".");
-}
-
 static void read_plugins(const yctx *c, pr_pipeline *pl, const yaml_node_t *n)
 {
 	if (ynull(n))
@@ -567,7 +562,7 @@ static void read_plugins(const yctx *c, pr_pipeline *pl, const yaml_node_t *n)
 		yerr(c, n, "'plugins' must be a list of .so paths, found %s", ynode_kind(n));
 		return;
 	}
-	char *dir = dir_of(c->file);
+	char *dir = pr_path_dir(c->file);
 	for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top; i++) {
 		const yaml_node_t *item = ynode(c, *i);
 		const char *s = yscalar(item);
@@ -1171,32 +1166,6 @@ static bool is_file(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* Names of the pipelines under dir (one level of subfolders), for messages. */
-static void list_pipelines(const char *dir, const char *prefix, int depth, pr_strbuf *b, int *n)
-{
-	struct dirent **list;
-	int count = scandir(dir, &list, NULL, alphasort);
-	for (int i = 0; i < count; i++) {
-		const char *nm = list[i]->d_name;
-		char *path = pr_xasprintf("%s/%s", dir, nm);
-		struct stat st;
-		if (nm[0] != '.' && stat(path, &st) == 0) {
-			if (S_ISDIR(st.st_mode) && depth < 2) {
-				char *sub = pr_xasprintf("%s%s/", prefix, nm);
-				list_pipelines(path, sub, depth + 1, b, n);
-				free(sub);
-			} else if (S_ISREG(st.st_mode) && ends_with(nm, ".yaml")) {
-				pr_strbuf_printf(b, "%s%s%.*s", (*n)++ ? ", " : "", prefix,
-						 (int)(strlen(nm) - 5), nm);
-			}
-		}
-		free(path);
-		free(list[i]);
-	}
-	if (count >= 0)
-		free(list);
-}
-
 pr_err *pr_pipeline_find(const char *arg, char **path)
 {
 	*path = NULL;
@@ -1215,9 +1184,11 @@ pr_err *pr_pipeline_find(const char *arg, char **path)
 	}
 	pr_strbuf b;
 	pr_strbuf_init(&b);
-	int n = 0;
-	if (dir)
-		list_pipelines(dir, "", 0, &b, &n);
+	char **names;
+	int n = pr_pipeline_list_shipped(&names);
+	for (int i = 0; i < n; i++)
+		pr_strbuf_printf(&b, "%s%s", i ? ", " : "", names[i]);
+	pr_names_free(names, n);
 	pr_err *e = pr_err_new("--pipeline %s: unknown pipeline (give a .yaml path, or one of the "
 			       "shipped pipelines: %s)", arg, n ? b.data : "none found");
 	pr_strbuf_free(&b);

@@ -40,6 +40,10 @@ extern "C" {
 
 pr_err *pr_file_write_atomic(const char *path, const void *bytes, size_t len);
 
+/* The folder part of path, malloc'd: "." when it has none ("a.yaml"), "/"
+ * for a name in the root ("/a.yaml"). */
+char *pr_path_dir(const char *path);
+
 #ifdef __cplusplus
 }
 #endif

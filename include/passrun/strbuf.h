@@ -21,6 +21,11 @@ void pr_strbuf_putc(pr_strbuf *b, char c);
 void pr_strbuf_printf(pr_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Takes the string out; the buffer is empty afterwards. Never NULL. */
 char *pr_strbuf_take(pr_strbuf *b);
+/* The length of the well-formed UTF-8 sequence at s, which has n bytes left
+ * (SIZE_MAX for a NUL-terminated string: the NUL ends any sequence), or 0:
+ * RFC 3629, so no overlong forms, no surrogates, nothing above U+10FFFF. An
+ * ASCII byte is a sequence of 1; the NUL byte is none (0). */
+size_t pr_utf8_len(const unsigned char *s, size_t n);
 /* JSON string literal, quotes included: control characters escaped, a byte
  * that is not part of well-formed UTF-8 written as \ufffd (always valid JSON). */
 void pr_strbuf_json_string(pr_strbuf *b, const char *s);

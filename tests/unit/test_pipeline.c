@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "passrun/manager.h"
+#include "passrun/strbuf.h"
 #include "testutil.h"
 
 #define GOOD PASSRUN_BINARY_DIR "/tests/plugins/prtest_good.so"
@@ -272,6 +273,18 @@ Test(pipeline, shipped_pipelines_are_found_by_name)
 	cr_assert(strstr(pr_err_message(e), "--pipeline no-such-pipeline: unknown pipeline"));
 	if (n == 0)
 		cr_assert(strstr(pr_err_message(e), "none found"), "%s", pr_err_message(e));
+	/* The message names what pr_pipeline_list_shipped lists, in its order. */
+	char **names;
+	int k = pr_pipeline_list_shipped(&names);
+	pr_strbuf want;
+	pr_strbuf_init(&want);
+	for (int i = 0; i < k; i++)
+		pr_strbuf_printf(&want, "%s%s", i ? ", " : "shipped pipelines: ", names[i]);
+	cr_assert_eq(k, n);
+	if (k)
+		cr_assert(strstr(pr_err_message(e), want.data), "%s", pr_err_message(e));
+	pr_strbuf_free(&want);
+	pr_names_free(names, k);
 	pr_err_free(e);
 	cr_assert_null(pr_pipeline_find("some/where.yaml", &path));
 	cr_assert_str_eq(path, "some/where.yaml");
