@@ -51,10 +51,7 @@ static pr_err *sim_alloc(pr_dev *d, int64_t bytes, void **out)
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return pr_err_new("sim device: cannot map %lld bytes", (long long)bytes);
-	if (g_n_regions == g_cap_regions) {
-		g_cap_regions = g_cap_regions ? 2 * g_cap_regions : 16;
-		g_regions = pr_xrealloc(g_regions, sizeof *g_regions * (size_t)g_cap_regions);
-	}
+	PR_GROW(g_regions, g_n_regions, g_cap_regions);
 	g_regions[g_n_regions++] = (region){p, n, d};
 	*out = p;
 	return NULL;

@@ -141,10 +141,7 @@ static pr_err *track_alloc(pr_exec *e, int dev, int64_t bytes, void **out)
 	pr_err *err = pr_mem_alloc(&e->devs, dev, bytes, out);
 	if (err)
 		return err;
-	if (e->n_allocs == e->cap_allocs) {
-		e->cap_allocs = e->cap_allocs ? 2 * e->cap_allocs : 64;
-		e->allocs = pr_xrealloc(e->allocs, sizeof *e->allocs * (size_t)e->cap_allocs);
-	}
+	PR_GROW(e->allocs, e->n_allocs, e->cap_allocs);
 	e->allocs[e->n_allocs++] = (alloc_rec){dev, *out, bytes};
 	return NULL;
 }
@@ -340,10 +337,7 @@ static pr_err *compile_bodies(pr_exec *e)
 		if (!be->reached)
 			continue;
 		be->f = pr_xcalloc(1, sizeof *be->f);
-		if (e->n_frames == e->cap_frames) {
-			e->cap_frames = e->cap_frames ? 2 * e->cap_frames : 16;
-			e->frames = pr_xrealloc(e->frames, sizeof *e->frames * (size_t)e->cap_frames);
-		}
+		PR_GROW(e->frames, e->n_frames, e->cap_frames);
 		e->frames[e->n_frames++] = be->f;
 		e->scratch_used = be->scratch_base;
 		pr_err *err = compile_graph(e, be->key->body, be->f, be->dev);
@@ -408,10 +402,7 @@ static void free_karg(pr_karg *k)
 
 static instr *emit(frame *f, instr_kind kind, const pr_node *n, pr_exec *e)
 {
-	if (f->n_code == f->cap_code) {
-		f->cap_code = f->cap_code ? 2 * f->cap_code : 16;
-		f->code = pr_xrealloc(f->code, sizeof *f->code * (size_t)f->cap_code);
-	}
+	PR_GROW(f->code, f->n_code, f->cap_code);
 	instr *in = &f->code[f->n_code++];
 	memset(in, 0, sizeof *in);
 	in->kind = kind;

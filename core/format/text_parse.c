@@ -63,10 +63,7 @@ static void tp_seen_free(tp *p)
 
 static void tp_pend(tp *p, tp_pending_kind kind, pr_node *n, const char *name, size_t at)
 {
-	if (p->n_pend == p->cap_pend) {
-		p->cap_pend = p->cap_pend ? p->cap_pend * 2 : 64;
-		p->pend = pr_xrealloc(p->pend, p->cap_pend * sizeof *p->pend);
-	}
+	PR_GROW(p->pend, p->n_pend, p->cap_pend);
 	p->pend[p->n_pend++] = (tp_pending){ kind, n, pr_xstrdup(name), p->line, tp_col(p, at) };
 }
 
@@ -96,10 +93,7 @@ typedef struct tp_args {
 
 static pr_arg *tp_args_push(tp_args *a)
 {
-	if (a->n == a->cap) {
-		a->cap = a->cap ? a->cap * 2 : 4;
-		a->v = pr_xrealloc(a->v, (size_t)a->cap * sizeof *a->v);
-	}
+	PR_GROW(a->v, a->n, a->cap);
 	pr_arg *x = &a->v[a->n++];
 	memset(x, 0, sizeof *x);
 	return x;
@@ -305,10 +299,7 @@ static bool tp_data_list(tp *p, pr_data *d, size_t at, int64_t numel, pr_dtype t
 	d->kind = PR_DATA_LIST;
 	if (!tp_accept(p, ']')) {
 		do {
-			if (d->n_values == cap) {
-				cap = cap ? cap * 2 : 16;
-				d->values = pr_xrealloc(d->values, (size_t)cap * sizeof *d->values);
-			}
+			PR_GROW(d->values, d->n_values, cap);
 			const char *w;
 			size_t vb = (tp_ws(p), p->pos);
 			size_t k = tp_word(p, &w);

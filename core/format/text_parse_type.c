@@ -217,10 +217,7 @@ bool tp_type(tp *p, pr_type *out)
 		return true;
 	int cap = 0;
 	do {
-		if (out->n_elems == cap) {
-			cap = cap ? cap * 2 : 4;
-			out->elems = pr_xrealloc(out->elems, (size_t)cap * sizeof *out->elems);
-		}
+		PR_GROW(out->elems, out->n_elems, cap);
 		if (!tp_spec(p, &out->elems[out->n_elems++]))
 			return false;
 	} while (tp_accept(p, ','));

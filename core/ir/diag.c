@@ -78,10 +78,7 @@ static char *dup_or_null(const char *s)
 void pr_diags_add(pr_diags *d, pr_severity sev, const char *code, const char *pass,
 		  const char *method, const char *node, int64_t bytes, const char *fmt, ...)
 {
-	if (d->n == d->cap) {
-		d->cap = d->cap ? d->cap * 2 : 8;
-		d->items = pr_xrealloc(d->items, (size_t)d->cap * sizeof *d->items);
-	}
+	PR_GROW(d->items, d->n, d->cap);
 	pr_diag *x = &d->items[d->n++];
 	x->severity = sev;
 	x->code = pr_xstrdup(code ? code : "");

@@ -42,10 +42,7 @@ static int64_t node_pos(const lt_builder *b, const pr_node *n)
 static int64_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int64_t pos)
 {
 	pr_lifetimes *lt = b->lt;
-	if (lt->n_classes == b->cap_classes) {
-		b->cap_classes = b->cap_classes ? 2 * b->cap_classes : 64;
-		lt->classes = pr_xrealloc(lt->classes, (size_t)b->cap_classes * sizeof *lt->classes);
-	}
+	PR_GROW(lt->classes, lt->n_classes, b->cap_classes);
 	pr_plan_class *c = &lt->classes[lt->n_classes];
 	c->node = n;
 	c->elem = elem;
@@ -60,10 +57,7 @@ static int64_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int
 static void add_value(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int64_t cls)
 {
 	pr_lifetimes *lt = b->lt;
-	if (lt->n_values == b->cap_values) {
-		b->cap_values = b->cap_values ? 2 * b->cap_values : 64;
-		lt->values = pr_xrealloc(lt->values, (size_t)b->cap_values * sizeof *lt->values);
-	}
+	PR_GROW(lt->values, lt->n_values, b->cap_values);
 	lt->values[lt->n_values++] = (pr_plan_value){ n, elem, spec, cls };
 	pr_plan_class *c = &lt->classes[cls];
 	int64_t bytes = pr_spec_storage_bytes(spec);

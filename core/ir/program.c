@@ -252,10 +252,7 @@ bool pr_spec_equal(const pr_spec *a, const pr_spec *b)
 
 static void add_use(pr_node *value, pr_node *user, pr_arg *arg)
 {
-	if (value->n_uses == value->cap_uses) {
-		value->cap_uses = value->cap_uses ? value->cap_uses * 2 : 4;
-		value->uses = pr_xrealloc(value->uses, (size_t)value->cap_uses * sizeof *value->uses);
-	}
+	PR_GROW(value->uses, value->n_uses, value->cap_uses);
 	arg->use_index = value->n_uses;
 	value->uses[value->n_uses++] = (pr_use){.user = user, .arg = arg};
 }
@@ -713,14 +710,6 @@ static void named_clear(named **table)
 	}
 }
 
-#define GROW(arr, n, cap)                                                    \
-	do {                                                                 \
-		if ((n) == (cap)) {                                          \
-			(cap) = (cap) ? (cap) * 2 : 8;                       \
-			(arr) = pr_xrealloc((arr), (size_t)(cap) * sizeof *(arr)); \
-		}                                                            \
-	} while (0)
-
 pr_program *pr_program_new(void)
 {
 	pr_program *p = pr_xcalloc(1, sizeof *p);
@@ -775,7 +764,7 @@ pr_err *pr_program_add_schema(pr_program *p, pr_schema *s)
 {
 	if (pr_program_find_schema(p, s->full_name))
 		return pr_err_new("op %s is declared twice", s->full_name);
-	GROW(p->schemas, p->n_schemas, p->cap_schemas);
+	PR_GROW(p->schemas, p->n_schemas, p->cap_schemas);
 	p->schemas[p->n_schemas++] = s;
 	named_add(&index_of(p)->schemas, s->full_name, s);
 	return NULL;
@@ -875,7 +864,7 @@ pr_err *pr_program_add_delegate(pr_program *p, const char *name, pr_delegate **o
 	d->name = pr_xstrdup(name);
 	d->body = graph_new(p, name);
 	d->body->delegate = d;
-	GROW(p->delegates, p->n_delegates, p->cap_delegates);
+	PR_GROW(p->delegates, p->n_delegates, p->cap_delegates);
 	p->delegates[p->n_delegates++] = d;
 	named_add(&index_of(p)->delegates, d->name, d);
 	*out = d;
@@ -929,7 +918,7 @@ pr_err *pr_program_add_method(pr_program *p, const char *name, pr_graph **out)
 	if (pr_program_find_method(p, name))
 		return pr_err_new("method @%s is defined twice", name);
 	pr_graph *g = graph_new(p, name);
-	GROW(p->methods, p->n_methods, p->cap_methods);
+	PR_GROW(p->methods, p->n_methods, p->cap_methods);
 	p->methods[p->n_methods++] = g;
 	named_add(&index_of(p)->methods, g->name, g);
 	*out = g;

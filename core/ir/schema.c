@@ -300,10 +300,7 @@ static bool sp_default(sp *p, pr_schema_arg *a)
 
 static void sp_grow(pr_schema_arg **v, int n, int *cap)
 {
-	if (n < *cap)
-		return;
-	*cap = *cap ? *cap * 2 : 4;
-	*v = pr_xrealloc(*v, (size_t)*cap * sizeof **v);
+	PR_GROW(*v, n, *cap);
 }
 
 /* ARG: TYPE NAME ['=' DEFAULT] */

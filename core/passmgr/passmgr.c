@@ -272,10 +272,7 @@ void pr_pass_report_free(pr_pass_report *rep)
 void pr_pass_report_add(pr_pass_report *rep, const char *name, double ms, bool changed,
 		       bool is_pass)
 {
-	if (rep->n == rep->cap) {
-		rep->cap = rep->cap ? 2 * rep->cap : 16;
-		rep->items = pr_xrealloc(rep->items, (size_t)rep->cap * sizeof *rep->items);
-	}
+	PR_GROW(rep->items, rep->n, rep->cap);
 	rep->items[rep->n++] = (pr_pass_record){pr_xstrdup(name), ms, changed, is_pass};
 }
 

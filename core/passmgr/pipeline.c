@@ -242,10 +242,7 @@ static void optlist_put(pm_optlist *l, pm_optval *v)
 			return;
 		}
 	}
-	if (l->n == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 4;
-		l->items = pr_xrealloc(l->items, (size_t)l->cap * sizeof *l->items);
-	}
+	PR_GROW(l->items, l->n, l->cap);
 	l->items[l->n++] = *v;
 }
 
@@ -269,10 +266,7 @@ static void optlist_copy(pm_optlist *dst, const pm_optval *v)
 
 static pm_pass_entry *add_pass(pr_pipeline *pl, const char *name, size_t n, pm_loc loc)
 {
-	if (pl->n_passes == pl->cap_passes) {
-		pl->cap_passes = pl->cap_passes ? 2 * pl->cap_passes : 8;
-		pl->passes = pr_xrealloc(pl->passes, (size_t)pl->cap_passes * sizeof *pl->passes);
-	}
+	PR_GROW(pl->passes, pl->n_passes, pl->cap_passes);
 	pm_pass_entry *e = &pl->passes[pl->n_passes++];
 	memset(e, 0, sizeof *e);
 	e->name = pr_xstrndup(name, n);
@@ -282,10 +276,7 @@ static pm_pass_entry *add_pass(pr_pipeline *pl, const char *name, size_t n, pm_l
 
 static void add_plugin_ref(pr_pipeline *pl, char *path, pm_loc loc)
 {
-	if (pl->n_plugins == pl->cap_plugins) {
-		pl->cap_plugins = pl->cap_plugins ? 2 * pl->cap_plugins : 4;
-		pl->plugins = pr_xrealloc(pl->plugins, (size_t)pl->cap_plugins * sizeof *pl->plugins);
-	}
+	PR_GROW(pl->plugins, pl->n_plugins, pl->cap_plugins);
 	pl->plugins[pl->n_plugins++] = (pm_plugin_ref){path, loc};
 }
 

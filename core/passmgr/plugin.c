@@ -203,10 +203,7 @@ static pr_err *register_pass(pr_registry *r, const pr_pass_info *pass)
 		e = check_pipeline_options(r, &info);
 	if (e)
 		return e;
-	if (r->n_passes == r->cap_passes) {
-		r->cap_passes = r->cap_passes ? 2 * r->cap_passes : 16;
-		r->passes = pr_xrealloc(r->passes, (size_t)r->cap_passes * sizeof *r->passes);
-	}
+	PR_GROW(r->passes, r->n_passes, r->cap_passes);
 	r->passes[r->n_passes++] = (pass_rec){info, r->loading};
 	return NULL;
 }
@@ -230,11 +227,7 @@ static pr_err *register_analysis(pr_registry *r, const pr_analysis_info *a)
 				  plugin_label(r, r->analyses[i].plugin, x, sizeof x),
 				  plugin_label(r, r->loading, y, sizeof y));
 	}
-	if (r->n_analyses == r->cap_analyses) {
-		r->cap_analyses = r->cap_analyses ? 2 * r->cap_analyses : 8;
-		r->analyses = pr_xrealloc(r->analyses,
-					  (size_t)r->cap_analyses * sizeof *r->analyses);
-	}
+	PR_GROW(r->analyses, r->n_analyses, r->cap_analyses);
 	r->analyses[r->n_analyses++] = (analysis_rec){info, r->loading};
 	return NULL;
 }
@@ -434,10 +427,7 @@ static pr_err *open_entry(const char *path, int *fd, void **handle, const pr_plu
 static int add_plugin(pr_registry *r, const char *path, const pr_plugin_info *pi, void *h,
 		      int fd, const struct stat *st)
 {
-	if (r->n_plugins == r->cap_plugins) {
-		r->cap_plugins = r->cap_plugins ? 2 * r->cap_plugins : 8;
-		r->plugins = pr_xrealloc(r->plugins, (size_t)r->cap_plugins * sizeof *r->plugins);
-	}
+	PR_GROW(r->plugins, r->n_plugins, r->cap_plugins);
 	plugin_rec *pl = &r->plugins[r->n_plugins];
 	pl->path = pr_xstrdup(path);
 	pl->name = pr_xstrdup(pi->name);
@@ -641,10 +631,7 @@ int pm_registry_pipeline_option_names(const pr_registry *r, const char ***out)
 			const pr_option_decl *o = &p->options[j];
 			if (o->scope != PR_SCOPE_PIPELINE || pr_registry_find_pipeline_option(r, o->name) != o)
 				continue;
-			if (n == cap) {
-				cap = cap ? 2 * cap : 16;
-				names = pr_xrealloc(names, (size_t)cap * sizeof *names);
-			}
+			PR_GROW(names, n, cap);
 			names[n++] = o->name;
 		}
 	}

@@ -32,10 +32,7 @@ typedef struct method_stats {
 
 static void add_input(method_stats *m, pr_node *n)
 {
-	if (m->n_inputs == m->cap_inputs) {
-		m->cap_inputs = m->cap_inputs ? 2 * m->cap_inputs : 8;
-		m->inputs = pr_xrealloc(m->inputs, (size_t)m->cap_inputs * sizeof *m->inputs);
-	}
+	PR_GROW(m->inputs, m->n_inputs, m->cap_inputs);
 	m->inputs[m->n_inputs++] = n;
 }
 

@@ -124,10 +124,7 @@ static void collect(engine *e, int64_t node, int64_t lo, int64_t hi, int64_t P, 
 		return;
 	e->work++;
 	if (node >= e->M) {
-		if (e->n_found == e->cap_found) {
-			e->cap_found = e->cap_found ? 2 * e->cap_found : 256;
-			e->found = pr_xrealloc(e->found, (size_t)e->cap_found * sizeof *e->found);
-		}
+		PR_GROW(e->found, e->n_found, e->cap_found);
 		int64_t id = e->by_start[node - e->M];
 		e->found[e->n_found++] = (span){ e->offset[id], e->offset[id] + e->asize[id] };
 		return;
@@ -456,10 +453,7 @@ static int64_t collect_ids(engine *e, int64_t s, int64_t t, int64_t **ids, int64
 			continue;
 		e->work++;
 		if (node >= e->M) {
-			if (n == *cap) {
-				*cap = *cap ? 2 * *cap : 256;
-				*ids = pr_xrealloc(*ids, (size_t)*cap * sizeof **ids);
-			}
+			PR_GROW(*ids, n, *cap);
 			(*ids)[n++] = e->by_start[node - e->M];
 			continue;
 		}
