@@ -98,8 +98,6 @@ static pr_err *reuse_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 	for (int m = 0; m < p->n_methods; m++) {
 		pr_graph *g = p->methods[m];
 		const pr_host_writes *hw = pr_pass_analysis(ctx, PR_HOST_WRITES, g);
-		if (!hw)
-			return pr_err_new("copy-reuse: the host-writes analysis is not registered");
 		if (g->order_stale)
 			pr_graph_renumber(g);
 		pl_nodes values = {0};

@@ -192,7 +192,7 @@ static void report_method(pr_pass_ctx *ctx, pr_graph *g, const flags *f)
 			 !pr_device_is_host(src->type.tensor.device))
 			report_input(ctx, g, f, n);
 	}
-	if (f->skip_d2h && hw)
+	if (f->skip_d2h)
 		report_outputs(ctx, g, f, hw);
 }
 

@@ -478,7 +478,7 @@ static pr_err *place_shared_input(place_ctx *c, pr_node *v, const pr_use *first,
 		off = !reads_on_device(c, &v->uses[i], dev);
 	if (off) {
 		const pr_host_writes *hw = pr_pass_analysis(c->pass, PR_HOST_WRITES, c->g);
-		pr_node *writer = hw ? pr_host_writer(hw, v) : NULL;
+		pr_node *writer = pr_host_writer(hw, v);
 		if (writer) {
 			refuse_written_input(c, v, first, dev, writer);
 			return NULL;
