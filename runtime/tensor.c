@@ -34,21 +34,12 @@ pr_tensor pr_tensor_make(pr_dtype dt, int rank, const int64_t *shape, void *data
 
 int64_t pr_tensor_numel(const pr_tensor *t)
 {
-	int64_t n = 1;
-	for (int i = 0; i < t->rank; i++)
-		n *= t->shape[i];
-	return n;
+	return pr_layout_numel(t->rank, t->shape);
 }
 
 bool pr_tensor_is_contiguous(const pr_tensor *t)
 {
-	int64_t want = 1;
-	for (int i = t->rank - 1; i >= 0; i--) {
-		if (t->shape[i] != 1 && t->strides[i] != want)
-			return false;
-		want *= t->shape[i];
-	}
-	return true;
+	return pr_layout_is_contiguous(t->rank, t->shape, t->strides);
 }
 
 int64_t pr_tensor_span_bytes(const pr_tensor *t)

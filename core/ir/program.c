@@ -166,20 +166,31 @@ void pr_spec_set_contiguous(pr_spec *s)
 	}
 }
 
-/* Contiguity ignores the stride of a dimension of size 1, as PyTorch does. */
-bool pr_spec_is_contiguous(const pr_spec *s)
+int64_t pr_layout_numel(int rank, const int64_t *shape)
 {
+	int64_t n = 1;
+	for (int i = 0; i < rank; i++)
+		n *= shape[i];
+	return n;
+}
+
+/* Contiguity ignores the stride of a dimension of size 1, as PyTorch does. */
+bool pr_layout_is_contiguous(int rank, const int64_t *shape, const int64_t *strides)
+{
+	if (pr_layout_numel(rank, shape) == 0)
+		return true;   /* no element to be out of place (as PyTorch says) */
 	int64_t expected = 1;
-	for (int i = s->rank - 1; i >= 0; i--) {
-		if (s->shape[i] == 1)
-			continue;
-		if (s->shape[i] == 0)
-			return true;
-		if (s->strides[i] != expected)
+	for (int i = rank - 1; i >= 0; i--) {
+		if (shape[i] != 1 && strides[i] != expected)
 			return false;
-		expected *= s->shape[i];
+		expected *= shape[i];
 	}
 	return true;
+}
+
+bool pr_spec_is_contiguous(const pr_spec *s)
+{
+	return pr_layout_is_contiguous(s->rank, s->shape, s->strides);
 }
 
 bool pr_spec_stored_as_is(const pr_spec *s)
@@ -207,10 +218,7 @@ bool pr_spec_is_channels_last(const pr_spec *s)
 
 int64_t pr_spec_numel(const pr_spec *s)
 {
-	int64_t n = 1;
-	for (int i = 0; i < s->rank; i++)
-		n *= s->shape[i];
-	return n;
+	return pr_layout_numel(s->rank, s->shape);
 }
 
 int64_t pr_spec_nbytes(const pr_spec *s)

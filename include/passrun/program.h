@@ -78,6 +78,12 @@ typedef struct pr_spec {
 void pr_spec_init(pr_spec *s, pr_dtype t, int rank, const int64_t *shape);
 void pr_spec_set_contiguous(pr_spec *s);
 bool pr_spec_is_contiguous(const pr_spec *s);
+/* The layout facts of a spec and of a runtime tensor alike, on their shape
+ * and strides: row-major contiguity (a size-1 dimension's stride does not
+ * matter, and a tensor with a size-0 dimension is contiguous) and the
+ * element count. */
+bool pr_layout_is_contiguous(int rank, const int64_t *shape, const int64_t *strides);
+int64_t pr_layout_numel(int rank, const int64_t *shape);
 bool pr_spec_is_channels_last(const pr_spec *s);   /* rank 4 NHWC strides */
 /* Whether a program stores a constant's bytes in the spec's own layout: it
  * does for a contiguous or channels-last one and stores any other layout

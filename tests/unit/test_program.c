@@ -267,3 +267,16 @@ Test(graph, fresh_names_from_a_cursor_match_the_plain_search)
 	cr_assert_eq(next, 4);
 	pr_program_free(p);
 }
+
+Test(spec, one_layout_rule_for_specs_and_tensors)
+{
+	int64_t shape[3] = {2, 1, 3}, strides[3] = {3, 99, 1};   /* size 1: any stride */
+	cr_assert(pr_layout_is_contiguous(3, shape, strides));
+	int64_t t_strides[3] = {1, 1, 2};                          /* a transpose */
+	cr_assert(!pr_layout_is_contiguous(3, shape, t_strides));
+	int64_t empty[3] = {2, 0, 3};                              /* no elements */
+	cr_assert(pr_layout_is_contiguous(3, empty, t_strides));
+	cr_assert_eq(pr_layout_numel(3, shape), 6);
+	cr_assert_eq(pr_layout_numel(3, empty), 0);
+	cr_assert_eq(pr_layout_numel(0, shape), 1);
+}
