@@ -42,14 +42,4 @@ static pr_err *register_passes(pr_registry *r)
 	return pr_register_pass(r, &pass);
 }
 
-PR_PLUGIN_EXPORT const pr_plugin_info *passrun_plugin_info(void)
-{
-	static const pr_plugin_info info = {
-		.abi_version = PR_PLUGIN_ABI_VERSION,
-		.struct_size = sizeof(pr_plugin_info),
-		.name = "written-inputs",
-		.version = "1.0",
-		.register_fn = register_passes,
-	};
-	return &info;
-}
+PR_PLUGIN("written-inputs", "1.0", register_passes)

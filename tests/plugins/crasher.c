@@ -28,15 +28,4 @@ static pr_err *reg(pr_registry *r)
 	return pr_register_pass(r, &pass);
 }
 
-static const pr_plugin_info info = {
-	.abi_version = PR_PLUGIN_ABI_VERSION,
-	.struct_size = sizeof(pr_plugin_info),
-	.name = "crasher",
-	.version = "1",
-	.register_fn = reg,
-};
-
-PR_PLUGIN_EXPORT const pr_plugin_info *passrun_plugin_info(void)
-{
-	return &info;
-}
+PR_PLUGIN("crasher", "1", reg)
