@@ -585,6 +585,16 @@ static bool has_counterpart(const pr_graph *other, const pr_node *n)
 	return false;
 }
 
+/* The node of g, drawn in the window, that a removed node's argument a named
+ * (by name: the removed node belongs to the program before), or NULL. */
+static const pr_node *drawn_arg(const drawn_graph *d, const node_index *ix, const pr_arg *a)
+{
+	if (a->kind != PR_ARG_VALUE || !a->u.value || !a->u.value->name)
+		return NULL;
+	const pr_node *now = pr_graph_find(d->g, a->u.value->name);
+	int k = now ? position_of(ix, now) : -1;
+	return k >= 0 && d->dist[k] >= 0 ? now : NULL;
+}
 
 /* A node of before that g no longer has, drawn dashed, with dashed edges
  * from what it read that g still has and draws. */
@@ -601,12 +611,8 @@ static void emit_removed(pr_strbuf *b, const drawn_graph *d, const node_index *i
 	pr_strbuf_puts(b, ", shape=box, style=\"dashed\", fillcolor=white, color=\"" REMOVED_COLOUR
 			  "\", fontcolor=\"" REMOVED_COLOUR "\"];\n");
 	for (int i = 0; i < old->n_args; i++) {
-		const pr_arg *a = &old->args[i];
-		if (a->kind != PR_ARG_VALUE || !a->u.value || !a->u.value->name)
-			continue;
-		const pr_node *now = pr_graph_find(d->g, a->u.value->name);
-		int k = now ? position_of(ix, now) : -1;
-		if (k < 0 || d->dist[k] < 0)
+		const pr_node *now = drawn_arg(d, ix, &old->args[i]);
+		if (!now)
 			continue;
 		pr_strbuf_puts(b, "    ");
 		emit_id(b, d->index, now, -1);
@@ -622,15 +628,9 @@ static void emit_removed(pr_strbuf *b, const drawn_graph *d, const node_index *i
 /* Whether a removed node touches the window: it read a drawn node. */
 static bool removed_in_window(const drawn_graph *d, const node_index *ix, const pr_node *old)
 {
-	for (int i = 0; i < old->n_args; i++) {
-		const pr_arg *a = &old->args[i];
-		if (a->kind != PR_ARG_VALUE || !a->u.value || !a->u.value->name)
-			continue;
-		const pr_node *now = pr_graph_find(d->g, a->u.value->name);
-		int k = now ? position_of(ix, now) : -1;
-		if (k >= 0 && d->dist[k] >= 0)
+	for (int i = 0; i < old->n_args; i++)
+		if (drawn_arg(d, ix, &old->args[i]))
 			return true;
-	}
 	return false;
 }
 

@@ -1,6 +1,7 @@
 /* plugin_common.c: the shared plugin library (plugin_common.h). */
 #include "plugin_common.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +163,15 @@ void pl_describe_node(const pr_node *n, char *buf, size_t len)
 {
 	pr_use u = {.user = (pr_node *)n, .arg = NULL};
 	pl_describe_use(&u, buf, len);
+}
+
+void pl_strides_str(const pr_spec *s, char *buf, size_t len)
+{
+	size_t at = (size_t)snprintf(buf, len, "[");
+	for (int i = 0; i < s->rank && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%" PRId64, i ? "," : "", s->strides[i]);
+	if (at < len)
+		snprintf(buf + at, len - at, "]");
 }
 
 int64_t pl_bytes(pr_node *n)

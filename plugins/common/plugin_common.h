@@ -104,6 +104,8 @@ const char *pl_input_kind_word(const pr_node *n, const pr_mutable_buffers *b);
 /* A short description of a reader, for messages: "delegate @add0 (%d)". */
 void pl_describe_use(const pr_use *u, char *buf, size_t len);
 void pl_describe_node(const pr_node *n, char *buf, size_t len);
+/* "[12,1,4]": s's strides, for messages (cut short to fit len). */
+void pl_strides_str(const pr_spec *s, char *buf, size_t len);
 /* The bytes of n's tensor, or -1 when n has none. */
 int64_t pl_bytes(pr_node *n);
 

@@ -27,15 +27,6 @@
 
 #include "plugin_common.h"
 
-static void strides_str(const pr_spec *s, char *buf, size_t len)
-{
-	size_t at = (size_t)snprintf(buf, len, "[");
-	for (int i = 0; i < s->rank && at < len; i++)
-		at += (size_t)snprintf(buf + at, len - at, "%s%" PRId64, i ? "," : "", s->strides[i]);
-	if (at < len)
-		snprintf(buf + at, len - at, "]");
-}
-
 static bool odd_layout(const pr_spec *s)
 {
 	return !pr_spec_stored_as_is(s);
@@ -168,8 +159,8 @@ static pr_err *make_contiguous(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, pr_
 	pr_spec_set_contiguous(&n->type.tensor);
 	update_readers(n, &old);
 	char was[128], now[128], ds[PR_DEVICE_STR_MAX], r[160] = "nothing";
-	strides_str(&old, was, sizeof was);
-	strides_str(&n->type.tensor, now, sizeof now);
+	pl_strides_str(&old, was, sizeof was);
+	pl_strides_str(&n->type.tensor, now, sizeof now);
 	if (n->n_uses)
 		pl_describe_use(pl_first_use(n), r, sizeof r);
 	pr_pass_diag(ctx, PR_SEV_WARNING, "W-LAYOUT-CHANGED", g->name, n->name, pl_bytes(n),

@@ -385,15 +385,6 @@ static void tag_skipped_input(place_ctx *c, pr_node *v, const pr_use *first, pr_
 		     pl_bytes(v), reader, pr_device_str(dev, ds), PL_OPT_SKIP_H2D, other_reader);
 }
 
-static void strides_str(const pr_spec *s, char *buf, size_t len)
-{
-	size_t at = (size_t)snprintf(buf, len, "[");
-	for (int i = 0; i < s->rank && at < len; i++)
-		at += (size_t)snprintf(buf + at, len - at, "%s%" PRId64, i ? "," : "", s->strides[i]);
-	if (at < len)
-		snprintf(buf + at, len - at, "]");
-}
-
 /* F5: a constant is copied as stored, so its layout must survive that. */
 static bool constant_copyable(place_ctx *c, pr_node *v, const pr_use *first, pr_device dev)
 {
@@ -401,7 +392,7 @@ static bool constant_copyable(place_ctx *c, pr_node *v, const pr_use *first, pr_
 	if (pr_spec_stored_as_is(s))
 		return true;
 	char st[128], r[160], ds[PR_DEVICE_STR_MAX];
-	strides_str(s, st, sizeof st);
+	pl_strides_str(s, st, sizeof st);
 	pl_describe_use(first, r, sizeof r);
 	pr_pass_diag(c->pass, PR_SEV_ERROR, "E-CONSTANT-LAYOUT", c->g->name, v->name, pl_bytes(v),
 		     "%s '%s' (%%%s, %" PRId64 " bytes) feeds %s on %s with strides %s, neither "

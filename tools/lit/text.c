@@ -88,17 +88,16 @@ char *lit_line_at(const char *text, const char *p)
 	return lit_strndup(a, (size_t)(b - a));
 }
 
-/* Fewest edits that make some substring of line[0, n) equal needle. */
-static size_t substring_distance(const char *needle, const char *line, size_t n)
+/* Runs the edit-distance table of a[0, m) against b[0, n) down to its last
+ * row, in row (n + 1 entries), which holds the first row on entry: 0..n to
+ * match all of b, all 0 to match a anywhere in b. */
+static void edit_rows(const char *a, size_t m, const char *b, size_t n, size_t *row)
 {
-	size_t m = strlen(needle), *row = calloc(n + 1, sizeof *row), best;
-	if (!row)
-		abort();
 	for (size_t i = 1; i <= m; i++) {
 		size_t diag = row[0];
 		row[0] = i;
 		for (size_t j = 1; j <= n; j++) {
-			size_t up = row[j], v = diag + (needle[i - 1] != line[j - 1]);
+			size_t up = row[j], v = diag + (a[i - 1] != b[j - 1]);
 			if (up + 1 < v)
 				v = up + 1;
 			if (row[j - 1] + 1 < v)
@@ -107,6 +106,15 @@ static size_t substring_distance(const char *needle, const char *line, size_t n)
 			row[j] = v;
 		}
 	}
+}
+
+/* Fewest edits that make some substring of line[0, n) equal needle. */
+static size_t substring_distance(const char *needle, const char *line, size_t n)
+{
+	size_t *row = calloc(n + 1, sizeof *row), best;
+	if (!row)
+		abort();
+	edit_rows(needle, strlen(needle), line, n, row);
 	best = row[0];
 	for (size_t j = 1; j <= n; j++)
 		if (row[j] < best)
@@ -135,24 +143,12 @@ const char *lit_nearest_line(const char *from, const char *to, const char *needl
 
 size_t lit_edit_distance(const char *a, const char *b)
 {
-	size_t n = strlen(b), m = strlen(a), *row = malloc((n + 1) * sizeof *row), d;
+	size_t n = strlen(b), *row = malloc((n + 1) * sizeof *row), d;
 	if (!row)
 		abort();
 	for (size_t j = 0; j <= n; j++)
 		row[j] = j;
-	for (size_t i = 1; i <= m; i++) {
-		size_t diag = row[0];
-		row[0] = i;
-		for (size_t j = 1; j <= n; j++) {
-			size_t up = row[j], v = diag + (a[i - 1] != b[j - 1]);
-			if (up + 1 < v)
-				v = up + 1;
-			if (row[j - 1] + 1 < v)
-				v = row[j - 1] + 1;
-			diag = up;
-			row[j] = v;
-		}
-	}
+	edit_rows(a, strlen(a), b, n, row);
 	d = row[n];
 	free(row);
 	return d;
