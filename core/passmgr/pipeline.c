@@ -533,26 +533,31 @@ static void read_pass(const yctx *c, pr_pipeline *pl, const yaml_node_t *n)
 	yerr(c, n, "expected a pass: a name, or a one-key map NAME: {option: value}");
 }
 
-static void read_passes(const yctx *c, pr_pipeline *pl, const yaml_node_t *n)
+/* Is n a list to read? A null is an empty one (false, nothing said); any
+ * other kind is reported as must_be ("'passes' must be a list"). */
+static bool ylist(const yctx *c, const yaml_node_t *n, const char *must_be)
 {
 	if (ynull(n))
-		return;
+		return false;
 	if (n->type != YAML_SEQUENCE_NODE) {
-		yerr(c, n, "'passes' must be a list, found %s", ynode_kind(n));
-		return;
+		yerr(c, n, "%s, found %s", must_be, ynode_kind(n));
+		return false;
 	}
+	return true;
+}
+
+static void read_passes(const yctx *c, pr_pipeline *pl, const yaml_node_t *n)
+{
+	if (!ylist(c, n, "'passes' must be a list"))
+		return;
 	for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top; i++)
 		read_pass(c, pl, ynode(c, *i));
 }
 
 static void read_plugins(const yctx *c, pr_pipeline *pl, const yaml_node_t *n)
 {
-	if (ynull(n))
+	if (!ylist(c, n, "'plugins' must be a list of .so paths"))
 		return;
-	if (n->type != YAML_SEQUENCE_NODE) {
-		yerr(c, n, "'plugins' must be a list of .so paths, found %s", ynode_kind(n));
-		return;
-	}
 	char *dir = pr_path_dir(c->file);
 	for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top; i++) {
 		const yaml_node_t *item = ynode(c, *i);

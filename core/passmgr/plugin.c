@@ -114,6 +114,16 @@ static const char *plugin_label(const pr_registry *r, int plugin, char *buf, siz
 	return buf;
 }
 
+/* Both plugins named: the one that registered name first and the one
+ * loading now. */
+static pr_err *registered_twice(const pr_registry *r, const char *kind, const char *name,
+				int first)
+{
+	char a[PATH_MAX + 64], b[PATH_MAX + 64];
+	return pr_err_new("%s '%s' is registered twice: by %s and by %s", kind, name,
+			  plugin_label(r, first, a, sizeof a), plugin_label(r, r->loading, b, sizeof b));
+}
+
 /* Pass names appear in --passes 'a,b{x=1}' and --set PASS.OPT=V, so the
  * characters of that syntax are not allowed in them. */
 static bool good_name(const char *s)
@@ -190,14 +200,9 @@ static pr_err *register_pass(pr_registry *r, const pr_pass_info *pass)
 				  info.name ? info.name : "(null)");
 	if (!info.run && !info.run_graph)
 		return pr_err_new("pass '%s' has no run function (set run or run_graph)", info.name);
-	for (int i = 0; i < r->n_passes; i++) {
-		if (strcmp(r->passes[i].info.name, info.name))
-			continue;
-		char a[PATH_MAX + 64], b[PATH_MAX + 64];
-		return pr_err_new("pass '%s' is registered twice: by %s and by %s", info.name,
-				  plugin_label(r, r->passes[i].plugin, a, sizeof a),
-				  plugin_label(r, r->loading, b, sizeof b));
-	}
+	for (int i = 0; i < r->n_passes; i++)
+		if (!strcmp(r->passes[i].info.name, info.name))
+			return registered_twice(r, "pass", info.name, r->passes[i].plugin);
 	pr_err *e = check_option_decls(&info);
 	if (!e)
 		e = check_pipeline_options(r, &info);
@@ -219,14 +224,9 @@ static pr_err *register_analysis(pr_registry *r, const pr_analysis_info *a)
 	info.struct_size = sizeof info;
 	if (!good_name(info.name) || !info.compute)
 		return pr_err_new("an analysis has no valid name or no compute function");
-	for (int i = 0; i < r->n_analyses; i++) {
-		if (strcmp(r->analyses[i].info.name, info.name))
-			continue;
-		char x[PATH_MAX + 64], y[PATH_MAX + 64];
-		return pr_err_new("analysis '%s' is registered twice: by %s and by %s", info.name,
-				  plugin_label(r, r->analyses[i].plugin, x, sizeof x),
-				  plugin_label(r, r->loading, y, sizeof y));
-	}
+	for (int i = 0; i < r->n_analyses; i++)
+		if (!strcmp(r->analyses[i].info.name, info.name))
+			return registered_twice(r, "analysis", info.name, r->analyses[i].plugin);
 	PR_GROW(r->analyses, r->n_analyses, r->cap_analyses);
 	r->analyses[r->n_analyses++] = (analysis_rec){info, r->loading};
 	return NULL;
