@@ -9,6 +9,22 @@ not exist (it runs without torch).
 import os
 import re
 
+# Typed elementwise ops: comparisons, logic, pow, where, casts
+# (kernels_elementwise.c). All compute, so COMPUTE_OPS has them all; the
+# in-place masked_fill_ is not one of them (SUPPORTED_OPS adds it), as add_
+# and mul_ are not compute ops.
+TYPED_ELEMENTWISE_OPS = frozenset("""
+aten::sqrt aten::rsqrt aten::abs aten::pow.Tensor_Scalar aten::pow.Tensor_Tensor
+aten::pow.Scalar aten::eq.Tensor aten::eq.Scalar aten::ne.Tensor aten::ne.Scalar
+aten::lt.Tensor aten::lt.Scalar aten::le.Tensor aten::le.Scalar aten::gt.Tensor
+aten::gt.Scalar aten::ge.Tensor aten::ge.Scalar aten::logical_and aten::logical_or
+aten::logical_xor aten::logical_not aten::bitwise_and.Tensor aten::bitwise_and.Scalar
+aten::bitwise_or.Tensor aten::bitwise_or.Scalar aten::bitwise_xor.Tensor
+aten::bitwise_xor.Scalar aten::bitwise_not aten::where.self aten::where.ScalarSelf
+aten::where.ScalarOther aten::where.Scalar aten::masked_fill.Scalar aten::masked_fill.Tensor
+aten::_to_copy aten::div.Tensor_mode aten::div.Scalar_mode aten::rsub.Scalar
+""".split())
+
 SUPPORTED_OPS = frozenset("""
 aten::add.Tensor aten::add.Scalar aten::add_.Tensor aten::add_.Scalar
 aten::sub.Tensor aten::sub.Scalar aten::sub_.Tensor
@@ -32,19 +48,10 @@ aten::arange aten::arange.start aten::arange.start_step aten::full aten::full_li
 aten::zeros aten::ones aten::scalar_tensor aten::cumsum aten::gather aten::index.Tensor
 aten::split.Tensor aten::split_with_sizes aten::unbind.int
 """.split()) | frozenset(
-    # typed elementwise ops: comparisons, logic, pow, where, casts (kernels_elementwise.c)
+    # typed elementwise ops, the in-place masked_fill_ and the metadata assertion
     """
-aten::sqrt aten::rsqrt aten::abs aten::pow.Tensor_Scalar aten::pow.Tensor_Tensor
-aten::pow.Scalar aten::eq.Tensor aten::eq.Scalar aten::ne.Tensor aten::ne.Scalar
-aten::lt.Tensor aten::lt.Scalar aten::le.Tensor aten::le.Scalar aten::gt.Tensor
-aten::gt.Scalar aten::ge.Tensor aten::ge.Scalar aten::logical_and aten::logical_or
-aten::logical_xor aten::logical_not aten::bitwise_and.Tensor aten::bitwise_and.Scalar
-aten::bitwise_or.Tensor aten::bitwise_or.Scalar aten::bitwise_xor.Tensor
-aten::bitwise_xor.Scalar aten::bitwise_not aten::where.self aten::where.ScalarSelf
-aten::where.ScalarOther aten::where.Scalar aten::masked_fill.Scalar aten::masked_fill.Tensor
-aten::masked_fill_.Scalar aten::masked_fill_.Tensor aten::_to_copy
-aten::_assert_tensor_metadata aten::div.Tensor_mode aten::div.Scalar_mode aten::rsub.Scalar
-""".split()) | frozenset(
+aten::masked_fill_.Scalar aten::masked_fill_.Tensor aten::_assert_tensor_metadata
+""".split()) | TYPED_ELEMENTWISE_OPS | frozenset(
     # convolutional networks (kernels_nn.c)
     """
 aten::convolution aten::batch_norm aten::_native_batch_norm_legit_no_training
@@ -72,20 +79,7 @@ aten::sigmoid aten::mm aten::addmm aten::linear aten::bmm aten::_softmax
 aten::softmax.int aten::sum.dim_IntList aten::mean.dim aten::layer_norm
 aten::rms_norm aten::cat
 aten::cumsum aten::gather aten::index.Tensor
-""".split()) | frozenset(
-    # typed elementwise ops (kernels_elementwise.c); the in-place masked_fill_
-    # stays out, as add_ and mul_ do
-    """
-aten::sqrt aten::rsqrt aten::abs aten::pow.Tensor_Scalar aten::pow.Tensor_Tensor
-aten::pow.Scalar aten::eq.Tensor aten::eq.Scalar aten::ne.Tensor aten::ne.Scalar
-aten::lt.Tensor aten::lt.Scalar aten::le.Tensor aten::le.Scalar aten::gt.Tensor
-aten::gt.Scalar aten::ge.Tensor aten::ge.Scalar aten::logical_and aten::logical_or
-aten::logical_xor aten::logical_not aten::bitwise_and.Tensor aten::bitwise_and.Scalar
-aten::bitwise_or.Tensor aten::bitwise_or.Scalar aten::bitwise_xor.Tensor
-aten::bitwise_xor.Scalar aten::bitwise_not aten::where.self aten::where.ScalarSelf
-aten::where.ScalarOther aten::where.Scalar aten::masked_fill.Scalar aten::masked_fill.Tensor
-aten::_to_copy aten::div.Tensor_mode aten::div.Scalar_mode aten::rsub.Scalar
-""".split()) | frozenset(
+""".split()) | TYPED_ELEMENTWISE_OPS | frozenset(
     # convolutional networks (kernels_nn.c); the in-place activations stay out
     """
 aten::convolution aten::batch_norm aten::_native_batch_norm_legit_no_training
