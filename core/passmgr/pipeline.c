@@ -176,17 +176,22 @@ static pr_strbuf *err_begin(errs *e, const pm_loc *loc)
 	return &e->buf;
 }
 
+static void err_addv(errs *e, const pm_loc *loc, const char *fmt, va_list ap)
+{
+	pr_strbuf *b = err_begin(e, loc);
+	pr_err *tmp = pr_err_newv(fmt, ap);
+	pr_strbuf_puts(b, pr_err_message(tmp));
+	pr_err_free(tmp);
+}
+
 static void err_add(errs *e, const pm_loc *loc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void err_add(errs *e, const pm_loc *loc, const char *fmt, ...)
 {
-	pr_strbuf *b = err_begin(e, loc);
 	va_list ap;
 	va_start(ap, fmt);
-	pr_err *tmp = pr_err_newv(fmt, ap);
+	err_addv(e, loc, fmt, ap);
 	va_end(ap);
-	pr_strbuf_puts(b, pr_err_message(tmp));
-	pr_err_free(tmp);
 }
 
 static pr_err *errs_take(errs *e)
@@ -356,14 +361,11 @@ static void yerr(const yctx *c, const yaml_node_t *n, const char *fmt, ...)
 static void yerr(const yctx *c, const yaml_node_t *n, const char *fmt, ...)
 {
 	pm_loc l = yloc(c, n);
-	pr_strbuf *b = err_begin(c->e, &l);
-	free(l.file);
 	va_list ap;
 	va_start(ap, fmt);
-	pr_err *tmp = pr_err_newv(fmt, ap);
+	err_addv(c->e, &l, fmt, ap);
 	va_end(ap);
-	pr_strbuf_puts(b, pr_err_message(tmp));
-	pr_err_free(tmp);
+	free(l.file);
 }
 
 static yaml_node_t *ynode(const yctx *c, int index)
