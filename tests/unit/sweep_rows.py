@@ -1,6 +1,6 @@
 """Checks a `passrun compare --format=jsonl` sweep row by row against single
 runs: each row must say what `passrun --pipeline P --set ... PROGRAM --check
---stats=json` says of that cell (exit status, diagnostics per code, and, when
+--disable-verify --stats=json` says of that cell (exit status, diagnostics per code, and, when
 the passes all ran, the copies and bytes of every method).
 
 usage: sweep_rows.py PASSRUN ROWS.jsonl EXPECTED_ROWS [RUN OPTIONS...]
@@ -19,7 +19,8 @@ KEYS = ["h2d_copies", "d2h_copies", "h2d_bytes_per_call", "d2h_bytes_per_call",
         "load_h2d_bytes"]
 for i, row in enumerate(rows):
     prov = row["provenance"]
-    cmd = [passrun, "--pipeline", row["pipeline"], row["program"], "--check", "--stats=json"]
+    cmd = [passrun, "--pipeline", row["pipeline"], row["program"], "--check", "--disable-verify",
+           "--stats=json"]
     for a in prov["overrides"]:
         cmd += ["--set", a]
     run = subprocess.run(cmd + extra, capture_output=True, text=True)
