@@ -1,70 +1,62 @@
-/* compare.c: passrun compare, a researcher's comparison of pipelines.
+/* compare.c: passrun compare, a researcher's comparison (and sweep) of
+ * pipelines.
  *
- *   passrun compare [--pipelines baseline,cuda,ablate/no-copy-reuse]
- *                   [--format=table|json] [--set ...] [--device=sim] PROGRAM
+ *   passrun compare [--pipelines baseline,cuda,'ablate/?*'] [--grid NAME=V1,V2]...
+ *                   [--set ...] [--format=table|json|csv|jsonl] [-o FILE] [-j N]
+ *                   [--device=sim] PROGRAM...
  *
- * Each pipeline runs as its own passrun session (tool.h: the same steps as
- * `passrun --pipeline NAME PROGRAM --check`, from loading the plugins to
- * executing), so a row shows exactly what that command would do. From the
- * placed program it reads, per method, the copy nodes (schema traits h2d and
- * d2h, as --stats=json counts them), the bytes they move per call, the bytes
- * loaded once (device-resident constants) and the planned memory per arena
- * (pr_plan_usage); from the session, the diagnostics and, when the runtime is
- * built, the --check outcome: match, mismatch (exit 4), fault (exit 5), or
- * refused (exit 5, a copy the runtime refuses, M3). A pipeline whose passes
- * fail shows the exit status they gave and "not run".
+ * The cells are every program (a glob is expanded here too) x every pipeline
+ * (a glob names the shipped pipelines it matches) x every point of the grid
+ * (the cartesian product of the --grid axes, the last one varying fastest).
+ * Each cell runs as its own passrun session (tool.h: the same steps as
+ * `passrun --pipeline NAME PROGRAM --check --set ...`), so a row shows exactly
+ * what that command would do; run_cell reduces the session to a cell_row.
+ * From the placed program it reads, per method, the copy nodes (schema traits
+ * h2d and d2h, as --stats=json counts them), the bytes they move per call, the
+ * bytes loaded once (device-resident constants) and the planned memory per
+ * arena (pr_plan_usage); from the session, the diagnostics counted per code,
+ * the provenance record and, when the runtime is built, the --check outcome.
+ * A cell whose passes did not all run has no counts (placed: false): a partly
+ * placed program says nothing about the pipeline.
  *
- * The result of each pipeline is not verified before it runs (passrun's
+ * The result of each cell is not verified before it runs (passrun's
  * --disable-verify): baseline reproduces ExecuTorch's copies, which the
  * verifier refuses, and the row is to show what the runtime does with them.
  *
- * Each pipeline runs in a child process of its own (fork), which sends its
- * row back through a pipe: a pass that crashes one pipeline makes that row
- * say "crashed in pass NAME (signal N)" (the crash handler writes the pass's
- * name on the pipe, pass.h) with exit 128+N, and the other pipelines still
- * run.
+ * A --set or --grid assignment PASS.NAME=VALUE applies to the pipelines that
+ * run PASS and is left out of the others (their provenance lists what was
+ * applied); naming a pass that no pipeline runs is a bad command line.
+ *
+ * Each cell runs in a child process of its own (fork), -j N of them at a
+ * time, and sends its row back through a pipe (row_io); the rows are printed
+ * in cell order, so the output is the same whatever N. A pass that crashes
+ * makes its row say "crashed in pass NAME (signal N)" (the crash handler
+ * writes the pass's name on the pipe, manager.h) with exit 128+N, and the
+ * other cells still run.
  *
  * Every pipeline name is resolved before anything runs: an unknown one is a
- * bad command line (exit 2) with the nearest shipped name. Otherwise the exit
- * status is 0 and the table carries each pipeline's own status; a program
- * that cannot be read is exit 3, as for a single run. Diagnostics go to
- * stderr as usual, each pipeline's under a "== NAME ==" line; stdout has only
- * the table (or the JSON). */
+ * bad command line (exit 2) with the nearest shipped name. Diagnostics are
+ * counted in the rows; --diagnostics prints each cell's on stderr too, under
+ * a "== LABEL ==" line, in cell order. Exit status: 0 with the rows carrying
+ * each cell's status; 2 when every cell failed on the command line's account
+ * (a bad --set value, a plugin); for the table and --format=json, 3 when a
+ * program cannot be read, as for a single run. */
 #include <errno.h>
+#include <fnmatch.h>
+#include <glob.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "compare.h"
+#include "passrun/fileio.h"
 #include "passrun/plan.h"
-#include "passrun/verify.h"
 #include "passrun/strbuf.h"
-#include "tool.h"
 
-#define MAX_PIPELINES 32
-
-/* One method of one pipeline's result. */
-typedef struct method_row {
-	char *name;
-	int64_t h2d, d2h, h2d_bytes, d2h_bytes, load_bytes;
-	int n_arenas;
-	pr_arena_usage *arenas;
-} method_row;
-
-typedef struct pipeline_row {
-	const char *name;
-	int status;
-	int warnings, errors;
-	char *codes;            /* "W-CONSTANT-COPY(2), W-INPUT-COPY" */
-	const char *check;      /* one of check_words */
-	char message[320];
-	char device[8];
-	int n_methods;
-	method_row *methods;
-} pipeline_row;
-
-/* ---- what one pipeline did ------------------------------------------------ */
+/* ---- what one cell did ----------------------------------------------------- */
 
 static bool is_loaded_constant(const pr_node *n)
 {
@@ -92,32 +84,19 @@ static void count_method(pr_graph *g, method_row *m)
 	m->n_arenas = pr_plan_usage(g, &m->arenas);
 }
 
-/* Codes in the order first reported, with a count when repeated. */
-static char *diag_codes(const pr_diags *d)
+/* Codes in the order first reported, each with its count. */
+static void count_codes(const pr_diags *d, cell_row *row)
 {
-	pr_strbuf b;
-	pr_strbuf_init(&b);
+	row->codes = pr_xcalloc((size_t)d->n + 1, sizeof *row->codes);
 	for (int i = 0; i < d->n; i++) {
-		bool seen = false;
-		for (int k = 0; k < i && !seen; k++)
-			seen = !strcmp(d->items[k].code, d->items[i].code);
-		if (seen)
-			continue;
-		int count = 0;
-		for (int k = i; k < d->n; k++)
-			count += !strcmp(d->items[k].code, d->items[i].code);
-		pr_strbuf_printf(&b, "%s%s", b.len ? ", " : "", d->items[i].code);
-		if (count > 1)
-			pr_strbuf_printf(&b, "(%d)", count);
+		int k = 0;
+		while (k < row->n_codes && strcmp(row->codes[k].code, d->items[i].code))
+			k++;
+		if (k == row->n_codes)
+			row->codes[row->n_codes++].code = pr_xstrdup(d->items[i].code);
+		row->codes[k].n++;
 	}
-	return pr_strbuf_take(&b);
 }
-
-/* What a row's check column may say (sent between processes as an index). */
-static const char *const check_words[] = {
-	"-", "not run", "mismatch", "refused", "fault", "error", "match", "ran", "crashed",
-};
-#define N_CHECK_WORDS ((int)(sizeof check_words / sizeof check_words[0]))
 
 static const char *check_word(const run_outcome *r, int status, bool have_runtime)
 {
@@ -134,499 +113,689 @@ static const char *check_word(const run_outcome *r, int status, bool have_runtim
 	return r->checked ? "match" : "ran";
 }
 
-/* Runs one pipeline as `passrun --pipeline NAME PROGRAM --check` would. */
-static int run_one(const opts *o, const char *name, pipeline_row *row)
+/* The first error (a warning under --werror): why the passes stopped. */
+static const pr_diag *first_error(const pr_diags *d)
 {
-	opts po = *o;
-	po.compare = false;
-	po.pipeline = name;
-	/* The row reports what the runtime does with each result (baseline's
-	 * copies are refused there, as in ExecuTorch), so the result is not
-	 * refused by the verifier first: a single run's --disable-verify. */
-	po.disable_verify = true;
+	for (int i = 0; i < d->n; i++)
+		if (d->items[i].severity == PR_SEV_ERROR)
+			return &d->items[i];
+	for (int i = 0; d->werror && i < d->n; i++)
+		if (d->items[i].severity == PR_SEV_WARNING)
+			return &d->items[i];
+	return NULL;
+}
+
+static char *times_json(const pr_pass_report *rep, double *total)
+{
+	pr_strbuf b;
+	pr_strbuf_init(&b);
+	pr_strbuf_putc(&b, '[');
+	*total = 0;
+	for (int i = 0; i < rep->n; i++) {
+		const pr_pass_record *r = &rep->items[i];
+		*total += r->ms;
+		pr_strbuf_puts(&b, i ? ", {\"name\": " : "{\"name\": ");
+		pr_strbuf_json_string(&b, r->name);
+		pr_strbuf_printf(&b, ", \"ms\": %.4f, \"pass\": %s}", r->ms, r->is_pass ? "true" : "false");
+	}
+	pr_strbuf_putc(&b, ']');
+	return pr_strbuf_take(&b);
+}
+
+static char *capture_times(const pr_pass_report *rep)
+{
+	char *text = NULL;
+	size_t len;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return pr_xstrdup("");
+	pr_pass_report_print_times(rep, f);
+	fclose(f);
+	return text;
+}
+
+/* The row of a finished session. */
+static void fill_row(session *s, int st, bool have_runtime, cell_row *row)
+{
+	row->status = st;
+	row->status_word = pr_xstrdup(status_word(s, st));
+	row->check = pr_xstrdup(check_word(&s->run, st, have_runtime));
+	row->placed = s->placed;
+	if (s->prog && s->placed) {
+		row->n_methods = s->prog->n_methods;
+		row->methods = pr_xcalloc((size_t)row->n_methods + 1, sizeof *row->methods);
+		for (int m = 0; m < s->prog->n_methods; m++)
+			count_method(s->prog->methods[m], &row->methods[m]);
+	}
+	row->warnings = pr_diags_count(&s->diags, PR_SEV_WARNING);
+	row->errors = pr_diags_count(&s->diags, PR_SEV_ERROR);
+	count_codes(&s->diags, row);
+	const pr_diag *err = first_error(&s->diags);
+	row->first_error = pr_xstrdup(err ? err->code : "");
+	row->message = pr_xstrdup(*s->run.message ? s->run.message : err ? err->message : s->error);
+	row->device = pr_xstrdup(s->run.device);
+	row->canonical = pr_xstrdup(s->pl ? pr_pipeline_name(s->pl) : row->pipeline);
+	row->stats = s->o->stats_json ? session_stats(s, st) : NULL;
+	row->provenance = session_provenance(s, st);
+	if (s->o->time_passes) {
+		row->times = capture_times(&s->rep);
+		row->times_json = times_json(&s->rep, &row->ms);
+	}
+}
+
+/* Runs one cell as `passrun --pipeline NAME PROGRAM --check --set ...` would;
+ * po is that command's opts. */
+static void run_cell(const opts *po, cell_row *row)
+{
 #ifdef PASSRUN_HAVE_RUNTIME
-	po.check = true;
 	bool have_runtime = true;
 #else
 	bool have_runtime = false;
 #endif
-	fprintf(stderr, "== %s ==\n", name);
 	session s;
-	session_init(&s, &po);
+	session_init(&s, po);
+	size_t log_len;
+	s.log = po->diagnostics ? open_memstream(&row->log, &log_len) : NULL;
+	if (s.log)
+		fprintf(s.log, "== %s ==\n", row->label);
 	int st = load_plugins(&s);
 	if (!st)
 		st = load_pipeline(&s);
 	if (!st)
 		st = process_program(&s);
-	row->name = name;
-	row->status = st;
-	if (s.prog) {
-		row->n_methods = s.prog->n_methods;
-		row->methods = pr_xcalloc((size_t)row->n_methods + 1, sizeof *row->methods);
-		for (int m = 0; m < s.prog->n_methods; m++)
-			count_method(s.prog->methods[m], &row->methods[m]);
-	}
-	row->warnings = pr_diags_count(&s.diags, PR_SEV_WARNING);
-	row->errors = pr_diags_count(&s.diags, PR_SEV_ERROR);
-	row->codes = diag_codes(&s.diags);
-	row->check = check_word(&s.run, st, have_runtime);
-	snprintf(row->message, sizeof row->message, "%s", s.run.message);
-	snprintf(row->device, sizeof row->device, "%s", s.run.device);
+	if (s.log)
+		fclose(s.log);
+	s.log = NULL;
+	fill_row(&s, st, have_runtime, row);
 	session_free(&s);
-	return st;
 }
 
-static void row_free(pipeline_row *row)
+/* ---- the cells ------------------------------------------------------------- */
+
+const char *grid_value(const sweep *w, int point, int k)
 {
-	for (int m = 0; m < row->n_methods; m++) {
-		free(row->methods[m].name);
-		free(row->methods[m].arenas);
-	}
-	free(row->methods);
-	free(row->codes);
+	for (int j = w->n_axes - 1; j > k; j--)
+		point /= w->axes[j].n_values;
+	return w->axes[k].values[point % w->axes[k].n_values];
 }
 
-/* ---- one pipeline in a child process ------------------------------------- */
-
-/* The row travels as raw fields: both ends are this same binary. */
-static void put_raw(pr_strbuf *b, const void *data, size_t n)
+/* "PASS.NAME=VALUE": the pass it names (malloc'd), or NULL for a pipeline
+ * option. */
+static char *assignment_pass(const char *a)
 {
-	for (size_t i = 0; i < n; i++)
-		pr_strbuf_putc(b, ((const char *)data)[i]);
+	size_t eq = strcspn(a, "=");
+	const char *dot = memchr(a, '.', eq);
+	return dot ? pr_xstrndup(a, (size_t)(dot - a)) : NULL;
 }
 
-static void put_text(pr_strbuf *b, const char *s)
+/* The pipeline of a --pipelines name, for the passes it runs; NULL when it
+ * cannot be read (its cells say why). */
+static pr_pipeline *peek_pipeline(const char *name)
 {
-	size_t n = strlen(s);
-	put_raw(b, &n, sizeof n);
-	put_raw(b, s, n);
+	pr_pipeline *pl = NULL;
+	pr_err_free(pr_pipeline_load_named(name, &pl));
+	return pl;
 }
 
-static void row_encode(const pipeline_row *r, pr_strbuf *b)
+static bool applies(const char *assignment, const pr_pipeline *pl)
 {
-	int check = 0;
-	for (int i = 0; i < N_CHECK_WORDS; i++)
-		if (!strcmp(check_words[i], r->check))
-			check = i;
-	int head[5] = {r->status, r->warnings, r->errors, check, r->n_methods};
-	put_raw(b, head, sizeof head);
-	put_text(b, r->codes);
-	put_text(b, r->message);
-	put_text(b, r->device);
-	for (int m = 0; m < r->n_methods; m++) {
-		const method_row *mr = &r->methods[m];
-		put_text(b, mr->name);
-		int64_t counts[5] = {mr->h2d, mr->d2h, mr->h2d_bytes, mr->d2h_bytes, mr->load_bytes};
-		put_raw(b, counts, sizeof counts);
-		put_raw(b, &mr->n_arenas, sizeof mr->n_arenas);
-		put_raw(b, mr->arenas, (size_t)mr->n_arenas * sizeof *mr->arenas);
-	}
+	char *pass = assignment_pass(assignment);
+	bool yes = !pass || (pl && pr_pipeline_has_pass(pl, pass));
+	free(pass);
+	return yes;
 }
 
-typedef struct reader {
-	const char *p, *end;
-	bool bad;
-} reader;
-
-static void get_raw(reader *rd, void *out, size_t n)
+/* The command line of cell c, its assignments in *sets (freed by the caller). */
+static void cell_opts(const sweep *w, int c, pr_pipeline *const *pls, opts *po, char ***sets)
 {
-	if (rd->bad || (size_t)(rd->end - rd->p) < n) {
-		rd->bad = true;
-		memset(out, 0, n);
-		return;
-	}
-	memcpy(out, rd->p, n);
-	rd->p += n;
-}
-
-static char *get_text(reader *rd)
-{
-	size_t n = 0;
-	get_raw(rd, &n, sizeof n);
-	if (rd->bad || (size_t)(rd->end - rd->p) < n) {
-		rd->bad = true;
-		return pr_xstrdup("");
-	}
-	char *s = pr_xasprintf("%.*s", (int)n, rd->p);
-	rd->p += n;
-	return s;
-}
-
-static bool row_decode(const char *data, size_t len, pipeline_row *r)
-{
-	reader rd = {data, data + len, false};
-	int head[5];
-	get_raw(&rd, head, sizeof head);
-	r->status = head[0], r->warnings = head[1], r->errors = head[2];
-	r->check = check_words[head[3] >= 0 && head[3] < N_CHECK_WORDS ? head[3] : 0];
-	r->n_methods = rd.bad || head[4] < 0 ? 0 : head[4];
-	r->codes = get_text(&rd);
-	char *msg = get_text(&rd), *dev = get_text(&rd);
-	snprintf(r->message, sizeof r->message, "%s", msg);
-	snprintf(r->device, sizeof r->device, "%s", dev);
-	free(msg);
-	free(dev);
-	r->methods = pr_xcalloc((size_t)r->n_methods + 1, sizeof *r->methods);
-	for (int m = 0; m < r->n_methods && !rd.bad; m++) {
-		method_row *mr = &r->methods[m];
-		mr->name = get_text(&rd);
-		int64_t counts[5];
-		get_raw(&rd, counts, sizeof counts);
-		mr->h2d = counts[0], mr->d2h = counts[1], mr->h2d_bytes = counts[2];
-		mr->d2h_bytes = counts[3], mr->load_bytes = counts[4];
-		get_raw(&rd, &mr->n_arenas, sizeof mr->n_arenas);
-		if (rd.bad || mr->n_arenas < 0 || mr->n_arenas > 4096)
-			mr->n_arenas = 0, rd.bad = true;
-		mr->arenas = pr_xcalloc((size_t)mr->n_arenas + 1, sizeof *mr->arenas);
-		get_raw(&rd, mr->arenas, (size_t)mr->n_arenas * sizeof *mr->arenas);
-	}
-	return !rd.bad;
-}
-
-static void write_all(int fd, const char *data, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, data, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		data += w;
-		n -= (size_t)w;
+	int point = c % w->n_points, pipe = c / w->n_points % w->n_pipelines;
+	*po = *w->o;
+	po->compare = false;
+	po->program = w->programs[c / w->n_points / w->n_pipelines];
+	po->pipeline = w->pipelines[pipe];
+	po->disable_verify = true;
+#ifdef PASSRUN_HAVE_RUNTIME
+	po->check = true;
+#endif
+	*sets = pr_xcalloc((size_t)w->n_axes + 1, sizeof **sets);
+	po->n_sets = 0;
+	for (int i = 0; i < w->o->n_sets; i++)
+		if (applies(w->o->sets[i], pls[pipe]))
+			po->sets[po->n_sets++] = w->o->sets[i];
+	for (int k = 0; k < w->n_axes && po->n_sets < MAX_LIST; k++) {
+		(*sets)[k] = pr_xasprintf("%s=%s", w->axes[k].name, grid_value(w, point, k));
+		if (applies((*sets)[k], pls[pipe]))
+			po->sets[po->n_sets++] = (*sets)[k];
 	}
 }
 
-static char *read_all(int fd, size_t *len)
+static void free_sets(const sweep *w, char **sets)
+{
+	for (int k = 0; k < w->n_axes; k++)
+		free(sets[k]);
+	free(sets);
+}
+
+static char *cell_label(const sweep *w, int c)
 {
 	pr_strbuf b;
 	pr_strbuf_init(&b);
-	char chunk[4096];
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof chunk);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		put_raw(&b, chunk, (size_t)n);
-	}
-	*len = b.len;
-	return b.data ? pr_strbuf_take(&b) : pr_xstrdup("");
+	pr_strbuf_puts(&b, w->pipelines[c / w->n_points % w->n_pipelines]);
+	for (int k = 0; k < w->n_axes; k++)
+		pr_strbuf_printf(&b, " %s=%s", w->axes[k].name, grid_value(w, c % w->n_points, k));
+	return pr_strbuf_take(&b);
 }
 
-/* The child: runs the pipeline, sends its row, exits with its status. A
- * crash instead leaves the crashing pass's name on the pipe. */
-static _Noreturn void child(const opts *o, const char *name, int fd)
+static void start_row(const sweep *w, int c, const opts *po, cell_row *row)
 {
-	pr_crash_handler_install(fd);
-	pipeline_row row;
-	memset(&row, 0, sizeof row);
-	int st = run_one(o, name, &row);
-	pr_strbuf b;
-	pr_strbuf_init(&b);
-	row_encode(&row, &b);
-	write_all(fd, b.data ? b.data : "", b.len);
-	pr_strbuf_free(&b);
-	row_free(&row);
-	fflush(stderr);
-	_exit(st & 0xff);
+	memset(row, 0, sizeof *row);
+	row->program = pr_xstrdup(po->program);
+	row->pipeline = pr_xstrdup(po->pipeline);
+	row->label = cell_label(w, c);
 }
 
-static void crashed_row(pipeline_row *row, const char *pass, int sig)
+/* ---- running them, here or in N processes -------------------------------- */
+
+/* A cell whose process died (pass: what the crash handler wrote on the
+ * pipe, the crashing pass's name), or could not start (start_errno). */
+static void crashed_row(cell_row *row, int wstatus, int start_errno, const char *pass)
 {
-	row->status = 128 + sig;
-	row->check = "crashed";
-	row->codes = pr_xstrdup("");
-	size_t n = strcspn(pass, "\n");
-	if (n)
-		snprintf(row->message, sizeof row->message, "crashed in pass %.*s (signal %d)",
-			 (int)n, pass, sig);
+	int sig = WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0;
+	row->status = sig ? 128 + sig : WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+	row->status_word = pr_xstrdup("crashed");
+	row->check = pr_xstrdup("crashed");
+	int n = (int)strcspn(pass, "\n");
+	if (start_errno)
+		row->message = pr_xasprintf("no process could be started for the cell: %s",
+					    strerror(start_errno));
+	else if (sig && n)
+		row->message = pr_xasprintf("crashed in pass %.*s (signal %d)", n, pass, sig);
+	else if (sig)
+		row->message = pr_xasprintf("crashed (signal %d)", sig);
 	else
-		snprintf(row->message, sizeof row->message, "crashed (signal %d)", sig);
+		row->message = pr_xasprintf("the cell's process exited with %d before its row was "
+					    "written", (int)row->status);
+	row->first_error = pr_xstrdup("");
+	row->device = pr_xstrdup("");
+	row->canonical = pr_xstrdup(row->pipeline);
+	row->provenance = pr_xstrdup("null");
 }
 
-/* Runs one pipeline in a child process; the row comes back through a pipe. */
-static int run_isolated(const opts *o, const char *name, pipeline_row *row)
+typedef struct worker {
+	pid_t pid;                   /* -1: the process could not be started */
+	int fd, cell;
+	int start_errno;
+	pr_strbuf buf;
+} worker;
+
+static void worker_start(const sweep *w, int c, pr_pipeline *const *pls, worker *k)
 {
-	row->name = name;
-	int fds[2];
+	opts po;
+	char **sets;
+	cell_opts(w, c, pls, &po, &sets);
+	int fds[2] = {-1, -1};
 	fflush(stdout);
 	fflush(stderr);
 	pid_t pid = pipe(fds) == 0 ? fork() : -1;
-	if (pid < 0) {
-		fprintf(stderr, "passrun compare: cannot start a process for '%s': %s\n", name,
-			strerror(errno));
-		return run_one(o, name, row);
-	}
+	k->start_errno = pid < 0 ? errno : 0;
 	if (pid == 0) {
 		close(fds[0]);
-		child(o, name, fds[1]);
+		pr_crash_handler_install(fds[1]);
+		cell_row row;
+		start_row(w, c, &po, &row);
+		run_cell(&po, &row);
+		FILE *f = fdopen(fds[1], "wb");
+		bool ok = f && row_io(f, &row, true) && fclose(f) == 0;
+		_exit(ok ? 0 : 1);
 	}
-	close(fds[1]);
-	size_t len;
-	char *data = read_all(fds[0], &len);
-	close(fds[0]);
-	int wst = 0;
-	while (waitpid(pid, &wst, 0) < 0 && errno == EINTR)
-		;
-	if (WIFSIGNALED(wst))
-		crashed_row(row, data, WTERMSIG(wst));
-	else if (!row_decode(data, len, row))
-		snprintf(row->message, sizeof row->message, "its process sent no result (exit %d)",
-			 row->status = WEXITSTATUS(wst));
-	free(data);
-	return row->status;
+	k->pid = pid;
+	k->cell = c;
+	k->fd = pid > 0 ? fds[0] : -1;
+	pr_strbuf_init(&k->buf);
+	if (pid != 0 && fds[1] >= 0)
+		close(fds[1]);
+	if (pid < 0 && fds[0] >= 0)
+		close(fds[0]);
+	free_sets(w, sets);
 }
 
-/* ---- the pipelines -------------------------------------------------------- */
-
-/* Splits "a,b,c" into names (pointers into buf, which is modified). */
-static int split_names(char *buf, const char **names)
+/* Reads the finished worker's row into its cell. */
+static void worker_finish(sweep *w, worker *k)
 {
-	int n = 0;
-	for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+	int wstatus = 0;
+	if (k->fd >= 0)
+		close(k->fd);
+	if (k->pid > 0)
+		waitpid(k->pid, &wstatus, 0);
+	cell_row *row = &w->rows[k->cell];
+	FILE *f = k->pid > 0 && k->buf.len ? fmemopen(k->buf.data, k->buf.len, "rb") : NULL;
+	cell_row got;
+	memset(&got, 0, sizeof got);
+	bool ok = f && WIFEXITED(wstatus) && !WEXITSTATUS(wstatus) && row_io(f, &got, false);
+	if (f)
+		fclose(f);
+	if (ok) {
+		/* What names the cell was set here, before the fork. */
+		got.program = row->program;
+		got.pipeline = row->pipeline;
+		got.label = row->label;
+		row->program = row->pipeline = row->label = NULL;
+		row_free(row);
+		*row = got;
+	} else {
+		row_free(&got);
+		pr_strbuf_putc(&k->buf, '\0');   /* a crash leaves the pass's name there */
+		crashed_row(row, k->pid > 0 ? wstatus : 0, k->start_errno, k->buf.data);
+	}
+	pr_strbuf_free(&k->buf);
+	k->pid = 0;
+}
+
+/* Drains the workers' pipes until one ends; returns its index. */
+static int wait_one(worker *ws, int n)
+{
+	struct pollfd p[64];
+	for (;;) {
+		for (int i = 0; i < n; i++)
+			p[i] = (struct pollfd){ws[i].fd, POLLIN, 0};
+		if (poll(p, (nfds_t)n, -1) < 0 && errno != EINTR)
+			return 0;
+		for (int i = 0; i < n; i++) {
+			if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			char chunk[65536];
+			ssize_t got = read(ws[i].fd, chunk, sizeof chunk);
+			if (got <= 0)
+				return i;
+			pr_strbuf_add(&ws[i].buf, chunk, (size_t)got);
+		}
+	}
+}
+
+static void run_parallel(sweep *w, pr_pipeline *const *pls, int jobs)
+{
+	worker ws[64];
+	int n = 0, next = 0;
+	while (next < w->n_cells || n) {
+		while (n < jobs && next < w->n_cells) {
+			worker_start(w, next++, pls, &ws[n]);
+			if (ws[n].fd < 0)
+				worker_finish(w, &ws[n]);
+			else
+				n++;
+		}
+		if (!n)
+			continue;
+		int i = wait_one(ws, n);
+		worker_finish(w, &ws[i]);
+		ws[i] = ws[--n];
+	}
+}
+
+static void run_cells(sweep *w, pr_pipeline *const *pls)
+{
+	w->rows = pr_xcalloc((size_t)w->n_cells + 1, sizeof *w->rows);
+	for (int c = 0; c < w->n_cells; c++) {
+		opts po;
+		char **sets;
+		cell_opts(w, c, pls, &po, &sets);
+		start_row(w, c, &po, &w->rows[c]);
+		free_sets(w, sets);
+	}
+	long jobs = w->o->jobs > 1 ? w->o->jobs : 1;
+	run_parallel(w, pls, jobs > 64 ? 64 : (int)jobs);
+}
+
+/* ---- rows across a pipe ----------------------------------------------------- */
+
+/* One layout for both directions, so writer and reader cannot disagree. */
+static bool io_i64(FILE *f, int64_t *v, bool w)
+{
+	return w ? fwrite(v, sizeof *v, 1, f) == 1 : fread(v, sizeof *v, 1, f) == 1;
+}
+
+static bool io_bytes(FILE *f, void **p, size_t n, bool w)
+{
+	if (w)
+		return !n || fwrite(*p, 1, n, f) == n;
+	*p = pr_xcalloc(n + 1, 1);
+	return !n || fread(*p, 1, n, f) == n;
+}
+
+/* A string (NULL travels as length -1). */
+static bool io_str(FILE *f, char **s, bool w)
+{
+	int64_t n = w ? (*s ? (int64_t)strlen(*s) : -1) : 0;
+	if (!io_i64(f, &n, w) || n < -1 || n > (int64_t)1 << 40)
+		return false;
+	if (n < 0) {
+		*s = NULL;
+		return true;
+	}
+	return io_bytes(f, (void **)s, (size_t)n, w);
+}
+
+static bool io_method(FILE *f, method_row *m, bool w)
+{
+	int64_t *nums[] = {&m->h2d, &m->d2h, &m->h2d_bytes, &m->d2h_bytes, &m->load_bytes,
+			   &m->n_arenas};
+	bool ok = io_str(f, &m->name, w);
+	for (int i = 0; ok && i < 6; i++)
+		ok = io_i64(f, nums[i], w);
+	if (!ok || m->n_arenas < 0 || m->n_arenas > 1 << 20)
+		return false;
+	return io_bytes(f, (void **)&m->arenas, (size_t)m->n_arenas * sizeof *m->arenas, w);
+}
+
+bool row_io(FILE *f, cell_row *r, bool w)
+{
+	char **strs[] = {&r->status_word, &r->check, &r->first_error, &r->message, &r->device,
+			 &r->provenance, &r->canonical, &r->stats, &r->times, &r->times_json,
+			 &r->log};
+	int64_t placed = r->placed, ms = 0;
+	memcpy(&ms, &r->ms, sizeof ms);
+	int64_t *nums[] = {&r->status, &placed, &r->warnings, &r->errors, &ms, &r->n_codes,
+			   &r->n_methods};
+	bool ok = true;
+	for (size_t i = 0; ok && i < sizeof strs / sizeof *strs; i++)
+		ok = io_str(f, strs[i], w);
+	for (size_t i = 0; ok && i < sizeof nums / sizeof *nums; i++)
+		ok = io_i64(f, nums[i], w);
+	if (!ok || r->n_codes < 0 || r->n_codes > 1 << 20 || r->n_methods < 0 ||
+	    r->n_methods > 1 << 20)
+		return false;
+	r->placed = placed;
+	memcpy(&r->ms, &ms, sizeof ms);
+	if (!w) {
+		r->codes = pr_xcalloc((size_t)r->n_codes + 1, sizeof *r->codes);
+		r->methods = pr_xcalloc((size_t)r->n_methods + 1, sizeof *r->methods);
+	}
+	for (int64_t i = 0; ok && i < r->n_codes; i++)
+		ok = io_str(f, &r->codes[i].code, w) && io_i64(f, &r->codes[i].n, w);
+	for (int64_t i = 0; ok && i < r->n_methods; i++)
+		ok = io_method(f, &r->methods[i], w);
+	return ok;
+}
+
+void row_free(cell_row *r)
+{
+	for (int64_t m = 0; m < r->n_methods && r->methods; m++) {
+		free(r->methods[m].name);
+		free(r->methods[m].arenas);
+	}
+	for (int64_t i = 0; i < r->n_codes && r->codes; i++)
+		free(r->codes[i].code);
+	char *strs[] = {r->program, r->pipeline, r->label, r->status_word, r->check,
+			r->first_error, r->message, r->device, r->provenance, r->canonical,
+			r->stats, r->times, r->times_json, r->log};
+	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+		free(strs[i]);
+	free(r->methods);
+	free(r->codes);
+	memset(r, 0, sizeof *r);
+}
+
+/* ---- the command line's lists -------------------------------------------- */
+
+static void push_name(char ***list, int *n, const char *name)
+{
+	*list = pr_xrealloc(*list, (size_t)(*n + 1) * sizeof **list);
+	(*list)[(*n)++] = pr_xstrdup(name);
+}
+
+static bool is_glob(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+/* Each PROGRAM, a glob expanded in name order (one that matches nothing
+ * stays as written: its cells say it cannot be read). */
+static void expand_programs(sweep *w)
+{
+	for (int i = 0; i < w->o->n_programs; i++) {
+		glob_t g;
+		if (glob(w->o->programs[i], GLOB_NOCHECK, NULL, &g) != 0) {
+			push_name(&w->programs, &w->n_programs, w->o->programs[i]);
+			continue;
+		}
+		for (size_t k = 0; k < g.gl_pathc; k++)
+			push_name(&w->programs, &w->n_programs, g.gl_pathv[k]);
+		globfree(&g);
+	}
+}
+
+static int unknown_pipeline(const char *name, pr_err *e)
+{
+	char **shipped;
+	int n_shipped = pr_pipeline_list_shipped(&shipped);
+	const char *near = pr_nearest(name, (const char *const *)shipped, n_shipped);
+	fprintf(stderr, "passrun compare: unknown pipeline '%s'%s%s%s\n%s\n", name,
+		near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "",
+		e ? pr_err_message(e) : "");
+	pr_names_free(shipped, n_shipped);
+	pr_err_free(e);
+	return EXIT_USAGE;
+}
+
+/* A glob of shipped names ("ablate/?*" matches the ablations), or of .yaml files. */
+static int expand_pipeline_glob(sweep *w, const char *pat)
+{
+	int before = w->n_pipelines;
+	size_t n = strlen(pat);
+	if (n > 5 && (!strcmp(pat + n - 5, ".yaml") || !strcmp(pat + n - 4, ".yml"))) {
+		glob_t g;
+		if (glob(pat, 0, NULL, &g) == 0)
+			for (size_t k = 0; k < g.gl_pathc; k++)
+				push_name(&w->pipelines, &w->n_pipelines, g.gl_pathv[k]);
+		globfree(&g);
+	} else {
+		char **shipped;
+		int n_shipped = pr_pipeline_list_shipped(&shipped);
+		for (int k = 0; k < n_shipped; k++)
+			if (!fnmatch(pat, shipped[k], FNM_PATHNAME))
+				push_name(&w->pipelines, &w->n_pipelines, shipped[k]);
+		pr_names_free(shipped, n_shipped);
+	}
+	if (w->n_pipelines > before)
+		return EXIT_OK;
+	return unknown_pipeline(pat, pr_err_new("--pipelines '%s' matches no pipeline", pat));
+}
+
+/* Every name must resolve before anything runs. */
+static int expand_pipelines(sweep *w)
+{
+	char *buf = pr_xstrdup(w->o->compare_pipelines ? w->o->compare_pipelines : "baseline,cuda");
+	int st = EXIT_OK;
+	for (char *tok = strtok(buf, ","); tok && !st; tok = strtok(NULL, ",")) {
 		while (*tok == ' ')
 			tok++;
 		if (!*tok)
 			continue;
-		if (n == MAX_PIPELINES)
-			return -1;
-		names[n++] = tok;
+		char *path = NULL;
+		pr_err *e = is_glob(tok) ? NULL : pr_pipeline_find(tok, &path);
+		free(path);
+		if (is_glob(tok))
+			st = expand_pipeline_glob(w, tok);
+		else if (e)
+			st = unknown_pipeline(tok, e);
+		else
+			push_name(&w->pipelines, &w->n_pipelines, tok);
 	}
-	return n;
+	free(buf);
+	if (!st && !w->n_pipelines)
+		st = usage_error("compare: --pipelines names no pipeline");
+	return st;
 }
 
-/* Every name must resolve before anything runs. */
-static int resolve_all(const char *const *names, int n)
+/* "NAME=V1,V2": values split at commas outside braces ({forward: true, ...}). */
+static int parse_axis(const char *text, grid_axis *a)
 {
-	for (int i = 0; i < n; i++) {
-		char *path;
-		pr_err *e = pr_pipeline_find(names[i], &path);
-		free(path);
-		if (!e)
+	const char *eq = strchr(text, '=');
+	if (!eq || eq == text || !eq[1])
+		return usage_error("--grid %s: expected NAME=V1,V2,...", text);
+	a->name = pr_xstrndup(text, (size_t)(eq - text));
+	const char *start = eq + 1;
+	int depth = 0;
+	for (const char *p = start;; p++) {
+		depth += *p == '{' || *p == '[' ? 1 : *p == '}' || *p == ']' ? -1 : 0;
+		if (*p && (*p != ',' || depth > 0))
 			continue;
-		char **shipped;
-		int n_shipped = pr_pipeline_list_shipped(&shipped);
-		const char *near = pr_nearest(names[i], (const char *const *)shipped, n_shipped);
-		fprintf(stderr, "passrun compare: unknown pipeline '%s'%s%s%s\n%s\n", names[i],
-			near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "",
-			pr_err_message(e));
-		pr_names_free(shipped, n_shipped);
-		pr_err_free(e);
-		return EXIT_USAGE;
+		a->values = pr_xrealloc(a->values, (size_t)(a->n_values + 1) * sizeof *a->values);
+		a->values[a->n_values++] = pr_xstrndup(start, (size_t)(p - start));
+		if (!*p)
+			break;
+		start = p + 1;
 	}
 	return EXIT_OK;
 }
 
-/* ---- the table ------------------------------------------------------------ */
-
-enum { N_COLS = 13 };
-static const char *const headers[N_COLS] = {
-	"pipeline", "method", "h2d", "h2d B/call", "d2h", "d2h B/call", "load B",
-	"planned B", "warn", "err", "check", "exit", "codes",
-};
-/* Numbers are right-aligned. */
-static const bool numeric[N_COLS] = {0, 0, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 0};
-
-static char *planned_text(const method_row *m)
+/* The grid (at most 1,000,000 cells, a guard against a runaway product). */
+static int parse_grid(sweep *w)
 {
-	pr_strbuf b;
-	pr_strbuf_init(&b);
-	for (int i = 0; i < m->n_arenas; i++) {
-		char dev[PR_DEVICE_STR_MAX];
-		pr_strbuf_printf(&b, "%s%s=%lld", i ? " " : "", pr_device_str(m->arenas[i].arena, dev),
-				 (long long)m->arenas[i].planned_bytes);
+	w->axes = pr_xcalloc((size_t)w->o->n_grid + 1, sizeof *w->axes);
+	w->n_points = 1;
+	for (int i = 0; i < w->o->n_grid; i++) {
+		int st = parse_axis(w->o->grid[i], &w->axes[w->n_axes++]);
+		if (st)
+			return st;
+		w->n_points *= w->axes[i].n_values;
+		if (w->n_points > 1000000)
+			return usage_error("--grid: more than 1000000 combinations");
 	}
-	if (!b.len)
-		pr_strbuf_puts(&b, "-");
-	return pr_strbuf_take(&b);
+	if (w->o->n_sets + w->n_axes > MAX_LIST)
+		return usage_error("compare: at most %d --set and --grid together", MAX_LIST);
+	return EXIT_OK;
 }
 
-/* The cells of one line; a pipeline with no program (exit 3) has one line of
- * dashes. */
-static void fill_cells(const pipeline_row *r, const method_row *m, char **c)
+/* A PASS.NAME assignment must name a pass that some pipeline runs. */
+static int check_pass_assignment(const sweep *w, pr_pipeline *const *pls, const char *what,
+				 const char *a)
 {
-	c[0] = pr_xstrdup(r->name);
-	c[1] = pr_xstrdup(m ? m->name : "-");
-	if (m) {
-		c[2] = pr_xasprintf("%lld", (long long)m->h2d);
-		c[3] = pr_xasprintf("%lld", (long long)m->h2d_bytes);
-		c[4] = pr_xasprintf("%lld", (long long)m->d2h);
-		c[5] = pr_xasprintf("%lld", (long long)m->d2h_bytes);
-		c[6] = pr_xasprintf("%lld", (long long)m->load_bytes);
-		c[7] = planned_text(m);
-	} else {
-		for (int i = 2; i <= 7; i++)
-			c[i] = pr_xstrdup("-");
-	}
-	c[8] = pr_xasprintf("%d", r->warnings);
-	c[9] = pr_xasprintf("%d", r->errors);
-	c[10] = pr_xstrdup(r->check);
-	c[11] = pr_xasprintf("%d", r->status);
-	c[12] = pr_xstrdup(*r->codes ? r->codes : "-");
+	char *pass = assignment_pass(a);
+	bool hit = !pass;
+	for (int i = 0; i < w->n_pipelines && !hit; i++)
+		hit = pls[i] && pr_pipeline_has_pass(pls[i], pass);
+	int st = hit ? EXIT_OK : usage_error("%s %s: no pipeline of --pipelines runs pass '%s'",
+					     what, a, pass);
+	free(pass);
+	return st;
 }
 
-static void print_line(char *const *c, const int *width, bool show_method)
+static int check_assignments(const sweep *w, pr_pipeline *const *pls)
 {
-	for (int i = 0; i < N_COLS; i++) {
-		if (i == 1 && !show_method)
-			continue;
-		int w = i == N_COLS - 1 ? 0 : width[i];
-		printf(i ? "  " : "");
-		printf(numeric[i] ? "%*s" : "%-*s", w, c[i]);
-	}
-	putchar('\n');
-}
-
-static void print_table(const opts *o, const pipeline_row *rows, int n)
-{
-	int n_lines = 0;
-	for (int i = 0; i < n; i++)
-		n_lines += rows[i].n_methods ? rows[i].n_methods : 1;
-	bool show_method = false;
-	for (int i = 0; i < n; i++)
-		show_method |= rows[i].n_methods > 1;
-	char *(*cells)[N_COLS] = pr_xcalloc((size_t)n_lines + 1, sizeof *cells);
-	int line = 0;
-	for (int i = 0; i < n; i++) {
-		int k = 0;
-		do {
-			fill_cells(&rows[i], rows[i].n_methods ? &rows[i].methods[k] : NULL, cells[line++]);
-		} while (++k < rows[i].n_methods);
-	}
-	int width[N_COLS];
-	for (int c = 0; c < N_COLS; c++) {
-		width[c] = (int)strlen(headers[c]);
-		for (int l = 0; l < n_lines; l++)
-			if ((int)strlen(cells[l][c]) > width[c])
-				width[c] = (int)strlen(cells[l][c]);
-	}
-	const char *device = "";
-	for (int i = 0; i < n && !*device; i++)
-		device = rows[i].device;
-	printf("%s", o->program);
-	if (*device)
-		printf(" (device %s, %ld call%s, --check)", device, o->run ? o->run_n : 1,
-		       o->run && o->run_n > 1 ? "s" : "");
-	printf("\n");
-	print_line((char *const *)headers, width, show_method);
-	for (int l = 0; l < n_lines; l++) {
-		print_line(cells[l], width, show_method);
-		for (int c = 0; c < N_COLS; c++)
-			free(cells[l][c]);
-	}
-	free(cells);
-	for (int i = 0; i < n; i++)
-		if (*rows[i].message)
-			printf("%s: %s\n", rows[i].name, rows[i].message);
-}
-
-/* ---- JSON ---------------------------------------------------------------- */
-
-static void json_method(pr_strbuf *b, const method_row *m)
-{
-	pr_strbuf_json_string(b, m->name);
-	pr_strbuf_printf(b, ": {\"h2d_copies\": %lld, \"d2h_copies\": %lld, "
-			 "\"h2d_bytes_per_call\": %lld, \"d2h_bytes_per_call\": %lld, "
-			 "\"load_h2d_bytes\": %lld, \"planned_bytes\": {",
-			 (long long)m->h2d, (long long)m->d2h, (long long)m->h2d_bytes,
-			 (long long)m->d2h_bytes, (long long)m->load_bytes);
-	for (int i = 0; i < m->n_arenas; i++) {
-		char dev[PR_DEVICE_STR_MAX];
-		pr_strbuf_printf(b, "%s", i ? ", " : "");
-		pr_strbuf_json_string(b, pr_device_str(m->arenas[i].arena, dev));
-		pr_strbuf_printf(b, ": %lld", (long long)m->arenas[i].planned_bytes);
-	}
-	pr_strbuf_puts(b, "}}");
-}
-
-static void json_row(pr_strbuf *b, const pipeline_row *r)
-{
-	pr_strbuf_puts(b, "    {\"name\": ");
-	pr_strbuf_json_string(b, r->name);
-	pr_strbuf_printf(b, ", \"exit\": %d, \"check\": ", r->status);
-	pr_strbuf_json_string(b, r->check);
-	pr_strbuf_puts(b, ", \"message\": ");
-	pr_strbuf_json_string(b, r->message);
-	pr_strbuf_printf(b, ", \"warnings\": %d, \"errors\": %d, \"codes\": [", r->warnings,
-			 r->errors);
-	/* codes holds "A(2), B": list each code once. */
-	char *copy = pr_xstrdup(r->codes);
-	int k = 0;
-	for (char *tok = strtok(copy, ", "); tok; tok = strtok(NULL, ", ")) {
-		char *paren = strchr(tok, '(');
-		if (paren)
-			*paren = '\0';
-		pr_strbuf_puts(b, k++ ? ", " : "");
-		pr_strbuf_json_string(b, tok);
-	}
-	free(copy);
-	pr_strbuf_puts(b, "], \"methods\": {");
-	for (int m = 0; m < r->n_methods; m++) {
-		pr_strbuf_puts(b, m ? ", " : "");
-		json_method(b, &r->methods[m]);
-	}
-	pr_strbuf_puts(b, "}}");
-}
-
-static void print_json(const opts *o, const pipeline_row *rows, int n)
-{
-	pr_strbuf b;
-	pr_strbuf_init(&b);
-	pr_strbuf_puts(&b, "{\n  \"program\": ");
-	pr_strbuf_json_string(&b, o->program);
-	const char *device = "";
-	for (int i = 0; i < n && !*device; i++)
-		device = rows[i].device;
-	pr_strbuf_puts(&b, ",\n  \"device\": ");
-	if (*device)
-		pr_strbuf_json_string(&b, device);
-	else
-		pr_strbuf_puts(&b, "null");
-	pr_strbuf_puts(&b, ",\n  \"pipelines\": [\n");
-	for (int i = 0; i < n; i++) {
-		json_row(&b, &rows[i]);
-		pr_strbuf_puts(&b, i + 1 < n ? ",\n" : "\n");
-	}
-	pr_strbuf_puts(&b, "  ]\n}\n");
-	fputs(b.data, stdout);
-	pr_strbuf_free(&b);
+	int st = EXIT_OK;
+	for (int i = 0; i < w->o->n_sets && !st; i++)
+		st = check_pass_assignment(w, pls, "--set", w->o->sets[i]);
+	for (int k = 0; k < w->n_axes && !st; k++)
+		st = check_pass_assignment(w, pls, "--grid", w->o->grid[k]);
+	return st;
 }
 
 /* ---- the command ----------------------------------------------------------- */
 
+static bool sweep_format(const opts *o)
+{
+	return o->format && (!strcmp(o->format, "csv") || !strcmp(o->format, "jsonl"));
+}
+
+/* Failures that are the command line's, not a cell's: as a single run. */
+static int overall_status(const sweep *w)
+{
+	int usage = 0;
+	for (int c = 0; c < w->n_cells; c++)
+		usage += w->rows[c].status == EXIT_USAGE && !w->rows[c].placed;
+	const cell_row *bad = NULL;
+	int st = EXIT_OK;
+	if (usage == w->n_cells) {
+		bad = &w->rows[0];
+		st = EXIT_USAGE;
+	}
+	for (int c = 0; c < w->n_cells && !bad && !sweep_format(w->o); c++)
+		if (w->rows[c].status == EXIT_PROGRAM) {
+			bad = &w->rows[c];
+			st = EXIT_PROGRAM;
+		}
+	if (bad && !w->o->diagnostics)
+		fprintf(stderr, "%s\n", bad->message);
+	return st;
+}
+
+static void print_logs(const sweep *w)
+{
+	for (int c = 0; c < w->n_cells; c++)
+		if (w->rows[c].log)
+			fputs(w->rows[c].log, stderr);
+	fflush(stderr);
+}
+
+static int write_output(const sweep *w)
+{
+	const char *f = w->o->format ? w->o->format : "table";
+	if (!strcmp(f, "table")) {
+		print_tables(w);
+		return EXIT_OK;
+	}
+	char *text = !strcmp(f, "json") ? format_json(w) : !strcmp(f, "csv") ? format_csv(w)
+		: format_jsonl(w);
+	pr_err *e = NULL;
+	if (w->o->output)
+		e = pr_file_write_atomic(w->o->output, text, strlen(text));
+	else
+		fputs(text, stdout);
+	free(text);
+	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
+}
+
+static void sweep_free(sweep *w)
+{
+	for (int c = 0; c < w->n_cells; c++)
+		row_free(&w->rows[c]);
+	free(w->rows);
+	pr_names_free(w->programs, w->n_programs);
+	pr_names_free(w->pipelines, w->n_pipelines);
+	for (int k = 0; k < w->n_axes; k++) {
+		pr_names_free(w->axes[k].values, w->axes[k].n_values);
+		free(w->axes[k].name);
+	}
+	free(w->axes);
+}
+
+static int refuse_stats_table(const opts *o)
+{
+	if (o->stats_json && (!o->format || !strcmp(o->format, "table") || !strcmp(o->format, "csv")))
+		return usage_error("compare --stats=json: the statistics go into each row of "
+				   "--format=json or --format=jsonl");
+	return EXIT_OK;
+}
+
 int compare_main(const opts *o)
 {
-	char *buf = pr_xstrdup(o->compare_pipelines ? o->compare_pipelines : "baseline,cuda");
-	const char *names[MAX_PIPELINES];
-	int n = split_names(buf, names);
-	int st = n < 0 ? usage_error("compare: at most %d pipelines", MAX_PIPELINES)
-		: n == 0 ? usage_error("compare: --pipelines names no pipeline")
-		: resolve_all(names, n);
-	if (st) {
-		free(buf);
-		return st;
-	}
-	pipeline_row rows[MAX_PIPELINES];
-	memset(rows, 0, sizeof rows);
-	for (int i = 0; i < n; i++) {
-		int one = run_isolated(o, names[i], &rows[i]);
-		/* A program that cannot be read, or a bad --set or plugin, is the
-		 * same for every pipeline: stop, as a single run would. */
-		if (one == EXIT_PROGRAM || (one == EXIT_USAGE && !rows[i].n_methods)) {
-			st = one;
-			n = i + 1;
-			break;
-		}
-	}
+	sweep w;
+	memset(&w, 0, sizeof w);
+	w.o = o;
+	int st = refuse_stats_table(o);
+	if (!st)
+		st = expand_pipelines(&w);
+	if (!st)
+		st = parse_grid(&w);
+	pr_pipeline **pls = pr_xcalloc((size_t)w.n_pipelines + 1, sizeof *pls);
+	for (int i = 0; !st && i < w.n_pipelines; i++)
+		pls[i] = peek_pipeline(w.pipelines[i]);
+	if (!st)
+		st = check_assignments(&w, pls);
 	if (!st) {
-		if (o->compare_json)
-			print_json(o, rows, n);
-		else
-			print_table(o, rows, n);
+		expand_programs(&w);
+		w.n_cells = w.n_programs * w.n_pipelines * w.n_points;
+		run_cells(&w, pls);
+		print_logs(&w);
+		st = overall_status(&w);
 	}
-	for (int i = 0; i < n; i++)
-		row_free(&rows[i]);
-	free(buf);
+	if (!st)
+		st = write_output(&w);
+	for (int i = 0; i < w.n_pipelines; i++)
+		pr_pipeline_free(pls[i]);
+	free(pls);
+	sweep_free(&w);
 	fflush(stdout);
 	return st;
 }

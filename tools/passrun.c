@@ -71,7 +71,8 @@ static const flag flags[] = {
 	 "repeatable)"},
 	{"--print-changed", ARG_OPTIONAL, "diff", "print the program after each pass that changed "
 	 "it (=diff: a unified diff of before and after; stderr)"},
-	{"--print-pipeline", ARG_NONE, NULL, "print the checked pipeline as YAML (stderr)"},
+	{"--print-pipeline", ARG_OPTIONAL, "FILE", "write the checked pipeline, after --set, as "
+	 "YAML that reloads to it (stdout, or FILE atomically; needs no program)"},
 	{"--verify-each", ARG_NONE, NULL, "run the verifier after every pass, and name a pass that "
 	 "changed the program while reporting no change"},
 	{"--disable-verify", ARG_NONE, NULL, "do not verify the result of the pipeline before "
@@ -103,8 +104,14 @@ static const flag flags[] = {
 	{"--dot-pass", ARG_REQUIRED, "PASS", "--dot: draw the program right after PASS first "
 	 "runs, marking what PASS added and removed"},
 	{"--pipelines", ARG_REQUIRED, "A,B,...", "compare: the pipelines to compare (default "
-	 "baseline,cuda)"},
-	{"--format", ARG_REQUIRED, "table|json", "compare: a table (default) or JSON on stdout"},
+	 "baseline,cuda; globs such as 'ablate/*' name shipped pipelines)"},
+	{"--grid", ARG_REQUIRED, "NAME=V1,V2,...", "compare: run every pipeline with each value "
+	 "(repeatable: every combination)"},
+	{"--format", ARG_REQUIRED, "table|json|csv|jsonl", "compare: a table (default), one JSON "
+	 "document, CSV or JSON Lines"},
+	{"-j", ARG_REQUIRED, "N", "compare: run N cells at a time (processes; same output)"},
+	{"--diagnostics", ARG_NONE, NULL, "compare: also print each cell's diagnostics on stderr"},
+	{"--version", ARG_NONE, NULL, "passrun's version and the plugin ABI version"},
 	{"--help", ARG_NONE, NULL, "this list (also -h)"},
 };
 #define N_FLAGS ((int)(sizeof flags / sizeof flags[0]))
@@ -124,9 +131,10 @@ static void print_help(FILE *out)
 {
 	fputs("usage: passrun [OPTIONS] PROGRAM      PROGRAM: .pg text or .bin, by content\n"
 	      "       passrun convert IN OUT         text <-> binary (by OUT's extension)\n"
-	      "       passrun compare [--pipelines A,B,...] [OPTIONS] PROGRAM\n"
-	      "                                      one table: copies, bytes, memory, diagnostics\n"
-	      "                                      and the --check result of each pipeline\n\n"
+	      "       passrun compare [--pipelines A,B,...] [--grid NAME=V1,V2] [OPTIONS] PROGRAM...\n"
+	      "                                      one row per program, pipeline and grid point:\n"
+	      "                                      copies, bytes, memory, diagnostics and the\n"
+	      "                                      --check result (PROGRAM may be a glob)\n\n"
 	      "options:\n", out);
 	for (int i = 0; i < N_FLAGS; i++) {
 		const flag *f = &flags[i];
@@ -143,6 +151,13 @@ static void print_help(FILE *out)
 	fputs("\nexit status: 0 fine, 1 a pass or the verifier reported an error, 2 bad command\n"
 	      "line, pipeline or plugin, 3 bad program file, 4 --check mismatch, 5 runtime error\n",
 	      out);
+}
+
+static void print_version(FILE *out)
+{
+	const char *git = pr_version_git();
+	fprintf(out, "passrun %s%s%s%s\nplugin ABI %u\n", pr_version(), *git ? " (" : "", git,
+		*git ? ")" : "", PR_PLUGIN_ABI_VERSION);
 }
 
 static bool push(const char **list, int *n, const char *v, const char *what)
@@ -221,7 +236,10 @@ static int apply(opts *o, const flag *f, const char *v)
 	}
 	else if (!strcmp(n, "--disable-verify")) o->disable_verify = true;
 	else if (!strcmp(n, "--crash-reproducer")) o->crash_reproducer = v;
-	else if (!strcmp(n, "--print-pipeline")) o->print_pipeline = true;
+	else if (!strcmp(n, "--print-pipeline")) {
+		o->print_pipeline = true;
+		o->print_pipeline_file = v;
+	}
 	else if (!strcmp(n, "--verify-each")) o->verify_each = true;
 	else if (!strcmp(n, "--time-passes")) o->time_passes = true;
 	else if (!strcmp(n, "--stats")) {
@@ -268,11 +286,17 @@ static int apply(opts *o, const flag *f, const char *v)
 	else if (!strcmp(n, "--dot-pass")) o->dot_pass = v;
 	else if (!strcmp(n, "--all-diagnostics")) o->all_diagnostics = true;
 	else if (!strcmp(n, "--pipelines")) o->compare_pipelines = v;
+	else if (!strcmp(n, "--grid")) { if (!push(o->grid, &o->n_grid, v, "--grid")) return EXIT_USAGE; }
 	else if (!strcmp(n, "--format")) {
-		if (strcmp(v, "table") && strcmp(v, "json"))
-			return usage_error("--format=%s: expected table or json", v);
-		o->compare_json = !strcmp(v, "json");
+		if (strcmp(v, "table") && strcmp(v, "json") && strcmp(v, "csv") && strcmp(v, "jsonl"))
+			return usage_error("--format=%s: expected table, json, csv or jsonl", v);
+		o->format = v;
+	} else if (!strcmp(n, "-j")) {
+		if (!parse_count(v, &o->jobs))
+			return usage_error("-j %s: expected a count from 1 to %d", v, MAX_RUN_COUNT);
 	}
+	else if (!strcmp(n, "--diagnostics")) o->diagnostics = true;
+	else if (!strcmp(n, "--version")) { print_version(stdout); return EXIT_OK; }
 	else if (!strcmp(n, "--help")) { print_help(stdout); return EXIT_OK; }
 	return EXIT_CONTINUE;
 }
@@ -326,15 +350,18 @@ static int positionals(opts *o, const char **pos, int n)
 		return EXIT_CONTINUE;
 	}
 	if (n && !strcmp(pos[0], "compare")) {
-		if (n != 2)
-			return usage_error("usage: passrun compare [--pipelines A,B,...] PROGRAM");
+		if (n < 2)
+			return usage_error("usage: passrun compare [--pipelines A,B,...] PROGRAM...");
 		o->compare = true;
+		o->programs = pr_xcalloc((size_t)n, sizeof *o->programs);
+		memcpy(o->programs, pos + 1, (size_t)(n - 1) * sizeof *pos);
+		o->n_programs = n - 1;
 		o->program = pos[1];
 		return EXIT_CONTINUE;
 	}
 	if (n > 1)
 		return usage_error("one program at a time (got '%s' and '%s')", pos[0], pos[1]);
-	if (n == 0 && !o->list_passes)
+	if (n == 0 && !o->list_passes && !o->print_pipeline)
 		return usage_error("no program given");
 	o->program = n ? pos[0] : NULL;
 	return EXIT_CONTINUE;
@@ -344,12 +371,14 @@ static int positionals(opts *o, const char **pos, int n)
  * pick one pipeline or write one result make no sense there. */
 static int check_compare_args(const opts *o)
 {
-	const char *bad = o->pipeline ? "--pipeline" : o->passes ? "--passes" : o->output ? "-o"
+	const char *bad = o->pipeline ? "--pipeline" : o->passes ? "--passes"
+		: o->output && (!o->format || !strcmp(o->format, "table")) ? "-o (but csv, json "
+		  "and jsonl may be written with -o)"
 		: o->print || o->print_after_all || o->n_print_after || o->n_print_before
-		  || o->print_changed ? "--print*"
+		  || o->print_changed || o->print_pipeline ? "--print*"
 		: o->crash_reproducer ? "--crash-reproducer"
-		: o->stats_json ? "--stats" : o->dot ? "--dot" : o->output_dir ? "--output-dir"
-		: o->time_passes ? "--time-passes" : o->list_passes ? "--list-passes" : NULL;
+		: o->dot ? "--dot" : o->output_dir ? "--output-dir"
+		: o->list_passes ? "--list-passes" : NULL;
 	if (bad)
 		return usage_error("compare does not take %s (it runs each pipeline of --pipelines)",
 				   bad);
@@ -393,8 +422,10 @@ static int parse_args(int argc, char **argv, opts *o)
 		st = usage_error("give --pipeline or --passes, not both");
 	if (st == EXIT_CONTINUE && o->convert && (o->pipeline || o->passes || o->output))
 		st = usage_error("convert takes only IN and OUT");
-	if (st == EXIT_CONTINUE && !o->compare && (o->compare_pipelines || o->compare_json))
-		st = usage_error("--pipelines and --format belong to 'passrun compare'");
+	if (st == EXIT_CONTINUE && !o->compare &&
+	    (o->compare_pipelines || o->format || o->n_grid || o->jobs || o->diagnostics))
+		st = usage_error("--pipelines, --grid, --format, -j and --diagnostics belong to "
+				 "'passrun compare'");
 	if (st == EXIT_CONTINUE && o->compare)
 		st = check_compare_args(o);
 	if (st == EXIT_CONTINUE)
@@ -410,6 +441,34 @@ static int parse_args(int argc, char **argv, opts *o)
 int fail(int status, pr_err *e)
 {
 	fprintf(stderr, "%s\n", pr_err_message(e));
+	pr_err_free(e);
+	return status;
+}
+
+static void keep_error(session *s, const char *text)
+{
+	if (!*s->error)
+		snprintf(s->error, sizeof s->error, "%s", text);
+}
+
+void session_say(session *s, const char *fmt, ...)
+{
+	pr_strbuf b;
+	pr_strbuf_init(&b);
+	va_list ap;
+	va_start(ap, fmt);
+	pr_strbuf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	char *text = pr_strbuf_take(&b);
+	if (s->log)
+		fprintf(s->log, "%s\n", text);
+	keep_error(s, text);
+	free(text);
+}
+
+int session_fail(session *s, int status, pr_err *e)
+{
+	session_say(s, "%s", pr_err_message(e));
 	pr_err_free(e);
 	return status;
 }
@@ -433,7 +492,7 @@ int load_plugins(session *s)
 				   getenv("PASSRUN_PLUGIN_PATH"), o->no_default_plugins};
 	pr_err *e = pr_registry_load_search(s->reg, &search);
 	pr_pass_report_add(&s->rep, "load plugins", pr_now_ms() - t0, false, false);
-	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
+	return e ? session_fail(s, EXIT_USAGE, e) : EXIT_OK;
 }
 
 static pr_err *read_pipeline(const opts *o, pr_pipeline **pl)
@@ -444,12 +503,7 @@ static pr_err *read_pipeline(const opts *o, pr_pipeline **pl)
 		*pl = pr_pipeline_new_empty();
 		return NULL;
 	}
-	char *path;
-	pr_err *e = pr_pipeline_find(o->pipeline, &path);
-	if (!e)
-		e = pr_pipeline_load_file(path, pl);
-	free(path);
-	return e;
+	return pr_pipeline_load_named(o->pipeline, pl);
 }
 
 /* --print-before/--print-after name a pass of the pipeline: an unknown pass
@@ -508,14 +562,22 @@ int load_pipeline(session *s)
 	if (!e)
 		e = check_print_flags(o, s->reg, s->pl);
 	pr_pass_report_add(&s->rep, "load pipeline", pr_now_ms() - t0, false, false);
-	if (e)
-		return fail(EXIT_USAGE, e);
-	if (o->print_pipeline) {
-		char *yaml = pr_pipeline_to_yaml(s->pl);
-		fputs(yaml, stderr);
-		free(yaml);
-	}
-	return EXIT_OK;
+	return e ? session_fail(s, EXIT_USAGE, e) : EXIT_OK;
+}
+
+/* --print-pipeline[=FILE]: the checked pipeline, after --set, as YAML that
+ * pr_pipeline_load_file reads back to the same pipeline. */
+static int print_pipeline(session *s)
+{
+	char *yaml = pr_pipeline_to_yaml(s->pl);
+	pr_err *e = NULL;
+	if (s->o->print_pipeline_file)
+		e = pr_file_write_atomic(s->o->print_pipeline_file, yaml, strlen(yaml));
+	else
+		fputs(yaml, stdout);
+	free(yaml);
+	fflush(stdout);
+	return e ? session_fail(s, EXIT_USAGE, e) : EXIT_OK;
 }
 
 static int list_passes(session *s)
@@ -529,13 +591,15 @@ static int list_passes(session *s)
 static int load_program(session *s)
 {
 	double t0 = pr_now_ms();
-	pr_err *e = pr_program_load_file(s->o->program, &s->prog);
+	pr_err *e = pr_file_fnv1a64(s->o->program, s->program_hash);
+	if (!e)
+		e = pr_program_load_file(s->o->program, &s->prog);
 	/* --check runs, and --dot-changes compares with, the program as it was
 	 * before the passes: a second copy. */
 	if (!e && (s->o->check || s->o->dot_changes))
 		e = pr_program_load_file(s->o->program, &s->original);
 	pr_pass_report_add(&s->rep, "load program", pr_now_ms() - t0, false, false);
-	return e ? fail(EXIT_PROGRAM, e) : EXIT_OK;
+	return e ? session_fail(s, EXIT_PROGRAM, e) : EXIT_OK;
 }
 
 static int verify_program(session *s)
@@ -545,15 +609,16 @@ static int verify_program(session *s)
 	bad += pr_plan_check(s->prog, &s->diags, "verifier");
 	pr_pipeline_check_methods(s->pl, s->prog, &s->diags);
 	pr_pass_report_add(&s->rep, "verify", pr_now_ms() - t0, false, false);
-	pr_diags_print(&s->diags, 0, stderr);
+	if (s->log)
+		pr_diags_print(&s->diags, 0, s->log);
 	if (!bad && pr_diags_errors(&s->diags)) {
-		fprintf(stderr, "%s: warnings are errors (--werror)\n", s->o->program);
+		session_say(s, "%s: warnings are errors (--werror)", s->o->program);
 		return EXIT_PASS;
 	}
 	if (!bad)
 		return EXIT_OK;
-	fprintf(stderr, "%s: the program fails verification (%d error%s)\n",
-		s->o->program, bad, bad == 1 ? "" : "s");
+	session_say(s, "%s: the program fails verification (%d error%s)", s->o->program, bad,
+		    bad == 1 ? "" : "s");
 	return EXIT_PASS;
 }
 
@@ -570,14 +635,14 @@ static int write_dot_of(session *s, const pr_program *p, const pr_program *befor
 	int drawn = 0;
 	pr_err *e = pr_dot_render_view(p, &s->diags, &view, &text, &drawn);
 	if (e)
-		return fail(EXIT_USAGE, e);
+		return session_fail(s, EXIT_USAGE, e);
 	e = pr_file_write_atomic(s->o->dot, text, strlen(text));
 	free(text);
 	if (!e && drawn > DOT_COMFORTABLE_NODES && !view.around && !view.delegate)
 		fprintf(stderr, "passrun: note: %s draws %d nodes, more than Graphviz's dot lays out "
 			"in reasonable time; draw a part with --dot-around=NODE[:RADIUS], --dot-method "
 			"or --dot-delegate\n", s->o->dot, drawn);
-	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
+	return e ? session_fail(s, EXIT_USAGE, e) : EXIT_OK;
 }
 
 /* --dot-pass=PASS: the program before PASS first runs (a copy), then the
@@ -634,7 +699,7 @@ static int run_pipeline(session *s)
 	pr_instrument_opts ro = {
 		.print_after_all = o->print_after_all, .print_after = o->print_after,
 		.n_print_after = o->n_print_after, .verify_each = o->verify_each,
-		.print_out = stderr, .diag_out = stderr, .print_before = o->print_before,
+		.print_out = stderr, .diag_out = s->log, .print_before = o->print_before,
 		.n_print_before = o->n_print_before, .print_changed = o->print_changed,
 		.verify_after = !o->disable_verify, .crash_reproducer = o->crash_reproducer,
 	};
@@ -645,10 +710,11 @@ static int run_pipeline(session *s)
 	pr_err *e = pr_pipeline_run(s->pl, s->reg, s->prog, &s->diags, &ro, &s->rep);
 	pr_program_free(dp.before);
 	if (e) {
-		fprintf(stderr, "%s: %s\n", o->program, pr_err_message(e));
+		session_say(s, "%s: %s", o->program, pr_err_message(e));
 		pr_err_free(e);
 		return EXIT_PASS;
 	}
+	s->placed = true;
 	return EXIT_OK;
 }
 
@@ -697,9 +763,9 @@ static int run_program(session *s)
 	}
 	int st = rr.exit_status ? rr.exit_status : e ? EXIT_RUNTIME : EXIT_OK;
 	if (e)
-		fprintf(stderr, "%s: %s\n", o->program, pr_err_message(e));
+		session_say(s, "%s: %s", o->program, pr_err_message(e));
 	else if (rr.checked && !rr.match)
-		fprintf(stderr, "%s: --check: %s\n", o->program, rr.mismatch);
+		session_say(s, "%s: --check: %s", o->program, rr.mismatch);
 	keep_outcome(&s->run, &rr, e, st);
 	pr_err_free(e);
 	return st;
@@ -760,7 +826,7 @@ static pr_err *make_folders(const char *dir)
 /* --output-dir is created when missing and checked to be a folder this
  * process may write before anything runs: a bad one used to fail with exit 5
  * once the whole program had run. */
-static int prepare_output_dir(const char *dir)
+static int prepare_output_dir(session *s, const char *dir)
 {
 	struct stat st;
 	pr_err *e = *dir ? make_folders(dir) : pr_err_new("--output-dir: an empty name");
@@ -770,12 +836,12 @@ static int prepare_output_dir(const char *dir)
 		e = pr_err_new("--output-dir %s: not a folder", dir);
 	else if (!e && access(dir, W_OK | X_OK) != 0)
 		e = pr_err_new("--output-dir %s: cannot write there: %s", dir, strerror(errno));
-	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
+	return e ? session_fail(s, EXIT_USAGE, e) : EXIT_OK;
 }
 
 int process_program(session *s)
 {
-	int st = s->o->output_dir ? prepare_output_dir(s->o->output_dir) : EXIT_OK;
+	int st = s->o->output_dir ? prepare_output_dir(s, s->o->output_dir) : EXIT_OK;
 	if (!st)
 		st = load_program(s);
 	if (!st)
@@ -796,19 +862,48 @@ static int write_result(session *s)
 		free(text);
 	}
 	pr_err *e = s->o->output ? pr_program_save_file(s->prog, s->o->output) : NULL;
-	return e ? fail(EXIT_USAGE, e) : EXIT_OK;
+	return e ? session_fail(s, EXIT_USAGE, e) : EXIT_OK;
+}
+
+const char *status_word(const session *s, int status)
+{
+	switch (status) {
+	case EXIT_OK: return "ok";
+	case EXIT_PASS: return "refused";
+	case EXIT_PROGRAM: return "unreadable";
+	case EXIT_MISMATCH: return "mismatch";
+	case EXIT_RUNTIME: return strstr(s->run.message, "refusing") ? "runtime-refused" : "fault";
+	default: return "error";
+	}
+}
+
+/* A run draws random inputs from the seed (0 unless --seed) when it runs. */
+char *session_provenance(const session *s, int status)
+{
+	const opts *o = s->o;
+	pr_provenance pv = {s->pl, s->reg, o->program, *s->program_hash ? s->program_hash : NULL,
+			    o->sets, o->n_sets, s->run.ran, o->has_seed ? o->seed : 0,
+			    status_word(s, status), status};
+	return pr_provenance_json(&pv);
+}
+
+char *session_stats(session *s, int status)
+{
+	if (!s->prog)
+		return NULL;
+	double t0 = pr_now_ms();
+	char *pv = session_provenance(s, status);
+	char *json = pr_stats_json_with(s->prog, &s->diags, &s->rep, s->run_json, pv);
+	free(pv);
+	pr_pass_report_add(&s->rep, "stats", pr_now_ms() - t0, false, false);
+	return json;
 }
 
 /* --time-passes and --stats=json, also after a failed pass. */
-static void report(session *s)
+static void report(session *s, int status)
 {
 	pr_diags_print_summary(&s->diags, stderr);
-	char *json = NULL;
-	if (s->o->stats_json && s->prog) {
-		double t0 = pr_now_ms();
-		json = pr_stats_json(s->prog, &s->diags, &s->rep, s->run_json);
-		pr_pass_report_add(&s->rep, "stats", pr_now_ms() - t0, false, false);
-	}
+	char *json = s->o->stats_json ? session_stats(s, status) : NULL;
 	if (s->o->time_passes)
 		pr_pass_report_print_times(&s->rep, stderr);
 	if (json)
@@ -825,6 +920,7 @@ void session_init(session *s, const opts *o)
 {
 	memset(s, 0, sizeof *s);
 	s->o = o;
+	s->log = stderr;
 	s->reg = pr_registry_new();
 	pr_diags_init(&s->diags, o->program);
 	s->diags.werror = o->werror;
@@ -847,12 +943,19 @@ int main(int argc, char **argv)
 {
 	opts o;
 	int st = parse_args(argc, argv, &o);
-	if (st != EXIT_CONTINUE)
+	if (st != EXIT_CONTINUE) {
+		free(o.programs);
+		free(o.around_name);
 		return st;
+	}
 	if (o.convert)
 		return convert(&o);
-	if (o.compare)
-		return compare_main(&o);
+	if (o.compare) {
+		st = compare_main(&o);
+		free(o.programs);
+		free(o.around_name);
+		return st;
+	}
 
 	pr_crash_handler_install(-1);
 	session s;
@@ -860,13 +963,15 @@ int main(int argc, char **argv)
 	st = load_plugins(&s);
 	if (!st)
 		st = load_pipeline(&s);
+	if (!st && o.print_pipeline)
+		st = print_pipeline(&s);
 	if (!st && o.list_passes) {
 		st = list_passes(&s);
-	} else if (!st) {
+	} else if (!st && o.program) {
 		st = process_program(&s);
 		if (!st)
 			st = write_result(&s);
-		report(&s);
+		report(&s, st);
 	}
 	session_free(&s);
 	free(o.around_name);

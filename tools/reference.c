@@ -86,12 +86,8 @@ static void passes_section(const pr_registry *r, FILE *out)
 
 static int one_pipeline(const char *name, FILE *out)
 {
-	char *path;
 	pr_pipeline *pl = NULL;
-	pr_err *e = pr_pipeline_find(name, &path);
-	if (!e)
-		e = pr_pipeline_load_file(path, &pl);
-	free(path);
+	pr_err *e = pr_pipeline_load_named(name, &pl);
 	if (e)
 		return fail(EXIT_USAGE, e);
 	const char *desc = pr_pipeline_description(pl);

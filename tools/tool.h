@@ -27,8 +27,15 @@ typedef struct opts {
 	bool convert;
 	const char *convert_in, *convert_out;
 	bool compare;
-	const char *compare_pipelines;      /* --pipelines a,b,c */
-	bool compare_json;                  /* --format=json */
+	const char **programs;              /* compare: every PROGRAM argument (globs too);
+					       malloc'd */
+	int n_programs;
+	const char *compare_pipelines;      /* --pipelines a,b,c (globs too) */
+	const char *format;                 /* --format: table, json, csv, jsonl; NULL: table */
+	const char *grid[MAX_LIST];         /* compare: --grid NAME=V1,V2,... */
+	int n_grid;
+	long jobs;                          /* compare: -j N; 0: 1 */
+	bool diagnostics;                   /* compare: diagnostics on stderr too */
 	const char *pipeline, *passes;
 	const char *sets[MAX_LIST];
 	int n_sets;
@@ -38,6 +45,7 @@ typedef struct opts {
 	int n_plugin_dirs;
 	bool no_default_plugins;
 	bool print, print_after_all, print_pipeline;
+	const char *print_pipeline_file;    /* --print-pipeline=FILE; NULL: stdout */
 	const char *print_after[MAX_LIST];
 	int n_print_after;
 	const char *print_before[MAX_LIST];
@@ -83,11 +91,29 @@ typedef struct session {
 	pr_pass_report rep;
 	char *run_json;         /* the "run" object of --stats=json */
 	run_outcome run;
+	FILE *log;              /* diagnostics and messages; NULL: kept, not printed */
+	char error[320];        /* the first message of a failed step; "" when none */
+	char program_hash[17];  /* FNV-1a 64 of the program file; "" until read */
+	bool placed;            /* every pass of the pipeline ran */
 } session;
+
+/* The word for how a run ended (also compare's status column): ok, refused
+ * (exit 1), error (2), unreadable (3), mismatch (4), runtime-refused or fault
+ * (5). */
+const char *status_word(const session *s, int status);
+/* The provenance record of a session that ended with status (malloc'd). */
+char *session_provenance(const session *s, int status);
+/* The --stats=json text of a session (NULL without a program), malloc'd. */
+char *session_stats(session *s, int status);
 
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints e's message on stderr, frees it, returns status. */
 int fail(int status, pr_err *e);
+/* The same for a step of a session: the message goes to s->log and is kept
+ * as s->error when it is the first. */
+int session_fail(session *s, int status, pr_err *e);
+/* A message of a session's step: to s->log, and kept as s->error when first. */
+void session_say(session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 void session_init(session *s, const opts *o);
 void session_free(session *s);

@@ -51,18 +51,32 @@ void pr_strbuf_putc(pr_strbuf *b, char c)
 	pr_strbuf_add(b, &c, 1);
 }
 
-void pr_strbuf_printf(pr_strbuf *b, const char *fmt, ...)
+void pr_strbuf_vprintf(pr_strbuf *b, const char *fmt, va_list ap)
 {
-	va_list ap, copy;
-	va_start(ap, fmt);
+	va_list copy;
 	va_copy(copy, ap);
 	int n = vsnprintf(NULL, 0, fmt, copy);
 	va_end(copy);
 	PR_ASSERT(n >= 0);
 	reserve(b, (size_t)n);
 	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
 	b->len += (size_t)n;
+}
+
+void pr_strbuf_printf(pr_strbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	pr_strbuf_vprintf(b, fmt, ap);
+	va_end(ap);
+}
+
+void pr_strbuf_json_string_or_null(pr_strbuf *b, const char *s)
+{
+	if (s)
+		pr_strbuf_json_string(b, s);
+	else
+		pr_strbuf_puts(b, "null");
 }
 
 char *pr_strbuf_take(pr_strbuf *b)

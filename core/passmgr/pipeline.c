@@ -922,6 +922,14 @@ static pr_err *parse_set_value(const char *value, int col_offset, pm_optval *v)
 	return errs_take(&e);
 }
 
+bool pr_pipeline_has_pass(const pr_pipeline *pl, const char *pass)
+{
+	for (int i = 0; i < pl->n_passes; i++)
+		if (!strcmp(pl->passes[i].name, pass))
+			return true;
+	return false;
+}
+
 static pr_err *set_on_passes(pr_pipeline *pl, const char *pass, const pm_optval *v)
 {
 	int hits = 0;
@@ -944,6 +952,16 @@ static pr_err *set_on_passes(pr_pipeline *pl, const char *pass, const pm_optval 
 	pr_err *e = pr_err_new("%s", b.data);
 	pr_strbuf_free(&b);
 	return e;
+}
+
+/* A pipeline changed by --set is no longer the one its file names: its name
+ * says so, "cuda+skip_h2d_for_constants=true", and a printed copy of it,
+ * reloaded, keeps that name. */
+static void rename_for_override(pr_pipeline *pl, const char *assignment)
+{
+	char *name = pr_xasprintf("%s+%s", pl->name ? pl->name : "", assignment);
+	free(pl->name);
+	pl->name = name;
 }
 
 pr_err *pr_pipeline_set(pr_pipeline *pl, const char *assignment)
@@ -971,6 +989,8 @@ pr_err *pr_pipeline_set(pr_pipeline *pl, const char *assignment)
 	} else {
 		optval_free(&v);
 	}
+	if (!e)
+		rename_for_override(pl, assignment);
 	pl->validated = false;
 	return e;
 }
@@ -1190,6 +1210,17 @@ pr_err *pr_pipeline_find(const char *arg, char **path)
 	pr_err *e = pr_err_new("--pipeline %s: unknown pipeline (give a .yaml path, or one of the "
 			       "shipped pipelines: %s)", arg, n ? b.data : "none found");
 	pr_strbuf_free(&b);
+	return e;
+}
+
+pr_err *pr_pipeline_load_named(const char *arg, pr_pipeline **out)
+{
+	char *path;
+	*out = NULL;
+	pr_err *e = pr_pipeline_find(arg, &path);
+	if (!e)
+		e = pr_pipeline_load_file(path, out);
+	free(path);
 	return e;
 }
 

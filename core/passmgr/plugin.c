@@ -603,6 +603,26 @@ const char *pr_registry_pass_plugin(const pr_registry *r, int i)
 	return pl < 0 ? "built-in" : r->plugins[pl].name;
 }
 
+int pr_registry_n_plugins(const pr_registry *r)
+{
+	return r->n_plugins;
+}
+
+const char *pr_registry_plugin_name(const pr_registry *r, int i)
+{
+	return r->plugins[i].name;
+}
+
+const char *pr_registry_plugin_version(const pr_registry *r, int i)
+{
+	return r->plugins[i].version;
+}
+
+const char *pr_registry_plugin_file(const pr_registry *r, int i)
+{
+	return r->plugins[i].path;
+}
+
 const char *pr_registry_pass_plugin_file(const pr_registry *r, int i)
 {
 	int pl = r->passes[i].plugin;

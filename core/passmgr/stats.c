@@ -10,7 +10,9 @@
  * "outputs" are the return entries that are not write-backs, with their index
  * in the return statement. The memory plan figures come from pr_plan_usage
  * (plan.h), which is referenced weakly: a build without the planner leaves the
- * two keys out rather than failing to link. */
+ * two keys out rather than failing to link. pr_stats_json_with puts the
+ * caller's provenance record (provenance.c) first. docs/stats-json.md lists
+ * every key. */
 #include "passrun/manager.h"
 
 #include <stdlib.h>
@@ -158,14 +160,6 @@ static void put_method(pr_strbuf *b, pr_graph *g)
 	free(m.inputs);
 }
 
-static void put_string_or_null(pr_strbuf *b, const char *s)
-{
-	if (s)
-		pr_strbuf_json_string(b, s);
-	else
-		pr_strbuf_puts(b, "null");
-}
-
 static void put_diags(pr_strbuf *b, const pr_diags *d)
 {
 	pr_strbuf_puts(b, "  \"diagnostics\": [");
@@ -178,9 +172,9 @@ static void put_diags(pr_strbuf *b, const pr_diags *d)
 		pr_strbuf_puts(b, ", \"pass\": ");
 		pr_strbuf_json_string(b, x->pass);
 		pr_strbuf_puts(b, ", \"method\": ");
-		put_string_or_null(b, x->method);
+		pr_strbuf_json_string_or_null(b, x->method);
 		pr_strbuf_puts(b, ", \"node\": ");
-		put_string_or_null(b, x->node);
+		pr_strbuf_json_string_or_null(b, x->node);
 		if (x->bytes >= 0)
 			pr_strbuf_printf(b, ", \"bytes\": %lld", (long long)x->bytes);
 		else
@@ -211,9 +205,18 @@ static void put_passes(pr_strbuf *b, const pr_pass_report *rep)
 char *pr_stats_json(pr_program *p, const pr_diags *diags, const pr_pass_report *rep,
 		    const char *run_json)
 {
+	return pr_stats_json_with(p, diags, rep, run_json, NULL);
+}
+
+char *pr_stats_json_with(pr_program *p, const pr_diags *diags, const pr_pass_report *rep,
+			 const char *run_json, const char *provenance_json)
+{
 	pr_strbuf b;
 	pr_strbuf_init(&b);
-	pr_strbuf_puts(&b, "{\n  \"methods\": {");
+	pr_strbuf_puts(&b, "{\n");
+	if (provenance_json)
+		pr_strbuf_printf(&b, "  \"provenance\": %s,\n", provenance_json);
+	pr_strbuf_puts(&b, "  \"methods\": {");
 	for (int i = 0; i < p->n_methods; i++) {
 		pr_strbuf_puts(&b, i ? ",\n" : "\n");
 		put_method(&b, p->methods[i]);

@@ -102,6 +102,8 @@ void pr_pipeline_free(pr_pipeline *pl);
  * else ("cuda", "ablate/no-copy-reuse") is looked up as NAME.yaml in the
  * source tree's pipelines folder, then the installed one. *path is malloc'd. */
 pr_err *pr_pipeline_find(const char *arg, char **path);
+/* pr_pipeline_find, then pr_pipeline_load_file: --pipeline ARG's pipeline. */
+pr_err *pr_pipeline_load_named(const char *arg, pr_pipeline **out);
 
 /* Loads the pipeline's `plugins:` (paths relative to its file). */
 pr_err *pr_pipeline_load_plugins(pr_pipeline *pl, pr_registry *r);
@@ -222,10 +224,59 @@ void pr_crash_handler_install(int report_fd);
  * NULL to leave it out. Returns a malloc'd string ending in a newline. */
 char *pr_stats_json(pr_program *p, const pr_diags *diags, const pr_pass_report *rep,
 		    const char *run_json);
+/* --stats=json with a "provenance" member (provenance_json, the text of
+ * pr_provenance_json; NULL leaves it out). pr_stats_json is this with NULL. */
+char *pr_stats_json_with(pr_program *p, const pr_diags *diags, const pr_pass_report *rep,
+			 const char *run_json, const char *provenance_json);
 /* The bytes copy node n (an h2d or d2h copy) moves on every call: the storage
  * its argument spans, gaps of a strided view included, as the runtime moves
  * and measures them. --stats=json and compare both count with it. */
 int64_t pr_copy_bytes(const pr_node *n);
+
+/* ---- provenance ---------------------------------------------------------- */
+
+/* passrun's version (the project's, "0.1.0"), and `git describe --always
+ * --dirty --tags` of the source tree it was configured from ("" when that was
+ * no git checkout). Both are fixed when the build is configured. */
+const char *pr_version(void);
+const char *pr_version_git(void);
+
+/* The 64-bit FNV-1a hash of a file's bytes as 16 lowercase hex digits (hex
+ * holds 17 bytes): what provenance records of a program, so that two rows
+ * can be told to come from the same bytes. */
+pr_err *pr_file_fnv1a64(const char *path, char hex[17]);
+
+/* The plugins the registry loaded, in load order. */
+int pr_registry_n_plugins(const pr_registry *r);
+const char *pr_registry_plugin_name(const pr_registry *r, int i);
+const char *pr_registry_plugin_version(const pr_registry *r, int i);
+const char *pr_registry_plugin_file(const pr_registry *r, int i);
+
+/* Does the pipeline run a pass of that name? */
+bool pr_pipeline_has_pass(const pr_pipeline *pl, const char *pass);
+/* The pipeline as a JSON object: {"name", "file", "options": {...},
+ * "passes": [{"name", "options": {...}}]}, values as the YAML wrote them
+ * (booleans and numbers bare, the rest strings, per-method maps as objects).
+ * malloc'd. */
+char *pr_pipeline_to_json(const pr_pipeline *pl);
+
+/* What produced a result, for --stats=json and compare's rows. */
+typedef struct pr_provenance {
+	const pr_pipeline *pipeline;     /* after every --set; NULL: not loaded */
+	const pr_registry *registry;     /* for the plugins' versions; may be NULL */
+	const char *program;             /* the file as given; NULL: none */
+	const char *program_hash;        /* pr_file_fnv1a64's; NULL: not read */
+	const char *const *overrides;    /* the --set assignments applied, in order */
+	int n_overrides;
+	bool has_seed;                   /* a run drew random inputs from seed */
+	unsigned long long seed;
+	const char *status;              /* "ok", "refused", ... (the caller's word) */
+	int exit_status;
+} pr_provenance;
+
+/* The "provenance" object (docs/passrun.1 lists its keys) on one line, so
+ * that a JSON Lines row can carry it too. malloc'd. */
+char *pr_provenance_json(const pr_provenance *pv);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,10 @@ import sys
 
 MAPS = {"methods": "METHOD",
         "methods.METHOD.planned_bytes": "DEVICE",
-        "methods.METHOD.planned_lower_bound_bytes": "DEVICE"}
+        "methods.METHOD.planned_lower_bound_bytes": "DEVICE",
+        "provenance.pipeline.options": "OPTION",
+        "provenance.pipeline.options.OPTION": "METHOD",
+        "provenance.pipeline.passes[].options": "OPTION"}
 
 
 def type_name(v):

@@ -48,7 +48,24 @@ Test(compare, a_row_per_pipeline)
 		free(row);
 	}
 	cr_assert(strstr(r.out, "h2d B/call"), "a header row:\n%s", r.out);
-	cr_assert(strstr(r.err, "== cuda =="), "diagnostics are grouped per pipeline on stderr");
+	cr_assert(!strstr(r.err, "== cuda =="), "diagnostics stay in the rows: %s", r.err);
+	tu_result_free(&r);
+}
+
+/* --diagnostics prints each cell's diagnostics, grouped, on stderr. */
+Test(compare, diagnostics_on_request)
+{
+	tu_result r = tu_run("%s compare --diagnostics --pipelines baseline,cuda --device=sim "
+			     "%s/examples/f1_transposed_weight.pg", PASSRUN_EXE, PASSRUN_SOURCE_DIR);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	const char *cuda = strstr(r.err, "== cuda ==");
+	cr_assert(cuda, "diagnostics are grouped per pipeline on stderr: %s", r.err);
+	cr_assert(strstr(cuda, "warning[W-LAYOUT-CHANGED]"), "%s", r.err);
+	cr_assert_lt(strstr(r.err, "== baseline =="), cuda, "in cell order: %s", r.err);
+	tu_result_free(&r);
+	r = tu_run("%s compare --pipelines baseline,cuda --device=sim "
+		   "%s/examples/f1_transposed_weight.pg", PASSRUN_EXE, PASSRUN_SOURCE_DIR);
+	cr_assert(!strstr(r.err, "W-LAYOUT-CHANGED"), "not without --diagnostics: %s", r.err);
 	tu_result_free(&r);
 }
 

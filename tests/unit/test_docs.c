@@ -334,6 +334,7 @@ static const char *const stats_runs[] = {
 	"--pipeline cuda --set error_on_per_call_copies=true "
 	"--set 'skip_d2h_for_method_outputs={no_such_method: true}' examples/f8_copy_reuse.pg "
 	"--run --device=sim",
+	"--passes 'propagate-device{share_inputs=true},memory-plan' examples/f8_copy_reuse.pg",
 };
 
 /* Every field --stats=json prints (as tests/docs/json_paths.py names it) has

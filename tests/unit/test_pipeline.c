@@ -314,7 +314,7 @@ static void check_shipped(const char *dir, const char *prefix, int *n)
 			tu_result r = tu_run("unset PASSRUN_PLUGIN_PATH; %s --pipeline %s "
 					     "--print-pipeline --list-passes", PASSRUN_EXE, name);
 			cr_assert_eq(r.status, 0, "%s: %s", name, r.err);
-			cr_assert(strstr(r.err, "passes:"), "--print-pipeline: %s", r.err);
+			cr_assert(strstr(r.out, "passes:"), "--print-pipeline: %s", r.out);
 			tu_result_free(&r);
 			(*n)++;
 		} else if (ent->d_name[0] != '.' && !strchr(ent->d_name, '.')) {
