@@ -93,23 +93,22 @@ static bool copied_twice(const pr_node *n)
 	return copies >= 2;
 }
 
-static pr_err *reuse_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+/* Per method: a copy is reused only by readers of its own method. */
+static pr_err *reuse_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *changed)
 {
-	for (int m = 0; m < p->n_methods; m++) {
-		pr_graph *g = p->methods[m];
-		const pr_host_writes *hw = pr_pass_analysis(ctx, PR_HOST_WRITES, g);
-		if (g->order_stale)
-			pr_graph_renumber(g);
-		pl_nodes values = {0};
-		pr_graph_for_each(g, n) {
-			n->scratch = NULL;
-			if (copied_twice(n))
-				pl_nodes_push(&values, n);
-		}
-		for (int i = 0; i < values.n; i++)
-			*changed |= reuse_value(hw, values.items[i]);
-		pl_nodes_free(&values);
+	(void)p;
+	const pr_host_writes *hw = pr_pass_analysis(ctx, PR_HOST_WRITES, g);
+	if (g->order_stale)
+		pr_graph_renumber(g);
+	pl_nodes values = {0};
+	pr_graph_for_each(g, n) {
+		n->scratch = NULL;
+		if (copied_twice(n))
+			pl_nodes_push(&values, n);
 	}
+	for (int i = 0; i < values.n; i++)
+		*changed |= reuse_value(hw, values.items[i]);
+	pl_nodes_free(&values);
 	return NULL;
 }
 
@@ -119,7 +118,7 @@ static const pr_pass_info reuse_pass = {
 	.summary = "one _h2d_copy per tensor per device, reused by later readers while the tensor is not written (F8)",
 	.requires = reuse_requires,
 	.preserves = reuse_preserves,
-	.run = reuse_run,
+	.run_graph = reuse_run,
 };
 
 static pr_err *reuse_register(pr_registry *r)

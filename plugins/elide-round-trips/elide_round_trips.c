@@ -47,20 +47,19 @@ static void elide_copy(const pr_host_writes *hw, pr_node *d2h, bool *changed)
 	}
 }
 
-static pr_err *elide_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+/* Per method: a round trip lies within one method. */
+static pr_err *elide_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *changed)
 {
+	(void)p;
 	bool respect = pr_pass_opt_bool(ctx, "respect_host_writes", NULL);
-	for (int m = 0; m < p->n_methods; m++) {
-		pr_graph *g = p->methods[m];
-		const pr_host_writes *hw = respect ? pr_pass_analysis(ctx, PR_HOST_WRITES, g) : NULL;
-		pl_nodes copies = {0};
-		pr_graph_for_each(g, n)
-			if (pl_is_d2h(n))
-				pl_nodes_push(&copies, n);
-		for (int i = 0; i < copies.n; i++)
-			elide_copy(hw, copies.items[i], changed);
-		pl_nodes_free(&copies);
-	}
+	const pr_host_writes *hw = respect ? pr_pass_analysis(ctx, PR_HOST_WRITES, g) : NULL;
+	pl_nodes copies = {0};
+	pr_graph_for_each(g, n)
+		if (pl_is_d2h(n))
+			pl_nodes_push(&copies, n);
+	for (int i = 0; i < copies.n; i++)
+		elide_copy(hw, copies.items[i], changed);
+	pl_nodes_free(&copies);
 	return NULL;
 }
 
@@ -72,7 +71,7 @@ static const pr_pass_info elide_pass = {
 	.n_options = sizeof elide_options / sizeof elide_options[0],
 	.requires = elide_requires,
 	.preserves = elide_preserves,
-	.run = elide_run,
+	.run_graph = elide_run,
 };
 
 static pr_err *elide_register(pr_registry *r)

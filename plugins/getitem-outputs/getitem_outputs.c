@@ -46,29 +46,27 @@ static pr_err *add_getitem(pr_node *call, bool *changed)
 	return NULL;
 }
 
-static pr_err *getitem_outputs_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+/* Per method: each call of the method gets its own getitem. */
+static pr_err *getitem_outputs_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *changed)
 {
 	(void)ctx;
-	for (int m = 0; m < p->n_methods; m++) {
-		pl_nodes calls = {0};
-		pr_graph_for_each(p->methods[m], n)
-			if (n->type.kind == PR_TYPE_TENSOR && n->name && pl_call_device(n, true, NULL))
-				pl_nodes_push(&calls, n);
-		pr_err *e = NULL;
-		for (int i = 0; i < calls.n && !e; i++)
-			e = add_getitem(calls.items[i], changed);
-		pl_nodes_free(&calls);
-		if (e)
-			return e;
-	}
-	return NULL;
+	(void)p;
+	pl_nodes calls = {0};
+	pr_graph_for_each(g, n)
+		if (n->type.kind == PR_TYPE_TENSOR && n->name && pl_call_device(n, true, NULL))
+			pl_nodes_push(&calls, n);
+	pr_err *e = NULL;
+	for (int i = 0; i < calls.n && !e; i++)
+		e = add_getitem(calls.items[i], changed);
+	pl_nodes_free(&calls);
+	return e;
 }
 
 static const pr_pass_info getitem_outputs_pass = {
 	.struct_size = sizeof(pr_pass_info),
 	.name = "getitem-outputs",
 	.summary = "a delegate returning one tensor gets a getitem, so its result gets a _d2h_copy like any other (F3)",
-	.run = getitem_outputs_run,
+	.run_graph = getitem_outputs_run,
 };
 
 static pr_err *getitem_outputs_register(pr_registry *r)

@@ -60,16 +60,15 @@ static void keep_outputs(const pr_host_writes *hw, pr_node *ret, bool *changed)
 	pl_nodes_free(&dropped);
 }
 
-static pr_err *outputs_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+/* Per method: the option and the outputs are the method's. */
+static pr_err *outputs_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *changed)
 {
-	for (int m = 0; m < p->n_methods; m++) {
-		pr_graph *g = p->methods[m];
-		pr_node *ret = pr_graph_return(g);
-		if (!ret || !pr_pass_opt_bool(ctx, PL_OPT_SKIP_D2H, g->name))
-			continue;
-		const pr_host_writes *hw = pr_pass_analysis(ctx, PR_HOST_WRITES, g);
-		keep_outputs(hw, ret, changed);
-	}
+	(void)p;
+	pr_node *ret = pr_graph_return(g);
+	if (!ret || !pr_pass_opt_bool(ctx, PL_OPT_SKIP_D2H, NULL))
+		return NULL;
+	const pr_host_writes *hw = pr_pass_analysis(ctx, PR_HOST_WRITES, g);
+	keep_outputs(hw, ret, changed);
 	return NULL;
 }
 
@@ -81,7 +80,7 @@ static const pr_pass_info outputs_pass = {
 	.n_options = sizeof outputs_options / sizeof outputs_options[0],
 	.requires = outputs_requires,
 	.preserves = outputs_preserves,
-	.run = outputs_run,
+	.run_graph = outputs_run,
 };
 
 static pr_err *outputs_register(pr_registry *r)

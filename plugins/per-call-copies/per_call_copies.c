@@ -196,27 +196,26 @@ static void report_method(pr_pass_ctx *ctx, pr_graph *g, const flags *f)
 		report_outputs(ctx, g, f, hw);
 }
 
-static pr_err *per_call_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+/* Per method: the flags and the copies are the method's. */
+static pr_err *per_call_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *changed)
 {
+	(void)p;
 	(void)changed;
-	for (int m = 0; m < p->n_methods; m++) {
-		pr_graph *g = p->methods[m];
-		flags f = {
-			.skip_h2d = pr_pass_opt_bool(ctx, PL_OPT_SKIP_H2D, g->name),
-			.skip_d2h = pr_pass_opt_bool(ctx, PL_OPT_SKIP_D2H, g->name),
-			.skip_const = pr_pass_opt_bool(ctx, PL_OPT_SKIP_CONST, g->name),
-			.error = pr_pass_opt_bool(ctx, OPT_ERROR_COPIES, g->name),
-		};
-		if (f.error && !f.skip_h2d && !f.skip_d2h)
-			pr_pass_diag(ctx, PR_SEV_WARNING, "W-POLICY-NO-EFFECT", g->name, NULL, -1,
-				     "error_on_per_call_copies is set for method '%s' but neither "
-				     "skip_h2d_for_method_inputs nor skip_d2h_for_method_outputs is: "
-				     "every input and output is copied anyway, so it can never fire",
-				     g->name);
-		f.buffers = pr_graph_mutable_buffers(g);
-		report_method(ctx, g, &f);
-		pr_mutable_buffers_free(f.buffers);
-	}
+	flags f = {
+		.skip_h2d = pr_pass_opt_bool(ctx, PL_OPT_SKIP_H2D, NULL),
+		.skip_d2h = pr_pass_opt_bool(ctx, PL_OPT_SKIP_D2H, NULL),
+		.skip_const = pr_pass_opt_bool(ctx, PL_OPT_SKIP_CONST, NULL),
+		.error = pr_pass_opt_bool(ctx, OPT_ERROR_COPIES, NULL),
+	};
+	if (f.error && !f.skip_h2d && !f.skip_d2h)
+		pr_pass_diag(ctx, PR_SEV_WARNING, "W-POLICY-NO-EFFECT", g->name, NULL, -1,
+			     "error_on_per_call_copies is set for method '%s' but neither "
+			     "skip_h2d_for_method_inputs nor skip_d2h_for_method_outputs is: "
+			     "every input and output is copied anyway, so it can never fire",
+			     g->name);
+	f.buffers = pr_graph_mutable_buffers(g);
+	report_method(ctx, g, &f);
+	pr_mutable_buffers_free(f.buffers);
 	return NULL;
 }
 
@@ -227,7 +226,7 @@ static const pr_pass_info per_call_pass = {
 	.options = per_call_options,
 	.n_options = sizeof per_call_options / sizeof per_call_options[0],
 	.requires = per_call_requires,
-	.run = per_call_run,
+	.run_graph = per_call_run,
 };
 
 static pr_err *per_call_register(pr_registry *r)
