@@ -38,7 +38,7 @@
  *   - a device delegate (target_device parses to a non-host device) reads only
  *     tensors on its device and produces results on it; a host delegate (no
  *     target_device, or cpu) reads and produces host tensors; a target_device
- *     that does not parse is left to the placement passes (B5). A device
+ *     that pr_delegate_device refuses is left to the placement passes (B5). A device
  *     delegate call is "not placed yet" when its method holds no copy op and
  *     none of its results is on a device: that is a program as the user wrote
  *     it (docs/text-format.md's example), or one where a pass tagged constants with
@@ -104,7 +104,7 @@ typedef struct dinfo {
 	int n_inputs;
 	pr_node **inputs;     /* the body's inputs, in order */
 	pr_node *ret;         /* the body's first return node, or NULL */
-	bool device_known;    /* target_device absent or parsed */
+	bool device_known;    /* target_device absent, or a registered device */
 	pr_device device;     /* host when absent */
 	UT_hash_handle hh;
 } dinfo;
@@ -1014,9 +1014,9 @@ static void build_dinfo(vctx *c, int i)
 	dinfo *di = &c->dinfos[i];
 	pr_delegate *d = c->p->delegates[i];
 	di->d = d;
-	di->device = pr_device_host();
-	const char *td = pr_delegate_spec(d, "target_device");
-	di->device_known = !td || pr_device_parse(td, strlen(td), &di->device);
+	pr_err *err = pr_delegate_device(d, &di->device);
+	di->device_known = !err;
+	pr_err_free(err);
 	dinfo *dup = find_dinfo(c, d);
 	if (!dup)
 		HASH_ADD_PTR(c->by_delegate, d, di);
