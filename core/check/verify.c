@@ -32,7 +32,9 @@
  * Placement (methods only: a delegate body runs wholly on its delegate's
  * device, and its values carry host specs in text):
  *   - a host op (an op without the h2d/d2h traits) reads only host tensors,
- *     unless its schema is shape_only;
+ *     unless its schema is shape_only; a tensor on a device whose type is
+ *     registered host addressable (device.h) counts as a host tensor for
+ *     what host code reads;
  *   - an h2d op reads host tensors and produces a device tensor; a d2h op reads
  *     device tensors and produces a host tensor;
  *   - a device delegate (target_device parses to a non-host device) reads only
@@ -545,6 +547,14 @@ static pr_spec *arg_spec(pr_arg *a)
 
 /* Every tensor n reads (list items included) must be on the host (want_host)
  * or on want, or on either when also_host; `what` says which rule asks. */
+/* Can host code read d's memory in place: the host, or a device of a type
+ * registered as host addressable (device.h)? */
+static bool host_addressable(pr_device d)
+{
+	const pr_device_type *t = pr_device_type_find(d.type);
+	return pr_device_is_host(d) || (t && t->host_addressable);
+}
+
 static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool want_host,
 			   pr_device want, bool also_host, const char *what)
 {
@@ -559,7 +569,8 @@ static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool w
 		if (!s)
 			continue;
 		bool host = pr_device_is_host(s->device);
-		if (want_host ? host : (pr_device_equal(s->device, want) || (also_host && host)))
+		if (want_host ? host_addressable(s->device) :
+				(pr_device_equal(s->device, want) || (also_host && host)))
 			continue;
 		pr_node *v = args[i].u.value;
 		report(c, "E-PLACEMENT", v, "%s reads %s (%s, %" PRId64 " bytes); %s, expected "

@@ -67,7 +67,8 @@ typedef struct pr_device_type {
 	size_t struct_size;       /* sizeof(pr_device_type) as the caller saw it */
 	const char *name;         /* a TYPE as pr_device_parse reads it: "npu" */
 	bool host_addressable;    /* host code may read and write its memory in place */
-	int64_t alignment;        /* bytes, a power of two: its arenas' offsets are multiples */
+	int64_t alignment;        /* bytes, a power of two: its arenas' offsets are at
+				     least multiples of it (1: no need of its own) */
 } pr_device_type;
 
 #define PR_DEVICE_TYPES_MAX 32

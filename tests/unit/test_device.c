@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "passrun/device.h"
+#include "passrun/diag.h"
 #include "passrun/program.h"
+#include "passrun/verify.h"
 #include "testutil.h"
 
 static pr_device parse(const char *s)
@@ -159,4 +161,34 @@ Test(device, registry_grows_and_refuses_conflicts)
 	cr_assert_null(err, "a registered type is a device");
 	cr_assert_str_eq(str(d), "npu:1");
 	pr_program_free(p);
+}
+
+static int verify_errors(const char *device)
+{
+	char text[512];
+	snprintf(text, sizeof text,
+		 "passrun 1\nop aten::relu(Tensor self) -> Tensor\n"
+		 "method @forward {\n  %%x: f32[2]@%s = input user \"x\"\n"
+		 "  %%r: f32[2] = aten::relu(%%x)\n  return %%r\n}\n", device);
+	pr_program *p = tu_parse(text);
+	pr_diags diags;
+	pr_diags_init(&diags, "t.pg");
+	int n = pr_verify(p, &diags, "verifier");
+	for (int i = 0; i < diags.n; i++)
+		cr_assert_str_eq(diags.items[i].code, "E-PLACEMENT", "%s", diags.items[i].message);
+	pr_diags_free(&diags);
+	pr_program_free(p);
+	return n;
+}
+
+/* The verifier asks the registry: host code may read a device of a type
+ * registered host addressable in place, and no other device. */
+Test(device, verifier_lets_host_code_read_host_addressable_types)
+{
+	cr_assert_eq(verify_errors("cuda:0"), 1, "a host op reads cuda memory");
+	cr_assert_eq(verify_errors("shared:0"), 1, "an unregistered type is not host addressable");
+	pr_device_type shared = {sizeof shared, "shared", true, 16};
+	cr_assert_null(pr_device_type_add(&shared));
+	cr_assert_eq(verify_errors("shared:0"), 0, "a host-addressable type is read in place");
+	cr_assert_eq(verify_errors("cuda:0"), 1);
 }

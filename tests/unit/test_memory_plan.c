@@ -135,6 +135,26 @@ Test(memory_plan, M1_spellings_of_one_device_share_one_arena)
 	tu_result_free(&r);
 }
 
+/* An arena's device type comes from the registry: one nobody registered
+ * gets no plan and an E-PLAN naming the registered types. */
+Test(memory_plan, M1_arena_of_an_unregistered_type_is_refused)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/tpu.pg", tu_temp_dir());
+	FILE *f = fopen(path, "w");
+	fputs("passrun 1\nop aten::relu(Tensor self) -> Tensor\n"
+	      "method @forward {\n  %x: f32[4] = input user \"x\"\n"
+	      "  %r: f32[4] = aten::relu(%x)\n  %t: f32[4]@tpu:0 = input user \"t\"\n"
+	      "  return %r, %t\n}\n", f);
+	fclose(f);
+	tu_result r = tu_run("%s --passes memory-plan --print %s", PASSRUN_EXE, path);
+	cr_assert_eq(r.status, 1, "%s", r.err);
+	cr_assert(strstr(r.err, "E-PLAN"), "%s", r.err);
+	cr_assert(strstr(r.err, "arena tpu:0 are on a device of type 'tpu', which is not registered "
+			 "(registered: cpu, cuda"), "%s", r.err);
+	tu_result_free(&r);
+}
+
 Test(memory_plan, M1_second_run_changes_nothing)
 {
 	tu_result once = run_ok("--passes memory-plan --print", PROG("m1_aliases.pg"));
