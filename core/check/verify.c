@@ -545,8 +545,6 @@ static pr_spec *arg_spec(pr_arg *a)
 	return &a->u.value->type.tensor;
 }
 
-/* Every tensor n reads (list items included) must be on the host (want_host)
- * or on want, or on either when also_host; `what` says which rule asks. */
 /* Can host code read d's memory in place: the host, or a device of a type
  * registered as host addressable (device.h)? */
 static bool host_addressable(pr_device d)
@@ -554,6 +552,10 @@ static bool host_addressable(pr_device d)
 	const pr_device_type *t = pr_device_type_find(d.type);
 	return pr_device_is_host(d) || (t && t->host_addressable);
 }
+
+/* Every tensor n reads (list items included) must be on the host (want_host:
+ * host-addressable memory will do) or on want, or on either when also_host;
+ * `what` says which rule asks. */
 
 static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool want_host,
 			   pr_device want, bool also_host, const char *what)
