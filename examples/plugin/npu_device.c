@@ -25,14 +25,4 @@ static pr_err *register_device(pr_registry *r)
 	return pr_register_device_type(r, &npu);
 }
 
-PR_PLUGIN_EXPORT const pr_plugin_info *passrun_plugin_info(void)
-{
-	static const pr_plugin_info info = {
-		.abi_version = PR_PLUGIN_ABI_VERSION,
-		.struct_size = sizeof(pr_plugin_info),
-		.name = "npu-device",
-		.version = "1.0",
-		.register_fn = register_device,
-	};
-	return &info;
-}
+PR_PLUGIN("npu-device", "1.0", register_device)

@@ -11,15 +11,4 @@ static pr_err *register_fn(pr_registry *r)
 	return NULL;
 }
 
-static const pr_plugin_info info = {
-	.abi_version = PR_PLUGIN_ABI_VERSION,
-	.struct_size = sizeof(pr_plugin_info),
-	.name = "bad-device",
-	.version = "0",
-	.register_fn = register_fn,
-};
-
-PR_PLUGIN_EXPORT const pr_plugin_info *passrun_plugin_info(void)
-{
-	return &info;
-}
+PR_PLUGIN("bad-device", "0", register_fn)
