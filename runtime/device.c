@@ -1,7 +1,9 @@
 /* device.c: the device layer's common part.
  *
  * A pr_devset holds the devices of one kind ("sim" or "cuda") that a program
- * names, created on first use; slot 0 is the host, which has no pr_dev. Every
+ * names, created on first use; slot 0 is the host, which has no pr_dev. A
+ * device's type must be registered (device.h); sim simulates every
+ * registered type, cuda runs the cuda type on the GPU. Every
  * allocation and copy goes through here so that the byte counters (what
  * --stats reports as bytes moved per call and at load) are kept in one place:
  * a counted copy adds its size to the device side's h2d or d2h counter. What
@@ -33,28 +35,40 @@ void pr_devset_free(pr_devset *s)
 	s->n = 0;
 }
 
+/* sim simulates a device of every registered type; cuda runs cuda only. */
+static pr_err *check_device_type(const pr_devset *s, pr_device d)
+{
+	char buf[PR_DEVICE_STR_MAX], types[PR_DEVICE_TYPES_STR_MAX];
+	if (!pr_device_type_find(d.type))
+		return pr_err_new("device '%s' is of no registered device type (registered: %s)",
+				  pr_device_str(d, buf), pr_device_types_str(types));
+	if (strcmp(s->kind, "cuda") == 0 && strcmp(d.type, "cuda") != 0)
+		return pr_err_new("device '%s': --device=cuda runs cuda devices only "
+				  "(--device=sim simulates every registered type)",
+				  pr_device_str(d, buf));
+	return NULL;
+}
+
 pr_err *pr_devset_slot(pr_devset *s, pr_device d, int *slot)
 {
 	if (pr_device_is_host(d)) {
 		*slot = 0;
 		return NULL;
 	}
-	if (d.index < 0)
-		d.index = 0;        /* "cuda" means the current device, cuda:0 */
+	d = pr_device_canonical(d);
 	for (int i = 1; i < s->n; i++)
 		if (pr_device_equal(s->where[i], d)) {
 			*slot = i;
 			return NULL;
 		}
-	char buf[PR_DEVICE_STR_MAX];
-	if (strcmp(d.type, "cuda") != 0)
-		return pr_err_new("device '%s' is not supported by the runtime (valid: cpu, cuda:N)",
-				  pr_device_str(d, buf));
+	pr_err *err = check_device_type(s, d);
+	if (err)
+		return err;
 	if (s->n == (int)(sizeof s->devs / sizeof s->devs[0]))
 		return pr_err_new("too many devices (at most %d)", s->n - 1);
 	pr_dev *dev = NULL;
 	if (strcmp(s->kind, "sim") == 0) {
-		dev = pr_sim_new(d);
+		dev = pr_sim_new(d, pr_device_type_find(d.type)->host_addressable);
 	} else {
 		pr_err *e = pr_cuda_new(d, &dev);
 		if (e)

@@ -8,6 +8,9 @@
  * executor checks beforehand that every tensor they get lies in this
  * device's memory, so a device kernel reading host memory is reported too.
  *
+ * A device of a host-addressable type (device.h) is simulated with its memory
+ * always open: host code may read and write it, as the type promises.
+ *
  * All regions of all sim devices are also kept in one process-wide list, so
  * the SIGSEGV handler can tell a fault on sim memory from a real crash. */
 #include <stdlib.h>
@@ -24,7 +27,8 @@ typedef struct region {
 } region;
 
 typedef struct sim {
-	int open;        /* nesting depth of enter() */
+	int open;              /* nesting depth of enter() */
+	bool host_addressable; /* its type says host code may touch it: never closed */
 } sim;
 
 static region *g_regions;
@@ -38,6 +42,8 @@ static size_t page_round(int64_t n)
 
 static void set_prot(pr_dev *d, int prot)
 {
+	if (((sim *)d->impl)->host_addressable)
+		return;
 	for (int i = 0; i < g_n_regions; i++)
 		if (g_regions[i].owner == d)
 			mprotect(g_regions[i].p, g_regions[i].size, prot);
@@ -47,7 +53,7 @@ static pr_err *sim_alloc(pr_dev *d, int64_t bytes, void **out)
 {
 	size_t n = page_round(bytes);
 	sim *s = d->impl;
-	void *p = mmap(NULL, n, s->open ? PROT_READ | PROT_WRITE : PROT_NONE,
+	void *p = mmap(NULL, n, s->open || s->host_addressable ? PROT_READ | PROT_WRITE : PROT_NONE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return pr_err_new("sim device: cannot map %lld bytes", (long long)bytes);
@@ -101,9 +107,10 @@ static region *find_region(pr_dev *d, const void *p, int64_t n)
 static pr_err *sim_copy(pr_dev *d, void *dst, const void *src, int64_t n)
 {
 	sim *s = d->impl;
-	region *rd = s->open ? NULL : find_region(d, dst, n);
-	region *rs = s->open ? NULL : find_region(d, src, n);
-	if (!s->open && !rd && !rs)
+	bool open = s->open || s->host_addressable;
+	region *rd = open ? NULL : find_region(d, dst, n);
+	region *rs = open ? NULL : find_region(d, src, n);
+	if (!open && !rd && !rs)
 		return pr_err_new("sim device: a copy that neither reads nor writes the device's memory");
 	if (rd)
 		mprotect(rd->p, rd->size, PROT_READ | PROT_WRITE);
@@ -158,12 +165,14 @@ static const pr_dev_ops sim_ops = {
 	.destroy = sim_destroy,
 };
 
-pr_dev *pr_sim_new(pr_device where)
+pr_dev *pr_sim_new(pr_device where, bool host_addressable)
 {
 	pr_dev *d = pr_xcalloc(1, sizeof *d);
 	d->ops = &sim_ops;
 	d->where = where;
-	d->impl = pr_xcalloc(1, sizeof(sim));
+	sim *s = pr_xcalloc(1, sizeof *s);
+	s->host_addressable = host_addressable;
+	d->impl = s;
 	return d;
 }
 
@@ -181,6 +190,7 @@ void pr_sim_protect_all(void)
 	for (int i = 0; i < g_n_regions; i++) {
 		sim *s = g_regions[i].owner->impl;
 		s->open = 0;
-		mprotect(g_regions[i].p, g_regions[i].size, PROT_NONE);
+		if (!s->host_addressable)
+			mprotect(g_regions[i].p, g_regions[i].size, PROT_NONE);
 	}
 }

@@ -246,12 +246,11 @@ static int64_t body_bytes(const pr_graph *body)
  * (and for every body in the reference interpreter). */
 static pr_err *delegate_dev(pr_exec *e, const pr_delegate *d, int *dev)
 {
-	const char *target = pr_delegate_spec(d, "target_device");
-	pr_device where = pr_device_host();
+	pr_device where;
 	*dev = 0;
-	if (target && !pr_device_parse(target, strlen(target), &where))
-		return pr_err_new("delegate @%s: target_device \"%s\" is not a device", d->name, target);
-	pr_err *err = NULL;
+	pr_err *err = pr_delegate_device(d, &where);
+	if (err)
+		return err;
 	if (!e->reference && !pr_device_is_host(where))
 		err = pr_devset_slot(&e->devs, where, dev);
 	return err ? pr_err_wrap(err, "delegate @%s", d->name) : NULL;

@@ -110,7 +110,8 @@ pr_err *pr_mem_sync(pr_devset *s, int slot);
 /* The implementations. pr_sim_new never fails; pr_cuda_new fails with a message
  * when there is no CUDA (not built, the backend library not loadable, or no
  * GPU). The CUDA ones load the CUDA backend on first use (cuda_backend.c). */
-pr_dev *pr_sim_new(pr_device where);
+/* A sim device of a host_addressable type keeps its memory open to host code. */
+pr_dev *pr_sim_new(pr_device where, bool host_addressable);
 pr_err *pr_cuda_new(pr_device where, pr_dev **out);
 bool pr_cuda_available(void);
 /* Sim: the device whose memory holds address p, or NULL. */

@@ -2,11 +2,13 @@
  *
  * A node's colour is its device's: the value it produces (a tuple's first
  * element), or for a delegate its target_device, so a delegate keeps its
- * colour before placement too. Colours come from a fixed table indexed by the
- * device ("cuda:N" takes entry N), so the same device has the same colour in
- * every picture, before and after a pipeline, and cuda:0..7 never share one.
- * A legend cluster lists the devices the picture uses, the copy shape, and
- * the red outline of flagged copies when there are any. Text goes through
+ * colour before placement too. Colours come from a fixed table, indexed by a
+ * hash of the device's type plus its index, so the same device has the same
+ * colour in every picture, before and after a pipeline, whatever its type,
+ * and one type's devices 0..7 never share one. Copies of tensors that a
+ * diagnostic flags PR_DIAG_PER_CALL_COPY are outlined in red: the picture
+ * knows no plugin and no device name. A legend cluster lists the devices the
+ * picture uses, the copy shape, and the red outline when used. Text goes through
  * dot_text, which escapes what Graphviz would read as markup; a line break in
  * a label is a real "\n" escape. */
 #include "dot.h"
@@ -27,17 +29,17 @@ static const char *const palette[] = {
 };
 #define N_PALETTE (sizeof palette / sizeof palette[0])
 
+/* A stable hash of the type picks the type's first entry; the index counts
+ * on from there, so a type's devices 0..7 never share a colour. */
 static const char *device_colour(pr_device d)
 {
 	if (pr_device_is_host(d))
 		return HOST_COLOUR;
-	unsigned h = 0;
-	if (strcmp(d.type, "cuda")) {   /* other device types: after cuda's, by name */
-		for (const char *c = d.type; *c; c++)
-			h = h * 31u + (unsigned char)*c;
-		h = h % 5u + 3u;
-	}
-	return palette[(h + (unsigned)(d.index < 0 ? 0 : d.index)) % N_PALETTE];
+	d = pr_device_canonical(d);
+	unsigned h = 2166136261u;   /* FNV-1a */
+	for (const char *c = d.type; *c; c++)
+		h = (h ^ (unsigned char)*c) * 16777619u;
+	return palette[(h + (unsigned)d.index) % N_PALETTE];
 }
 
 /* Writes s between quotes for a dot ID or label; "\n" in s (a real newline)
@@ -61,12 +63,6 @@ static bool is_copy(const pr_node *n)
 	return n->kind == PR_NODE_OP && n->schema && (n->schema->h2d || n->schema->d2h);
 }
 
-static bool is_per_call_code(const char *code)
-{
-	return strstr(code, "-CONSTANT-COPY") || strstr(code, "-INPUT-COPY") ||
-	       strstr(code, "-OUTPUT-ON-HOST");
-}
-
 /* The per-call diagnostic of method g naming the tensor this copy moves (or
  * the copy itself), or NULL. */
 static const pr_diag *copy_flag(const pr_node *n, const pr_graph *g, const pr_diags *diags)
@@ -76,7 +72,7 @@ static const pr_diag *copy_flag(const pr_node *n, const pr_graph *g, const pr_di
 	const pr_node *src = n->args[0].u.value;
 	for (int i = 0; i < diags->n; i++) {
 		const pr_diag *d = &diags->items[i];
-		if (!is_per_call_code(d->code) || !d->node || !d->method || strcmp(d->method, g->name))
+		if (!(d->flags & PR_DIAG_PER_CALL_COPY) || !d->node || !d->method || strcmp(d->method, g->name))
 			continue;
 		if ((src->name && !strcmp(d->node, src->name)) || (n->name && !strcmp(d->node, n->name)))
 			return d;
@@ -93,13 +89,12 @@ static pr_device value_device(const pr_node *n)
 	return pr_device_host();
 }
 
-/* A delegate's target_device (host when absent or not a device). */
+/* A delegate's device (host when it has none or it is not a device). */
 static pr_device delegate_device(const pr_node *n)
 {
 	pr_device d = pr_device_host();
-	const char *t = n->delegate ? pr_delegate_spec(n->delegate, "target_device") : NULL;
-	if (!t || !pr_device_parse(t, strlen(t), &d))
-		return pr_device_host();
+	pr_err *err = n->delegate ? pr_delegate_device(n->delegate, &d) : NULL;
+	pr_err_free(err);
 	return d;
 }
 

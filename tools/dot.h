@@ -6,9 +6,9 @@
  * every picture; a delegate takes its target_device's); copies are drawn as
  * bold double-bordered boxes labelled with their direction and bytes per
  * call; each edge is labelled with the bytes its value holds, i.e. what moves
- * per call along it. Copies that run on every call although a skip flag asked
- * for none (the per-call diagnostics W-/E-CONSTANT-COPY, INPUT-COPY,
- * OUTPUT-ON-HOST name their tensor) are outlined in red with their code.
+ * per call along it. Copies of a tensor that a diagnostic flags
+ * PR_DIAG_PER_CALL_COPY (diag.h: a copy on every call, e.g. one a skip flag
+ * asked to remove) are outlined in red with the diagnostic's code.
  *
  * A view draws a part of the program, so that a large one still gives a
  * picture Graphviz lays out in seconds (dot's layout grows much faster than

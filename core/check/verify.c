@@ -32,13 +32,15 @@
  * Placement (methods only: a delegate body runs wholly on its delegate's
  * device, and its values carry host specs in text):
  *   - a host op (an op without the h2d/d2h traits) reads only host tensors,
- *     unless its schema is shape_only;
+ *     unless its schema is shape_only; a tensor on a device whose type is
+ *     registered host addressable (device.h) counts as a host tensor for
+ *     what host code reads;
  *   - an h2d op reads host tensors and produces a device tensor; a d2h op reads
  *     device tensors and produces a host tensor;
  *   - a device delegate (target_device parses to a non-host device) reads only
  *     tensors on its device and produces results on it; a host delegate (no
  *     target_device, or cpu) reads and produces host tensors; a target_device
- *     that does not parse is left to the placement passes (B5). A device
+ *     that pr_delegate_device refuses is left to the placement passes (B5). A device
  *     delegate call is "not placed yet" when its method holds no copy op and
  *     none of its results is on a device: that is a program as the user wrote
  *     it (docs/text-format.md's example), or one where a pass tagged constants with
@@ -104,7 +106,7 @@ typedef struct dinfo {
 	int n_inputs;
 	pr_node **inputs;     /* the body's inputs, in order */
 	pr_node *ret;         /* the body's first return node, or NULL */
-	bool device_known;    /* target_device absent or parsed */
+	bool device_known;    /* target_device absent, or a registered device */
 	pr_device device;     /* host when absent */
 	UT_hash_handle hh;
 } dinfo;
@@ -543,8 +545,18 @@ static pr_spec *arg_spec(pr_arg *a)
 	return &a->u.value->type.tensor;
 }
 
-/* Every tensor n reads (list items included) must be on the host (want_host)
- * or on want, or on either when also_host; `what` says which rule asks. */
+/* Can host code read d's memory in place: the host, or a device of a type
+ * registered as host addressable (device.h)? */
+static bool host_addressable(pr_device d)
+{
+	const pr_device_type *t = pr_device_type_find(d.type);
+	return pr_device_is_host(d) || (t && t->host_addressable);
+}
+
+/* Every tensor n reads (list items included) must be on the host (want_host:
+ * host-addressable memory will do) or on want, or on either when also_host;
+ * `what` says which rule asks. */
+
 static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool want_host,
 			   pr_device want, bool also_host, const char *what)
 {
@@ -559,7 +571,8 @@ static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool w
 		if (!s)
 			continue;
 		bool host = pr_device_is_host(s->device);
-		if (want_host ? host : (pr_device_equal(s->device, want) || (also_host && host)))
+		if (want_host ? host_addressable(s->device) :
+				(pr_device_equal(s->device, want) || (also_host && host)))
 			continue;
 		pr_node *v = args[i].u.value;
 		report(c, "E-PLACEMENT", v, "%s reads %s (%s, %" PRId64 " bytes); %s, expected "
@@ -1014,9 +1027,9 @@ static void build_dinfo(vctx *c, int i)
 	dinfo *di = &c->dinfos[i];
 	pr_delegate *d = c->p->delegates[i];
 	di->d = d;
-	di->device = pr_device_host();
-	const char *td = pr_delegate_spec(d, "target_device");
-	di->device_known = !td || pr_device_parse(td, strlen(td), &di->device);
+	pr_err *err = pr_delegate_device(d, &di->device);
+	di->device_known = !err;
+	pr_err_free(err);
 	dinfo *dup = find_dinfo(c, d);
 	if (!dup)
 		HASH_ADD_PTR(c->by_delegate, d, di);

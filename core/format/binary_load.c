@@ -213,12 +213,14 @@ static bool rd_device(rd *r, const char *what, pr_device *d)
 	if (d->index < -1 || (n == 0 && d->index != -1))
 		return rd_fail(r, iat, "%s's index is %d, expected -1 (none) or a device index >= 0",
 			       what, (int)d->index);
-	/* The text accepts only the devices pr_device_parse knows (cpu, cuda). */
+	/* The text's devices only, made canonical as the text's are (device.h:
+	 * an index of -1 on a device is 0, cpu:N is the host). */
 	char buf[PR_DEVICE_STR_MAX];
 	pr_device back;
 	const char *str = pr_device_str(*d, buf);
 	if (n > 0 && !pr_device_parse(str, strlen(str), &back))
 		return rd_fail(r, at, "%s is '%s', expected a device like cpu or cuda:0", what, str);
+	*d = pr_device_canonical(*d);
 	return true;
 }
 

@@ -86,12 +86,19 @@ void pr_diags_add(pr_diags *d, pr_severity sev, const char *code, const char *pa
 	x->method = dup_or_null(method);
 	x->node = dup_or_null(node);
 	x->bytes = bytes;
+	x->flags = 0;
 	va_list ap;
 	va_start(ap, fmt);
 	pr_err *tmp = pr_err_newv(fmt, ap);
 	va_end(ap);
 	x->message = pr_xstrdup(pr_err_message(tmp));
 	pr_err_free(tmp);
+}
+
+void pr_diags_flag_last(pr_diags *d, unsigned flags)
+{
+	PR_ASSERT(d->n > 0);
+	d->items[d->n - 1].flags |= flags;
 }
 
 const char *pr_severity_name(pr_severity s)

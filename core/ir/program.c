@@ -1,4 +1,4 @@
-/* program.c: the program model: dtypes, devices, specs, graphs, nodes, use
+/* program.c: the program model: dtypes, specs, graphs, nodes, use
  * lists and the editing operations passes need.
  *
  * Graph order is kept as a number per node (node->order) with wide gaps, so
@@ -12,7 +12,6 @@
  * with the arguments. */
 #include "passrun/program.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,71 +75,6 @@ size_t pr_dtype_size(pr_dtype t)
 bool pr_dtype_is_float(pr_dtype t)
 {
 	return (unsigned)t < PR_DTYPE_COUNT && dtype_info[t].is_float;
-}
-
-/* ---- devices ----------------------------------------------------------- */
-
-pr_device pr_device_host(void)
-{
-	pr_device d = {.type = "cpu", .index = -1};
-	return d;
-}
-
-bool pr_device_is_host(pr_device d)
-{
-	return d.type[0] == 0 || !strcmp(d.type, "cpu");
-}
-
-pr_device pr_device_canonical(pr_device d)
-{
-	return pr_device_is_host(d) ? pr_device_host() : d;
-}
-
-bool pr_device_equal(pr_device a, pr_device b)
-{
-	if (pr_device_is_host(a) || pr_device_is_host(b))
-		return pr_device_is_host(a) && pr_device_is_host(b);
-	return !strcmp(a.type, b.type) && a.index == b.index;
-}
-
-bool pr_device_parse(const char *s, size_t n, pr_device *out)
-{
-	pr_device d = {.index = -1};
-	size_t i = 0;
-	while (i < n && s[i] != ':') {
-		unsigned char c = (unsigned char)s[i];
-		if (!(isalpha(c) || (i > 0 && (isdigit(c) || c == '_'))) || i + 1 >= PR_DEVICE_TYPE_MAX)
-			return false;
-		d.type[i] = (char)tolower(c);
-		i++;
-	}
-	if (i == 0)
-		return false;
-	if (i < n) {
-		i++; /* ':' */
-		if (i == n)
-			return false;
-		int64_t index = 0;
-		for (; i < n; i++) {
-			if (!isdigit((unsigned char)s[i]) || index > 100000)
-				return false;
-			index = index * 10 + (s[i] - '0');
-		}
-		d.index = (int32_t)index;
-	}
-	*out = d;
-	return true;
-}
-
-const char *pr_device_str(pr_device d, char *buf)
-{
-	if (pr_device_is_host(d))
-		snprintf(buf, PR_DEVICE_STR_MAX, "cpu");
-	else if (d.index < 0)
-		snprintf(buf, PR_DEVICE_STR_MAX, "%s", d.type);
-	else
-		snprintf(buf, PR_DEVICE_STR_MAX, "%s:%d", d.type, (int)d.index);
-	return buf;
 }
 
 /* ---- specs ------------------------------------------------------------- */

@@ -67,6 +67,7 @@ struct pr_pass_ctx {
 	cache_entry **cache;
 	const char *method;     /* under run_graph: the running method */
 	pr_err *contract;       /* the first contract the pass broke */
+	int last_diag;          /* index of this pass's latest diagnostic; -1 when none */
 };
 
 /* Keeps the first contract error; the pass fails with it when it returns. */
@@ -168,6 +169,17 @@ void pr_pass_diag(pr_pass_ctx *ctx, pr_severity sev, const char *code, const cha
 	pr_diags_add(ctx->diags, sev, code, pr_pass_name(ctx), method, node, bytes, "%s",
 		     pr_err_message(msg));
 	pr_err_free(msg);
+	ctx->last_diag = ctx->diags->n - 1;
+}
+
+void pr_pass_diag_flag(pr_pass_ctx *ctx, unsigned flags)
+{
+	if (ctx->last_diag < 0 || ctx->last_diag >= ctx->diags->n) {
+		broke_contract(ctx, pr_err_new("pass '%s' flags a diagnostic before it reports one",
+					       pr_pass_name(ctx)));
+		return;
+	}
+	ctx->diags->items[ctx->last_diag].flags |= flags;
 }
 
 /* ---- analyses ------------------------------------------------------------ */
@@ -430,7 +442,7 @@ pr_err *pr_pipeline_run(const pr_pipeline *pl, const pr_registry *r, pr_program 
 	cache_entry *cache = NULL;
 	pr_err *e = NULL;
 	for (int i = 0; i < pl->n_passes && !e; i++) {
-		pr_pass_ctx ctx = {r, pl, &pl->passes[i], diags, &cache, NULL, NULL};
+		pr_pass_ctx ctx = {r, pl, &pl->passes[i], diags, &cache, NULL, NULL, -1};
 		e = run_one(&ctx, &run, &ins, i);
 	}
 	pm_crash_forget_reproducer();

@@ -251,6 +251,15 @@ pr_err *pr_register_analysis(pr_registry *r, const pr_analysis_info *analysis)
 	return remember(r, register_analysis(r, analysis));
 }
 
+/* Device types are the IR's (device.h): the verifier and the runtime read
+ * them without a registry. A type outlives a plugin that fails to load. */
+pr_err *pr_register_device_type(pr_registry *r, const pr_device_type *type)
+{
+	char who[PATH_MAX + 64];
+	pr_err *e = pr_device_type_add(type);
+	return remember(r, e ? pr_err_wrap(e, "%s", plugin_label(r, r->loading, who, sizeof who)) : NULL);
+}
+
 /* ---- permissions --------------------------------------------------------- */
 
 static pr_err *check_owner_mode(const char *file, const char *what, const struct stat *st,

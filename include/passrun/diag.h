@@ -18,6 +18,11 @@ extern "C" {
 
 typedef enum pr_severity { PR_SEV_NOTE, PR_SEV_WARNING, PR_SEV_ERROR } pr_severity;
 
+/* Bits of pr_diag.flags: what a diagnostic says beyond its code, so that a
+ * reader (the --dot picture) knows it without knowing any plugin's codes. */
+#define PR_DIAG_PER_CALL_COPY 0x1u  /* node is a tensor copied between the host and a
+				       device on every call, or that copy itself */
+
 typedef struct pr_diag {
 	pr_severity severity;
 	char *code;     /* "W-CONSTANT-COPY" */
@@ -26,6 +31,7 @@ typedef struct pr_diag {
 	char *node;     /* the tensor or node it is about; may be NULL */
 	int64_t bytes;  /* the tensor's size; -1 when none */
 	char *message;
+	unsigned flags; /* PR_DIAG_* bits; 0 unless the reporter set some */
 } pr_diag;
 
 typedef struct pr_diag_tally pr_diag_tally;
@@ -45,6 +51,8 @@ void pr_diags_free(pr_diags *d);
 void pr_diags_add(pr_diags *d, pr_severity sev, const char *code, const char *pass,
 		  const char *method, const char *node, int64_t bytes,
 		  const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+/* Adds PR_DIAG_* flags to the diagnostic added last (there must be one). */
+void pr_diags_flag_last(pr_diags *d, unsigned flags);
 const char *pr_severity_name(pr_severity s);   /* "warning" */
 /* Errors, plus warnings when werror is set. */
 int pr_diags_errors(const pr_diags *d);

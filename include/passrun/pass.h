@@ -7,8 +7,8 @@
  *
  * A plugin is a .so exporting one symbol, PR_PLUGIN_ENTRY_SYMBOL, a function
  * returning a pr_plugin_info (modelled on LLVM's llvmGetPassPluginInfo). Its
- * register callback declares passes and analyses with pr_register_pass and
- * pr_register_analysis. A pass never calls into another plugin: it asks the
+ * register callback declares passes, analyses and device types with
+ * pr_register_pass, pr_register_analysis and pr_register_device_type. A pass never calls into another plugin: it asks the
  * core for a named analysis (pr_pass_analysis), and the core computes it on
  * demand, caches it per graph, and drops it when a pass that changed the
  * program does not list it as preserved.
@@ -112,6 +112,10 @@ typedef struct pr_registry pr_registry;
 
 pr_err *pr_register_pass(pr_registry *r, const pr_pass_info *pass);
 pr_err *pr_register_analysis(pr_registry *r, const pr_analysis_info *analysis);
+/* Adds a device type to the process-wide registry (device.h), so that the
+ * placement passes, the verifier, the memory planner and the sim runtime
+ * accept devices of that type. */
+pr_err *pr_register_device_type(pr_registry *r, const pr_device_type *type);
 
 /* ---- the plugin entry point --------------------------------------------- */
 
@@ -178,6 +182,9 @@ void pr_pass_invalidate(pr_pass_ctx *ctx, pr_graph *g);
 void pr_pass_diag(pr_pass_ctx *ctx, pr_severity sev, const char *code,
 		  const char *method, const char *node, int64_t bytes,
 		  const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+/* Adds PR_DIAG_* flags (diag.h) to the diagnostic this pass reported last
+ * (with none reported yet, a contract error that fails the pass). */
+void pr_pass_diag_flag(pr_pass_ctx *ctx, unsigned flags);
 
 #ifdef __cplusplus
 }

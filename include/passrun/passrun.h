@@ -1,5 +1,6 @@
 /* passrun.h: everything a plugin may include: the IR (programs, nodes, specs,
- * constant data, lifetimes, diagnostics, errors, strings) and the pass API.
+ * devices and device types, constant data, lifetimes, diagnostics, errors,
+ * strings) and the pass API.
  * The formats, the checks and the pass manager's driver (format.h, verify.h,
  * manager.h) are the tool's: a pass neither reads files nor runs the verifier
  * (the manager does, around every pass, when asked). */
@@ -7,6 +8,7 @@
 #define PASSRUN_PASSRUN_H
 
 #include "passrun/data.h"
+#include "passrun/device.h"
 #include "passrun/diag.h"
 #include "passrun/error.h"
 #include "passrun/pass.h"

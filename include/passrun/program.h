@@ -8,8 +8,8 @@
  * without scanning the graph.
  *
  * The core knows no op by name: everything it knows about an op comes from the
- * schema the program declares (pr_schema). The only device fact it knows is
- * that "cpu" (or no device) is the host.
+ * schema the program declares (pr_schema). Devices, and the device a delegate
+ * runs on, are device.h's.
  *
  * Ownership: the program owns everything reachable from it; pr_program_free
  * releases it all. Strings handed to constructors are copied. */
@@ -20,13 +20,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "passrun/device.h"
 #include "passrun/error.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* ---- dtypes and devices ---------------------------------------------- */
+/* ---- dtypes ---------------------------------------------------------- */
 
 typedef enum pr_dtype {
 	PR_F32, PR_F16, PR_BF16, PR_F64, PR_I64, PR_I32, PR_I16, PR_I8, PR_U8, PR_BOOL,
@@ -37,27 +38,6 @@ const char *pr_dtype_name(pr_dtype t);                /* "f32" */
 bool pr_dtype_parse(const char *s, size_t n, pr_dtype *out);
 size_t pr_dtype_size(pr_dtype t);                      /* bytes per element */
 bool pr_dtype_is_float(pr_dtype t);
-
-#define PR_DEVICE_TYPE_MAX 16
-/* A device as written in a spec: "cpu", "cuda:0". type is lower case;
- * index is -1 when absent. The host is type "cpu" (or an empty type). */
-typedef struct pr_device {
-	char type[PR_DEVICE_TYPE_MAX];
-	int32_t index;
-} pr_device;
-
-pr_device pr_device_host(void);
-bool pr_device_is_host(pr_device d);
-bool pr_device_equal(pr_device a, pr_device b);
-/* d with every spelling of the host made pr_device_host(), so that equal
- * devices print and hash alike. */
-pr_device pr_device_canonical(pr_device d);
-/* Parses "type[:index]" case-insensitively into lower case. Only the syntax is
- * checked: which types exist is a plugin's business. */
-bool pr_device_parse(const char *s, size_t n, pr_device *out);
-/* Writes "cuda:0" / "cpu" into buf (at least PR_DEVICE_STR_MAX bytes). */
-#define PR_DEVICE_STR_MAX 32
-const char *pr_device_str(pr_device d, char *buf);
 
 /* ---- tensor specs and types ------------------------------------------ */
 

@@ -8,21 +8,16 @@
 
 /* ---- devices -------------------------------------------------------------- */
 
-static bool pl_device_type_valid(const pr_device *d)
-{
-	return !strcmp(d->type, "cpu") || !strcmp(d->type, "cuda");
-}
-
 pl_where pl_delegate_where(const pr_delegate *d, bool cpu_is_device, pr_device *out)
 {
-	const char *td = d ? pr_delegate_spec(d, "target_device") : NULL;
-	if (!td)
+	if (!d || !pr_delegate_spec(d, "target_device"))
 		return PL_HOST_CODE;
 	pr_device dev;
-	if (!pr_device_parse(td, strlen(td), &dev) || !pl_device_type_valid(&dev))
+	pr_err *err = pr_delegate_device(d, &dev);
+	if (err) {
+		pr_err_free(err);
 		return PL_BAD_DEVICE;
-	if (!strcmp(dev.type, "cpu"))
-		dev = pr_device_host();
+	}
 	if (out)
 		*out = dev;
 	if (pr_device_is_host(dev))

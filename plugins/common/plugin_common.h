@@ -6,11 +6,10 @@
  * plugin uses lives in that plugin; what any plugin needs about the program
  * itself (aliases, mutable buffers, fresh names) is the core's IR API.
  *
- * Devices: a delegate's compile spec target_device is parsed
- * case-insensitively as TYPE[:INDEX]. The valid types are PL_DEVICE_TYPES:
- * "cpu" (the host) and "cuda" (a GPU, real or simulated). A bare "cuda" is
- * kept as the device "cuda" (no index), as the core's parser and verifier see
- * it. Any other type is E-UNKNOWN-DEVICE, reported by propagate-device.
+ * Devices: a delegate's device is the core's pr_delegate_device
+ * (device.h): TYPE[:INDEX] in any case, a bare type is index 0, and TYPE a
+ * registered device type. Any other value is E-UNKNOWN-DEVICE, reported by
+ * propagate-device.
  *
  * Placeholders: a *method input* is a `user` input or a mutable buffer (a
  * buffer the method writes back): the caller owns its memory, so the skip
@@ -48,8 +47,6 @@
 	  "methods of one program share a mutable buffer of the same name", PR_SCOPE_PIPELINE, true }
 
 /* ---- devices -------------------------------------------------------------- */
-
-#define PL_DEVICE_TYPES "cpu, cuda"
 
 typedef enum pl_where {
 	PL_HOST_CODE,    /* no target_device, or target_device=cpu (F7) */

@@ -38,9 +38,11 @@ static bool delegate_device(const pr_node *n, pr_device *out)
 {
 	if (n->kind != PR_NODE_DELEGATE || !n->delegate)
 		return false;
-	const char *td = pr_delegate_spec(n->delegate, "target_device");
-	if (!td || !pr_device_parse(td, strlen(td), out))
+	pr_err *err = pr_delegate_device(n->delegate, out);
+	if (err) {
+		pr_err_free(err);   /* propagate-device reports it (E-UNKNOWN-DEVICE) */
 		return false;
+	}
 	return !pr_device_is_host(*out);
 }
 

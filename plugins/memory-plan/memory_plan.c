@@ -13,7 +13,8 @@
  * alignment (`alignment` for the host, `device_alignment` for devices; both
  * 16 bytes by default, as ExecuTorch's memory planning: every dtype and
  * 128-bit vector loads are aligned; 256 gives cudaMalloc's alignment at a
- * cost in padding), and
+ * cost in padding; an arena gets at least the alignment its device type was
+ * registered with, device.h, and one of an unregistered type is E-PLAN), and
  * every member of a class gets its class's mem=ARENA:OFFSET. A member whose
  * device is not its base's (the baseline's answer to F2's program) is an
  * E-PLAN error: one memory cannot be in two arenas. Values that get
@@ -87,7 +88,14 @@ static pr_err *plan_method(pr_pass_ctx *ctx, pr_graph *g, bool *changed)
 	if (mp_plan_lifetimes(lt, &o, reps, MP_MAX_ARENAS, &n_reps))
 		*changed = true;
 	for (int a = 0; a < n_reps; a++) {
-		char dev[PR_DEVICE_STR_MAX];
+		char dev[PR_DEVICE_STR_MAX], types[PR_DEVICE_TYPES_STR_MAX];
+		if (reps[a].unknown_type)
+			pr_pass_diag(ctx, PR_SEV_ERROR, "E-PLAN", g->name, NULL, -1,
+				     "the %lld tensors of arena %s are on a device of type '%s', which is "
+				     "not registered (registered: %s; a plugin registers its own), so "
+				     "none of them is planned", (long long)reps[a].n_items,
+				     pr_device_str(reps[a].arena, dev), reps[a].arena.type,
+				     pr_device_types_str(types));
 		if (reps[a].too_big)
 			pr_pass_diag(ctx, PR_SEV_ERROR, "E-PLAN", g->name, NULL, -1,
 				     "the %lld tensors of arena %s need more than %lld bytes together "

@@ -738,7 +738,7 @@ static mp_arena_report plan_arena(const pr_lifetimes *lt, const int *arena, int 
 	for (int64_t i = 0; i < lt->n_classes; i++)
 		n += arena[i] == which;
 	if (!arena_fits(lt, arena, which, align))
-		return (mp_arena_report){ pr_device_host(), n, { 0 }, true };
+		return (mp_arena_report){ pr_device_host(), n, { 0 }, true, false };
 	mp_item *items = pr_xmalloc((size_t)(n + 1) * sizeof *items);
 	int64_t *ids = pr_xmalloc((size_t)(n + 1) * sizeof *ids);
 	n = 0;
@@ -749,7 +749,7 @@ static mp_arena_report plan_arena(const pr_lifetimes *lt, const int *arena, int 
 		items[n] = (mp_item){ c->start, c->end, c->bytes, 0 };
 		ids[n++] = i;
 	}
-	mp_arena_report rep = { pr_device_host(), n, mp_plan(items, n, lt->n_positions, align), false };
+	mp_arena_report rep = { pr_device_host(), n, mp_plan(items, n, lt->n_positions, align), false, false };
 	for (int64_t k = 0; k < n; k++)
 		mem_offset[ids[k]] = items[k].offset;
 	free(items);
@@ -765,6 +765,14 @@ static bool write_mem(pr_spec *s, bool has, pr_device arena, int64_t offset)
 	s->mem_arena = has ? arena : pr_device_host();
 	s->mem_offset = has ? offset : 0;
 	return !same;
+}
+
+/* The option's alignment for the host or for devices, raised to what the
+ * arena's device type needs (device.h). */
+static int64_t arena_alignment(const mp_graph_options *o, pr_device d, const pr_device_type *t)
+{
+	int64_t a = pr_device_is_host(d) ? o->host_alignment : o->device_alignment;
+	return a > t->alignment ? a : t->alignment;
 }
 
 bool mp_plan_graph(pr_graph *g, const mp_graph_options *o, mp_arena_report *reports,
@@ -785,10 +793,14 @@ bool mp_plan_lifetimes(const pr_lifetimes *lt, const mp_graph_options *o, mp_are
 	for (int64_t i = 0; i < lt->n_classes; i++)
 		arena[i] = wants_memory(&lt->classes[i], o) ? arena_of(&set, lt->classes[i].device) : -1;
 	for (int a = 0; a < set.n; a++) {
-		bool host = pr_device_is_host(set.devices[a]);
-		mp_arena_report rep = plan_arena(lt, arena, a, host ? o->host_alignment : o->device_alignment, offset);
+		const pr_device_type *t = pr_device_type_find(set.devices[a].type);
+		mp_arena_report rep = { .unknown_type = !t };
+		for (int64_t i = 0; !t && i < lt->n_classes; i++)
+			rep.n_items += arena[i] == a;
+		if (t)
+			rep = plan_arena(lt, arena, a, arena_alignment(o, set.devices[a], t), offset);
 		rep.arena = set.devices[a];
-		for (int64_t i = 0; rep.too_big && i < lt->n_classes; i++)
+		for (int64_t i = 0; (rep.too_big || rep.unknown_type) && i < lt->n_classes; i++)
 			if (arena[i] == a)
 				arena[i] = -1;   /* unplanned: the pass reports the arena */
 		if (reports && a < max_reports)

@@ -44,11 +44,13 @@ typedef struct mp_arena_report {
 	int64_t n_items;
 	mp_result result;
 	bool too_big;        /* its rounded sizes add up past INT64_MAX: nothing planned */
+	bool unknown_type;   /* its device's type is not registered: nothing planned */
 } mp_arena_report;
 
 typedef struct mp_graph_options {
 	bool alloc_graph_input, alloc_graph_output;
-	int64_t host_alignment, device_alignment;  /* powers of two */
+	int64_t host_alignment, device_alignment;  /* powers of two; an arena gets at
+						      least its device type's alignment */
 } mp_graph_options;
 
 /* Plans method g: every class that needs memory (see memory_plan.c) gets an

@@ -3,7 +3,8 @@
  * With the skip flags a user expects no copy at the method's edges, yet three
  * kinds of copy stay and run on every call. This pass runs last among the
  * placement passes, after copy-reuse, and reports each copy that is left
- * exactly once, with its own code and message:
+ * exactly once, with its own code and message, flagged PR_DIAG_PER_CALL_COPY
+ * (diag.h) so that a picture outlines the copy without knowing the codes:
  *
  *   constant  an _h2d_copy of a constant (F5): "Constant 'w' ...".
  *             W-CONSTANT-COPY; E-CONSTANT-COPY with error_on_per_call_copies
@@ -73,6 +74,7 @@ static void report_constant(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_no
 		     f->skip_const ? "" : "; skip_h2d_for_constants keeps a constant that only one "
 					   "device's delegates read in device memory",
 		     err ? RAISED : "");
+	pr_pass_diag_flag(ctx, PR_DIAG_PER_CALL_COPY);
 }
 
 /* The first reader of input v on its device (a delegate there), for messages. */
@@ -130,6 +132,7 @@ static void report_input(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_node 
 		     name_of(v), v->input_kind == PR_INPUT_USER ? "" : "mutable buffer ", v->name,
 		     pl_bytes(v), pr_device_str(v->type.tensor.device, ds), onr, offr, c->name, extra,
 		     f->error ? RAISED : "");
+	pr_pass_diag_flag(ctx, PR_DIAG_PER_CALL_COPY);
 }
 
 /* The host copy of a device delegate's result that returned value v is
@@ -176,6 +179,7 @@ static void report_outputs(pr_pass_ctx *ctx, pr_graph *g, const flags *f,
 			     "device%s",
 			     i, out_name, pl_bytes(v), pr_device_str(xs->device, ds), w, copy->name,
 			     f->error ? RAISED : "");
+		pr_pass_diag_flag(ctx, PR_DIAG_PER_CALL_COPY);
 	}
 }
 

@@ -20,8 +20,8 @@
  *      placed program (written by -o, or placed by another tool) is placed
  *      again unchanged. A single tensor result gets no
  *      copy (getitem-outputs, F3, gives it a getitem first). An unparsable
- *      target_device or an unknown device type is E-UNKNOWN-DEVICE, naming
- *      the valid types. target_device=cpu counts as a device here, as it did
+ *      target_device or an unregistered device type is E-UNKNOWN-DEVICE,
+ *      naming the registered types (device.h). target_device=cpu counts as a device here, as it did
  *      before F7 (cpu-delegates removes it first).
  *   2. Arguments (B1). Every tensor a device delegate reads that is not
  *      already on the delegate's device gets its own _h2d_copy before the
@@ -306,11 +306,11 @@ static pr_err *place_results(place_ctx *c, pr_node *call, pr_device dev)
 
 static void report_bad_device(place_ctx *c, pr_node *call)
 {
-	const char *td = pr_delegate_spec(call->delegate, "target_device");
+	pr_device dev;
+	pr_err *err = pr_delegate_device(call->delegate, &dev);
 	pr_pass_diag(c->pass, PR_SEV_ERROR, "E-UNKNOWN-DEVICE", c->g->name, call->name, -1,
-		     "delegate @%s (%%%s) has target_device=\"%s\", which is not a device: "
-		     "expected TYPE[:INDEX] (any case) with TYPE one of: " PL_DEVICE_TYPES,
-		     call->delegate->name, call->name ? call->name : "", td);
+		     "%s (called as %%%s)", pr_err_message(err), call->name ? call->name : "");
+	pr_err_free(err);
 }
 
 static pr_err *walk_results(place_ctx *c)

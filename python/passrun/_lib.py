@@ -146,7 +146,7 @@ class Program(Structure):
 class Diag(Structure):
     _fields_ = [("severity", c_int), ("code", c_char_p), ("pass_", c_char_p),
                 ("method", c_char_p), ("node", c_char_p), ("bytes", c_int64),
-                ("message", c_char_p)]
+                ("message", c_char_p), ("flags", c_uint32)]
 
 
 class Diags(Structure):

@@ -79,4 +79,10 @@ grep -q "N-LARGEST-COPY" err4.txt || fail "the pkg-config build"
   "$src/tests/install/host_writes_client.c" -o written-inputs.so
 "$work/prefix/bin/passrun-lit" --plugin "$work/written-inputs.so" \
   "$src/tests/install/written_inputs.pg" >lit2.txt 2>&1 || { cat lit2.txt; fail "the host-writes client"; }
+
+# The example's device type: npu-device.so and npu.yaml, built beside it.
+[ -f "$work/plugin-build/npu-device.so" ] && [ -f "$work/plugin-build/npu.yaml" ] ||
+  fail "the npu-device plugin and its pipeline were not built"
+bash "$src/tests/plugins/check_npu.sh" "$passrun" "$work/plugin-build" "$src" ||
+  fail "the npu device type through the installed passrun"
 echo "install test: 1 passed, 0 failed"

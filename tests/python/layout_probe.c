@@ -46,7 +46,7 @@ int main(void)
 	  F(pr_program, methods) F(pr_program, mapping) F(pr_program, mapping_size)
 	  F(pr_program, index));
 	S(pr_diag, F(pr_diag, severity) F(pr_diag, code) F(pr_diag, pass) F(pr_diag, method)
-	  F(pr_diag, node) F(pr_diag, bytes) F(pr_diag, message));
+	  F(pr_diag, node) F(pr_diag, bytes) F(pr_diag, message) F(pr_diag, flags));
 	S(pr_diags, F(pr_diags, n) F(pr_diags, cap) F(pr_diags, items) F(pr_diags, file)
 	  F(pr_diags, werror) F(pr_diags, print_limit) F(pr_diags, tally));
 	S(pr_pass_record, F(pr_pass_record, name) F(pr_pass_record, ms) F(pr_pass_record, changed)

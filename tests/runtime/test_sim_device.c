@@ -135,6 +135,38 @@ Test(sim_device, unknown_device_types_and_kinds_are_errors)
 	pr_devset_free(&s);
 }
 
+/* sim simulates a device of every registered type (device.h): a plugin's
+ * npu gets closed memory like cuda; a host-addressable type stays open to
+ * host code, as its registration promises. */
+Test(sim_device, registered_device_types_are_simulated)
+{
+	pr_devset s;
+	cr_assert_null(pr_devset_init(&s, "sim"));
+	int slot;
+	pr_err *e = pr_devset_slot(&s, dev("npu:0"), &slot);
+	cr_assert(e && strstr(pr_err_message(e), "no registered device type (registered: cpu, cuda)"),
+		  "%s", e ? pr_err_message(e) : "npu is known");
+	pr_err_free(e);
+	pr_device_type npu = {sizeof npu, "npu", false, 64}, shared = {sizeof shared, "shared", true, 16};
+	cr_assert_null(pr_device_type_add(&npu));
+	cr_assert_null(pr_device_type_add(&shared));
+	int n, sh;
+	cr_assert_null(pr_devset_slot(&s, dev("NPU"), &n));
+	cr_assert_null(pr_devset_slot(&s, dev("shared:0"), &sh));
+	void *p, *q;
+	cr_assert_null(pr_mem_alloc(&s, n, 100, &p));
+	cr_assert_null(pr_mem_alloc(&s, sh, 100, &q));
+	cr_expect_eq(child_status(host_write, p), 42, "npu memory is closed to host code");
+	cr_expect_eq(child_status(host_write, q), 0, "host-addressable memory is open");
+	pr_sim_protect_all();
+	cr_expect_eq(child_status(host_read, q), 0, "and stays open after a fault closed the others");
+	float in[2] = {1, 2}, out[2] = {0};
+	cr_assert_null(pr_mem_copy(&s, sh, q, 0, in, sizeof in, true));
+	cr_assert_null(pr_mem_copy(&s, 0, out, sh, q, sizeof out, true));
+	cr_expect(out[0] == 1 && out[1] == 2);
+	pr_devset_free(&s);
+}
+
 Test(sim_device, cuda_kind_without_a_gpu_says_so)
 {
 	if (pr_cuda_available())

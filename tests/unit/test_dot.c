@@ -36,6 +36,10 @@ Test(dot, draws_devices_copies_and_bytes)
 	pr_diags_init(&diags, "placed.pg");
 	pr_diags_add(&diags, PR_SEV_WARNING, "W-CONSTANT-COPY", "propagate-device", "forward", "w",
 		     24, "constant w is copied on every call");
+	pr_diags_flag_last(&diags, PR_DIAG_PER_CALL_COPY);
+	/* Unflagged, whatever its code: the picture reads flags, not codes. */
+	pr_diags_add(&diags, PR_SEV_WARNING, "W-INPUT-COPY", "some-plugin", "forward", "x", 24,
+		     "a finding about x that is not a per-call copy");
 	char *dot = pr_dot_render(p, &diags);
 	cr_assert(strstr(dot, "digraph passrun"));
 	/* Three copies, drawn with a double border; the legend's copy box too. */
@@ -77,31 +81,45 @@ static int count_colour(const char *dot, const char *colour)
 	return tu_count(dot, want);
 }
 
+/* Two delegates, @d0 on td0 and @d1 on td1, both reading %x; extra adds a
+ * returned input line. */
+static pr_program *two_delegates(const char *td0, const char *td1, const char *extra)
+{
+	char text[1024];
+	snprintf(text, sizeof text,
+		 "passrun 1\n"
+		 "op aten::add.Tensor(Tensor self, Tensor other) -> Tensor\n"
+		 "delegate @d0 backend=\"CudaBackend\" target_device=\"%s\" {\n"
+		 "  %%a: f32[4] = input\n  %%b: f32[4] = aten::add.Tensor(%%a, %%a)\n  return %%b\n}\n"
+		 "delegate @d1 backend=\"CudaBackend\" target_device=\"%s\" {\n"
+		 "  %%a: f32[4] = input\n  %%b: f32[4] = aten::add.Tensor(%%a, %%a)\n  return %%b\n}\n"
+		 "method @forward {\n"
+		 "  %%x: f32[4] = input user \"x\"\n"
+		 "  %%p: (f32[4]) = delegate @d0(%%x)\n"
+		 "  %%q: (f32[4]) = delegate @d1(%%x)\n%s"
+		 "  return %%p, %%q%s\n"
+		 "}\n", td0, td1, extra ? extra : "", extra ? ", %n" : "");
+	return tu_parse(text);
+}
+
+/* The fill colour of the first node whose text follows `after`. */
+static void fill_after(const char *dot, const char *after, char out[16])
+{
+	const char *at = strstr(dot, after);
+	cr_assert(at, "no %s in\n%s", after, dot);
+	out[0] = 0;
+	sscanf(strstr(at, "fillcolor=\"") + 11, "%15[^\"]", out);
+}
+
 /* Each device its own colour, the same before and after placement: a
  * delegate takes its target_device's before any tensor is placed. */
 Test(dot, devices_keep_distinct_colours_before_and_after)
 {
-	const char *text =
-		"passrun 1\n"
-		"op aten::add.Tensor(Tensor self, Tensor other) -> Tensor\n"
-		"delegate @d0 backend=\"CudaBackend\" target_device=\"cuda:0\" {\n"
-		"  %a: f32[4] = input\n  %b: f32[4] = aten::add.Tensor(%a, %a)\n  return %b\n}\n"
-		"delegate @d1 backend=\"CudaBackend\" target_device=\"cuda:1\" {\n"
-		"  %a: f32[4] = input\n  %b: f32[4] = aten::add.Tensor(%a, %a)\n  return %b\n}\n"
-		"method @forward {\n"
-		"  %x: f32[4] = input user \"x\"\n"
-		"  %p: (f32[4]) = delegate @d0(%x)\n"
-		"  %q: (f32[4]) = delegate @d1(%x)\n"
-		"  return %p, %q\n"
-		"}\n";
-	pr_program *p = tu_parse(text);
+	pr_program *p = two_delegates("cuda:0", "cuda:1", NULL);
 	char *dot = pr_dot_render(p, NULL);
-	const char *c0 = strstr(dot, "delegate @d0");
-	const char *c1 = strstr(dot, "delegate @d1");
-	cr_assert(c0 && c1, "%s", dot);
-	char col0[16] = "", col1[16] = "";
-	sscanf(strstr(c0, "fillcolor=\"") + 11, "%15[^\"]", col0);
-	sscanf(strstr(c1, "fillcolor=\"") + 11, "%15[^\"]", col1);
+	char col0[16], col1[16];
+	fill_after(dot, "delegate @d0", col0);
+	fill_after(dot, "delegate @d1", col1);
 	cr_assert_str_neq(col0, col1, "cuda:0 and cuda:1 share a colour:\n%s", dot);
 	cr_assert_str_neq(col0, "#e0e0e0", "a delegate is drawn in its device's colour");
 	cr_assert_eq(count_colour(dot, col0), 2, "the delegate and its legend entry:\n%s", dot);
@@ -222,4 +240,24 @@ Test(dot, changes_mark_added_and_removed_nodes)
 	free(dot);
 	pr_program_free(before);
 	pr_program_free(after);
+}
+
+/* One device, one colour: "CUDA", "cuda" and "cuda:0" are cuda:0; a device
+ * type no code names (a plugin's "npu") gets a colour of its own too. */
+Test(dot, one_device_one_colour_whatever_its_spelling)
+{
+	pr_program *p = two_delegates("CUDA", "cuda:0", "  %n: f32[4]@npu:0 = input user \"n\"\n");
+	char *dot = pr_dot_render(p, NULL);
+	char col_upper[16], col_zero[16], col_npu[16];
+	fill_after(dot, "delegate @d0", col_upper);
+	fill_after(dot, "delegate @d1", col_zero);
+	fill_after(dot, "user input\\n@npu:0", col_npu);
+	cr_assert_str_eq(col_upper, col_zero, "CUDA and cuda:0 differ:\n%s", dot);
+	cr_assert(strstr(dot, "delegate @d0\\non cuda:0"), "%s", dot);
+	cr_assert_eq(tu_count(dot, "[label=\"cuda:0\""), 1, "one legend entry:\n%s", dot);
+	cr_assert_str_neq(col_npu, "#e0e0e0", "npu is a device, not the host");
+	cr_assert_str_neq(col_npu, col_zero, "npu:0 is not cuda:0");
+	cr_assert(strstr(dot, "[label=\"npu:0\""), "npu in the legend:\n%s", dot);
+	free(dot);
+	pr_program_free(p);
 }

@@ -105,6 +105,56 @@ Test(memory_plan, M1_aliases_share_and_devices_get_their_arena)
 	tu_result_free(&r);
 }
 
+/* "CUDA", "cuda:0" and "cuda" are one device: one arena, cuda:0, holds every
+ * device tensor (the placement golden case checks the copies). */
+Test(memory_plan, M1_spellings_of_one_device_share_one_arena)
+{
+	const char *prog = PASSRUN_SOURCE_DIR "/tests/placement/b5_one_device.pg";
+	tu_result r = run_ok("--pipeline cuda --print --stats=json", prog);
+	pr_program *p = parse_printed(r.out);
+	cr_assert_eq(plan_errors(p), 0);
+	int on_device = 0;
+	pr_graph_for_each(p->methods[0], n) {
+		bool tuple = n->type.kind == PR_TYPE_TUPLE;
+		pr_spec *s = tuple ? &n->type.elems[0] : pr_node_spec(n);
+		if (!s || pr_device_is_host(s->device))
+			continue;
+		on_device++;
+		cr_assert(s->has_mem, "%%%s is not planned", n->name);
+		cr_assert_str_eq(s->mem_arena.type, "cuda", "%%%s", n->name);
+		cr_assert_eq(s->mem_arena.index, 0, "%%%s", n->name);
+	}
+	cr_assert_eq(on_device, 7, "%s", r.out);
+	const char *planned = strstr(r.out, "\"planned_bytes\": {\"cpu\": 24, \"cuda:0\": ");
+	cr_assert(planned, "%s", r.out);
+	int arenas = 1;
+	for (const char *c = planned; *c && *c != '}'; c++)
+		arenas += *c == ',';
+	cr_assert_eq(arenas, 2, "the host's and cuda:0's arenas only:\n%s", r.out);
+	pr_program_free(p);
+	tu_result_free(&r);
+}
+
+/* An arena's device type comes from the registry: one nobody registered
+ * gets no plan and an E-PLAN naming the registered types. */
+Test(memory_plan, M1_arena_of_an_unregistered_type_is_refused)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/tpu.pg", tu_temp_dir());
+	FILE *f = fopen(path, "w");
+	fputs("passrun 1\nop aten::relu(Tensor self) -> Tensor\n"
+	      "method @forward {\n  %x: f32[4] = input user \"x\"\n"
+	      "  %r: f32[4] = aten::relu(%x)\n  %t: f32[4]@tpu:0 = input user \"t\"\n"
+	      "  return %r, %t\n}\n", f);
+	fclose(f);
+	tu_result r = tu_run("%s --passes memory-plan --print %s", PASSRUN_EXE, path);
+	cr_assert_eq(r.status, 1, "%s", r.err);
+	cr_assert(strstr(r.err, "E-PLAN"), "%s", r.err);
+	cr_assert(strstr(r.err, "arena tpu:0 are on a device of type 'tpu', which is not registered "
+			 "(registered: cpu, cuda"), "%s", r.err);
+	tu_result_free(&r);
+}
+
 Test(memory_plan, M1_second_run_changes_nothing)
 {
 	tu_result once = run_ok("--passes memory-plan --print", PROG("m1_aliases.pg"));

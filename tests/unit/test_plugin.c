@@ -60,6 +60,18 @@ Test(plugin, wrong_abi_version_names_both_versions)
 	tu_result_free(&r);
 }
 
+/* pr_register_device_type's refusal fails the load, naming the plugin and
+ * the type, even when the callback ignores it. */
+Test(plugin, conflicting_device_type_fails_the_load)
+{
+	tu_result r = run(NODEF " --plugin " PLUGIN("bad_device") " --list-passes");
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "plugin 'bad-device'"), "names the plugin: %s", r.err);
+	cr_assert(strstr(r.err, "device type 'cuda' is already registered with other properties "
+			 "(host addressable: no, alignment 1)"), "%s", r.err);
+	tu_result_free(&r);
+}
+
 Test(plugin, missing_entry_point_names_file_and_symbol)
 {
 	tu_result r = run(NODEF " --plugin " PLUGIN("no_entry") " --list-passes");

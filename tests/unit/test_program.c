@@ -1,4 +1,4 @@
-/* The program model: devices, specs, graph editing, use lists, order. */
+/* The program model: specs, graph editing, use lists, order. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,20 +27,6 @@ static pr_node *new_reader(const char *name, pr_node *a, pr_node *b)
 	args[1].u.value = b;
 	pr_node_set_args(n, args, 2);
 	return n;
-}
-
-Test(device, parses_case_insensitively)
-{
-	pr_device d;
-	char buf[PR_DEVICE_STR_MAX];
-	cr_assert(pr_device_parse("CUDA:1", 6, &d));
-	cr_assert_str_eq(pr_device_str(d, buf), "cuda:1");
-	cr_assert(pr_device_parse("cpu", 3, &d));
-	cr_assert(pr_device_is_host(d));
-	cr_assert(!pr_device_parse("cuda:", 5, &d));
-	cr_assert(!pr_device_parse(":0", 2, &d));
-	cr_assert(!pr_device_parse("cu da", 5, &d));
-	cr_assert(pr_device_equal(pr_device_host(), d));
 }
 
 Test(spec, layouts_and_sizes)

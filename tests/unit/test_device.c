@@ -1,0 +1,194 @@
+/* Devices (device.h): the TYPE[:INDEX] parser, a delegate's device, and the
+ * registry of device types. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "passrun/device.h"
+#include "passrun/diag.h"
+#include "passrun/program.h"
+#include "passrun/verify.h"
+#include "testutil.h"
+
+static pr_device parse(const char *s)
+{
+	pr_device d;
+	cr_assert(pr_device_parse(s, strlen(s), &d), "'%s' does not parse", s);
+	return d;
+}
+
+static const char *str(pr_device d)
+{
+	static char buf[PR_DEVICE_STR_MAX];
+	return pr_device_str(d, buf);
+}
+
+Test(device, parses_case_insensitively)
+{
+	cr_assert_str_eq(str(parse("CUDA:1")), "cuda:1");
+	cr_assert_str_eq(str(parse("Cuda:12")), "cuda:12");
+	cr_assert_str_eq(parse("NPU_2:3").type, "npu_2");
+	pr_device d;
+	cr_assert(!pr_device_parse("cuda:", 5, &d));
+	cr_assert(!pr_device_parse(":0", 2, &d));
+	cr_assert(!pr_device_parse("cu da", 5, &d));
+	cr_assert(!pr_device_parse("0cuda", 5, &d));
+	cr_assert(!pr_device_parse("cuda:-1", 7, &d));
+	cr_assert(!pr_device_parse("cuda:1x", 7, &d));
+	cr_assert(!pr_device_parse("", 0, &d));
+	cr_assert(!pr_device_parse("abcdefghijklmnop", 16, &d), "a type is at most 15 characters");
+	cr_assert(pr_device_parse("abcdefghijklmno", 15, &d));
+}
+
+/* ExecuTorch's _parse_device_spec_value: a bare type is index 0. */
+Test(device, bare_type_is_index_0)
+{
+	pr_device upper = parse("CUDA"), lower = parse("cuda"), zero = parse("cuda:0");
+	cr_assert_eq(upper.index, 0);
+	cr_assert(pr_device_equal(upper, zero) && pr_device_equal(lower, zero));
+	cr_assert_str_eq(str(upper), "cuda:0");
+	cr_assert(!memcmp(&upper, &zero, sizeof upper), "canonical values are one value");
+	cr_assert(!pr_device_equal(zero, parse("cuda:1")));
+	cr_assert(!pr_device_equal(zero, parse("npu:0")));
+	pr_device hand = {.type = "cuda", .index = -1};
+	cr_assert(pr_device_equal(hand, zero), "a value built by hand compares canonically");
+	cr_assert_str_eq(str(hand), "cuda:0");
+}
+
+Test(device, cpu_is_the_host_whatever_its_index)
+{
+	cr_assert(pr_device_is_host(parse("cpu")));
+	cr_assert(pr_device_is_host(parse("CPU:3")));
+	cr_assert(pr_device_equal(parse("cpu:1"), pr_device_host()));
+	cr_assert_str_eq(str(parse("Cpu:2")), "cpu");
+	cr_assert(!pr_device_is_host(parse("cuda")));
+}
+
+static pr_program *with_delegate(const char *spec)
+{
+	char text[512];
+	snprintf(text, sizeof text,
+		 "passrun 1\nop aten::relu(Tensor self) -> Tensor\n"
+		 "delegate @d backend=\"B\"%s {\n  %%a: f32[2] = input\n"
+		 "  %%b: f32[2] = aten::relu(%%a)\n  return %%b\n}\n", spec);
+	return tu_parse(text);
+}
+
+/* One reader of target_device, a located error for what is not a device. */
+Test(device, delegate_device_reads_target_device)
+{
+	const char *cases[][2] = {
+		{"", "cpu"}, {" target_device=\"CUDA\"", "cuda:0"},
+		{" target_device=\"cuda:2\"", "cuda:2"}, {" target_device=\"cpu\"", "cpu"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		pr_program *p = with_delegate(cases[i][0]);
+		pr_device d;
+		pr_err *err = pr_delegate_device(p->delegates[0], &d);
+		cr_assert_null(err, "%s: %s", cases[i][0], err ? pr_err_message(err) : "");
+		cr_assert_str_eq(str(d), cases[i][1]);
+		pr_program_free(p);
+	}
+	const char *bad[] = {" target_device=\"tpu:0\"", " target_device=\"cuda:\"",
+			     " target_device=\"\""};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		pr_program *p = with_delegate(bad[i]);
+		pr_device d = parse("cuda:5");
+		pr_err *err = pr_delegate_device(p->delegates[0], &d);
+		cr_assert_not_null(err, "%s is a device", bad[i]);
+		const char *m = pr_err_message(err);
+		cr_assert(strstr(m, "delegate @d has target_device="), "%s", m);
+		cr_assert(strstr(m, "registered device type (cpu, cuda"), "%s", m);
+		cr_assert(pr_device_is_host(d), "the device is the host on error");
+		pr_err_free(err);
+		pr_program_free(p);
+	}
+}
+
+Test(device, registry_holds_cpu_and_cuda)
+{
+	const pr_device_type *cpu = pr_device_type_find("CPU"), *cuda = pr_device_type_find("cuda");
+	cr_assert(cpu && cuda);
+	cr_assert(cpu->host_addressable);
+	cr_assert(!cuda->host_addressable);
+	cr_assert_eq(pr_device_type_get(0), cpu);
+	cr_assert_eq(pr_device_type_get(1), cuda);
+	cr_assert_null(pr_device_type_get(pr_device_type_count()));
+	cr_assert_null(pr_device_type_find("tpu"));
+	cr_assert_null(pr_device_type_find("cuda:0"), "a type, not a device");
+}
+
+Test(device, registry_grows_and_refuses_conflicts)
+{
+	pr_device_type npu = {sizeof npu, "NPU", false, 64};
+	cr_assert_null(pr_device_type_add(&npu));
+	const pr_device_type *t = pr_device_type_find("npu");
+	cr_assert(t);
+	cr_assert_str_eq(t->name, "npu", "names are lower-cased and copied");
+	cr_assert_eq(t->alignment, 64);
+	cr_assert_null(pr_device_type_add(&npu), "the same type again is a no-op");
+	int n = pr_device_type_count();
+	char buf[PR_DEVICE_TYPES_STR_MAX];
+	cr_assert_str_eq(pr_device_types_str(buf), "cpu, cuda, npu");
+
+	pr_device_type other = npu;
+	other.alignment = 128;
+	pr_err *err = pr_device_type_add(&other);
+	cr_assert(err && strstr(pr_err_message(err), "already registered"));
+	pr_err_free(err);
+	pr_device_type cuda = {sizeof cuda, "cuda", true, 16};
+	err = pr_device_type_add(&cuda);
+	cr_assert(err, "a plugin cannot redefine the core's cuda");
+	pr_err_free(err);
+
+	pr_device_type bad_align = {sizeof bad_align, "dsp", false, 24};
+	err = pr_device_type_add(&bad_align);
+	cr_assert(err && strstr(pr_err_message(err), "power of two"));
+	pr_err_free(err);
+	pr_device_type bad_name = {sizeof bad_name, "npu:0", false, 16};
+	err = pr_device_type_add(&bad_name);
+	cr_assert(err && strstr(pr_err_message(err), "a name is a letter"));
+	pr_err_free(err);
+	pr_device_type short_struct = {4, "dsp", false, 16};
+	err = pr_device_type_add(&short_struct);
+	cr_assert(err && strstr(pr_err_message(err), "too small"));
+	pr_err_free(err);
+	cr_assert_eq(pr_device_type_count(), n, "refused types are not added");
+
+	pr_program *p = with_delegate(" target_device=\"Npu:1\"");
+	pr_device d;
+	err = pr_delegate_device(p->delegates[0], &d);
+	cr_assert_null(err, "a registered type is a device");
+	cr_assert_str_eq(str(d), "npu:1");
+	pr_program_free(p);
+}
+
+static int verify_errors(const char *device)
+{
+	char text[512];
+	snprintf(text, sizeof text,
+		 "passrun 1\nop aten::relu(Tensor self) -> Tensor\n"
+		 "method @forward {\n  %%x: f32[2]@%s = input user \"x\"\n"
+		 "  %%r: f32[2] = aten::relu(%%x)\n  return %%r\n}\n", device);
+	pr_program *p = tu_parse(text);
+	pr_diags diags;
+	pr_diags_init(&diags, "t.pg");
+	int n = pr_verify(p, &diags, "verifier");
+	for (int i = 0; i < diags.n; i++)
+		cr_assert_str_eq(diags.items[i].code, "E-PLACEMENT", "%s", diags.items[i].message);
+	pr_diags_free(&diags);
+	pr_program_free(p);
+	return n;
+}
+
+/* The verifier asks the registry: host code may read a device of a type
+ * registered host addressable in place, and no other device. */
+Test(device, verifier_lets_host_code_read_host_addressable_types)
+{
+	cr_assert_eq(verify_errors("cuda:0"), 1, "a host op reads cuda memory");
+	cr_assert_eq(verify_errors("shared:0"), 1, "an unregistered type is not host addressable");
+	pr_device_type shared = {sizeof shared, "shared", true, 16};
+	cr_assert_null(pr_device_type_add(&shared));
+	cr_assert_eq(verify_errors("shared:0"), 0, "a host-addressable type is read in place");
+	cr_assert_eq(verify_errors("cuda:0"), 1);
+}
