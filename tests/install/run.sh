@@ -35,11 +35,13 @@ so=$work/plugin-build/largest-copies.so
 
 # Its golden tests, one CTest test per tests/*.pg, run by the installed
 # passrun-lit with --plugin largest-copies.so.
-ctest --test-dir plugin-build -N | grep -q "Total Tests: 2" ||
-  { ctest --test-dir plugin-build -N; fail "passrun_add_golden_tests did not make 2 tests"; }
+ctest --test-dir plugin-build -N | grep -q "Total Tests: 3" ||
+  { ctest --test-dir plugin-build -N; fail "passrun_add_golden_tests did not make 3 tests"; }
 ctest --test-dir plugin-build --output-on-failure >ctest.txt 2>&1 ||
   { cat ctest.txt; fail "the plugin's golden tests"; }
 grep -q "largest-copies/largest_copies .*Passed" ctest.txt || { cat ctest.txt; fail "test names"; }
+grep -q "largest-copies/written_inputs .*Passed" ctest.txt ||
+  { cat ctest.txt; fail "the host-writes client's golden test"; }
 # The installed passrun-lit fails a broken expectation, at its line.
 sed 's/^# DIAG all: N-LARGEST-COPY 3$/# DIAG all: N-LARGEST-COPY 4/' \
   "$src/examples/plugin/tests/largest_copies.pg" >broken.pg
@@ -73,12 +75,11 @@ export PKG_CONFIG_PATH
   "$prog" 2>err4.txt >/dev/null
 grep -q "N-LARGEST-COPY" err4.txt || fail "the pkg-config build"
 
-# A third-party client of the host-writes analysis, against the installed
-# <passrun/host_writes.h> only; its golden test through the installed tool.
+# The host-writes client builds from the installed headers alone, warning-free.
 "$cc" -Wall -Wextra -Werror -shared -fPIC $(pkg-config --cflags passrun) \
-  "$src/tests/install/host_writes_client.c" -o written-inputs.so
+  "$src/examples/plugin/written_inputs.c" -o written-inputs.so
 "$work/prefix/bin/passrun-lit" --plugin "$work/written-inputs.so" \
-  "$src/tests/install/written_inputs.pg" >lit2.txt 2>&1 || { cat lit2.txt; fail "the host-writes client"; }
+  "$src/examples/plugin/tests/written_inputs.pg" >lit2.txt 2>&1 || { cat lit2.txt; fail "the host-writes client"; }
 
 # The example's device type: npu-device.so and npu.yaml, built beside it.
 [ -f "$work/plugin-build/npu-device.so" ] && [ -f "$work/plugin-build/npu.yaml" ] ||
