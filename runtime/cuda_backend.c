@@ -5,8 +5,8 @@
  * CUDA's libraries cost every process that maps them 0.1 s and 210 MB before
  * main() (and 15 s under Valgrind), while most runs use the simulated device.
  * The library is opened the first time a caller asks whether there is a CUDA
- * device or for one; it hands back one table (pr_cuda_backend, rt_cuda.h).
- * Until then pr_cuda_kernels lists none and the registry merges none in. */
+ * device or for one; it hands back one table (prt_cuda_backend, rt_cuda.h).
+ * Until then prt_cuda_kernels lists none and the registry merges none in. */
 #define _GNU_SOURCE   /* dladdr */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -16,7 +16,7 @@
 #include "rt.h"
 #include "rt_cuda.h"
 
-static const pr_cuda_backend *backend;
+static const prt_cuda_backend *backend;
 static char why_not[4200];          /* why there is no backend, once tried */
 static pthread_once_t tried = PTHREAD_ONCE_INIT;
 
@@ -26,7 +26,7 @@ static pthread_once_t tried = PTHREAD_ONCE_INIT;
 static bool module_path(char *out, size_t size)
 {
 	Dl_info info;
-	if (!dladdr((void *)&pr_cuda_available, &info) || !info.dli_fname) {
+	if (!dladdr((void *)&prt_cuda_available, &info) || !info.dli_fname) {
 		snprintf(why_not, sizeof why_not, "cannot find where libpassrun_runtime is loaded from");
 		return false;
 	}
@@ -56,10 +56,10 @@ static void load(void)
 		snprintf(why_not, sizeof why_not, "cannot load the CUDA backend: %s", dlerror());
 		return;
 	}
-	const pr_cuda_backend *b = dlsym(h, PR_CUDA_BACKEND_SYMBOL);
-	if (!b || b->abi != PR_CUDA_BACKEND_ABI) {
+	const prt_cuda_backend *b = dlsym(h, PRT_CUDA_BACKEND_SYMBOL);
+	if (!b || b->abi != PRT_CUDA_BACKEND_ABI) {
 		snprintf(why_not, sizeof why_not, "%s: %s", path,
-			 b ? "built for another passrun (ABI mismatch)" : "no " PR_CUDA_BACKEND_SYMBOL);
+			 b ? "built for another passrun (ABI mismatch)" : "no " PRT_CUDA_BACKEND_SYMBOL);
 		dlclose(h);
 		return;
 	}
@@ -67,35 +67,35 @@ static void load(void)
 #endif
 }
 
-static const pr_cuda_backend *get(void)
+static const prt_cuda_backend *get(void)
 {
 	pthread_once(&tried, load);
 	return backend;
 }
 
-bool pr_cuda_loaded(void) { return backend != NULL; }
+bool prt_cuda_loaded(void) { return backend != NULL; }
 
-bool pr_cuda_available(void)
+bool prt_cuda_available(void)
 {
-	const pr_cuda_backend *b = get();
+	const prt_cuda_backend *b = get();
 	return b && b->available();
 }
 
-pr_err *pr_cuda_new(pr_device where, pr_dev **out)
+pr_err *prt_cuda_new(pr_device where, prt_dev **out)
 {
 	*out = NULL;
-	const pr_cuda_backend *b = get();
+	const prt_cuda_backend *b = get();
 	return b ? b->dev_new(where, out) : pr_err_new("%s", why_not);
 }
 
-const pr_cuda_kernel *pr_cuda_kernels(int *n)
+const prt_cuda_kernel *prt_cuda_kernels(int *n)
 {
 	*n = 0;
 	return backend ? backend->kernels(n) : NULL;
 }
 
-pr_err *pr_cuda_copy(pr_kctx *k, pr_tensor *dst, const pr_tensor *src)
+pr_err *prt_cuda_copy(prt_kctx *k, prt_tensor *dst, const prt_tensor *src)
 {
-	const pr_cuda_backend *b = get();
+	const prt_cuda_backend *b = get();
 	return b ? b->copy(k, dst, src) : pr_err_new("%s", why_not);
 }

@@ -1,7 +1,7 @@
 /* device.c: the device layer's common part.
  *
- * A pr_devset holds the devices of one kind ("sim" or "cuda") that a program
- * names, created on first use; slot 0 is the host, which has no pr_dev. A
+ * A prt_devset holds the devices of one kind ("sim" or "cuda") that a program
+ * names, created on first use; slot 0 is the host, which has no prt_dev. A
  * device's type must be registered (device.h); sim simulates every
  * registered type, cuda runs the cuda type on the GPU. Every
  * allocation and copy goes through here so that the byte counters (what
@@ -14,12 +14,12 @@
 
 #include "rt.h"
 
-pr_err *pr_devset_init(pr_devset *s, const char *kind)
+pr_err *prt_devset_init(prt_devset *s, const char *kind)
 {
 	memset(s, 0, sizeof *s);
 	if (strcmp(kind, "sim") != 0 && strcmp(kind, "cuda") != 0)
 		return pr_err_new("unknown device kind '%s' (valid: sim, cuda)", kind);
-	if (strcmp(kind, "cuda") == 0 && !pr_cuda_available())
+	if (strcmp(kind, "cuda") == 0 && !prt_cuda_available())
 		return pr_err_new("--device=cuda: no CUDA device is available");
 	snprintf(s->kind, sizeof s->kind, "%s", kind);
 	s->n = 1;
@@ -27,7 +27,7 @@ pr_err *pr_devset_init(pr_devset *s, const char *kind)
 	return NULL;
 }
 
-void pr_devset_free(pr_devset *s)
+void prt_devset_free(prt_devset *s)
 {
 	for (int i = 1; i < s->n; i++)
 		if (s->devs[i])
@@ -36,7 +36,7 @@ void pr_devset_free(pr_devset *s)
 }
 
 /* sim simulates a device of every registered type; cuda runs cuda only. */
-static pr_err *check_device_type(const pr_devset *s, pr_device d)
+static pr_err *check_device_type(const prt_devset *s, pr_device d)
 {
 	char buf[PR_DEVICE_STR_MAX], types[PR_DEVICE_TYPES_STR_MAX];
 	if (!pr_device_type_find(d.type))
@@ -49,7 +49,7 @@ static pr_err *check_device_type(const pr_devset *s, pr_device d)
 	return NULL;
 }
 
-pr_err *pr_devset_slot(pr_devset *s, pr_device d, int *slot)
+pr_err *prt_devset_slot(prt_devset *s, pr_device d, int *slot)
 {
 	if (pr_device_is_host(d)) {
 		*slot = 0;
@@ -66,11 +66,11 @@ pr_err *pr_devset_slot(pr_devset *s, pr_device d, int *slot)
 		return err;
 	if (s->n == (int)(sizeof s->devs / sizeof s->devs[0]))
 		return pr_err_new("too many devices (at most %d)", s->n - 1);
-	pr_dev *dev = NULL;
+	prt_dev *dev = NULL;
 	if (strcmp(s->kind, "sim") == 0) {
-		dev = pr_sim_new(d, pr_device_type_find(d.type)->host_addressable);
+		dev = prt_sim_new(d, pr_device_type_find(d.type)->host_addressable);
 	} else {
-		pr_err *e = pr_cuda_new(d, &dev);
+		pr_err *e = prt_cuda_new(d, &dev);
 		if (e)
 			return e;
 	}
@@ -80,13 +80,13 @@ pr_err *pr_devset_slot(pr_devset *s, pr_device d, int *slot)
 	return NULL;
 }
 
-void pr_devset_reset_counters(pr_devset *s)
+void prt_devset_reset_counters(prt_devset *s)
 {
 	for (int i = 1; i < s->n; i++)
 		s->devs[i]->h2d_bytes = s->devs[i]->d2h_bytes = 0;
 }
 
-void pr_devset_counters(const pr_devset *s, int64_t *h2d, int64_t *d2h)
+void prt_devset_counters(const prt_devset *s, int64_t *h2d, int64_t *d2h)
 {
 	*h2d = *d2h = 0;
 	for (int i = 1; i < s->n; i++) {
@@ -95,7 +95,7 @@ void pr_devset_counters(const pr_devset *s, int64_t *h2d, int64_t *d2h)
 	}
 }
 
-pr_err *pr_mem_alloc(pr_devset *s, int slot, int64_t bytes, void **out)
+pr_err *prt_mem_alloc(prt_devset *s, int slot, int64_t bytes, void **out)
 {
 	if (bytes <= 0)
 		bytes = 1;      /* every tensor gets an address, even an empty one */
@@ -107,11 +107,11 @@ pr_err *pr_mem_alloc(pr_devset *s, int slot, int64_t bytes, void **out)
 		memset(*out, 0, n);
 		return NULL;
 	}
-	pr_dev *d = s->devs[slot];
+	prt_dev *d = s->devs[slot];
 	return d->ops->alloc(d, bytes, out);
 }
 
-void pr_mem_free(pr_devset *s, int slot, void *p, int64_t bytes)
+void prt_mem_free(prt_devset *s, int slot, void *p, int64_t bytes)
 {
 	if (!p)
 		return;
@@ -119,11 +119,11 @@ void pr_mem_free(pr_devset *s, int slot, void *p, int64_t bytes)
 		free(p);
 		return;
 	}
-	pr_dev *d = s->devs[slot];
+	prt_dev *d = s->devs[slot];
 	d->ops->free(d, p, bytes <= 0 ? 1 : bytes);
 }
 
-pr_err *pr_mem_copy(pr_devset *s, int dst_slot, void *dst, int src_slot, const void *src,
+pr_err *prt_mem_copy(prt_devset *s, int dst_slot, void *dst, int src_slot, const void *src,
 		    int64_t n, bool counted)
 {
 	if (n <= 0)
@@ -135,27 +135,27 @@ pr_err *pr_mem_copy(pr_devset *s, int dst_slot, void *dst, int src_slot, const v
 	if (dst_slot != 0 && src_slot != 0) {
 		if (dst_slot != src_slot)
 			return pr_err_new("copies between two devices are not supported");
-		pr_dev *d = s->devs[dst_slot];
+		prt_dev *d = s->devs[dst_slot];
 		return d->ops->d2d(d, dst, src, n);
 	}
 	if (dst_slot != 0) {
-		pr_dev *d = s->devs[dst_slot];
+		prt_dev *d = s->devs[dst_slot];
 		pr_err *e = d->ops->h2d(d, dst, src, n);
 		if (!e && counted)
 			d->h2d_bytes += n;
 		return e;
 	}
-	pr_dev *d = s->devs[src_slot];
+	prt_dev *d = s->devs[src_slot];
 	pr_err *e = d->ops->d2h(d, dst, src, n);
 	if (!e && counted)
 		d->d2h_bytes += n;
 	return e;
 }
 
-pr_err *pr_mem_sync(pr_devset *s, int slot)
+pr_err *prt_mem_sync(prt_devset *s, int slot)
 {
 	if (slot == 0)
 		return NULL;
-	pr_dev *d = s->devs[slot];
+	prt_dev *d = s->devs[slot];
 	return d->ops->sync(d);
 }

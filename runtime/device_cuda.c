@@ -36,20 +36,20 @@ typedef struct cuda_dev {
 					  cudaGetErrorString(rc_));                \
 	} while (0)
 
-bool pr_cuda_available(void)
+bool prt_cuda_available(void)
 {
 	int n = 0;
 	return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-static pr_err *select_dev(pr_dev *d)
+static pr_err *select_dev(prt_dev *d)
 {
 	cuda_dev *c = d->impl;
 	CU(cudaSetDevice(c->index));
 	return NULL;
 }
 
-static pr_err *cuda_alloc(pr_dev *d, int64_t bytes, void **out)
+static pr_err *cuda_alloc(prt_dev *d, int64_t bytes, void **out)
 {
 	pr_err *e = select_dev(d);
 	if (e)
@@ -59,14 +59,14 @@ static pr_err *cuda_alloc(pr_dev *d, int64_t bytes, void **out)
 	return NULL;
 }
 
-static void cuda_free(pr_dev *d, void *p, int64_t bytes)
+static void cuda_free(prt_dev *d, void *p, int64_t bytes)
 {
 	(void)bytes;
 	pr_err_free(select_dev(d));
 	cudaFree(p);
 }
 
-static pr_err *cuda_sync(pr_dev *d)
+static pr_err *cuda_sync(prt_dev *d)
 {
 	cuda_dev *c = d->impl;
 	pr_err *e = select_dev(d);
@@ -78,7 +78,7 @@ static pr_err *cuda_sync(pr_dev *d)
 }
 
 /* Pinned staging of at least n bytes, free to write. */
-static pr_err *staging(pr_dev *d, int64_t n)
+static pr_err *staging(prt_dev *d, int64_t n)
 {
 	cuda_dev *c = d->impl;
 	if (c->staging_busy) {
@@ -97,7 +97,7 @@ static pr_err *staging(pr_dev *d, int64_t n)
 	return NULL;
 }
 
-static pr_err *cuda_h2d(pr_dev *d, void *dst, const void *src, int64_t n)
+static pr_err *cuda_h2d(prt_dev *d, void *dst, const void *src, int64_t n)
 {
 	cuda_dev *c = d->impl;
 	pr_err *e = select_dev(d);
@@ -111,7 +111,7 @@ static pr_err *cuda_h2d(pr_dev *d, void *dst, const void *src, int64_t n)
 	return NULL;
 }
 
-static pr_err *cuda_d2h(pr_dev *d, void *dst, const void *src, int64_t n)
+static pr_err *cuda_d2h(prt_dev *d, void *dst, const void *src, int64_t n)
 {
 	cuda_dev *c = d->impl;
 	pr_err *e = select_dev(d);
@@ -125,7 +125,7 @@ static pr_err *cuda_d2h(pr_dev *d, void *dst, const void *src, int64_t n)
 	return NULL;
 }
 
-static pr_err *cuda_d2d(pr_dev *d, void *dst, const void *src, int64_t n)
+static pr_err *cuda_d2d(prt_dev *d, void *dst, const void *src, int64_t n)
 {
 	cuda_dev *c = d->impl;
 	pr_err *e = select_dev(d);
@@ -135,10 +135,10 @@ static pr_err *cuda_d2d(pr_dev *d, void *dst, const void *src, int64_t n)
 	return NULL;
 }
 
-static void cuda_enter(pr_dev *d) { pr_err_free(select_dev(d)); }
-static void cuda_leave(pr_dev *d) { (void)d; }
+static void cuda_enter(prt_dev *d) { pr_err_free(select_dev(d)); }
+static void cuda_leave(prt_dev *d) { (void)d; }
 
-static bool cuda_contains(pr_dev *d, const void *p, int64_t n)
+static bool cuda_contains(prt_dev *d, const void *p, int64_t n)
 {
 	(void)n;
 	cuda_dev *c = d->impl;
@@ -150,7 +150,7 @@ static bool cuda_contains(pr_dev *d, const void *p, int64_t n)
 	return a.type == cudaMemoryTypeDevice && a.device == c->index;
 }
 
-static void cuda_destroy(pr_dev *d)
+static void cuda_destroy(prt_dev *d)
 {
 	cuda_dev *c = d->impl;
 	pr_err_free(cuda_sync(d));
@@ -163,7 +163,7 @@ static void cuda_destroy(pr_dev *d)
 	free(d);
 }
 
-static const pr_dev_ops cuda_ops = {
+static const prt_dev_ops cuda_ops = {
 	.kind = "cuda",
 	.alloc = cuda_alloc,
 	.free = cuda_free,
@@ -177,7 +177,7 @@ static const pr_dev_ops cuda_ops = {
 	.destroy = cuda_destroy,
 };
 
-pr_err *pr_cuda_new(pr_device where, pr_dev **out)
+pr_err *prt_cuda_new(pr_device where, prt_dev **out)
 {
 	int n = 0;
 	CU(cudaGetDeviceCount(&n));
@@ -199,7 +199,7 @@ pr_err *pr_cuda_new(pr_device where, pr_dev **out)
 		free(c);
 		return pr_err_new("cuBLAS: cublasCreate failed on cuda:%d", index);
 	}
-	pr_dev *d = pr_xcalloc(1, sizeof *d);
+	prt_dev *d = pr_xcalloc(1, sizeof *d);
 	d->ops = &cuda_ops;
 	d->where = where;
 	d->impl = c;
@@ -207,15 +207,15 @@ pr_err *pr_cuda_new(pr_device where, pr_dev **out)
 	return NULL;
 }
 
-void *pr_cuda_stream(pr_dev *d) { return ((cuda_dev *)d->impl)->stream; }
-void *pr_cuda_blas(pr_dev *d) { return ((cuda_dev *)d->impl)->blas; }
+void *prt_cuda_stream(prt_dev *d) { return ((cuda_dev *)d->impl)->stream; }
+void *prt_cuda_blas(prt_dev *d) { return ((cuda_dev *)d->impl)->blas; }
 
 /* The one symbol the library exports (everything else is hidden, so these
  * names bind here, not to cuda_backend.c's wrappers of the same names). */
-__attribute__((visibility("default"))) const pr_cuda_backend pr_cuda_backend_v1 = {
-	.abi = PR_CUDA_BACKEND_ABI,
-	.available = pr_cuda_available,
-	.dev_new = pr_cuda_new,
-	.kernels = pr_cuda_kernels,
-	.copy = pr_cuda_copy,
+__attribute__((visibility("default"))) const prt_cuda_backend prt_cuda_backend_v1 = {
+	.abi = PRT_CUDA_BACKEND_ABI,
+	.available = prt_cuda_available,
+	.dev_new = prt_cuda_new,
+	.kernels = prt_cuda_kernels,
+	.copy = prt_cuda_copy,
 };

@@ -23,7 +23,7 @@
 typedef struct region {
 	uint8_t *p;
 	size_t size;
-	pr_dev *owner;
+	prt_dev *owner;
 } region;
 
 typedef struct sim {
@@ -40,7 +40,7 @@ static size_t page_round(int64_t n)
 	return ((size_t)n + pg - 1) / pg * pg;
 }
 
-static void set_prot(pr_dev *d, int prot)
+static void set_prot(prt_dev *d, int prot)
 {
 	if (((sim *)d->impl)->host_addressable)
 		return;
@@ -49,7 +49,7 @@ static void set_prot(pr_dev *d, int prot)
 			mprotect(g_regions[i].p, g_regions[i].size, prot);
 }
 
-static pr_err *sim_alloc(pr_dev *d, int64_t bytes, void **out)
+static pr_err *sim_alloc(prt_dev *d, int64_t bytes, void **out)
 {
 	size_t n = page_round(bytes);
 	sim *s = d->impl;
@@ -63,7 +63,7 @@ static pr_err *sim_alloc(pr_dev *d, int64_t bytes, void **out)
 	return NULL;
 }
 
-static void sim_free(pr_dev *d, void *p, int64_t bytes)
+static void sim_free(prt_dev *d, void *p, int64_t bytes)
 {
 	(void)d;
 	(void)bytes;
@@ -75,14 +75,14 @@ static void sim_free(pr_dev *d, void *p, int64_t bytes)
 		}
 }
 
-static void sim_enter(pr_dev *d)
+static void sim_enter(prt_dev *d)
 {
 	sim *s = d->impl;
 	if (s->open++ == 0)
 		set_prot(d, PROT_READ | PROT_WRITE);
 }
 
-static void sim_leave(pr_dev *d)
+static void sim_leave(prt_dev *d)
 {
 	sim *s = d->impl;
 	if (--s->open == 0)
@@ -91,7 +91,7 @@ static void sim_leave(pr_dev *d)
 
 
 /* The region of d holding [p, p+n), or NULL. */
-static region *find_region(pr_dev *d, const void *p, int64_t n)
+static region *find_region(prt_dev *d, const void *p, int64_t n)
 {
 	const uint8_t *b = p;
 	for (int i = 0; i < g_n_regions; i++) {
@@ -104,7 +104,7 @@ static region *find_region(pr_dev *d, const void *p, int64_t n)
 
 /* A copy opens only the regions it touches (one mprotect each way), unless
  * the device is already open for a kernel. */
-static pr_err *sim_copy(pr_dev *d, void *dst, const void *src, int64_t n)
+static pr_err *sim_copy(prt_dev *d, void *dst, const void *src, int64_t n)
 {
 	sim *s = d->impl;
 	bool open = s->open || s->host_addressable;
@@ -124,13 +124,13 @@ static pr_err *sim_copy(pr_dev *d, void *dst, const void *src, int64_t n)
 	return NULL;
 }
 
-static pr_err *sim_sync(pr_dev *d)
+static pr_err *sim_sync(prt_dev *d)
 {
 	(void)d;
 	return NULL;    /* copies are synchronous */
 }
 
-static void sim_destroy(pr_dev *d)
+static void sim_destroy(prt_dev *d)
 {
 	for (int i = g_n_regions - 1; i >= 0; i--)
 		if (g_regions[i].owner == d) {
@@ -146,12 +146,12 @@ static void sim_destroy(pr_dev *d)
 	free(d);
 }
 
-static bool sim_contains(pr_dev *d, const void *p, int64_t n)
+static bool sim_contains(prt_dev *d, const void *p, int64_t n)
 {
 	return find_region(d, p, n) != NULL;
 }
 
-static const pr_dev_ops sim_ops = {
+static const prt_dev_ops sim_ops = {
 	.kind = "sim",
 	.alloc = sim_alloc,
 	.free = sim_free,
@@ -165,9 +165,9 @@ static const pr_dev_ops sim_ops = {
 	.destroy = sim_destroy,
 };
 
-pr_dev *pr_sim_new(pr_device where, bool host_addressable)
+prt_dev *prt_sim_new(pr_device where, bool host_addressable)
 {
-	pr_dev *d = pr_xcalloc(1, sizeof *d);
+	prt_dev *d = pr_xcalloc(1, sizeof *d);
 	d->ops = &sim_ops;
 	d->where = where;
 	sim *s = pr_xcalloc(1, sizeof *s);
@@ -176,7 +176,7 @@ pr_dev *pr_sim_new(pr_device where, bool host_addressable)
 	return d;
 }
 
-pr_dev *pr_sim_owner(const void *p)
+prt_dev *prt_sim_owner(const void *p)
 {
 	const uint8_t *b = p;
 	for (int i = 0; i < g_n_regions; i++)
@@ -185,7 +185,7 @@ pr_dev *pr_sim_owner(const void *p)
 	return NULL;
 }
 
-void pr_sim_protect_all(void)
+void prt_sim_protect_all(void)
 {
 	for (int i = 0; i < g_n_regions; i++) {
 		sim *s = g_regions[i].owner->impl;

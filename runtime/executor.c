@@ -2,7 +2,7 @@
  * interpreter, which is the same machine in a simpler mode.
  *
  * Loading compiles the method into a flat instruction list. Every node gets a
- * value slot (pr_rv); arguments are resolved once to slot pointers, so a call
+ * value slot (prt_rv); arguments are resolved once to slot pointers, so a call
  * is a loop over instructions calling kernel function pointers, with no lookup
  * (the executor's overhead per node is what bench/executor measures).
  * Storage is decided at load:
@@ -50,8 +50,8 @@ typedef struct frame frame;
 
 typedef struct instr {
 	instr_kind kind;
-	pr_kernel_fn fn;
-	pr_kctx k;
+	prt_kernel_fn fn;
+	prt_kctx k;
 	int alias_arg;        /* the argument the result aliases, or -1 */
 	bool meta;            /* the kernel reads no element */
 	bool check_host;      /* a host kernel on a device set that cannot fault (cuda) */
@@ -61,15 +61,15 @@ typedef struct instr {
 
 struct frame {
 	int n_slots;
-	pr_rv *slots;
+	prt_rv *slots;
 	int n_code, cap_code;
 	instr *code;
 	int dev;              /* where ops run: 0 host */
 	int n_inputs;         /* body inputs (positional), in order */
-	pr_rv **inputs;
+	prt_rv **inputs;
 	pr_spec **input_specs;
 	pr_node *ret;         /* the return node */
-	pr_rv **rets;         /* the slots it returns, one per argument */
+	prt_rv **rets;         /* the slots it returns, one per argument */
 };
 
 /* A delegate's body, compiled once for all its calls: a program has no
@@ -90,7 +90,7 @@ typedef struct run_level {
 	frame *f;
 	instr *pc;            /* the next instruction */
 	instr *call;          /* the caller's I_DELEGATE; NULL for the method */
-	pr_dev *d;            /* the device entered for the body, or NULL */
+	prt_dev *d;            /* the device entered for the body, or NULL */
 } run_level;
 
 typedef struct alloc_rec {
@@ -101,16 +101,16 @@ typedef struct alloc_rec {
 
 typedef struct user_input {
 	pr_node *node;
-	pr_rv *slot;
-	pr_tensor host;       /* the value every call starts from; storage malloc'd */
+	prt_rv *slot;
+	prt_tensor host;       /* the value every call starts from; storage malloc'd */
 	bool set;
 } user_input;
 
-struct pr_exec {
+struct prt_exec {
 	const pr_program *p;
 	pr_graph *g;
 	bool reference;
-	pr_devset devs;
+	prt_devset devs;
 	frame main;
 	int n_allocs, cap_allocs;
 	alloc_rec *allocs;
@@ -123,7 +123,7 @@ struct pr_exec {
 	user_input *inputs;
 	int64_t load_h2d;
 	int64_t call_h2d, call_d2h;
-	pr_rv **wb_buffer;    /* per returned value: the buffer it writes back to */
+	prt_rv **wb_buffer;    /* per returned value: the buffer it writes back to */
 	int n_frames, cap_frames;
 	frame **frames;       /* delegate bodies, for freeing */
 	body_entry *bodies;   /* uthash by delegate, entries in body_store */
@@ -136,9 +136,9 @@ struct pr_exec {
 
 /* ---- storage -------------------------------------------------------------------- */
 
-static pr_err *track_alloc(pr_exec *e, int dev, int64_t bytes, void **out)
+static pr_err *track_alloc(prt_exec *e, int dev, int64_t bytes, void **out)
 {
-	pr_err *err = pr_mem_alloc(&e->devs, dev, bytes, out);
+	pr_err *err = prt_mem_alloc(&e->devs, dev, bytes, out);
 	if (err)
 		return err;
 	PR_GROW(e->allocs, e->n_allocs, e->cap_allocs);
@@ -148,7 +148,7 @@ static pr_err *track_alloc(pr_exec *e, int dev, int64_t bytes, void **out)
 
 /* One region of sizes[d] bytes on each device d that needs one (what names it
  * in an error). */
-static pr_err *alloc_per_device(pr_exec *e, const int64_t *sizes, uint8_t **regions,
+static pr_err *alloc_per_device(prt_exec *e, const int64_t *sizes, uint8_t **regions,
 				const char *what)
 {
 	for (int d = 0; d < e->devs.n; d++)
@@ -167,7 +167,7 @@ static pr_err *node_err(const pr_node *n, pr_err *err)
 
 /* Storage for a tensor of spec s: planned, or its own. force_dev >= 0 puts it
  * on that device whatever the spec says (delegate bodies). */
-static pr_err *place_tensor(pr_exec *e, const pr_spec *s, int force_dev, pr_tensor *t)
+static pr_err *place_tensor(prt_exec *e, const pr_spec *s, int force_dev, prt_tensor *t)
 {
 	int dev = 0;
 	uint8_t *data = NULL;
@@ -182,28 +182,28 @@ static pr_err *place_tensor(pr_exec *e, const pr_spec *s, int force_dev, pr_tens
 			data = e->scratch[dev] + at;
 		}
 	} else if (!e->reference && s->has_mem) {
-		if ((err = pr_devset_slot(&e->devs, s->mem_arena, &dev)))
+		if ((err = prt_devset_slot(&e->devs, s->mem_arena, &dev)))
 			return err;
 		data = e->arena[dev] ? e->arena[dev] + s->mem_offset : NULL;   /* an empty arena is NULL */
 	} else if (!e->reference) {
-		err = pr_devset_slot(&e->devs, s->device, &dev);
+		err = prt_devset_slot(&e->devs, s->device, &dev);
 	}
 	if (!err && !data)
 		err = track_alloc(e, dev, bytes, (void **)&data);
 	if (err)
 		return err;
-	*t = pr_tensor_from_spec(s, data, dev);
+	*t = prt_tensor_from_spec(s, data, dev);
 	return NULL;
 }
 
 /* The plan checker refuses these offsets; a caller that did not run it
  * gets an error here, not an arena sized by an overflowed sum. */
-static pr_err *arena_grow(pr_exec *e, const pr_node *n, const pr_spec *s)
+static pr_err *arena_grow(prt_exec *e, const pr_node *n, const pr_spec *s)
 {
 	int dev;
 	if (!s->has_mem)
 		return NULL;
-	pr_err *err = pr_devset_slot(&e->devs, s->mem_arena, &dev);
+	pr_err *err = prt_devset_slot(&e->devs, s->mem_arena, &dev);
 	if (err) {
 		pr_err_free(err);   /* reported when the tensor is placed */
 		return NULL;
@@ -244,7 +244,7 @@ static int64_t body_bytes(const pr_graph *body)
 
 /* Where delegate d's body runs: its target_device's slot, 0 for the host
  * (and for every body in the reference interpreter). */
-static pr_err *delegate_dev(pr_exec *e, const pr_delegate *d, int *dev)
+static pr_err *delegate_dev(prt_exec *e, const pr_delegate *d, int *dev)
 {
 	pr_device where;
 	*dev = 0;
@@ -252,11 +252,11 @@ static pr_err *delegate_dev(pr_exec *e, const pr_delegate *d, int *dev)
 	if (err)
 		return err;
 	if (!e->reference && !pr_device_is_host(where))
-		err = pr_devset_slot(&e->devs, where, dev);
+		err = prt_devset_slot(&e->devs, where, dev);
 	return err ? pr_err_wrap(err, "delegate @%s", d->name) : NULL;
 }
 
-static body_entry *find_body(const pr_exec *e, const pr_delegate *d)
+static body_entry *find_body(const prt_exec *e, const pr_delegate *d)
 {
 	body_entry *be = NULL;
 	HASH_FIND_PTR(e->bodies, &d, be);
@@ -265,7 +265,7 @@ static body_entry *find_body(const pr_exec *e, const pr_delegate *d)
 
 /* The bodies that body (or the method, be NULL) calls are reached; each one's
  * scratch starts above be's, which is still running while they do. */
-static pr_err *reach_callees(pr_exec *e, const pr_graph *g, const body_entry *be, int64_t top)
+static pr_err *reach_callees(prt_exec *e, const pr_graph *g, const body_entry *be, int64_t top)
 {
 	pr_graph_for_each(g, n) {
 		if (n->kind != PR_NODE_DELEGATE)
@@ -290,7 +290,7 @@ static pr_err *reach_callees(pr_exec *e, const pr_graph *g, const body_entry *be
  * once, and a chain of 50,000 nested delegates overflowed the stack). Bodies
  * that never run at once share scratch: one mapping instead of one per
  * tensor (on sim, each mapping is protected and opened). */
-static pr_err *plan_bodies(pr_exec *e)
+static pr_err *plan_bodies(prt_exec *e)
 {
 	const pr_program *p = e->p;
 	e->n_bodies = p->n_delegates;
@@ -326,10 +326,10 @@ static pr_err *plan_bodies(pr_exec *e)
 	return err ? err : alloc_per_device(e, e->scratch_size, e->scratch, "delegate scratch memory");
 }
 
-static pr_err *compile_graph(pr_exec *e, pr_graph *g, frame *f, int dev);
+static pr_err *compile_graph(prt_exec *e, pr_graph *g, frame *f, int dev);
 
 /* Compiles every body the method reaches, callees first, each once. */
-static pr_err *compile_bodies(pr_exec *e)
+static pr_err *compile_bodies(prt_exec *e)
 {
 	for (int i = 0; i < e->n_bodies; i++) {
 		body_entry *be = &e->body_store[i];
@@ -348,7 +348,7 @@ static pr_err *compile_bodies(pr_exec *e)
 }
 
 /* One arena per device, sized by the plan. */
-static pr_err *alloc_arenas(pr_exec *e)
+static pr_err *alloc_arenas(prt_exec *e)
 {
 	pr_err *err = plan_bodies(e);
 	if (err || e->reference)
@@ -366,11 +366,11 @@ static pr_err *alloc_arenas(pr_exec *e)
 
 /* ---- compiling -------------------------------------------------------------------- */
 
-static pr_rv *slot_of(const pr_node *n) { return n->scratch; }
+static prt_rv *slot_of(const pr_node *n) { return n->scratch; }
 
-static pr_karg resolve_arg(const pr_arg *a)
+static prt_karg resolve_arg(const pr_arg *a)
 {
-	pr_karg k;
+	prt_karg k;
 	memset(&k, 0, sizeof k);
 	k.kind = a->kind;
 	switch (a->kind) {
@@ -390,7 +390,7 @@ static pr_karg resolve_arg(const pr_arg *a)
 	return k;
 }
 
-static void free_karg(pr_karg *k)
+static void free_karg(prt_karg *k)
 {
 	if (k->kind != PR_ARG_LIST)
 		return;
@@ -399,7 +399,7 @@ static void free_karg(pr_karg *k)
 	free(k->items);
 }
 
-static instr *emit(frame *f, instr_kind kind, const pr_node *n, pr_exec *e)
+static instr *emit(frame *f, instr_kind kind, const pr_node *n, prt_exec *e)
 {
 	PR_GROW(f->code, f->n_code, f->cap_code);
 	instr *in = &f->code[f->n_code++];
@@ -421,7 +421,7 @@ static instr *emit(frame *f, instr_kind kind, const pr_node *n, pr_exec *e)
  * whose layout is neither contiguous nor channels-last is stored contiguous
  * (its spec is changed to match): host ops read the right values, but a
  * delegate compiled for the original strides reads the wrong ones (F1). */
-static pr_err *constant_bytes(pr_exec *e, pr_node *n, pr_spec *stored, uint8_t **out)
+static pr_err *constant_bytes(prt_exec *e, pr_node *n, pr_spec *stored, uint8_t **out)
 {
 	const pr_spec *s = &n->type.tensor;
 	*stored = *s;
@@ -437,19 +437,19 @@ static pr_err *constant_bytes(pr_exec *e, pr_node *n, pr_spec *stored, uint8_t *
 	raw = pr_xmalloc((size_t)(pr_spec_storage_bytes(s) ? pr_spec_storage_bytes(s) : 1));
 	err = pr_data_materialize(&n->data, s, raw);
 	if (!err) {
-		pr_tensor from = pr_tensor_from_spec(s, raw, 0), to = pr_tensor_from_spec(stored, host, 0);
-		err = pr_tensor_copy(&to, &from);
+		prt_tensor from = prt_tensor_from_spec(s, raw, 0), to = prt_tensor_from_spec(stored, host, 0);
+		err = prt_tensor_copy(&to, &from);
 	}
 	free(raw);
 	*out = host;
 	return err;
 }
 
-static pr_err *compile_constant(pr_exec *e, pr_node *n, uint8_t **staging)
+static pr_err *compile_constant(prt_exec *e, pr_node *n, uint8_t **staging)
 {
-	pr_rv *r = slot_of(n);
+	prt_rv *r = slot_of(n);
 	const pr_spec *s = &n->type.tensor;
-	r->kind = PR_RV_TENSOR;
+	r->kind = PRT_RV_TENSOR;
 	bool on_device = !e->reference && !pr_device_is_host(s->device);
 	bool writable = n->input_kind == PR_INPUT_BUFFER;
 	bool odd = !pr_spec_stored_as_is(s);
@@ -465,7 +465,7 @@ static pr_err *compile_constant(pr_exec *e, pr_node *n, uint8_t **staging)
 	}
 	if (!on_device && !writable && !odd && n->data.mapped &&
 	    n->data.mapped_size == pr_spec_storage_bytes(s)) {
-		r->t = pr_tensor_from_spec(s, (void *)n->data.mapped, 0);
+		r->t = prt_tensor_from_spec(s, (void *)n->data.mapped, 0);
 		return NULL;
 	}
 	pr_spec stored;
@@ -474,7 +474,7 @@ static pr_err *compile_constant(pr_exec *e, pr_node *n, uint8_t **staging)
 	if (err)
 		return node_err(n, err);
 	if (!on_device) {
-		r->t = pr_tensor_from_spec(&stored, host, 0);
+		r->t = prt_tensor_from_spec(&stored, host, 0);
 		return NULL;
 	}
 	/* F10: a device-resident constant, copied once now; the staging is kept
@@ -482,13 +482,13 @@ static pr_err *compile_constant(pr_exec *e, pr_node *n, uint8_t **staging)
 	if ((err = place_tensor(e, &stored, -1, &r->t)))
 		return node_err(n, err);
 	*staging = host;
-	err = pr_mem_copy(&e->devs, r->t.dev, r->t.data, 0, host, pr_spec_storage_bytes(&stored), true);
+	err = prt_mem_copy(&e->devs, r->t.dev, r->t.data, 0, host, pr_spec_storage_bytes(&stored), true);
 	return err ? node_err(n, err) : NULL;
 }
 
-static pr_err *compile_input(pr_exec *e, frame *f, pr_node *n, bool body, uint8_t **staging)
+static pr_err *compile_input(prt_exec *e, frame *f, pr_node *n, bool body, uint8_t **staging)
 {
-	pr_rv *r = slot_of(n);
+	prt_rv *r = slot_of(n);
 	if (n->type.kind != PR_TYPE_TENSOR)
 		return node_err(n, pr_err_new("an input must be a tensor"));
 	if (body) {
@@ -500,7 +500,7 @@ static pr_err *compile_input(pr_exec *e, frame *f, pr_node *n, bool body, uint8_
 	}
 	if (n->input_kind != PR_INPUT_USER)
 		return compile_constant(e, n, staging);
-	r->kind = PR_RV_TENSOR;
+	r->kind = PRT_RV_TENSOR;
 	pr_err *err = place_tensor(e, &n->type.tensor, -1, &r->t);
 	if (err)
 		return node_err(n, err);
@@ -510,7 +510,7 @@ static pr_err *compile_input(pr_exec *e, frame *f, pr_node *n, bool body, uint8_
 }
 
 /* M3: the copy's device side must be a device. */
-static pr_err *check_copy(pr_exec *e, pr_node *n)
+static pr_err *check_copy(prt_exec *e, pr_node *n)
 {
 	if (n->n_args < 1 || n->args[0].kind != PR_ARG_VALUE || n->type.kind != PR_TYPE_TENSOR)
 		return node_err(n, pr_err_new("a copy takes one tensor and returns one"));
@@ -543,14 +543,14 @@ static pr_err *check_copy(pr_exec *e, pr_node *n)
 /* An op with several results (split_with_sizes: Tensor(a)[]): a tuple slot.
  * Views of an argument are left unplaced, the kernel points each element
  * into that argument's storage; other results get memory of their own. */
-static pr_err *compile_op_tuple(pr_exec *e, frame *f, pr_node *n, instr *in)
+static pr_err *compile_op_tuple(prt_exec *e, frame *f, pr_node *n, instr *in)
 {
-	pr_rv *r = slot_of(n);
-	r->kind = PR_RV_TUPLE;
+	prt_rv *r = slot_of(n);
+	r->kind = PRT_RV_TUPLE;
 	r->n = n->type.n_elems;
 	r->elems = pr_xcalloc((size_t)(r->n ? r->n : 1), sizeof *r->elems);
 	for (int i = 0; i < r->n; i++) {
-		r->elems[i].kind = PR_RV_TENSOR;
+		r->elems[i].kind = PRT_RV_TENSOR;
 		pr_err *err = in->alias_arg >= 0 ? NULL
 			: place_tensor(e, &n->type.elems[i], f->dev ? f->dev : -1, &r->elems[i].t);
 		if (err)
@@ -559,24 +559,24 @@ static pr_err *compile_op_tuple(pr_exec *e, frame *f, pr_node *n, instr *in)
 	return NULL;
 }
 
-static pr_err *compile_op(pr_exec *e, frame *f, pr_node *n)
+static pr_err *compile_op(prt_exec *e, frame *f, pr_node *n)
 {
-	pr_rv *r = slot_of(n);
+	prt_rv *r = slot_of(n);
 	pr_err *err;
 	if (n->schema->h2d || n->schema->d2h) {
 		if ((err = check_copy(e, n)))
 			return err;
-		r->kind = PR_RV_TENSOR;
+		r->kind = PRT_RV_TENSOR;
 		if ((err = place_tensor(e, &n->type.tensor, f->dev ? f->dev : -1, &r->t)))
 			return node_err(n, err);
 		emit(f, I_COPY, n, e);
 		return NULL;
 	}
-	const pr_kernel *kern = pr_kernel_find(n->schema->full_name);
+	const prt_kernel *kern = prt_kernel_find(n->schema->full_name);
 	if (!kern)
 		return pr_err_new("node '%s': no kernel for op '%s'", n->name ? n->name : "(no result)",
 				  n->schema->full_name);
-	bool meta = kern->flags & PR_KERNEL_META;
+	bool meta = kern->flags & PRT_KERNEL_META;
 	bool cuda = f->dev && strcmp(e->devs.kind, "cuda") == 0;
 	if (cuda && !meta && !kern->cuda)
 		return pr_err_new("node '%s': no CUDA kernel for op '%s'", n->name ? n->name : "?",
@@ -590,15 +590,15 @@ static pr_err *compile_op(pr_exec *e, frame *f, pr_node *n)
 		return node_err(n, pr_err_new("the argument its result aliases is missing"));
 	in->k.out_alias = in->alias_arg >= 0;
 	switch (n->type.kind) {
-	case PR_TYPE_NONE: r->kind = PR_RV_NONE; return NULL;
-	case PR_TYPE_INT: r->kind = PR_RV_INT; return NULL;
+	case PR_TYPE_NONE: r->kind = PRT_RV_NONE; return NULL;
+	case PR_TYPE_INT: r->kind = PRT_RV_INT; return NULL;
 	case PR_TYPE_TUPLE: return compile_op_tuple(e, f, n, in);
 	case PR_TYPE_TENSOR: break;
 	}
-	r->kind = PR_RV_TENSOR;
-	if (in->alias_arg >= 0 && !(kern->flags & PR_KERNEL_MAY_COPY))
+	r->kind = PRT_RV_TENSOR;
+	if (in->alias_arg >= 0 && !(kern->flags & PRT_KERNEL_MAY_COPY))
 		return NULL;
-	pr_tensor t;
+	prt_tensor t;
 	if ((err = place_tensor(e, &n->type.tensor, f->dev ? f->dev : -1, &t)))
 		return node_err(n, err);
 	if (in->alias_arg < 0) {
@@ -610,9 +610,9 @@ static pr_err *compile_op(pr_exec *e, frame *f, pr_node *n)
 	return NULL;
 }
 
-static pr_err *compile_delegate(pr_exec *e, frame *f, pr_node *n)
+static pr_err *compile_delegate(prt_exec *e, frame *f, pr_node *n)
 {
-	pr_rv *r = slot_of(n);
+	prt_rv *r = slot_of(n);
 	pr_delegate *d = n->delegate;
 	body_entry *be = find_body(e, d);
 	PR_ASSERT(be && be->f);   /* compile_bodies compiled every body the method reaches */
@@ -627,16 +627,16 @@ static pr_err *compile_delegate(pr_exec *e, frame *f, pr_node *n)
 	if (n_ret != n_out || n->type.kind == PR_TYPE_NONE)
 		return node_err(n, pr_err_new("delegate @%s returns %d values, the call expects %d",
 					      d->name, n_ret, n_out));
-	pr_rv *outs = r;
+	prt_rv *outs = r;
 	if (n->type.kind == PR_TYPE_TUPLE) {
-		r->kind = PR_RV_TUPLE;
+		r->kind = PRT_RV_TUPLE;
 		r->n = n_out;
 		r->elems = pr_xcalloc((size_t)n_out, sizeof *r->elems);
 		outs = r->elems;
 	}
 	for (int i = 0; i < n_out; i++) {
 		pr_spec *s = n->type.kind == PR_TYPE_TUPLE ? &n->type.elems[i] : &n->type.tensor;
-		outs[i].kind = PR_RV_TENSOR;
+		outs[i].kind = PRT_RV_TENSOR;
 		if ((err = place_tensor(e, s, f->dev ? f->dev : -1, &outs[i].t)))
 			return node_err(n, err);
 	}
@@ -646,7 +646,7 @@ static pr_err *compile_delegate(pr_exec *e, frame *f, pr_node *n)
 	return NULL;
 }
 
-static pr_err *compile_node(pr_exec *e, frame *f, pr_node *n, bool body, uint8_t **staging)
+static pr_err *compile_node(prt_exec *e, frame *f, pr_node *n, bool body, uint8_t **staging)
 {
 	switch (n->kind) {
 	case PR_NODE_INPUT: return compile_input(e, f, n, body, staging);
@@ -660,7 +660,7 @@ static pr_err *compile_node(pr_exec *e, frame *f, pr_node *n, bool body, uint8_t
 			return node_err(n, pr_err_new("getitem takes one value"));
 		instr *in = emit(f, I_GETITEM, n, e);
 		in->index = n->index;
-		slot_of(n)->kind = PR_RV_TENSOR;
+		slot_of(n)->kind = PRT_RV_TENSOR;
 		return NULL;
 	}
 	case PR_NODE_RETURN:
@@ -675,22 +675,22 @@ static pr_err *compile_node(pr_exec *e, frame *f, pr_node *n, bool body, uint8_t
 
 /* Device-resident constants were copied during compilation: wait for every
  * device before the staging buffers go (F10). */
-static pr_err *finish_staging(pr_exec *e, uint8_t **staging, int n)
+static pr_err *finish_staging(prt_exec *e, uint8_t **staging, int n)
 {
 	pr_err *err = NULL;
 	for (int d = 1; d < e->devs.n && !err; d++)
-		err = pr_mem_sync(&e->devs, d);
+		err = prt_mem_sync(&e->devs, d);
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < e->n_allocs; j++)
 			if (e->allocs[j].p == staging[i]) {
-				pr_mem_free(&e->devs, 0, staging[i], e->allocs[j].bytes);
+				prt_mem_free(&e->devs, 0, staging[i], e->allocs[j].bytes);
 				e->allocs[j] = e->allocs[--e->n_allocs];
 				break;
 			}
 	return err;
 }
 
-static pr_err *compile_graph(pr_exec *e, pr_graph *g, frame *f, int dev)
+static pr_err *compile_graph(prt_exec *e, pr_graph *g, frame *f, int dev)
 {
 	f->dev = dev;
 	f->n_slots = (int)g->n_nodes;
@@ -737,7 +737,7 @@ static struct sigaction g_old_segv, g_old_bus;
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
-	if (g_jmp && pr_sim_owner(si->si_addr)) {
+	if (g_jmp && prt_sim_owner(si->si_addr)) {
 		g_fault_addr = si->si_addr;
 		siglongjmp(*g_jmp, 1);
 	}
@@ -750,7 +750,7 @@ static const char *node_name(const pr_node *n)
 	return n && n->name ? n->name : "(no result)";
 }
 
-static pr_err *violation(const pr_node *n, const char *what, int dev_slot, const pr_devset *s)
+static pr_err *violation(const pr_node *n, const char *what, int dev_slot, const prt_devset *s)
 {
 	char buf[PR_DEVICE_STR_MAX];
 	return pr_err_new("placement violation: node '%s'%s%s %s (%s)", node_name(n),
@@ -758,25 +758,25 @@ static pr_err *violation(const pr_node *n, const char *what, int dev_slot, const
 			  pr_device_str(s->where[dev_slot], buf));
 }
 
-bool pr_is_placement_violation(const pr_err *err)
+bool prt_is_placement_violation(const pr_err *err)
 {
 	return err && strstr(pr_err_message(err), "placement violation") != NULL;
 }
 
 /* A device kernel gets only memory of its device (M4). */
-static pr_err *check_device_arg(const instr *in, const pr_tensor *t)
+static pr_err *check_device_arg(const instr *in, const prt_tensor *t)
 {
-	pr_dev *d = pr_devset_dev(in->k.devs, in->k.dev);
-	if (pr_tensor_numel(t) == 0 || d->ops->contains(d, t->data, pr_tensor_span_bytes(t)))
+	prt_dev *d = prt_devset_dev(in->k.devs, in->k.dev);
+	if (prt_tensor_numel(t) == 0 || d->ops->contains(d, t->data, prt_tensor_span_bytes(t)))
 		return NULL;
 	return violation(in->k.node, "device kernel touched host memory on", in->k.dev, in->k.devs);
 }
 
-static pr_err *check_device_kargs(const instr *in, const pr_karg *a, int n)
+static pr_err *check_device_kargs(const instr *in, const prt_karg *a, int n)
 {
 	for (int i = 0; i < n; i++) {
 		pr_err *err = NULL;
-		if (a[i].kind == PR_ARG_VALUE && a[i].v->kind == PR_RV_TENSOR)
+		if (a[i].kind == PR_ARG_VALUE && a[i].v->kind == PRT_RV_TENSOR)
 			err = check_device_arg(in, &a[i].v->t);
 		else if (a[i].kind == PR_ARG_LIST)
 			err = check_device_kargs(in, a[i].items, a[i].n);
@@ -788,10 +788,10 @@ static pr_err *check_device_kargs(const instr *in, const pr_karg *a, int n)
 
 /* On CUDA nothing faults politely: a host kernel given device memory is
  * refused from the tensors' device slots. */
-static pr_err *check_host_kargs(const instr *in, const pr_karg *a, int n)
+static pr_err *check_host_kargs(const instr *in, const prt_karg *a, int n)
 {
 	for (int i = 0; i < n; i++) {
-		if (a[i].kind == PR_ARG_VALUE && a[i].v->kind == PR_RV_TENSOR && a[i].v->t.dev != 0)
+		if (a[i].kind == PR_ARG_VALUE && a[i].v->kind == PRT_RV_TENSOR && a[i].v->t.dev != 0)
 			return violation(in->k.node, "touched device memory", a[i].v->t.dev, in->k.devs);
 		if (a[i].kind == PR_ARG_LIST) {
 			pr_err *err = check_host_kargs(in, a[i].items, a[i].n);
@@ -802,19 +802,19 @@ static pr_err *check_host_kargs(const instr *in, const pr_karg *a, int n)
 	return NULL;
 }
 
-static pr_err *run_frame(pr_exec *e, frame *f);
+static pr_err *run_frame(prt_exec *e, frame *f);
 
 static pr_err *run_op(instr *in)
 {
-	pr_kctx *k = &in->k;
+	prt_kctx *k = &in->k;
 	if (in->alias_arg >= 0) {
-		pr_rv *a = k->args[in->alias_arg].v;
-		if (a->kind == PR_RV_TENSOR && k->out->kind == PR_RV_TENSOR)
+		prt_rv *a = k->args[in->alias_arg].v;
+		if (a->kind == PRT_RV_TENSOR && k->out->kind == PRT_RV_TENSOR)
 			k->out->t = a->t;
 	}
 	if (!in->meta && k->dev) {
 		pr_err *err = check_device_kargs(in, k->args, k->n_args);
-		if (!err && k->out->kind == PR_RV_TENSOR && in->alias_arg < 0)
+		if (!err && k->out->kind == PRT_RV_TENSOR && in->alias_arg < 0)
 			err = check_device_arg(in, &k->out->t);
 		if (err)
 			return err;
@@ -827,24 +827,24 @@ static pr_err *run_op(instr *in)
 }
 
 /* Copies move the bytes as stored (the copy does not know strides). */
-static pr_err *run_copy(pr_exec *e, instr *in)
+static pr_err *run_copy(prt_exec *e, instr *in)
 {
-	const pr_tensor *src = &in->k.args[0].v->t;
-	pr_tensor *dst = &in->k.out->t;
-	int64_t n = pr_tensor_span_bytes(src);
-	if (in->k.args[0].v->kind != PR_RV_TENSOR)
+	const prt_tensor *src = &in->k.args[0].v->t;
+	prt_tensor *dst = &in->k.out->t;
+	int64_t n = prt_tensor_span_bytes(src);
+	if (in->k.args[0].v->kind != PRT_RV_TENSOR)
 		return pr_err_new("node '%s': a copy's argument must be a tensor", node_name(in->k.node));
-	if (n > pr_tensor_span_bytes(dst) || src->dtype != dst->dtype)
+	if (n > prt_tensor_span_bytes(dst) || src->dtype != dst->dtype)
 		return pr_err_new("node '%s': copy source (%lld bytes, %s) does not fit its result",
 				  node_name(in->k.node), (long long)n, pr_dtype_name(src->dtype));
 	if (e->reference)
-		return pr_tensor_copy(dst, src);
-	pr_err *err = pr_mem_copy(&e->devs, dst->dev, dst->data, src->dev, src->data, n, true);
+		return prt_tensor_copy(dst, src);
+	pr_err *err = prt_mem_copy(&e->devs, dst->dev, dst->data, src->dev, src->data, n, true);
 	return err ? pr_err_wrap(err, "node '%s'", node_name(in->k.node)) : NULL;
 }
 
 /* Copies a body result into the delegate's output, on the delegate's device. */
-static pr_err *delegate_result(pr_exec *e, instr *in, pr_tensor *dst, const pr_tensor *src)
+static pr_err *delegate_result(prt_exec *e, instr *in, prt_tensor *dst, const prt_tensor *src)
 {
 	if (in->k.dev) {
 		pr_err *err = check_device_arg(in, dst);
@@ -853,40 +853,40 @@ static pr_err *delegate_result(pr_exec *e, instr *in, pr_tensor *dst, const pr_t
 		if (err)
 			return err;
 	}
-	bool same = src->dtype == dst->dtype && src->rank == dst->rank && pr_tensor_is_contiguous(src) &&
-		    pr_tensor_is_contiguous(dst) && pr_tensor_numel(src) == pr_tensor_numel(dst);
+	bool same = src->dtype == dst->dtype && src->rank == dst->rank && prt_tensor_is_contiguous(src) &&
+		    prt_tensor_is_contiguous(dst) && prt_tensor_numel(src) == prt_tensor_numel(dst);
 	if (in->k.dev && strcmp(e->devs.kind, "cuda") == 0) {
 		if (!same)
-			return pr_cuda_copy(&in->k, dst, src);
-		return pr_mem_copy(&e->devs, in->k.dev, dst->data, in->k.dev, src->data,
-				   pr_tensor_span_bytes(src), false);
+			return prt_cuda_copy(&in->k, dst, src);
+		return prt_mem_copy(&e->devs, in->k.dev, dst->data, in->k.dev, src->data,
+				   prt_tensor_span_bytes(src), false);
 	}
-	pr_err *err = pr_tensor_copy(dst, src);
+	pr_err *err = prt_tensor_copy(dst, src);
 	return err ? pr_err_wrap(err, "node '%s'", node_name(in->k.node)) : NULL;
 }
 
 /* Gives body b of call `in` its inputs and enters its device (*d). */
-static pr_err *delegate_begin(pr_exec *e, instr *in, pr_dev **d)
+static pr_err *delegate_begin(prt_exec *e, instr *in, prt_dev **d)
 {
 	frame *b = in->body;
 	for (int i = 0; i < b->n_inputs; i++) {
-		pr_rv *a = in->k.args[i].kind == PR_ARG_VALUE ? in->k.args[i].v : NULL;
-		if (!a || a->kind != PR_RV_TENSOR)
+		prt_rv *a = in->k.args[i].kind == PR_ARG_VALUE ? in->k.args[i].v : NULL;
+		if (!a || a->kind != PRT_RV_TENSOR)
 			return pr_err_new("node '%s': delegate argument %d is not a tensor",
 					  node_name(in->k.node), i);
-		b->inputs[i]->kind = PR_RV_TENSOR;
+		b->inputs[i]->kind = PRT_RV_TENSOR;
 		b->inputs[i]->t = a->t;
 		if (e->reference)
 			continue;
 		/* M5: the layout the body was compiled for, over the caller's storage. */
-		pr_tensor *t = &b->inputs[i]->t;
+		prt_tensor *t = &b->inputs[i]->t;
 		const pr_spec *s = b->input_specs[i];
 		t->rank = s->rank;
 		t->dtype = s->dtype;
 		memcpy(t->shape, s->shape, sizeof(int64_t) * (size_t)s->rank);
 		memcpy(t->strides, s->strides, sizeof(int64_t) * (size_t)s->rank);
 	}
-	*d = in->k.dev ? pr_devset_dev(&e->devs, in->k.dev) : NULL;
+	*d = in->k.dev ? prt_devset_dev(&e->devs, in->k.dev) : NULL;
 	if (*d)
 		(*d)->ops->enter(*d);
 	return NULL;
@@ -894,14 +894,14 @@ static pr_err *delegate_begin(pr_exec *e, instr *in, pr_dev **d)
 
 /* After body b of call `in` ran (err: how): its results into the call's
  * outputs, and its device left. */
-static pr_err *delegate_end(pr_exec *e, instr *in, pr_err *err, pr_dev *d)
+static pr_err *delegate_end(prt_exec *e, instr *in, pr_err *err, prt_dev *d)
 {
 	frame *b = in->body;
-	pr_rv *outs = in->k.out->kind == PR_RV_TUPLE ? in->k.out->elems : in->k.out;
+	prt_rv *outs = in->k.out->kind == PRT_RV_TUPLE ? in->k.out->elems : in->k.out;
 	for (int i = 0; !err && i < b->ret->n_args; i++) {
-		pr_rv *v = b->rets[i];
+		prt_rv *v = b->rets[i];
 		g_node = in->k.node;
-		if (!v || v->kind != PR_RV_TENSOR)
+		if (!v || v->kind != PRT_RV_TENSOR)
 			err = pr_err_new("delegate @%s: result %d is not a tensor",
 					 in->k.node->delegate->name, i);
 		else
@@ -914,13 +914,13 @@ static pr_err *delegate_end(pr_exec *e, instr *in, pr_err *err, pr_dev *d)
 
 static pr_err *run_getitem(instr *in)
 {
-	pr_rv *t = in->k.args[0].v;
-	if (t->kind == PR_RV_TUPLE) {
+	prt_rv *t = in->k.args[0].v;
+	if (t->kind == PRT_RV_TUPLE) {
 		if (in->index < 0 || in->index >= t->n)
 			return pr_err_new("node '%s': getitem index %lld out of range",
 					  node_name(in->k.node), (long long)in->index);
 		in->k.out->t = t->elems[in->index].t;
-	} else if (t->kind == PR_RV_TENSOR && in->index == 0) {
+	} else if (t->kind == PRT_RV_TENSOR && in->index == 0) {
 		in->k.out->t = t->t;
 	} else {
 		return pr_err_new("node '%s': getitem of a value that is not a tuple", node_name(in->k.node));
@@ -930,7 +930,7 @@ static pr_err *run_getitem(instr *in)
 
 /* Runs the method's frame and, at each call, the body it calls, on a stack
  * of levels of its own: the depth of nested calls costs no C stack. */
-static pr_err *run_frame(pr_exec *e, frame *f)
+static pr_err *run_frame(prt_exec *e, frame *f)
 {
 	run_level *lv = e->levels;
 	int depth = 1;
@@ -946,7 +946,7 @@ static pr_err *run_frame(pr_exec *e, frame *f)
 		}
 		instr *in = l->pc++;
 		g_node = in->k.node;
-		pr_dev *d = NULL;
+		prt_dev *d = NULL;
 		switch (in->kind) {
 		case I_OP: err = run_op(in); break;
 		case I_COPY: err = run_copy(e, in); break;
@@ -964,52 +964,52 @@ static pr_err *run_frame(pr_exec *e, frame *f)
 
 /* ---- calls ------------------------------------------------------------------------ */
 
-static pr_err *host_to_tensor(pr_exec *e, pr_tensor *dst, const pr_tensor *host)
+static pr_err *host_to_tensor(prt_exec *e, prt_tensor *dst, const prt_tensor *host)
 {
 	if (dst->dev == 0)
-		return pr_tensor_copy(dst, host);
-	if (!pr_tensor_is_contiguous(dst))
+		return prt_tensor_copy(dst, host);
+	if (!prt_tensor_is_contiguous(dst))
 		return pr_err_new("a device tensor with a non-contiguous layout cannot be set from the host");
-	return pr_mem_copy(&e->devs, dst->dev, dst->data, 0, host->data,
-			   pr_tensor_numel(dst) * (int64_t)pr_dtype_size(dst->dtype), false);
+	return prt_mem_copy(&e->devs, dst->dev, dst->data, 0, host->data,
+			   prt_tensor_numel(dst) * (int64_t)pr_dtype_size(dst->dtype), false);
 }
 
 /* A contiguous host copy of t (uncounted: the caller's own transfer). */
-static pr_err *tensor_to_host(pr_exec *e, const pr_tensor *t, pr_tensor *out)
+static pr_err *tensor_to_host(prt_exec *e, const prt_tensor *t, prt_tensor *out)
 {
-	int64_t span = pr_tensor_span_bytes(t);
+	int64_t span = prt_tensor_span_bytes(t);
 	uint8_t *raw = t->data;
 	pr_err *err = NULL;
 	if (t->dev != 0) {
 		raw = pr_xmalloc((size_t)(span ? span : 1));
-		err = pr_mem_copy(&e->devs, 0, raw, t->dev, t->data, span, false);
+		err = prt_mem_copy(&e->devs, 0, raw, t->dev, t->data, span, false);
 	}
-	void *buf = pr_xmalloc(pr_dtype_size(t->dtype) * (size_t)(pr_tensor_numel(t) ? pr_tensor_numel(t) : 1));
-	*out = pr_tensor_make(t->dtype, t->rank, t->shape, buf);
+	void *buf = pr_xmalloc(pr_dtype_size(t->dtype) * (size_t)(prt_tensor_numel(t) ? prt_tensor_numel(t) : 1));
+	*out = prt_tensor_make(t->dtype, t->rank, t->shape, buf);
 	if (!err) {
-		pr_tensor view = *t;
+		prt_tensor view = *t;
 		view.data = raw;
-		err = pr_tensor_copy(out, &view);
+		err = prt_tensor_copy(out, &view);
 	}
 	if (raw != t->data)
 		free(raw);
 	return err;
 }
 
-static user_input *find_user_input(pr_exec *e, const char *name)
+static user_input *find_user_input(prt_exec *e, const char *name)
 {
 	for (int i = 0; i < e->n_inputs; i++)
-		if (strcmp(pr_exec_input_name(e, i), name) == 0)
+		if (strcmp(prt_exec_input_name(e, i), name) == 0)
 			return &e->inputs[i];
 	return NULL;
 }
 
 /* Copies between any two tensors of one shape (uncounted). */
-static pr_err *copy_any(pr_exec *e, pr_tensor *dst, const pr_tensor *src)
+static pr_err *copy_any(prt_exec *e, prt_tensor *dst, const prt_tensor *src)
 {
 	if (dst->dev == 0 && src->dev == 0)
-		return pr_tensor_copy(dst, src);
-	pr_tensor h;
+		return prt_tensor_copy(dst, src);
+	prt_tensor h;
 	pr_err *err = tensor_to_host(e, src, &h);
 	if (!err)
 		err = host_to_tensor(e, dst, &h);
@@ -1019,13 +1019,13 @@ static pr_err *copy_any(pr_exec *e, pr_tensor *dst, const pr_tensor *src)
 
 /* Write-backs: a mutable buffer takes the returned value into its storage,
  * a user input keeps it for the next call. */
-static pr_err *write_back(pr_exec *e)
+static pr_err *write_back(prt_exec *e)
 {
 	pr_node *ret = e->main.ret;
 	for (int i = 0; ret->writebacks && i < ret->n_args; i++) {
 		pr_writeback *w = &ret->writebacks[i];
-		pr_rv *v = e->main.rets[i];
-		if (w->kind == PR_WRITEBACK_NONE || !v || v->kind != PR_RV_TENSOR)
+		prt_rv *v = e->main.rets[i];
+		if (w->kind == PR_WRITEBACK_NONE || !v || v->kind != PRT_RV_TENSOR)
 			continue;
 		pr_err *err = NULL;
 		if (w->kind == PR_WRITEBACK_INPUT) {
@@ -1035,10 +1035,10 @@ static pr_err *write_back(pr_exec *e)
 			free(u->host.storage);
 			err = tensor_to_host(e, &v->t, &u->host);
 		} else {
-			pr_rv *b = e->wb_buffer[i];
+			prt_rv *b = e->wb_buffer[i];
 			if (!b)
 				return pr_err_new("write-back to unknown buffer \"%s\"", w->target);
-			pr_tensor *dst = &b->t;
+			prt_tensor *dst = &b->t;
 			if (dst->data == v->t.data)
 				continue;
 			err = copy_any(e, dst, &v->t);
@@ -1049,20 +1049,20 @@ static pr_err *write_back(pr_exec *e)
 	return NULL;
 }
 
-static pr_err *load_inputs(pr_exec *e)
+static pr_err *load_inputs(prt_exec *e)
 {
 	for (int i = 0; i < e->n_inputs; i++) {
 		user_input *u = &e->inputs[i];
 		if (!u->set)
-			return pr_err_new("input '%s' was not given", pr_exec_input_name(e, i));
+			return pr_err_new("input '%s' was not given", prt_exec_input_name(e, i));
 		pr_err *err = host_to_tensor(e, &u->slot->t, &u->host);
 		if (err)
-			return pr_err_wrap(err, "input '%s'", pr_exec_input_name(e, i));
+			return pr_err_wrap(err, "input '%s'", prt_exec_input_name(e, i));
 	}
 	return NULL;
 }
 
-static pr_err *guarded_run(pr_exec *e)
+static pr_err *guarded_run(prt_exec *e)
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -1077,8 +1077,8 @@ static pr_err *guarded_run(pr_exec *e)
 		g_jmp = &jb;
 		err = run_frame(e, &e->main);
 	} else {
-		pr_sim_protect_all();
-		pr_dev *d = pr_sim_owner(g_fault_addr);
+		prt_sim_protect_all();
+		prt_dev *d = prt_sim_owner(g_fault_addr);
 		char buf[PR_DEVICE_STR_MAX];
 		const pr_node *n = g_node;
 		err = pr_err_new("placement violation: node '%s'%s%s touched device memory (%s) from "
@@ -1092,16 +1092,16 @@ static pr_err *guarded_run(pr_exec *e)
 	return err;
 }
 
-pr_err *pr_exec_run(pr_exec *e)
+pr_err *prt_exec_run(prt_exec *e)
 {
 	pr_err *err = load_inputs(e);
 	if (err)
 		return err;
-	pr_devset_reset_counters(&e->devs);
+	prt_devset_reset_counters(&e->devs);
 	err = guarded_run(e);
 	for (int d = 1; !err && d < e->devs.n; d++)
-		err = pr_mem_sync(&e->devs, d);
-	pr_devset_counters(&e->devs, &e->call_h2d, &e->call_d2h);
+		err = prt_mem_sync(&e->devs, d);
+	prt_devset_counters(&e->devs, &e->call_h2d, &e->call_d2h);
 	if (!err)
 		err = write_back(e);
 	return err;
@@ -1111,13 +1111,13 @@ pr_err *pr_exec_run(pr_exec *e)
 
 typedef struct buffer_entry {
 	const char *name;
-	pr_rv *slot;
+	prt_rv *slot;
 	UT_hash_handle hh;
 } buffer_entry;
 
 /* The slot of each mutable buffer a returned value is written back to: one
  * walk and a name table, so programs with many caches load in linear time. */
-static void resolve_write_backs(pr_exec *e)
+static void resolve_write_backs(prt_exec *e)
 {
 	pr_node *ret = e->main.ret;
 	e->wb_buffer = pr_xcalloc((size_t)(ret->n_args ? ret->n_args : 1), sizeof *e->wb_buffer);
@@ -1149,18 +1149,18 @@ static void resolve_write_backs(pr_exec *e)
 	}
 }
 
-pr_err *pr_exec_load(const pr_program *p, const char *method, const pr_exec_options *o,
-		     pr_exec **out)
+pr_err *prt_exec_load(const pr_program *p, const char *method, const prt_exec_options *o,
+		     prt_exec **out)
 {
 	*out = NULL;
 	pr_graph *g = pr_program_find_method(p, method);
 	if (!g)
 		return pr_err_new("the program has no method '%s'", method);
-	pr_exec *e = pr_xcalloc(1, sizeof *e);
+	prt_exec *e = pr_xcalloc(1, sizeof *e);
 	e->p = p;
 	e->g = g;
 	e->reference = o->reference;
-	pr_err *err = pr_devset_init(&e->devs, o->reference || !o->device ? "sim" : o->device);
+	pr_err *err = prt_devset_init(&e->devs, o->reference || !o->device ? "sim" : o->device);
 	if (err) {
 		free(e);
 		return err;
@@ -1172,11 +1172,11 @@ pr_err *pr_exec_load(const pr_program *p, const char *method, const pr_exec_opti
 		err = compile_graph(e, g, &e->main, 0);
 	if (!err) {
 		resolve_write_backs(e);
-		pr_devset_counters(&e->devs, &e->load_h2d, &e->call_d2h);
+		prt_devset_counters(&e->devs, &e->load_h2d, &e->call_d2h);
 		e->call_d2h = 0;
 	}
 	if (err) {
-		pr_exec_free(e);
+		prt_exec_free(e);
 		return pr_err_wrap(err, "loading method '%s'", method);
 	}
 	*out = e;
@@ -1201,7 +1201,7 @@ static void free_frame(frame *f)
 	free(f->rets);
 }
 
-void pr_exec_free(pr_exec *e)
+void prt_exec_free(prt_exec *e)
 {
 	if (!e)
 		return;
@@ -1216,26 +1216,26 @@ void pr_exec_free(pr_exec *e)
 	free(e->levels);
 	free_frame(&e->main);
 	for (int i = 0; i < e->n_allocs; i++)
-		pr_mem_free(&e->devs, e->allocs[i].dev, e->allocs[i].p, e->allocs[i].bytes);
+		prt_mem_free(&e->devs, e->allocs[i].dev, e->allocs[i].p, e->allocs[i].bytes);
 	free(e->allocs);
 	for (int i = 0; i < e->n_inputs; i++)
 		free(e->inputs[i].host.storage);
 	free(e->inputs);
 	free(e->wb_buffer);
-	pr_devset_free(&e->devs);
+	prt_devset_free(&e->devs);
 	free(e);
 }
 
-int pr_exec_n_inputs(const pr_exec *e) { return e->n_inputs; }
-const pr_node *pr_exec_input(const pr_exec *e, int i) { return e->inputs[i].node; }
+int prt_exec_n_inputs(const prt_exec *e) { return e->n_inputs; }
+const pr_node *prt_exec_input(const prt_exec *e, int i) { return e->inputs[i].node; }
 
-const char *pr_exec_input_name(const pr_exec *e, int i)
+const char *prt_exec_input_name(const prt_exec *e, int i)
 {
 	const pr_node *n = e->inputs[i].node;
 	return n->input_name ? n->input_name : n->name;
 }
 
-pr_err *pr_exec_set_input(pr_exec *e, int i, const pr_tensor *host)
+pr_err *prt_exec_set_input(prt_exec *e, int i, const prt_tensor *host)
 {
 	user_input *u = &e->inputs[i];
 	const pr_spec *s = &u->node->type.tensor;
@@ -1243,41 +1243,41 @@ pr_err *pr_exec_set_input(pr_exec *e, int i, const pr_tensor *host)
 		    memcmp(host->shape, s->shape, sizeof(int64_t) * (size_t)s->rank) == 0;
 	if (!same)
 		return pr_err_new("input '%s' must be %s with shape of rank %d as declared",
-				  pr_exec_input_name(e, i), pr_dtype_name(s->dtype), s->rank);
+				  prt_exec_input_name(e, i), pr_dtype_name(s->dtype), s->rank);
 	free(u->host.storage);
-	int64_t bytes = pr_tensor_numel(host) * (int64_t)pr_dtype_size(host->dtype);
+	int64_t bytes = prt_tensor_numel(host) * (int64_t)pr_dtype_size(host->dtype);
 	void *buf = pr_xmalloc((size_t)(bytes ? bytes : 1));
-	u->host = pr_tensor_make(host->dtype, host->rank, host->shape, buf);
+	u->host = prt_tensor_make(host->dtype, host->rank, host->shape, buf);
 	u->set = true;
-	return pr_tensor_copy(&u->host, host);
+	return prt_tensor_copy(&u->host, host);
 }
 
-int pr_exec_n_outputs(const pr_exec *e) { return e->main.ret->n_args; }
+int prt_exec_n_outputs(const prt_exec *e) { return e->main.ret->n_args; }
 
-const pr_node *pr_exec_output_node(const pr_exec *e, int i)
+const pr_node *prt_exec_output_node(const prt_exec *e, int i)
 {
 	const pr_arg *a = &e->main.ret->args[i];
 	return a->kind == PR_ARG_VALUE ? a->u.value : NULL;
 }
 
-pr_err *pr_exec_output(pr_exec *e, int i, pr_tensor *out)
+pr_err *prt_exec_output(prt_exec *e, int i, prt_tensor *out)
 {
-	pr_rv *v = e->main.rets[i];
-	if (v && v->kind == PR_RV_INT) {
+	prt_rv *v = e->main.rets[i];
+	if (v && v->kind == PRT_RV_INT) {
 		int64_t *buf = pr_xmalloc(sizeof *buf);
 		*buf = v->i;
-		*out = pr_tensor_make(PR_I64, 0, NULL, buf);
+		*out = prt_tensor_make(PR_I64, 0, NULL, buf);
 		return NULL;
 	}
-	if (!v || v->kind != PR_RV_TENSOR)
+	if (!v || v->kind != PRT_RV_TENSOR)
 		return pr_err_new("output %d is not a tensor", i);
 	return tensor_to_host(e, &v->t, out);
 }
 
-void pr_exec_call_bytes(const pr_exec *e, int64_t *h2d, int64_t *d2h)
+void prt_exec_call_bytes(const prt_exec *e, int64_t *h2d, int64_t *d2h)
 {
 	*h2d = e->call_h2d;
 	*d2h = e->call_d2h;
 }
 
-int64_t pr_exec_load_bytes(const pr_exec *e) { return e->load_h2d; }
+int64_t prt_exec_load_bytes(const prt_exec *e) { return e->load_h2d; }

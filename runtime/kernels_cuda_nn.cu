@@ -6,7 +6,7 @@
  * Each mirrors its host kernel, whose checks and messages stay the only
  * ones: a kernel here takes the arguments it can run as they are (the
  * dtypes, shapes and options listed at each) and hands anything else to
- * pr_k_staged, which runs the host kernel on host copies, so a bad argument
+ * prt_k_staged, which runs the host kernel on host copies, so a bad argument
  * gets the host kernel's error and an unusual one its exact result.
  *
  *   - Convolution (1-d as 2-d with H = 1, any stride, padding, dilation and
@@ -20,11 +20,11 @@
  *     hardtanh, hardswish, hardsigmoid, silu: one thread per result element,
  *     f32 data seen through any strides, arithmetic in double like the host
  *     kernels (kernels_nn.c), ATen's windows and divisors; the argument
- *     checks are the host's own (pr_conv_args_get, pr_bn_args_get,
- *     pr_pool_args_get).
+ *     checks are the host's own (prt_conv_args_get, prt_bn_args_get,
+ *     prt_pool_args_get).
  *   - The typed elementwise ops (sqrt, rsqrt, abs, pow, comparisons,
  *     logical and bitwise ops, where, masked_fill, _to_copy): the host's
- *     planner (pr_ew_plan_get and its where / masked_fill forms) makes the
+ *     planner (prt_ew_plan_get and its where / masked_fill forms) makes the
  *     plan, checks included, and one kernel runs it over the result, each
  *     element as kernels_elementwise.c's loop computes it (the arithmetic
  *     is kernels_elementwise.h's, shared; loads and stores are data.h's,
@@ -63,14 +63,14 @@ namespace {
 
 /* (kernels_cuda.cu has its own copies of these three: they are a line or
  * two each, and its table must not depend on this file's.) */
-cudaStream_t stream_of(pr_kctx *k) { return (cudaStream_t)pr_cuda_stream(pr_devset_dev(k->devs, k->dev)); }
+cudaStream_t stream_of(prt_kctx *k) { return (cudaStream_t)prt_cuda_stream(prt_devset_dev(k->devs, k->dev)); }
 
-pr_err *cuda_check(pr_kctx *k, cudaError_t rc, const char *what)
+pr_err *cuda_check(prt_kctx *k, cudaError_t rc, const char *what)
 {
-	return rc == cudaSuccess ? NULL : pr_kernel_error(k, "CUDA: %s failed: %s", what, cudaGetErrorString(rc));
+	return rc == cudaSuccess ? NULL : prt_kernel_error(k, "CUDA: %s failed: %s", what, cudaGetErrorString(rc));
 }
 
-pr_err *launch_error(pr_kctx *k, const char *what) { return cuda_check(k, cudaGetLastError(), what); }
+pr_err *launch_error(prt_kctx *k, const char *what) { return cuda_check(k, cudaGetLastError(), what); }
 
 const int THREADS = 256;
 unsigned blocks_for(int64_t n)
@@ -91,12 +91,12 @@ struct walk {
 	int64_t shape[PR_MAX_RANK], st[PR_MAX_RANK];
 };
 
-walk walk_of(const pr_tensor *t)
+walk walk_of(const prt_tensor *t)
 {
 	walk w;
 	memset(&w, 0, sizeof w);
 	w.rank = t->rank;
-	w.n = pr_tensor_numel(t);
+	w.n = prt_tensor_numel(t);
 	memcpy(w.shape, t->shape, sizeof w.shape);
 	memcpy(w.st, t->strides, sizeof w.st);
 	return w;
@@ -119,15 +119,15 @@ __device__ int64_t offset_of(const walk &w, const int64_t *c)
 	return off;
 }
 
-bool is_f32(const pr_tensor *t) { return t && t->dtype == PR_F32; }
+bool is_f32(const prt_tensor *t) { return t && t->dtype == PR_F32; }
 
 /* An int[N] argument: N values, a single value repeated (int[2] written as
  * [3] or 3), or dflt when absent or empty (the stride of pooling); false
  * when it is none of these. */
-bool int_list(pr_kctx *k, int i, int n, const int64_t *dflt, int64_t *out)
+bool int_list(prt_kctx *k, int i, int n, const int64_t *dflt, int64_t *out)
 {
 	int64_t v[PR_MAX_RANK];
-	int m = pr_karg_is_none(k, i) ? 0 : pr_karg_ints(k, i, v, PR_MAX_RANK);
+	int m = prt_karg_is_none(k, i) ? 0 : prt_karg_ints(k, i, v, PR_MAX_RANK);
 	if (m == 0 && dflt) {
 		memcpy(out, dflt, sizeof(int64_t) * (size_t)n);
 		return true;
@@ -141,17 +141,17 @@ bool int_list(pr_kctx *k, int i, int n, const int64_t *dflt, int64_t *out)
 
 /* The result tensor of k: its only tensor, or the first of a tuple (batch
  * norm's output before its empty statistics); NULL otherwise. */
-pr_tensor *first_result(pr_kctx *k)
+prt_tensor *first_result(prt_kctx *k)
 {
-	pr_rv *r = k->out;
-	if (r->kind == PR_RV_TUPLE && r->n > 0)
+	prt_rv *r = k->out;
+	if (r->kind == PRT_RV_TUPLE && r->n > 0)
 		r = &r->elems[0];
-	return r->kind == PR_RV_TENSOR ? &r->t : NULL;
+	return r->kind == PRT_RV_TENSOR ? &r->t : NULL;
 }
 
 /* Does o have shape [lead of x..., tail] (the leading `nlead` dims of x,
  * then nt sizes)? */
-bool shape_is(const pr_tensor *o, const pr_tensor *x, int nlead, int nt, const int64_t *tail)
+bool shape_is(const prt_tensor *o, const prt_tensor *x, int nlead, int nt, const int64_t *tail)
 {
 	if (!o || o->rank != nlead + nt)
 		return false;
@@ -170,7 +170,7 @@ struct scratch {
 	cudaStream_t st;
 };
 
-pr_err *scratch_alloc(pr_kctx *k, int64_t bytes, scratch *s)
+pr_err *scratch_alloc(prt_kctx *k, int64_t bytes, scratch *s)
 {
 	s->st = stream_of(k);
 	s->p = NULL;
@@ -208,13 +208,13 @@ __global__ void unpack_kernel(walk w, float *o, const float *x)
 	}
 }
 
-pr_err *pack(pr_kctx *k, const pr_tensor *t, scratch *s, pr_tensor *packed)
+pr_err *pack(prt_kctx *k, const prt_tensor *t, scratch *s, prt_tensor *packed)
 {
 	walk w = walk_of(t);
 	pr_err *err = scratch_alloc(k, w.n * 4, s);
 	if (err)
 		return err;
-	*packed = pr_tensor_make(PR_F32, t->rank, t->shape, s->p);
+	*packed = prt_tensor_make(PR_F32, t->rank, t->shape, s->p);
 	packed->dev = t->dev;
 	if (w.n == 0)
 		return NULL;
@@ -237,7 +237,7 @@ __global__ void bias_kernel(bias_desc d, float *o, const float *b)
 	}
 }
 
-pr_err *add_bias(pr_kctx *k, pr_tensor *o, const pr_tensor *b)
+pr_err *add_bias(prt_kctx *k, prt_tensor *o, const prt_tensor *b)
 {
 	bias_desc d;
 	d.o = walk_of(o);
@@ -251,7 +251,7 @@ pr_err *add_bias(pr_kctx *k, pr_tensor *o, const pr_tensor *b)
 /* What cuDNN's path takes: f32 operands, not transposed, 1 or 2 spatial
  * dims, a result of the host kernel's shape, sizes that fit cuDNN's ints.
  * Anything else runs the host kernel (which also refuses what is wrong). */
-bool conv_on_device(const pr_conv_args &a, const pr_tensor *o)
+bool conv_on_device(const prt_conv_args &a, const prt_tensor *o)
 {
 	if (!is_f32(a.x) || !is_f32(a.w) || !is_f32(o) || (a.b && (!is_f32(a.b) || a.b->rank != 1)) ||
 	    a.transposed || a.nsp > 2)
@@ -260,10 +260,10 @@ bool conv_on_device(const pr_conv_args &a, const pr_tensor *o)
 	for (int d = 0; d < a.nsp; d++)
 		tail[1 + d] = a.out[3 - a.nsp + d];
 	int64_t lead[1] = {a.n};
-	pr_tensor n1 = *a.x;
+	prt_tensor n1 = *a.x;
 	n1.shape[0] = lead[0];
-	return shape_is(o, &n1, 1, a.nsp + 1, tail) && pr_tensor_numel(a.x) < INT32_MAX &&
-	       pr_tensor_numel(a.w) < INT32_MAX && pr_tensor_numel(o) < INT32_MAX;
+	return shape_is(o, &n1, 1, a.nsp + 1, tail) && prt_tensor_numel(a.x) < INT32_MAX &&
+	       prt_tensor_numel(a.w) < INT32_MAX && prt_tensor_numel(o) < INT32_MAX;
 }
 
 /* One cuDNN handle per CUDA device, made on first use (cudnnCreate takes
@@ -272,20 +272,20 @@ bool conv_on_device(const pr_conv_args &a, const pr_tensor *o)
  * on every call. */
 cudnnHandle_t dnn_handles[64];
 
-pr_err *dnn_error(pr_kctx *k, cudnnStatus_t st, const char *call)
+pr_err *dnn_error(prt_kctx *k, cudnnStatus_t st, const char *call)
 {
 	return st == CUDNN_STATUS_SUCCESS ? NULL
-					  : pr_kernel_error(k, "cuDNN: %s failed: %s", call, cudnnGetErrorString(st));
+					  : prt_kernel_error(k, "cuDNN: %s failed: %s", call, cudnnGetErrorString(st));
 }
 
-pr_err *dnn_handle(pr_kctx *k, cudnnHandle_t *h)
+pr_err *dnn_handle(prt_kctx *k, cudnnHandle_t *h)
 {
 	int dev = 0;
 	pr_err *err = cuda_check(k, cudaGetDevice(&dev), "cudaGetDevice");
 	if (err)
 		return err;
 	if (dev < 0 || dev >= 64)
-		return pr_kernel_error(k, "cuDNN: device %d is beyond the 64 this runtime handles", dev);
+		return prt_kernel_error(k, "cuDNN: device %d is beyond the 64 this runtime handles", dev);
 	if (!dnn_handles[dev] && (err = dnn_error(k, cudnnCreate(&dnn_handles[dev]), "cudnnCreate")))
 		return err;
 	*h = dnn_handles[dev];
@@ -336,7 +336,7 @@ void dnn_descs_free(dnn_descs *d)
 
 /* Packed NCHW descriptors for a's geometry (dims 1 and 2 of the normalized
  * three; dim 0 has size 1 when nsp <= 2). */
-pr_err *dnn_descs_make(pr_kctx *k, const pr_conv_args &a, dnn_descs *d)
+pr_err *dnn_descs_make(prt_kctx *k, const prt_conv_args &a, dnn_descs *d)
 {
 	int n = (int)a.n, ci = (int)a.cin, co = (int)a.cout, g = (int)a.groups;
 	pr_err *err;
@@ -368,14 +368,14 @@ pr_err *dnn_descs_make(pr_kctx *k, const pr_conv_args &a, dnn_descs *d)
 			     "cudnnGetConvolution2dForwardOutputDim")))
 		return err;
 	if (on != n || oc != co || oh != a.out[1] || ow != a.out[2])
-		return pr_kernel_error(k, "cuDNN: the output would be [%d,%d,%d,%d], not [%d,%d,%lld,%lld]", on, oc, oh,
+		return prt_kernel_error(k, "cuDNN: the output would be [%d,%d,%d,%d], not [%d,%d,%lld,%lld]", on, oc, oh,
 				       ow, n, co, (long long)a.out[1], (long long)a.out[2]);
 	return NULL;
 }
 
 /* y = conv(x, w) on packed NCHW operands; *unsupported (and no error) when
  * cuDNN has no algorithm for this geometry. */
-pr_err *dnn_forward(pr_kctx *k, const pr_conv_args &a, const float *x, const float *w, float *y, bool *unsupported)
+pr_err *dnn_forward(prt_kctx *k, const prt_conv_args &a, const float *x, const float *w, float *y, bool *unsupported)
 {
 	cudnnHandle_t h;
 	dnn_descs d;
@@ -412,20 +412,20 @@ pr_err *dnn_forward(pr_kctx *k, const pr_conv_args &a, const float *x, const flo
  * that is contiguous, else of a packed copy in scratch. */
 struct conv_bufs {
 	scratch xs, ws, ys;
-	pr_tensor x, w, y;
+	prt_tensor x, w, y;
 };
 
-pr_err *conv_bufs_get(pr_kctx *k, const pr_conv_args &a, pr_tensor *o, conv_bufs *b)
+pr_err *conv_bufs_get(prt_kctx *k, const prt_conv_args &a, prt_tensor *o, conv_bufs *b)
 {
 	memset(b, 0, sizeof *b);
 	b->x = *a.x, b->w = *a.w, b->y = *o;
 	pr_err *err = NULL;
-	if (!pr_tensor_is_contiguous(a.x))
+	if (!prt_tensor_is_contiguous(a.x))
 		err = pack(k, a.x, &b->xs, &b->x);
-	if (!err && !pr_tensor_is_contiguous(a.w))
+	if (!err && !prt_tensor_is_contiguous(a.w))
 		err = pack(k, a.w, &b->ws, &b->w);
-	if (!err && !pr_tensor_is_contiguous(o) && !(err = scratch_alloc(k, pr_tensor_numel(o) * 4, &b->ys)))
-		b->y = pr_tensor_make(PR_F32, o->rank, o->shape, b->ys.p);
+	if (!err && !prt_tensor_is_contiguous(o) && !(err = scratch_alloc(k, prt_tensor_numel(o) * 4, &b->ys)))
+		b->y = prt_tensor_make(PR_F32, o->rank, o->shape, b->ys.p);
 	return err;
 }
 
@@ -438,28 +438,28 @@ void conv_bufs_free(conv_bufs *b)
 
 /* convolution(input, weight, bias?, stride, padding, dilation, transposed,
  * output_padding, groups) */
-pr_err *cu_convolution(pr_kctx *k)
+pr_err *cu_convolution(prt_kctx *k)
 {
-	pr_conv_args a;
-	pr_tensor *o = first_result(k);
-	pr_err *err = pr_conv_args_get(k, &a);
+	prt_conv_args a;
+	prt_tensor *o = first_result(k);
+	pr_err *err = prt_conv_args_get(k, &a);
 	if (err)
 		return err;   /* the host kernel's own check and message */
 	if (!conv_on_device(a, o))
-		return pr_k_staged(k);
-	if (pr_tensor_numel(o) == 0)
+		return prt_k_staged(k);
+	if (prt_tensor_numel(o) == 0)
 		return NULL;
 	conv_bufs b;
 	bool unsupported = false;
 	err = conv_bufs_get(k, a, o, &b);
-	if (!err && pr_tensor_numel(a.x) > 0)
+	if (!err && prt_tensor_numel(a.x) > 0)
 		err = dnn_forward(k, a, (const float *)b.x.data, (const float *)b.w.data, (float *)b.y.data, &unsupported);
 	else if (!err)   /* no input channels: sums of nothing */
-		err = cuda_check(k, cudaMemsetAsync(b.y.data, 0, (size_t)pr_tensor_numel(o) * 4, stream_of(k)),
+		err = cuda_check(k, cudaMemsetAsync(b.y.data, 0, (size_t)prt_tensor_numel(o) * 4, stream_of(k)),
 				 "cudaMemsetAsync");
 	if (!err && unsupported) {   /* a geometry cuDNN does not take: the host kernel */
 		conv_bufs_free(&b);
-		return pr_k_staged(k);
+		return prt_k_staged(k);
 	}
 	if (!err && b.ys.p) {
 		walk wo = walk_of(o);
@@ -474,7 +474,7 @@ pr_err *cu_convolution(pr_kctx *k)
 
 #else /* built without cuDNN: convolution runs staged (CMake said so) */
 
-pr_err *cu_convolution(pr_kctx *k) { return pr_k_staged(k); }
+pr_err *cu_convolution(prt_kctx *k) { return prt_k_staged(k); }
 
 #endif
 
@@ -503,7 +503,7 @@ __global__ void bn_kernel(bn_desc d, float *o, const float *x, const float *w, c
 }
 
 /* A per-channel f32 vector of rank 1 (or absent: NULL, stride 0). */
-bool channel_vec(const pr_tensor *t, const float **p, int64_t *st)
+bool channel_vec(const prt_tensor *t, const float **p, int64_t *st)
 {
 	*p = t ? (const float *)t->data : NULL;
 	*st = t ? t->strides[0] : 0;
@@ -513,11 +513,11 @@ bool channel_vec(const pr_tensor *t, const float **p, int64_t *st)
 /* batch_norm(input, weight?, bias?, running_mean?, running_var?, training,
  * momentum, eps, cudnn_enabled) and _native_batch_norm_legit_no_training(
  * input, weight?, bias?, running_mean, running_var, momentum, eps). */
-pr_err *bn_impl(pr_kctx *k, bool legit)
+pr_err *bn_impl(prt_kctx *k, bool legit)
 {
-	pr_bn_args a;
-	pr_tensor *o = first_result(k);
-	pr_err *err = pr_bn_args_get(k, legit, &a);
+	prt_bn_args a;
+	prt_tensor *o = first_result(k);
+	pr_err *err = prt_bn_args_get(k, legit, &a);
 	if (err)
 		return err;
 	bn_desc d;
@@ -525,7 +525,7 @@ pr_err *bn_impl(pr_kctx *k, bool legit)
 	const float *w, *b, *mean, *var;
 	if (!is_f32(a.x) || !shape_is(o, a.x, a.x->rank, 0, NULL) || !is_f32(o) || !channel_vec(a.w, &w, &d.ws) ||
 	    !channel_vec(a.b, &b, &d.bs) || !channel_vec(a.mean, &mean, &d.ms) || !channel_vec(a.var, &var, &d.vs))
-		return pr_k_staged(k);
+		return prt_k_staged(k);
 	d.x = walk_of(a.x);
 	d.o = walk_of(o);
 	d.eps = a.eps;
@@ -536,8 +536,8 @@ pr_err *bn_impl(pr_kctx *k, bool legit)
 	return launch_error(k, "batch norm kernel launch");
 }
 
-pr_err *cu_batch_norm(pr_kctx *k) { return bn_impl(k, false); }
-pr_err *cu_bn_no_training(pr_kctx *k) { return bn_impl(k, true); }
+pr_err *cu_batch_norm(prt_kctx *k) { return bn_impl(k, false); }
+pr_err *cu_bn_no_training(prt_kctx *k) { return bn_impl(k, true); }
 
 /* ---- pooling ---------------------------------------------------------------------------- */
 
@@ -637,9 +637,9 @@ __global__ void pool_kernel(pool_desc d, float *o, int64_t *ix, const float *x)
 
 /* t with two spatial dims: sp = 1 puts a dim of size 1 (stride 0) before
  * the last one. */
-pr_tensor as_2d(const pr_tensor *t, int sp)
+prt_tensor as_2d(const prt_tensor *t, int sp)
 {
-	pr_tensor v = *t;
+	prt_tensor v = *t;
 	if (sp == 1) {
 		v.rank = t->rank + 1;
 		v.shape[v.rank - 1] = t->shape[t->rank - 1];
@@ -652,7 +652,7 @@ pr_tensor as_2d(const pr_tensor *t, int sp)
 
 /* The adaptive pool's sizes, checked as the host checks them (false: the
  * host kernel runs and reports). */
-bool adaptive_args(pr_kctx *k, int sp, const pr_tensor *x, pool_desc *d)
+bool adaptive_args(prt_kctx *k, int sp, const prt_tensor *x, pool_desc *d)
 {
 	int64_t os[2];
 	if (!x || (x->rank != sp + 1 && x->rank != sp + 2) || !int_list(k, 1, sp, NULL, os))
@@ -672,22 +672,22 @@ bool adaptive_args(pr_kctx *k, int sp, const pr_tensor *x, pool_desc *d)
  * avg_pool1d / avg_pool2d(self, kernel_size, stride=[], padding=0,
  * ceil_mode=False, count_include_pad=True, divisor_override=None);
  * adaptive_avg_pool1d / 2d(self, output_size). f32 data; indices i64. */
-pr_err *pool_impl(pr_kctx *k, int kind, int sp)
+pr_err *pool_impl(prt_kctx *k, int kind, int sp)
 {
 	pool_desc d;
 	memset(&d, 0, sizeof d);
-	pr_tensor *x = pr_karg_tensor(k, 0), *o = first_result(k), *ix = NULL;
-	if (kind == POOL_MAX && k->out->kind == PR_RV_TUPLE) {
-		if (k->out->n != 2 || k->out->elems[1].kind != PR_RV_TENSOR)
-			return pr_k_staged(k);
+	prt_tensor *x = prt_karg_tensor(k, 0), *o = first_result(k), *ix = NULL;
+	if (kind == POOL_MAX && k->out->kind == PRT_RV_TUPLE) {
+		if (k->out->n != 2 || k->out->elems[1].kind != PRT_RV_TENSOR)
+			return prt_k_staged(k);
 		ix = &k->out->elems[1].t;
 	}
 	if (kind == POOL_ADAPTIVE) {
 		if (!adaptive_args(k, sp, x, &d))
-			return pr_k_staged(k);
+			return prt_k_staged(k);
 	} else {
-		pr_pool_args a;
-		pr_err *err = pr_pool_args_get(k, sp, kind == POOL_AVG, &a);
+		prt_pool_args a;
+		pr_err *err = prt_pool_args_get(k, sp, kind == POOL_AVG, &a);
 		if (err)
 			return err;
 		for (int i = 0; i < 2; i++) {
@@ -700,12 +700,12 @@ pr_err *pool_impl(pr_kctx *k, int kind, int sp)
 	int lead = x->rank - sp;
 	if (!is_f32(x) || !is_f32(o) || !shape_is(o, x, lead, sp, d.out + 2 - sp) ||
 	    (ix && (ix->dtype != PR_I64 || !shape_is(ix, x, lead, sp, d.out + 2 - sp))))
-		return pr_k_staged(k);
-	pr_tensor x2 = as_2d(x, sp), o2 = as_2d(o, sp);
+		return prt_k_staged(k);
+	prt_tensor x2 = as_2d(x, sp), o2 = as_2d(o, sp);
 	d.o = walk_of(&o2);
 	memcpy(d.xst, x2.strides, sizeof d.xst);
 	if (ix) {
-		pr_tensor i2 = as_2d(ix, sp);
+		prt_tensor i2 = as_2d(ix, sp);
 		memcpy(d.ist, i2.strides, sizeof d.ist);
 	}
 	d.kind = kind;
@@ -717,12 +717,12 @@ pr_err *pool_impl(pr_kctx *k, int kind, int sp)
 	return launch_error(k, "pooling kernel launch");
 }
 
-pr_err *cu_max_pool2d(pr_kctx *k) { return pool_impl(k, POOL_MAX, 2); }
-pr_err *cu_max_pool1d(pr_kctx *k) { return pool_impl(k, POOL_MAX, 1); }
-pr_err *cu_avg_pool2d(pr_kctx *k) { return pool_impl(k, POOL_AVG, 2); }
-pr_err *cu_avg_pool1d(pr_kctx *k) { return pool_impl(k, POOL_AVG, 1); }
-pr_err *cu_adaptive_avg_pool2d(pr_kctx *k) { return pool_impl(k, POOL_ADAPTIVE, 2); }
-pr_err *cu_adaptive_avg_pool1d(pr_kctx *k) { return pool_impl(k, POOL_ADAPTIVE, 1); }
+pr_err *cu_max_pool2d(prt_kctx *k) { return pool_impl(k, POOL_MAX, 2); }
+pr_err *cu_max_pool1d(prt_kctx *k) { return pool_impl(k, POOL_MAX, 1); }
+pr_err *cu_avg_pool2d(prt_kctx *k) { return pool_impl(k, POOL_AVG, 2); }
+pr_err *cu_avg_pool1d(prt_kctx *k) { return pool_impl(k, POOL_AVG, 1); }
+pr_err *cu_adaptive_avg_pool2d(prt_kctx *k) { return pool_impl(k, POOL_ADAPTIVE, 2); }
+pr_err *cu_adaptive_avg_pool1d(prt_kctx *k) { return pool_impl(k, POOL_ADAPTIVE, 1); }
 
 /* ---- activations ----------------------------------------------------------------------- */
 
@@ -761,15 +761,15 @@ __global__ void act_kernel(act_desc d, float *o, const float *x)
 /* hardtanh(self, min_val=-1, max_val=1), hardswish(self), hardsigmoid(self),
  * silu(self) and their in-place forms (the result is self). Elementwise in
  * place is safe: each element is read by the thread that writes it. */
-pr_err *act_impl(pr_kctx *k, int kind)
+pr_err *act_impl(prt_kctx *k, int kind)
 {
-	pr_tensor *x = pr_karg_tensor(k, 0), *o = first_result(k);
+	prt_tensor *x = prt_karg_tensor(k, 0), *o = first_result(k);
 	act_desc d;
 	memset(&d, 0, sizeof d);
-	d.lo = pr_karg_float(k, 1, -1);
-	d.hi = pr_karg_float(k, 2, 1);
+	d.lo = prt_karg_float(k, 1, -1);
+	d.hi = prt_karg_float(k, 2, 1);
 	if (!is_f32(x) || !is_f32(o) || !shape_is(o, x, x->rank, 0, NULL) || (kind == ACT_HARDTANH && d.lo > d.hi))
-		return pr_k_staged(k);
+		return prt_k_staged(k);
 	d.x = walk_of(x);
 	d.o = walk_of(o);
 	d.kind = kind;
@@ -779,10 +779,10 @@ pr_err *act_impl(pr_kctx *k, int kind)
 	return launch_error(k, "activation kernel launch");
 }
 
-pr_err *cu_hardtanh(pr_kctx *k) { return act_impl(k, ACT_HARDTANH); }
-pr_err *cu_hardswish(pr_kctx *k) { return act_impl(k, ACT_HARDSWISH); }
-pr_err *cu_hardsigmoid(pr_kctx *k) { return act_impl(k, ACT_HARDSIGMOID); }
-pr_err *cu_silu(pr_kctx *k) { return act_impl(k, ACT_SILU); }
+pr_err *cu_hardtanh(prt_kctx *k) { return act_impl(k, ACT_HARDTANH); }
+pr_err *cu_hardswish(prt_kctx *k) { return act_impl(k, ACT_HARDSWISH); }
+pr_err *cu_hardsigmoid(prt_kctx *k) { return act_impl(k, ACT_HARDSIGMOID); }
+pr_err *cu_silu(prt_kctx *k) { return act_impl(k, ACT_SILU); }
 
 /* ---- elements of every dtype --------------------------------------------------------- */
 
@@ -893,7 +893,7 @@ __device__ void elem_store_i64(pr_dtype t, void *p, int64_t i, int64_t v)
 
 /* ---- typed elementwise ops: the host's plan, run on the device ------------------------------ */
 
-/* A plan (pr_ew_plan, kernels.h) as the device reads it. The functions
+/* A plan (prt_ew_plan, kernels.h) as the device reads it. The functions
  * below are kernels_elementwise.c's loop, element for element; the
  * arithmetic itself is kernels_elementwise.h's, shared. */
 struct ew_operand {
@@ -907,7 +907,7 @@ struct ew_operand {
 struct ew_plan_desc {
 	walk o;
 	pr_dtype od, ct;
-	pr_ewt_op op;
+	prt_ewt_op op;
 	int n;
 	bool select;
 	ew_operand x[2], cond;
@@ -915,7 +915,7 @@ struct ew_plan_desc {
 	int64_t alpha_i;
 };
 
-__device__ bool is_float_dt(pr_dtype t) { return pr_ew_domain_of(t) == PR_EWD_FLOAT; }
+__device__ bool is_float_dt(pr_dtype t) { return prt_ew_domain_of(t) == PRT_EWD_FLOAT; }
 
 __device__ double round_to(pr_dtype t, double v)
 {
@@ -940,10 +940,10 @@ __device__ double load_f(const ew_operand &x, int64_t off, pr_dtype ct)
 __device__ int64_t load_i(const ew_operand &x, int64_t off, pr_dtype ct)
 {
 	if (!x.p)
-		return is_float_dt(x.dtype) ? pr_ew_float_to_int(ct, x.f) : pr_ew_wrap(ct, x.i);
+		return is_float_dt(x.dtype) ? prt_ew_float_to_int(ct, x.f) : prt_ew_wrap(ct, x.i);
 	if (is_float_dt(x.dtype))
-		return pr_ew_float_to_int(ct, elem_load(x.dtype, x.p, off));
-	return pr_ew_wrap(ct, elem_load_i64(x.dtype, x.p, off));
+		return prt_ew_float_to_int(ct, elem_load(x.dtype, x.p, off));
+	return prt_ew_wrap(ct, elem_load_i64(x.dtype, x.p, off));
 }
 
 __device__ void ew_store_f(pr_dtype t, void *p, int64_t i, double v)
@@ -951,7 +951,7 @@ __device__ void ew_store_f(pr_dtype t, void *p, int64_t i, double v)
 	if (is_float_dt(t))
 		elem_store(t, p, i, v);
 	else
-		elem_store_i64(t, p, i, pr_ew_float_to_int(t, v));
+		elem_store_i64(t, p, i, prt_ew_float_to_int(t, v));
 }
 
 __device__ void ew_store_i(pr_dtype t, void *p, int64_t i, int64_t v)
@@ -961,24 +961,24 @@ __device__ void ew_store_i(pr_dtype t, void *p, int64_t i, int64_t v)
 	else if (is_float_dt(t))
 		elem_store(t, p, i, (double)v);
 	else
-		elem_store_i64(t, p, i, pr_ew_wrap(t, v));
+		elem_store_i64(t, p, i, prt_ew_wrap(t, v));
 }
 
 __device__ void ew_element(const ew_plan_desc &d, void *o, int64_t oo, int64_t ao, int64_t bo)
 {
 	const ew_operand &a = d.x[0], &b = d.x[1];
-	bool add = d.op == PR_EWT_ADD || d.op == PR_EWT_SUB;
+	bool add = d.op == PRT_EWT_ADD || d.op == PRT_EWT_SUB;
 	if (is_float_dt(d.ct)) {
 		double av = load_f(a, ao, d.ct), bv = d.n > 1 ? load_f(b, bo, d.ct) : 0;
 		if (add && d.alpha_f != 1)
 			bv = round_to(d.ct, bv * d.alpha_f);
-		double r = pr_ewt_float(d.op, av, bv);
-		ew_store_f(d.od, o, oo, pr_ewt_gives_bool(d.op) ? r : round_to(d.ct, r));
+		double r = prt_ewt_float(d.op, av, bv);
+		ew_store_f(d.od, o, oo, prt_ewt_gives_bool(d.op) ? r : round_to(d.ct, r));
 	} else {
 		int64_t av = load_i(a, ao, d.ct), bv = d.n > 1 ? load_i(b, bo, d.ct) : 0;
 		if (add && d.alpha_i != 1)
-			bv = pr_ewt_int(PR_EWT_MUL, bv, d.alpha_i);
-		ew_store_i(d.od, o, oo, pr_ewt_int_in(d.ct, d.op, av, bv));
+			bv = prt_ewt_int(PRT_EWT_MUL, bv, d.alpha_i);
+		ew_store_i(d.od, o, oo, prt_ewt_int_in(d.ct, d.op, av, bv));
 	}
 }
 
@@ -1011,7 +1011,7 @@ __global__ void ew_plan_kernel(ew_plan_desc d, void *o)
 	}
 }
 
-ew_operand operand_of(const pr_ew_operand &x)
+ew_operand operand_of(const prt_ew_operand &x)
 {
 	ew_operand r;
 	memset(&r, 0, sizeof r);
@@ -1022,12 +1022,12 @@ ew_operand operand_of(const pr_ew_operand &x)
 }
 
 /* Runs a plan the host's planner made (its checks passed). */
-pr_err *ew_plan_launch(pr_kctx *k, const pr_ew_plan &p)
+pr_err *ew_plan_launch(prt_kctx *k, const prt_ew_plan &p)
 {
 	ew_plan_desc d;
 	memset(&d, 0, sizeof d);
 	d.o = walk_of(p.out);
-	d.od = p.out->dtype, d.ct = p.ct, d.op = (pr_ewt_op)p.op, d.n = p.n, d.select = p.select;
+	d.od = p.out->dtype, d.ct = p.ct, d.op = (prt_ewt_op)p.op, d.n = p.n, d.select = p.select;
 	d.x[0] = operand_of(p.x[0]);
 	if (p.n > 1)
 		d.x[1] = operand_of(p.x[1]);
@@ -1042,44 +1042,44 @@ pr_err *ew_plan_launch(pr_kctx *k, const pr_ew_plan &p)
 
 /* op on arguments 0..n-1 (alpha at alpha_at), as kernels_elementwise.c's
  * kernel of that op plans it. */
-pr_err *ew_run(pr_kctx *k, pr_ewt_op op, int n, int alpha_at)
+pr_err *ew_run(prt_kctx *k, prt_ewt_op op, int n, int alpha_at)
 {
-	pr_ew_plan p;
-	pr_err *err = pr_ew_plan_get(k, op, n, alpha_at, &p);
+	prt_ew_plan p;
+	pr_err *err = prt_ew_plan_get(k, op, n, alpha_at, &p);
 	return err ? err : ew_plan_launch(k, p);
 }
 
-pr_err *cu_sqrt(pr_kctx *k) { return ew_run(k, PR_EWT_SQRT, 1, -1); }
-pr_err *cu_rsqrt(pr_kctx *k) { return ew_run(k, PR_EWT_RSQRT, 1, -1); }
-pr_err *cu_abs(pr_kctx *k) { return ew_run(k, PR_EWT_ABS, 1, -1); }
-pr_err *cu_pow(pr_kctx *k) { return ew_run(k, PR_EWT_POW, 2, -1); }
-pr_err *cu_eq(pr_kctx *k) { return ew_run(k, PR_EWT_EQ, 2, -1); }
-pr_err *cu_ne(pr_kctx *k) { return ew_run(k, PR_EWT_NE, 2, -1); }
-pr_err *cu_lt(pr_kctx *k) { return ew_run(k, PR_EWT_LT, 2, -1); }
-pr_err *cu_le(pr_kctx *k) { return ew_run(k, PR_EWT_LE, 2, -1); }
-pr_err *cu_gt(pr_kctx *k) { return ew_run(k, PR_EWT_GT, 2, -1); }
-pr_err *cu_ge(pr_kctx *k) { return ew_run(k, PR_EWT_GE, 2, -1); }
-pr_err *cu_logical_and(pr_kctx *k) { return ew_run(k, PR_EWT_LOGICAL_AND, 2, -1); }
-pr_err *cu_logical_or(pr_kctx *k) { return ew_run(k, PR_EWT_LOGICAL_OR, 2, -1); }
-pr_err *cu_logical_xor(pr_kctx *k) { return ew_run(k, PR_EWT_LOGICAL_XOR, 2, -1); }
-pr_err *cu_logical_not(pr_kctx *k) { return ew_run(k, PR_EWT_LOGICAL_NOT, 1, -1); }
-pr_err *cu_bitwise_and(pr_kctx *k) { return ew_run(k, PR_EWT_BITWISE_AND, 2, -1); }
-pr_err *cu_bitwise_or(pr_kctx *k) { return ew_run(k, PR_EWT_BITWISE_OR, 2, -1); }
-pr_err *cu_bitwise_xor(pr_kctx *k) { return ew_run(k, PR_EWT_BITWISE_XOR, 2, -1); }
-pr_err *cu_bitwise_not(pr_kctx *k) { return ew_run(k, PR_EWT_BITWISE_NOT, 1, -1); }
-pr_err *cu_to_copy(pr_kctx *k) { return ew_run(k, PR_EWT_COPY, 1, -1); }
+pr_err *cu_sqrt(prt_kctx *k) { return ew_run(k, PRT_EWT_SQRT, 1, -1); }
+pr_err *cu_rsqrt(prt_kctx *k) { return ew_run(k, PRT_EWT_RSQRT, 1, -1); }
+pr_err *cu_abs(prt_kctx *k) { return ew_run(k, PRT_EWT_ABS, 1, -1); }
+pr_err *cu_pow(prt_kctx *k) { return ew_run(k, PRT_EWT_POW, 2, -1); }
+pr_err *cu_eq(prt_kctx *k) { return ew_run(k, PRT_EWT_EQ, 2, -1); }
+pr_err *cu_ne(prt_kctx *k) { return ew_run(k, PRT_EWT_NE, 2, -1); }
+pr_err *cu_lt(prt_kctx *k) { return ew_run(k, PRT_EWT_LT, 2, -1); }
+pr_err *cu_le(prt_kctx *k) { return ew_run(k, PRT_EWT_LE, 2, -1); }
+pr_err *cu_gt(prt_kctx *k) { return ew_run(k, PRT_EWT_GT, 2, -1); }
+pr_err *cu_ge(prt_kctx *k) { return ew_run(k, PRT_EWT_GE, 2, -1); }
+pr_err *cu_logical_and(prt_kctx *k) { return ew_run(k, PRT_EWT_LOGICAL_AND, 2, -1); }
+pr_err *cu_logical_or(prt_kctx *k) { return ew_run(k, PRT_EWT_LOGICAL_OR, 2, -1); }
+pr_err *cu_logical_xor(prt_kctx *k) { return ew_run(k, PRT_EWT_LOGICAL_XOR, 2, -1); }
+pr_err *cu_logical_not(prt_kctx *k) { return ew_run(k, PRT_EWT_LOGICAL_NOT, 1, -1); }
+pr_err *cu_bitwise_and(prt_kctx *k) { return ew_run(k, PRT_EWT_BITWISE_AND, 2, -1); }
+pr_err *cu_bitwise_or(prt_kctx *k) { return ew_run(k, PRT_EWT_BITWISE_OR, 2, -1); }
+pr_err *cu_bitwise_xor(prt_kctx *k) { return ew_run(k, PRT_EWT_BITWISE_XOR, 2, -1); }
+pr_err *cu_bitwise_not(prt_kctx *k) { return ew_run(k, PRT_EWT_BITWISE_NOT, 1, -1); }
+pr_err *cu_to_copy(prt_kctx *k) { return ew_run(k, PRT_EWT_COPY, 1, -1); }
 
-pr_err *cu_where(pr_kctx *k)
+pr_err *cu_where(prt_kctx *k)
 {
-	pr_ew_plan p;
-	pr_err *err = pr_ew_where_plan(k, &p);
+	prt_ew_plan p;
+	pr_err *err = prt_ew_where_plan(k, &p);
 	return err ? err : ew_plan_launch(k, p);
 }
 
-pr_err *cu_masked_fill(pr_kctx *k)
+pr_err *cu_masked_fill(prt_kctx *k)
 {
-	pr_ew_plan p;
-	pr_err *err = pr_ew_masked_fill_plan(k, &p);
+	prt_ew_plan p;
+	pr_err *err = prt_ew_masked_fill_plan(k, &p);
 	return err ? err : ew_plan_launch(k, p);
 }
 
@@ -1094,29 +1094,29 @@ __global__ void zero_check_kernel(walk w, pr_dtype t, const void *p, int *bad)
 	}
 }
 
-template <typename F> pr_err *none_flagged(pr_kctx *k, F launch, bool *ok);
+template <typename F> pr_err *none_flagged(prt_kctx *k, F launch, bool *ok);
 
 /* div.Tensor_mode / div.Scalar_mode(self, other, *, rounding_mode): none is
  * true division, "trunc" and "floor" round the quotient. An integer
  * division by zero (found on the device for a tensor divisor), or a mode
  * the host refuses, runs the host kernel, which says so. */
-pr_err *cu_div_mode(pr_kctx *k)
+pr_err *cu_div_mode(prt_kctx *k)
 {
-	const char *mode = pr_karg_str(k, 2, NULL);
+	const char *mode = prt_karg_str(k, 2, NULL);
 	if (!mode)
-		return ew_run(k, PR_EWT_DIV, 2, -1);
+		return ew_run(k, PRT_EWT_DIV, 2, -1);
 	bool fl = strcmp(mode, "floor") == 0;
 	if (!fl && strcmp(mode, "trunc") != 0)
-		return pr_k_staged(k);
-	pr_ew_plan p;
-	pr_err *err = pr_ew_plan_get(k, fl ? PR_EWT_DIV_FLOOR : PR_EWT_DIV_TRUNC, 2, -1, &p);
+		return prt_k_staged(k);
+	prt_ew_plan p;
+	pr_err *err = prt_ew_plan_get(k, fl ? PRT_EWT_DIV_FLOOR : PRT_EWT_DIV_TRUNC, 2, -1, &p);
 	if (err)
 		return err;
 	bool ok = true;
-	const pr_ew_operand &b = p.x[1];
-	if (pr_ew_domain_of(p.ct) != PR_EWD_FLOAT && !b.t)
-		ok = pr_ew_domain_of(b.dtype) == PR_EWD_FLOAT ? b.f != 0 : b.i != 0;
-	if (pr_ew_domain_of(p.ct) != PR_EWD_FLOAT && b.t && pr_tensor_numel(b.t) > 0) {
+	const prt_ew_operand &b = p.x[1];
+	if (prt_ew_domain_of(p.ct) != PRT_EWD_FLOAT && !b.t)
+		ok = prt_ew_domain_of(b.dtype) == PRT_EWD_FLOAT ? b.f != 0 : b.i != 0;
+	if (prt_ew_domain_of(p.ct) != PRT_EWD_FLOAT && b.t && prt_tensor_numel(b.t) > 0) {
 		walk w = walk_of(b.t);
 		const void *bp = b.t->data;
 		pr_dtype bt = b.t->dtype;
@@ -1125,24 +1125,24 @@ pr_err *cu_div_mode(pr_kctx *k)
 		}, &ok);
 	}
 	if (err || !ok)
-		return err ? err : pr_k_staged(k);
+		return err ? err : prt_k_staged(k);
 	return ew_plan_launch(k, p);
 }
 
 /* rsub.Scalar(self, other, alpha=1) = other - alpha * self: sub with its
  * operands swapped, as the host. */
-pr_err *cu_rsub(pr_kctx *k)
+pr_err *cu_rsub(prt_kctx *k)
 {
 	if (k->n_args < 2)
-		return pr_k_staged(k);
-	pr_karg swapped[3] = {k->args[1], k->args[0], k->n_args > 2 ? k->args[2] : pr_karg{}};
+		return prt_k_staged(k);
+	prt_karg swapped[3] = {k->args[1], k->args[0], k->n_args > 2 ? k->args[2] : prt_karg{}};
 	if (k->n_args <= 2) {
 		swapped[2].kind = PR_ARG_INT;
 		swapped[2].i = 1;
 	}
-	pr_kctx c = *k;
+	prt_kctx c = *k;
 	c.args = swapped, c.n_args = 3;
-	return ew_run(&c, PR_EWT_SUB, 2, 2);
+	return ew_run(&c, PRT_EWT_SUB, 2, 2);
 }
 
 /* ---- factories: full, zeros, ones, full_like, scalar_tensor, arange ------------------------ */
@@ -1167,7 +1167,7 @@ __global__ void fill_kernel(fill_desc d, uint8_t *o)
 
 /* The host's fill: the element is made on the host exactly as the host
  * kernel stores it (data.h), then written everywhere. */
-pr_err *fill_launch(pr_kctx *k, pr_tensor *o, bool as_int, int64_t iv, double fv)
+pr_err *fill_launch(prt_kctx *k, prt_tensor *o, bool as_int, int64_t iv, double fv)
 {
 	fill_desc d;
 	memset(&d, 0, sizeof d);
@@ -1184,27 +1184,27 @@ pr_err *fill_launch(pr_kctx *k, pr_tensor *o, bool as_int, int64_t iv, double fv
 }
 
 /* Is argument i an integer (a literal, an int value, a bool)? As the host. */
-bool karg_is_int(pr_kctx *k, int i)
+bool karg_is_int(prt_kctx *k, int i)
 {
 	if (i >= k->n_args)
 		return false;
-	const pr_karg *a = &k->args[i];
-	return a->kind == PR_ARG_INT || a->kind == PR_ARG_BOOL || (a->kind == PR_ARG_VALUE && a->v->kind == PR_RV_INT);
+	const prt_karg *a = &k->args[i];
+	return a->kind == PR_ARG_INT || a->kind == PR_ARG_BOOL || (a->kind == PR_ARG_VALUE && a->v->kind == PRT_RV_INT);
 }
 
 /* The result has the shape the size list (argument i) gives, and the fill
  * value (argument value_at, -1: none) is there; else the host kernel runs
  * (and says what is wrong). */
-bool factory_ok(pr_kctx *k, int size_at, const pr_tensor *like, int value_at)
+bool factory_ok(prt_kctx *k, int size_at, const prt_tensor *like, int value_at)
 {
-	if (k->out->kind != PR_RV_TENSOR || (value_at >= 0 && pr_karg_is_none(k, value_at)))
+	if (k->out->kind != PRT_RV_TENSOR || (value_at >= 0 && prt_karg_is_none(k, value_at)))
 		return false;
 	int64_t size[PR_MAX_RANK];
-	int n = like ? like->rank : size_at >= 0 ? pr_karg_ints(k, size_at, size, PR_MAX_RANK) : 0;
+	int n = like ? like->rank : size_at >= 0 ? prt_karg_ints(k, size_at, size, PR_MAX_RANK) : 0;
 	if (n < 0)
 		return false;
 	const int64_t *want = like ? like->shape : size;
-	const pr_tensor *o = &k->out->t;
+	const prt_tensor *o = &k->out->t;
 	if (o->rank != n)
 		return false;
 	for (int d = 0; d < n; d++)
@@ -1214,34 +1214,34 @@ bool factory_ok(pr_kctx *k, int size_at, const pr_tensor *like, int value_at)
 }
 
 /* full(size, fill_value, ...), zeros(size), ones(size): value_at -1 for c. */
-pr_err *full_impl(pr_kctx *k, int value_at, double c)
+pr_err *full_impl(prt_kctx *k, int value_at, double c)
 {
 	if (!factory_ok(k, 0, NULL, value_at))
-		return pr_k_staged(k);
+		return prt_k_staged(k);
 	bool as_int = value_at < 0 || karg_is_int(k, value_at);
-	int64_t iv = value_at < 0 ? (int64_t)c : pr_karg_int(k, value_at, 0);
-	return fill_launch(k, &k->out->t, as_int, iv, value_at < 0 ? c : pr_karg_float(k, value_at, 0));
+	int64_t iv = value_at < 0 ? (int64_t)c : prt_karg_int(k, value_at, 0);
+	return fill_launch(k, &k->out->t, as_int, iv, value_at < 0 ? c : prt_karg_float(k, value_at, 0));
 }
 
-pr_err *cu_full(pr_kctx *k) { return full_impl(k, 1, 0); }
-pr_err *cu_zeros(pr_kctx *k) { return full_impl(k, -1, 0); }
-pr_err *cu_ones(pr_kctx *k) { return full_impl(k, -1, 1); }
+pr_err *cu_full(prt_kctx *k) { return full_impl(k, 1, 0); }
+pr_err *cu_zeros(prt_kctx *k) { return full_impl(k, -1, 0); }
+pr_err *cu_ones(prt_kctx *k) { return full_impl(k, -1, 1); }
 
 /* full_like(self, fill_value, ...) */
-pr_err *cu_full_like(pr_kctx *k)
+pr_err *cu_full_like(prt_kctx *k)
 {
-	pr_tensor *x = pr_karg_tensor(k, 0);
+	prt_tensor *x = prt_karg_tensor(k, 0);
 	if (!x || !factory_ok(k, -1, x, 1))
-		return pr_k_staged(k);
-	return fill_launch(k, &k->out->t, karg_is_int(k, 1), pr_karg_int(k, 1, 0), pr_karg_float(k, 1, 0));
+		return prt_k_staged(k);
+	return fill_launch(k, &k->out->t, karg_is_int(k, 1), prt_karg_int(k, 1, 0), prt_karg_float(k, 1, 0));
 }
 
 /* scalar_tensor(s, ...): a 0-d result. */
-pr_err *cu_scalar_tensor(pr_kctx *k)
+pr_err *cu_scalar_tensor(prt_kctx *k)
 {
 	if (!factory_ok(k, -1, NULL, 0))
-		return pr_k_staged(k);
-	return fill_launch(k, &k->out->t, karg_is_int(k, 0), pr_karg_int(k, 0, 0), pr_karg_float(k, 0, 0));
+		return prt_k_staged(k);
+	return fill_launch(k, &k->out->t, karg_is_int(k, 0), prt_karg_int(k, 0, 0), prt_karg_float(k, 0, 0));
 }
 
 /* o[i] = s0 + i * st (ints into an integer result) or start + i * step. */
@@ -1266,32 +1266,32 @@ __global__ void arange_kernel(arange_desc d, void *o)
 /* arange over [start, end) by step (start_at / step_at -1: 0 and 1): the
  * host kernel's length and values; any argument it would refuse, or a
  * result of another length, runs the host kernel, which says why. */
-pr_err *arange_impl(pr_kctx *k, int start_at, int end_at, int step_at)
+pr_err *arange_impl(prt_kctx *k, int start_at, int end_at, int step_at)
 {
-	if (k->out->kind != PR_RV_TENSOR || pr_karg_is_none(k, end_at))
-		return pr_k_staged(k);
-	pr_tensor *o = &k->out->t;
+	if (k->out->kind != PRT_RV_TENSOR || prt_karg_is_none(k, end_at))
+		return prt_k_staged(k);
+	prt_tensor *o = &k->out->t;
 	bool ints = karg_is_int(k, end_at) && (start_at < 0 || karg_is_int(k, start_at)) &&
-		    (step_at < 0 || pr_karg_is_none(k, step_at) || karg_is_int(k, step_at));
+		    (step_at < 0 || prt_karg_is_none(k, step_at) || karg_is_int(k, step_at));
 	arange_desc d;
 	memset(&d, 0, sizeof d);
-	d.start = start_at < 0 ? 0 : pr_karg_float(k, start_at, 0);
-	double end = pr_karg_float(k, end_at, 0);
-	d.step = step_at < 0 ? 1 : pr_karg_float(k, step_at, 1);
+	d.start = start_at < 0 ? 0 : prt_karg_float(k, start_at, 0);
+	double end = prt_karg_float(k, end_at, 0);
+	d.step = step_at < 0 ? 1 : prt_karg_float(k, step_at, 1);
 	if (d.step == 0 || d.step != d.step || (d.step > 0 && d.start > end) || (d.step < 0 && d.start < end))
-		return pr_k_staged(k);
+		return prt_k_staged(k);
 	double len = ceil((end - d.start) / d.step);
 	if (ints) {
-		int64_t s0 = start_at < 0 ? 0 : pr_karg_int(k, start_at, 0);
-		int64_t e0 = pr_karg_int(k, end_at, 0), st = step_at < 0 ? 1 : pr_karg_int(k, step_at, 1);
+		int64_t s0 = start_at < 0 ? 0 : prt_karg_int(k, start_at, 0);
+		int64_t e0 = prt_karg_int(k, end_at, 0), st = step_at < 0 ? 1 : prt_karg_int(k, step_at, 1);
 		len = (double)((e0 - s0 + st + (st > 0 ? -1 : 1)) / st);
 	}
 	d.n = (int64_t)len;
 	if (o->rank != 1 || o->shape[0] != d.n)
-		return pr_k_staged(k);
+		return prt_k_staged(k);
 	d.ints = ints && !pr_dtype_is_float(o->dtype);
-	d.s0 = ints && start_at >= 0 ? pr_karg_int(k, start_at, 0) : 0;
-	d.st = ints && step_at >= 0 ? pr_karg_int(k, step_at, 1) : 1;
+	d.s0 = ints && start_at >= 0 ? prt_karg_int(k, start_at, 0) : 0;
+	d.st = ints && step_at >= 0 ? prt_karg_int(k, step_at, 1) : 1;
 	d.ost = o->strides[0];
 	d.od = o->dtype;
 	if (d.n == 0)
@@ -1300,9 +1300,9 @@ pr_err *arange_impl(pr_kctx *k, int start_at, int end_at, int step_at)
 	return launch_error(k, "arange kernel launch");
 }
 
-pr_err *cu_arange(pr_kctx *k) { return arange_impl(k, -1, 0, -1); }
-pr_err *cu_arange_start(pr_kctx *k) { return arange_impl(k, 0, 1, -1); }
-pr_err *cu_arange_start_step(pr_kctx *k) { return arange_impl(k, 0, 1, 2); }
+pr_err *cu_arange(prt_kctx *k) { return arange_impl(k, -1, 0, -1); }
+pr_err *cu_arange_start(prt_kctx *k) { return arange_impl(k, 0, 1, -1); }
+pr_err *cu_arange_start_step(prt_kctx *k) { return arange_impl(k, 0, 1, 2); }
 
 /* ---- cumsum ----------------------------------------------------------------------------- */
 
@@ -1338,15 +1338,15 @@ __global__ void cumsum_kernel(cumsum_desc d, void *o, const void *x)
 }
 
 /* cumsum(self, dim, *, dtype=None) */
-pr_err *cu_cumsum(pr_kctx *k)
+pr_err *cu_cumsum(prt_kctx *k)
 {
-	pr_tensor *x = pr_karg_tensor(k, 0), *o = k->out->kind == PR_RV_TENSOR ? &k->out->t : NULL;
-	int dim = x ? pr_dim(pr_karg_int(k, 1, 0), x->rank) : -1;
+	prt_tensor *x = prt_karg_tensor(k, 0), *o = k->out->kind == PRT_RV_TENSOR ? &k->out->t : NULL;
+	int dim = x ? prt_dim(prt_karg_int(k, 1, 0), x->rank) : -1;
 	if (!x || !o || dim < 0 || !shape_is(o, x, x->rank, 0, NULL))
-		return pr_k_staged(k);
+		return prt_k_staged(k);
 	cumsum_desc d;
 	memset(&d, 0, sizeof d);
-	pr_tensor lines = *x;
+	prt_tensor lines = *x;
 	if (x->rank)
 		lines.shape[dim] = 1;
 	d.lines = walk_of(&lines);
@@ -1357,7 +1357,7 @@ pr_err *cu_cumsum(pr_kctx *k)
 	d.os = o->rank ? o->strides[dim] : 0;
 	d.xd = x->dtype, d.od = o->dtype;
 	d.ints = !pr_dtype_is_float(o->dtype) && !pr_dtype_is_float(x->dtype);
-	if (pr_tensor_numel(x) == 0)
+	if (prt_tensor_numel(x) == 0)
 		return NULL;
 	cumsum_kernel<<<blocks_for(d.lines.n), THREADS, 0, stream_of(k)>>>(d, o->data, x->data);
 	return launch_error(k, "cumsum kernel launch");
@@ -1412,7 +1412,7 @@ __global__ void gather_nd_kernel(gather_nd_desc d, uint8_t *o, const uint8_t *x,
 /* Runs launch(bad, stream), a check kernel that sets *bad when it finds
  * something wrong (an index out of range), and says whether none did.
  * Waits for the device's stream. */
-template <typename F> pr_err *none_flagged(pr_kctx *k, F launch, bool *ok)
+template <typename F> pr_err *none_flagged(prt_kctx *k, F launch, bool *ok)
 {
 	scratch flag;
 	pr_err *err = scratch_alloc(k, sizeof(int), &flag);
@@ -1436,17 +1436,17 @@ template <typename F> pr_err *none_flagged(pr_kctx *k, F launch, bool *ok)
 
 /* gather(self, dim, index, *, sparse_grad=False): the cases the host takes
  * (index of self's rank, no larger than self off dim, i64 or i32). */
-pr_err *cu_gather(pr_kctx *k)
+pr_err *cu_gather(prt_kctx *k)
 {
-	pr_tensor *x = pr_karg_tensor(k, 0), *ix = pr_karg_tensor(k, 2);
-	pr_tensor *o = k->out->kind == PR_RV_TENSOR ? &k->out->t : NULL;
-	int dim = x ? pr_dim(pr_karg_int(k, 1, 0), x->rank) : -1;
+	prt_tensor *x = prt_karg_tensor(k, 0), *ix = prt_karg_tensor(k, 2);
+	prt_tensor *o = k->out->kind == PRT_RV_TENSOR ? &k->out->t : NULL;
+	int dim = x ? prt_dim(prt_karg_int(k, 1, 0), x->rank) : -1;
 	if (!x || !ix || !o || dim < 0 || x->rank == 0 || ix->rank != x->rank || o->dtype != x->dtype ||
 	    (ix->dtype != PR_I64 && ix->dtype != PR_I32) || !shape_is(o, ix, ix->rank, 0, NULL))
-		return pr_k_staged(k);
+		return prt_k_staged(k);
 	for (int i = 0; i < ix->rank; i++)
 		if (i != dim && ix->shape[i] > x->shape[i])
-			return pr_k_staged(k);
+			return prt_k_staged(k);
 	gather_nd_desc d;
 	memset(&d, 0, sizeof d);
 	d.ix = walk_of(ix);
@@ -1461,7 +1461,7 @@ pr_err *cu_gather(pr_kctx *k)
 		gather_check_kernel<<<blocks_for(d.ix.n), THREADS, 0, st>>>(d, ixp, bad);
 	}, &ok);
 	if (err || !ok)
-		return err ? err : pr_k_staged(k);
+		return err ? err : prt_k_staged(k);
 	gather_nd_kernel<<<blocks_for(d.ix.n), THREADS, 0, stream_of(k)>>>(d, o->data, x->data, ix->data);
 	return launch_error(k, "gather kernel launch");
 }
@@ -1539,11 +1539,11 @@ __global__ void adv_kernel(adv_desc a, uint8_t *o, const uint8_t *x)
 
 /* B, the index tensors' broadcast shape, and each one's strides over it;
  * false when they do not broadcast. */
-bool adv_broadcast(adv_desc *a, const pr_tensor *const *ix, int64_t *b)
+bool adv_broadcast(adv_desc *a, const prt_tensor *const *ix, int64_t *b)
 {
 	a->nb = 0;
 	for (int i = 0; i < a->n; i++) {
-		const pr_tensor *t = ix[i];
+		const prt_tensor *t = ix[i];
 		if (!t)
 			continue;
 		if (t->rank > a->nb) {
@@ -1561,30 +1561,30 @@ bool adv_broadcast(adv_desc *a, const pr_tensor *const *ix, int64_t *b)
 				return false;
 		}
 	}
-	pr_tensor bt;
+	prt_tensor bt;
 	memset(&bt, 0, sizeof bt);
 	bt.rank = a->nb;
 	memcpy(bt.shape, b, sizeof(int64_t) * (size_t)a->nb);
 	for (int i = 0; i < a->n; i++)
-		if (ix[i] && !pr_bcast_strides(ix[i], &bt, a->bst[i]))
+		if (ix[i] && !prt_bcast_strides(ix[i], &bt, a->bst[i]))
 			return false;
 	return true;
 }
 
 /* The result's shape the host kernel would give (false: it would refuse). */
-bool adv_plan(pr_kctx *k, const pr_tensor *x, adv_desc *a, int *rank, int64_t *shape)
+bool adv_plan(prt_kctx *k, const prt_tensor *x, adv_desc *a, int *rank, int64_t *shape)
 {
 	if (k->n_args < 2 || k->args[1].kind != PR_ARG_LIST || k->args[1].n > x->rank)
 		return false;
-	const pr_karg *l = &k->args[1];
-	const pr_tensor *ix[PR_MAX_RANK] = {NULL};
+	const prt_karg *l = &k->args[1];
+	const prt_tensor *ix[PR_MAX_RANK] = {NULL};
 	int first = -1, last = -1;
 	a->n = l->n;
 	for (int i = 0; i < l->n; i++) {
-		const pr_karg *it = &l->items[i];
+		const prt_karg *it = &l->items[i];
 		if (it->kind == PR_ARG_NONE)
 			continue;
-		if (it->kind != PR_ARG_VALUE || it->v->kind != PR_RV_TENSOR ||
+		if (it->kind != PR_ARG_VALUE || it->v->kind != PRT_RV_TENSOR ||
 		    (it->v->t.dtype != PR_I64 && it->v->t.dtype != PR_I32))
 			return false;
 		ix[i] = &it->v->t;
@@ -1625,15 +1625,15 @@ bool adv_plan(pr_kctx *k, const pr_tensor *x, adv_desc *a, int *rank, int64_t *s
 }
 
 /* index.Tensor(self, Tensor?[] indices) */
-pr_err *cu_index(pr_kctx *k)
+pr_err *cu_index(prt_kctx *k)
 {
-	pr_tensor *x = pr_karg_tensor(k, 0), *o = k->out->kind == PR_RV_TENSOR ? &k->out->t : NULL;
+	prt_tensor *x = prt_karg_tensor(k, 0), *o = k->out->kind == PRT_RV_TENSOR ? &k->out->t : NULL;
 	adv_desc a;
 	memset(&a, 0, sizeof a);
 	int r;
 	int64_t shape[PR_MAX_RANK];
 	if (!x || !o || o->dtype != x->dtype || !adv_plan(k, x, &a, &r, shape) || !shape_is(o, x, 0, r, shape))
-		return pr_k_staged(k);
+		return prt_k_staged(k);
 	a.o = walk_of(o);
 	a.xrank = x->rank;
 	a.es = (int)pr_dtype_size(x->dtype);
@@ -1646,7 +1646,7 @@ pr_err *cu_index(pr_kctx *k)
 		adv_check_kernel<<<blocks_for(a.o.n), THREADS, 0, st>>>(a, bad);
 	}, &ok);
 	if (err || !ok)
-		return err ? err : pr_k_staged(k);
+		return err ? err : prt_k_staged(k);
 	adv_kernel<<<blocks_for(a.o.n), THREADS, 0, stream_of(k)>>>(a, o->data, x->data);
 	return launch_error(k, "index kernel launch");
 }
@@ -1654,7 +1654,7 @@ pr_err *cu_index(pr_kctx *k)
 /* Every name a host kernel of these ops may be registered under; the
  * registry pairs each with its host kernel, and ignores a name it has no
  * host kernel for. */
-const pr_cuda_kernel nn_kernels[] = {
+const prt_cuda_kernel nn_kernels[] = {
 	{"aten::convolution", cu_convolution},
 	{"aten::_native_batch_norm_legit_no_training", cu_bn_no_training},
 	{"aten::batch_norm", cu_batch_norm},
@@ -1730,12 +1730,12 @@ const pr_cuda_kernel nn_kernels[] = {
 
 } // namespace
 
-extern "C" pr_err *pr_cuda_ew_typed(pr_kctx *k, int op, int n, int alpha_at)
+extern "C" pr_err *prt_cuda_ew_typed(prt_kctx *k, int op, int n, int alpha_at)
 {
-	return ew_run(k, (pr_ewt_op)op, n, alpha_at);
+	return ew_run(k, (prt_ewt_op)op, n, alpha_at);
 }
 
-extern "C" const pr_cuda_kernel *pr_cuda_nn_kernels(int *n)
+extern "C" const prt_cuda_kernel *prt_cuda_nn_kernels(int *n)
 {
 	*n = (int)(sizeof nn_kernels / sizeof nn_kernels[0]);
 	return nn_kernels;

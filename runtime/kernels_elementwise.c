@@ -2,7 +2,7 @@
  * comparisons, logical and bitwise ops, sqrt, rsqrt, pow, where, masked_fill,
  * _to_copy, and add/sub/mul/div/neg on anything but all-f32 operands.
  *
- * A kernel first makes a plan (pr_ew_plan_get): its operands (tensors seen
+ * A kernel first makes a plan (prt_ew_plan_get): its operands (tensors seen
  * with the result's shape through broadcast strides, or numbers), the
  * compute dtype torch.result_type gives them (tensors with dimensions
  * outrank zero-dim tensors, which outrank numbers, unless a lower rank is of
@@ -21,8 +21,8 @@
 
 /* ---- type promotion ----------------------------------------------------- */
 
-static bool is_int(pr_dtype t) { return pr_ew_domain_of(t) == PR_EWD_INT; }
-static bool is_float(pr_dtype t) { return pr_ew_domain_of(t) == PR_EWD_FLOAT; }
+static bool is_int(pr_dtype t) { return prt_ew_domain_of(t) == PRT_EWD_INT; }
+static bool is_float(pr_dtype t) { return prt_ew_domain_of(t) == PRT_EWD_FLOAT; }
 
 static int int_bits(pr_dtype t)
 {
@@ -39,7 +39,7 @@ static int float_rank(pr_dtype t)
 	return t == PR_F64 ? 3 : t == PR_F32 ? 2 : 1;   /* f16 and bf16 share 1 */
 }
 
-pr_dtype pr_ew_promote(pr_dtype a, pr_dtype b)
+pr_dtype prt_ew_promote(pr_dtype a, pr_dtype b)
 {
 	if (a == b || b == PR_BOOL)
 		return a;
@@ -63,7 +63,7 @@ pr_dtype pr_ew_promote(pr_dtype a, pr_dtype b)
 
 static pr_dtype promote_defined(pr_dtype a, pr_dtype b)
 {
-	return a == UNDEF ? b : b == UNDEF ? a : pr_ew_promote(a, b);
+	return a == UNDEF ? b : b == UNDEF ? a : prt_ew_promote(a, b);
 }
 
 /* c10's combine_categories: the lower-priority type counts only when it is of
@@ -77,7 +77,7 @@ static pr_dtype combine(pr_dtype higher, pr_dtype lower)
 	return higher != UNDEF ? higher : lower;
 }
 
-pr_dtype pr_ew_result_type(const pr_ew_operand *x, int n)
+pr_dtype prt_ew_result_type(const prt_ew_operand *x, int n)
 {
 	pr_dtype st[3] = {UNDEF, UNDEF, UNDEF};   /* dims, zero-dim, numbers */
 	for (int i = 0; i < n; i++) {
@@ -95,13 +95,13 @@ pr_dtype pr_ew_result_type(const pr_ew_operand *x, int n)
 
 /* Argument i as an operand: a tensor, or a number (int -> i64, float -> f64,
  * bool -> bool). */
-static pr_err *operand_get(pr_kctx *k, int i, pr_ew_operand *x)
+static pr_err *operand_get(prt_kctx *k, int i, prt_ew_operand *x)
 {
 	memset(x, 0, sizeof *x);
-	pr_karg *a = i < k->n_args ? &k->args[i] : NULL;
+	prt_karg *a = i < k->n_args ? &k->args[i] : NULL;
 	if (!a || a->kind == PR_ARG_NONE)
-		return pr_kernel_error(k, "argument %d must be a tensor or a number", i);
-	if (a->kind == PR_ARG_VALUE && a->v->kind == PR_RV_TENSOR) {
+		return prt_kernel_error(k, "argument %d must be a tensor or a number", i);
+	if (a->kind == PR_ARG_VALUE && a->v->kind == PRT_RV_TENSOR) {
 		x->t = &a->v->t;
 		x->dtype = x->t->dtype;
 		return NULL;
@@ -111,20 +111,20 @@ static pr_err *operand_get(pr_kctx *k, int i, pr_ew_operand *x)
 	case PR_ARG_FLOAT: x->dtype = PR_F64, x->f = a->f; return NULL;
 	case PR_ARG_BOOL: x->dtype = PR_BOOL, x->i = a->b, x->f = a->b; return NULL;
 	case PR_ARG_VALUE:
-		if (a->v->kind == PR_RV_INT) {
+		if (a->v->kind == PRT_RV_INT) {
 			x->dtype = PR_I64, x->i = a->v->i, x->f = (double)a->v->i;
 			return NULL;
 		}
 		break;
 	default: break;
 	}
-	return pr_kernel_error(k, "argument %d must be a tensor or a number", i);
+	return prt_kernel_error(k, "argument %d must be a tensor or a number", i);
 }
 
 /* The broadcast shape of the tensor operands (and the condition). */
-static bool bcast_shape(const pr_ew_plan *p, int *rank, int64_t *shape)
+static bool bcast_shape(const prt_ew_plan *p, int *rank, int64_t *shape)
 {
-	const pr_tensor *ts[3] = {p->x[0].t, p->n > 1 ? p->x[1].t : NULL, p->cond.t};
+	const prt_tensor *ts[3] = {p->x[0].t, p->n > 1 ? p->x[1].t : NULL, p->cond.t};
 	*rank = 0;
 	for (int i = 0; i < 3; i++)
 		if (ts[i] && ts[i]->rank > *rank)
@@ -132,7 +132,7 @@ static bool bcast_shape(const pr_ew_plan *p, int *rank, int64_t *shape)
 	for (int d = 0; d < *rank; d++)
 		shape[d] = 1;
 	for (int i = 0; i < 3; i++) {
-		const pr_tensor *t = ts[i];
+		const prt_tensor *t = ts[i];
 		for (int d = 0; t && d < t->rank; d++) {
 			int64_t *s = &shape[*rank - t->rank + d];
 			if (t->shape[d] != 1 && *s != 1 && t->shape[d] != *s)
@@ -145,19 +145,19 @@ static bool bcast_shape(const pr_ew_plan *p, int *rank, int64_t *shape)
 }
 
 /* Broadcast strides of every tensor operand over the result. */
-static pr_err *plan_strides(pr_kctx *k, pr_ew_plan *p)
+static pr_err *plan_strides(prt_kctx *k, prt_ew_plan *p)
 {
 	int rank;
 	int64_t shape[PR_MAX_RANK];
 	if (!bcast_shape(p, &rank, shape))
-		return pr_kernel_error(k, "argument shapes do not broadcast together");
-	pr_err *err = pr_result_shape_check(k, rank, shape);
+		return prt_kernel_error(k, "argument shapes do not broadcast together");
+	pr_err *err = prt_result_shape_check(k, rank, shape);
 	if (err)
 		return err;
-	pr_ew_operand *xs[3] = {&p->x[0], &p->x[1], &p->cond};
+	prt_ew_operand *xs[3] = {&p->x[0], &p->x[1], &p->cond};
 	for (int i = 0; i < 3; i++)
-		if (xs[i]->t && !pr_bcast_strides(xs[i]->t, p->out, xs[i]->st))
-			return pr_kernel_error(k, "argument shapes do not broadcast to the result's");
+		if (xs[i]->t && !prt_bcast_strides(xs[i]->t, p->out, xs[i]->st))
+			return prt_kernel_error(k, "argument shapes do not broadcast to the result's");
 	return NULL;
 }
 
@@ -169,7 +169,7 @@ static bool can_cast(pr_dtype from, pr_dtype to)
 	return !(is_int(from) && to == PR_BOOL);
 }
 
-static const char *ewt_name(pr_ewt_op op)
+static const char *ewt_name(prt_ewt_op op)
 {
 	static const char *names[] = {
 		"add", "sub", "mul", "div", "pow", "neg", "abs", "sqrt", "rsqrt", "eq", "ne", "lt",
@@ -180,40 +180,40 @@ static const char *ewt_name(pr_ewt_op op)
 }
 
 /* ATen's refusals for op in compute dtype ct. */
-static pr_err *plan_check(pr_kctx *k, const pr_ew_plan *p)
+static pr_err *plan_check(prt_kctx *k, const prt_ew_plan *p)
 {
 	bool any_bool = false;
 	for (int i = 0; i < p->n; i++)
 		any_bool |= p->x[i].t && p->x[i].dtype == PR_BOOL;
-	if ((p->op == PR_EWT_SUB && any_bool) || (p->op == PR_EWT_NEG && p->ct == PR_BOOL))
-		return pr_kernel_error(k, "%s on a bool tensor is not supported (use logical_xor or "
+	if ((p->op == PRT_EWT_SUB && any_bool) || (p->op == PRT_EWT_NEG && p->ct == PR_BOOL))
+		return prt_kernel_error(k, "%s on a bool tensor is not supported (use logical_xor or "
 				       "logical_not)", ewt_name(p->op));
-	if (p->op >= PR_EWT_BITWISE_AND && p->op <= PR_EWT_BITWISE_NOT && is_float(p->ct))
-		return pr_kernel_error(k, "%s takes bool and integer operands, not %s",
+	if (p->op >= PRT_EWT_BITWISE_AND && p->op <= PRT_EWT_BITWISE_NOT && is_float(p->ct))
+		return prt_kernel_error(k, "%s takes bool and integer operands, not %s",
 				       ewt_name(p->op), pr_dtype_name(p->ct));
-	if (p->op == PR_EWT_POW && p->ct == PR_BOOL)
-		return pr_kernel_error(k, "pow is not implemented for bool");
-	if (p->op == PR_EWT_POW && is_int(p->ct) && !p->x[1].t && p->x[1].i < 0)
-		return pr_kernel_error(k, "integers to negative integer powers are not allowed");
-	if (!pr_ewt_gives_bool(p->op) && p->op != PR_EWT_COPY && !can_cast(p->ct, p->out->dtype))
-		return pr_kernel_error(k, "result type %s cannot be cast to the result's dtype %s",
+	if (p->op == PRT_EWT_POW && p->ct == PR_BOOL)
+		return prt_kernel_error(k, "pow is not implemented for bool");
+	if (p->op == PRT_EWT_POW && is_int(p->ct) && !p->x[1].t && p->x[1].i < 0)
+		return prt_kernel_error(k, "integers to negative integer powers are not allowed");
+	if (!prt_ewt_gives_bool(p->op) && p->op != PRT_EWT_COPY && !can_cast(p->ct, p->out->dtype))
+		return prt_kernel_error(k, "result type %s cannot be cast to the result's dtype %s",
 				       pr_dtype_name(p->ct), pr_dtype_name(p->out->dtype));
 	return NULL;
 }
 
 /* The dtype an op computes in, given the operands' result type. */
-static pr_dtype compute_dtype(pr_ewt_op op, pr_dtype rt)
+static pr_dtype compute_dtype(prt_ewt_op op, pr_dtype rt)
 {
-	bool to_float = op == PR_EWT_DIV || op == PR_EWT_SQRT || op == PR_EWT_RSQRT;
+	bool to_float = op == PRT_EWT_DIV || op == PRT_EWT_SQRT || op == PRT_EWT_RSQRT;
 	return to_float && !is_float(rt) ? PR_F32 : rt;
 }
 
-pr_err *pr_ew_plan_get(pr_kctx *k, pr_ewt_op op, int n, int alpha_at, pr_ew_plan *p)
+pr_err *prt_ew_plan_get(prt_kctx *k, prt_ewt_op op, int n, int alpha_at, prt_ew_plan *p)
 {
 	memset(p, 0, sizeof *p);
 	p->op = op, p->n = n, p->alpha_f = 1, p->alpha_i = 1;
-	if (k->out->kind != PR_RV_TENSOR)
-		return pr_kernel_error(k, "the result must be a tensor");
+	if (k->out->kind != PRT_RV_TENSOR)
+		return prt_kernel_error(k, "the result must be a tensor");
 	p->out = &k->out->t;
 	pr_err *err = NULL;
 	for (int i = 0; i < n && !err; i++)
@@ -221,14 +221,14 @@ pr_err *pr_ew_plan_get(pr_kctx *k, pr_ewt_op op, int n, int alpha_at, pr_ew_plan
 	if (err)
 		return err;
 	if (!p->x[0].t && (n < 2 || !p->x[1].t))
-		return pr_kernel_error(k, "one argument must be a tensor");
-	p->ct = op == PR_EWT_COPY ? p->out->dtype : compute_dtype(op, pr_ew_result_type(p->x, n));
-	if (alpha_at >= 0 && !pr_karg_is_none(k, alpha_at)) {
-		pr_ew_operand al;
+		return prt_kernel_error(k, "one argument must be a tensor");
+	p->ct = op == PRT_EWT_COPY ? p->out->dtype : compute_dtype(op, prt_ew_result_type(p->x, n));
+	if (alpha_at >= 0 && !prt_karg_is_none(k, alpha_at)) {
+		prt_ew_operand al;
 		if ((err = operand_get(k, alpha_at, &al)))
 			return err;
 		if (!is_float(p->ct) && is_float(al.dtype))
-			return pr_kernel_error(k, "for integer and bool operands alpha must not be a "
+			return prt_kernel_error(k, "for integer and bool operands alpha must not be a "
 					       "floating point number");
 		p->alpha_f = al.f, p->alpha_i = al.i;
 	}
@@ -253,7 +253,7 @@ static double round_to(pr_dtype t, double v)
 /* Element `off` of operand x in the FLOAT domain of ct: a tensor's element
  * rounded to ct, a number to ct's arithmetic type (f32 for f16 and bf16, as
  * ATen keeps a scalar in its "opmath" type). */
-static double load_f(const pr_ew_operand *x, int64_t off, pr_dtype ct)
+static double load_f(const prt_ew_operand *x, int64_t off, pr_dtype ct)
 {
 	if (!x->t)
 		return round_to(ct == PR_F64 ? PR_F64 : PR_F32, x->f);
@@ -266,25 +266,25 @@ static double load_f(const pr_ew_operand *x, int64_t off, pr_dtype ct)
 
 /* ... in the INT or BOOL domain of ct (a float operand only reaches here in
  * a cast or masked_fill, and converts as a cast does). */
-static int64_t load_i(const pr_ew_operand *x, int64_t off, pr_dtype ct)
+static int64_t load_i(const prt_ew_operand *x, int64_t off, pr_dtype ct)
 {
 	if (!x->t)
-		return is_float(x->dtype) ? pr_ew_float_to_int(ct, x->f) : pr_ew_wrap(ct, x->i);
+		return is_float(x->dtype) ? prt_ew_float_to_int(ct, x->f) : prt_ew_wrap(ct, x->i);
 	const uint8_t *p = x->t->data + off * (int64_t)pr_dtype_size(x->dtype);
 	if (is_float(x->dtype))
-		return pr_ew_float_to_int(ct, pr_elem_load(x->dtype, p));
-	return pr_ew_wrap(ct, pr_elem_load_i64(x->dtype, p));
+		return prt_ew_float_to_int(ct, pr_elem_load(x->dtype, p));
+	return prt_ew_wrap(ct, pr_elem_load_i64(x->dtype, p));
 }
 
-void pr_ew_store_f(pr_dtype t, void *p, double v)
+void prt_ew_store_f(pr_dtype t, void *p, double v)
 {
 	if (is_float(t))
 		pr_elem_store(t, p, v);
 	else
-		pr_elem_store_i64(t, p, pr_ew_float_to_int(t, v));
+		pr_elem_store_i64(t, p, prt_ew_float_to_int(t, v));
 }
 
-void pr_ew_store_i(pr_dtype t, void *p, int64_t v)
+void prt_ew_store_i(pr_dtype t, void *p, int64_t v)
 {
 	if (t == PR_F32) {
 		float f = (float)v;   /* one rounding, not two through double */
@@ -292,54 +292,54 @@ void pr_ew_store_i(pr_dtype t, void *p, int64_t v)
 	} else if (is_float(t)) {
 		pr_elem_store(t, p, (double)v);
 	} else {
-		pr_elem_store_i64(t, p, pr_ew_wrap(t, v));
+		pr_elem_store_i64(t, p, prt_ew_wrap(t, v));
 	}
 }
 
-static bool cond_at(const pr_ew_plan *p, int64_t off)
+static bool cond_at(const prt_ew_plan *p, int64_t off)
 {
-	const pr_tensor *c = p->cond.t;
+	const prt_tensor *c = p->cond.t;
 	return pr_elem_load_i64(c->dtype, c->data + off * (int64_t)pr_dtype_size(c->dtype)) != 0;
 }
 
 /* One element: the operands at offsets ao and bo, the result at o. */
-static void ew_element(const pr_ew_plan *p, uint8_t *o, int64_t ao, int64_t bo)
+static void ew_element(const prt_ew_plan *p, uint8_t *o, int64_t ao, int64_t bo)
 {
 	pr_dtype ct = p->ct, od = p->out->dtype;
-	const pr_ew_operand *a = &p->x[0], *b = &p->x[1];
-	bool add = p->op == PR_EWT_ADD || p->op == PR_EWT_SUB;
+	const prt_ew_operand *a = &p->x[0], *b = &p->x[1];
+	bool add = p->op == PRT_EWT_ADD || p->op == PRT_EWT_SUB;
 	if (is_float(ct)) {
 		double av = load_f(a, ao, ct), bv = p->n > 1 ? load_f(b, bo, ct) : 0;
 		if (add && p->alpha_f != 1)
 			bv = round_to(ct, bv * p->alpha_f);
-		double r = pr_ewt_float(p->op, av, bv);
-		pr_ew_store_f(od, o, pr_ewt_gives_bool(p->op) ? r : round_to(ct, r));
+		double r = prt_ewt_float(p->op, av, bv);
+		prt_ew_store_f(od, o, prt_ewt_gives_bool(p->op) ? r : round_to(ct, r));
 	} else {
 		int64_t av = load_i(a, ao, ct), bv = p->n > 1 ? load_i(b, bo, ct) : 0;
 		if (add && p->alpha_i != 1)
-			bv = pr_ewt_int(PR_EWT_MUL, bv, p->alpha_i);
-		pr_ew_store_i(od, o, pr_ewt_int_in(ct, p->op, av, bv));
+			bv = prt_ewt_int(PRT_EWT_MUL, bv, p->alpha_i);
+		prt_ew_store_i(od, o, prt_ewt_int_in(ct, p->op, av, bv));
 	}
 }
 
 /* where / masked_fill: the result is x[0] where the condition holds, else x[1]. */
-static void ew_select(const pr_ew_plan *p, uint8_t *o, int64_t ao, int64_t bo, int64_t co)
+static void ew_select(const prt_ew_plan *p, uint8_t *o, int64_t ao, int64_t bo, int64_t co)
 {
 	bool c = cond_at(p, co);
-	const pr_ew_operand *x = c ? &p->x[0] : &p->x[1];
+	const prt_ew_operand *x = c ? &p->x[0] : &p->x[1];
 	int64_t off = c ? ao : bo;
 	if (is_float(p->ct))
-		pr_ew_store_f(p->out->dtype, o, load_f(x, off, p->ct));
+		prt_ew_store_f(p->out->dtype, o, load_f(x, off, p->ct));
 	else
-		pr_ew_store_i(p->out->dtype, o, load_i(x, off, p->ct));
+		prt_ew_store_i(p->out->dtype, o, load_i(x, off, p->ct));
 }
 
-void pr_ew_plan_run(const pr_ew_plan *p)
+void prt_ew_plan_run(const prt_ew_plan *p)
 {
-	const pr_tensor *o = p->out;
+	const prt_tensor *o = p->out;
 	size_t es = pr_dtype_size(o->dtype);
 	const int64_t *as = p->x[0].st, *bs = p->x[1].st, *cs = p->cond.st;
-	int64_t idx[PR_MAX_RANK] = {0}, n = pr_tensor_numel(o);
+	int64_t idx[PR_MAX_RANK] = {0}, n = prt_tensor_numel(o);
 	int64_t oo = 0, ao = 0, bo = 0, co = 0;
 	for (int64_t i = 0; i < n; i++) {
 		uint8_t *op = o->data + oo * (int64_t)es;
@@ -362,27 +362,27 @@ void pr_ew_plan_run(const pr_ew_plan *p)
 
 /* ---- kernels ------------------------------------------------------------------ */
 
-static pr_err *ew_run(pr_kctx *k, pr_ewt_op op, int n, int alpha_at)
+static pr_err *ew_run(prt_kctx *k, prt_ewt_op op, int n, int alpha_at)
 {
-	pr_ew_plan p;
-	pr_err *err = pr_ew_plan_get(k, op, n, alpha_at, &p);
+	prt_ew_plan p;
+	pr_err *err = prt_ew_plan_get(k, op, n, alpha_at, &p);
 	if (!err)
-		pr_ew_plan_run(&p);
+		prt_ew_plan_run(&p);
 	return err;
 }
 
-pr_err *pr_ew_arith(pr_kctx *k, pr_ewt_op op, int n, int alpha_at)
+pr_err *prt_ew_arith(prt_kctx *k, prt_ewt_op op, int n, int alpha_at)
 {
 	return ew_run(k, op, n, alpha_at);
 }
 
 /* Does a tensor operand hold a zero? (an integer divisor, before dividing) */
-static bool has_zero(const pr_ew_operand *x)
+static bool has_zero(const prt_ew_operand *x)
 {
 	if (!x->t)
 		return is_float(x->dtype) ? x->f == 0 : x->i == 0;
-	const pr_tensor *t = x->t;
-	int64_t idx[PR_MAX_RANK] = {0}, off = 0, n = pr_tensor_numel(t);
+	const prt_tensor *t = x->t;
+	int64_t idx[PR_MAX_RANK] = {0}, off = 0, n = prt_tensor_numel(t);
 	size_t es = pr_dtype_size(t->dtype);
 	for (int64_t i = 0; i < n; i++) {
 		if (pr_elem_load_i64(t->dtype, t->data + off * (int64_t)es) == 0)
@@ -400,137 +400,137 @@ static bool has_zero(const pr_ew_operand *x)
 
 /* div.Tensor_mode / div.Scalar_mode(self, other, *, rounding_mode): none is
  * true division; "trunc" and "floor" keep the operands' result type. */
-pr_err *pr_k_div_mode(pr_kctx *k)
+pr_err *prt_k_div_mode(prt_kctx *k)
 {
-	const char *mode = pr_karg_str(k, 2, NULL);
+	const char *mode = prt_karg_str(k, 2, NULL);
 	if (!mode)
-		return pr_k_div(k);
+		return prt_k_div(k);
 	bool fl = strcmp(mode, "floor") == 0;
 	if (!fl && strcmp(mode, "trunc") != 0)
-		return pr_kernel_error(k, "rounding_mode must be none, \"trunc\" or \"floor\", not "
+		return prt_kernel_error(k, "rounding_mode must be none, \"trunc\" or \"floor\", not "
 				       "\"%s\"", mode);
-	pr_ew_plan p;
-	pr_err *err = pr_ew_plan_get(k, fl ? PR_EWT_DIV_FLOOR : PR_EWT_DIV_TRUNC, 2, -1, &p);
+	prt_ew_plan p;
+	pr_err *err = prt_ew_plan_get(k, fl ? PRT_EWT_DIV_FLOOR : PRT_EWT_DIV_TRUNC, 2, -1, &p);
 	if (err)
 		return err;
 	if (!is_float(p.ct) && has_zero(&p.x[1]))
-		return pr_kernel_error(k, "integer division by zero");
-	pr_ew_plan_run(&p);
+		return prt_kernel_error(k, "integer division by zero");
+	prt_ew_plan_run(&p);
 	return NULL;
 }
 
 /* rsub.Scalar(self, other, alpha=1) = other - alpha * self (what `1 - x`
  * traces to): sub with its operands swapped. */
-pr_err *pr_k_rsub(pr_kctx *k)
+pr_err *prt_k_rsub(prt_kctx *k)
 {
-	pr_karg swapped[3] = {k->args[1], k->args[0], {.kind = PR_ARG_INT, .i = 1}};
+	prt_karg swapped[3] = {k->args[1], k->args[0], {.kind = PR_ARG_INT, .i = 1}};
 	if (k->n_args < 2)
-		return pr_kernel_error(k, "rsub takes self and other");
+		return prt_kernel_error(k, "rsub takes self and other");
 	if (k->n_args > 2)
 		swapped[2] = k->args[2];
-	pr_kctx c = *k;
+	prt_kctx c = *k;
 	c.args = swapped, c.n_args = 3;
-	return pr_ew_arith(&c, PR_EWT_SUB, 2, 2);
+	return prt_ew_arith(&c, PRT_EWT_SUB, 2, 2);
 }
 
-pr_err *pr_k_sqrt(pr_kctx *k) { return ew_run(k, PR_EWT_SQRT, 1, -1); }
-pr_err *pr_k_rsqrt(pr_kctx *k) { return ew_run(k, PR_EWT_RSQRT, 1, -1); }
-pr_err *pr_k_abs(pr_kctx *k) { return ew_run(k, PR_EWT_ABS, 1, -1); }
-pr_err *pr_k_pow(pr_kctx *k) { return ew_run(k, PR_EWT_POW, 2, -1); }
-pr_err *pr_k_eq(pr_kctx *k) { return ew_run(k, PR_EWT_EQ, 2, -1); }
-pr_err *pr_k_ne(pr_kctx *k) { return ew_run(k, PR_EWT_NE, 2, -1); }
-pr_err *pr_k_lt(pr_kctx *k) { return ew_run(k, PR_EWT_LT, 2, -1); }
-pr_err *pr_k_le(pr_kctx *k) { return ew_run(k, PR_EWT_LE, 2, -1); }
-pr_err *pr_k_gt(pr_kctx *k) { return ew_run(k, PR_EWT_GT, 2, -1); }
-pr_err *pr_k_ge(pr_kctx *k) { return ew_run(k, PR_EWT_GE, 2, -1); }
-pr_err *pr_k_logical_and(pr_kctx *k) { return ew_run(k, PR_EWT_LOGICAL_AND, 2, -1); }
-pr_err *pr_k_logical_or(pr_kctx *k) { return ew_run(k, PR_EWT_LOGICAL_OR, 2, -1); }
-pr_err *pr_k_logical_xor(pr_kctx *k) { return ew_run(k, PR_EWT_LOGICAL_XOR, 2, -1); }
-pr_err *pr_k_logical_not(pr_kctx *k) { return ew_run(k, PR_EWT_LOGICAL_NOT, 1, -1); }
-pr_err *pr_k_bitwise_and(pr_kctx *k) { return ew_run(k, PR_EWT_BITWISE_AND, 2, -1); }
-pr_err *pr_k_bitwise_or(pr_kctx *k) { return ew_run(k, PR_EWT_BITWISE_OR, 2, -1); }
-pr_err *pr_k_bitwise_xor(pr_kctx *k) { return ew_run(k, PR_EWT_BITWISE_XOR, 2, -1); }
-pr_err *pr_k_bitwise_not(pr_kctx *k) { return ew_run(k, PR_EWT_BITWISE_NOT, 1, -1); }
+pr_err *prt_k_sqrt(prt_kctx *k) { return ew_run(k, PRT_EWT_SQRT, 1, -1); }
+pr_err *prt_k_rsqrt(prt_kctx *k) { return ew_run(k, PRT_EWT_RSQRT, 1, -1); }
+pr_err *prt_k_abs(prt_kctx *k) { return ew_run(k, PRT_EWT_ABS, 1, -1); }
+pr_err *prt_k_pow(prt_kctx *k) { return ew_run(k, PRT_EWT_POW, 2, -1); }
+pr_err *prt_k_eq(prt_kctx *k) { return ew_run(k, PRT_EWT_EQ, 2, -1); }
+pr_err *prt_k_ne(prt_kctx *k) { return ew_run(k, PRT_EWT_NE, 2, -1); }
+pr_err *prt_k_lt(prt_kctx *k) { return ew_run(k, PRT_EWT_LT, 2, -1); }
+pr_err *prt_k_le(prt_kctx *k) { return ew_run(k, PRT_EWT_LE, 2, -1); }
+pr_err *prt_k_gt(prt_kctx *k) { return ew_run(k, PRT_EWT_GT, 2, -1); }
+pr_err *prt_k_ge(prt_kctx *k) { return ew_run(k, PRT_EWT_GE, 2, -1); }
+pr_err *prt_k_logical_and(prt_kctx *k) { return ew_run(k, PRT_EWT_LOGICAL_AND, 2, -1); }
+pr_err *prt_k_logical_or(prt_kctx *k) { return ew_run(k, PRT_EWT_LOGICAL_OR, 2, -1); }
+pr_err *prt_k_logical_xor(prt_kctx *k) { return ew_run(k, PRT_EWT_LOGICAL_XOR, 2, -1); }
+pr_err *prt_k_logical_not(prt_kctx *k) { return ew_run(k, PRT_EWT_LOGICAL_NOT, 1, -1); }
+pr_err *prt_k_bitwise_and(prt_kctx *k) { return ew_run(k, PRT_EWT_BITWISE_AND, 2, -1); }
+pr_err *prt_k_bitwise_or(prt_kctx *k) { return ew_run(k, PRT_EWT_BITWISE_OR, 2, -1); }
+pr_err *prt_k_bitwise_xor(prt_kctx *k) { return ew_run(k, PRT_EWT_BITWISE_XOR, 2, -1); }
+pr_err *prt_k_bitwise_not(prt_kctx *k) { return ew_run(k, PRT_EWT_BITWISE_NOT, 1, -1); }
 
 /* _to_copy(self, *, dtype?, layout?, device?, pin_memory?, non_blocking,
  * memory_format?): the result's spec carries the dtype (and layout). */
-pr_err *pr_k_to_copy(pr_kctx *k) { return ew_run(k, PR_EWT_COPY, 1, -1); }
+pr_err *prt_k_to_copy(prt_kctx *k) { return ew_run(k, PRT_EWT_COPY, 1, -1); }
 
 /* The condition of where (argument 0: bool, or u8 as ATen still accepts) or
  * masked_fill (argument 1: bool). */
-static pr_err *cond_get(pr_kctx *k, int i, bool u8_too, pr_ew_operand *c)
+static pr_err *cond_get(prt_kctx *k, int i, bool u8_too, prt_ew_operand *c)
 {
-	pr_tensor *t = pr_karg_tensor(k, i);
+	prt_tensor *t = prt_karg_tensor(k, i);
 	if (!t)
-		return pr_kernel_error(k, "argument %d (the condition) must be a tensor", i);
+		return prt_kernel_error(k, "argument %d (the condition) must be a tensor", i);
 	if (t->dtype != PR_BOOL && !(u8_too && t->dtype == PR_U8))
-		return pr_kernel_error(k, "the condition must be a bool tensor, not %s",
+		return prt_kernel_error(k, "the condition must be a bool tensor, not %s",
 				       pr_dtype_name(t->dtype));
 	memset(c, 0, sizeof *c);
 	c->t = t, c->dtype = t->dtype;
 	return NULL;
 }
 
-pr_err *pr_ew_where_plan(pr_kctx *k, pr_ew_plan *p)
+pr_err *prt_ew_where_plan(prt_kctx *k, prt_ew_plan *p)
 {
 	memset(p, 0, sizeof *p);
-	if (k->out->kind != PR_RV_TENSOR)
-		return pr_kernel_error(k, "the result must be a tensor");
-	p->op = PR_EWT_COPY, p->n = 2, p->select = true, p->out = &k->out->t;
+	if (k->out->kind != PRT_RV_TENSOR)
+		return prt_kernel_error(k, "the result must be a tensor");
+	p->op = PRT_EWT_COPY, p->n = 2, p->select = true, p->out = &k->out->t;
 	pr_err *err = cond_get(k, 0, true, &p->cond);
 	for (int i = 0; i < 2 && !err; i++)
 		err = operand_get(k, i + 1, &p->x[i]);
 	if (err)
 		return err;
-	p->ct = pr_ew_result_type(p->x, 2);
+	p->ct = prt_ew_result_type(p->x, 2);
 	if (!can_cast(p->ct, p->out->dtype))
-		return pr_kernel_error(k, "result type %s cannot be cast to the result's dtype %s",
+		return prt_kernel_error(k, "result type %s cannot be cast to the result's dtype %s",
 				       pr_dtype_name(p->ct), pr_dtype_name(p->out->dtype));
 	return plan_strides(k, p);
 }
 
 /* where.self(condition, self, other) and its ScalarSelf, ScalarOther and
  * Scalar forms (a number for self or other). */
-pr_err *pr_k_where(pr_kctx *k)
+pr_err *prt_k_where(prt_kctx *k)
 {
-	pr_ew_plan p;
-	pr_err *err = pr_ew_where_plan(k, &p);
+	prt_ew_plan p;
+	pr_err *err = prt_ew_where_plan(k, &p);
 	if (!err)
-		pr_ew_plan_run(&p);
+		prt_ew_plan_run(&p);
 	return err;
 }
 
 /* The fill value of masked_fill: a number, or a zero-dim tensor's element. */
-static pr_err *fill_value(pr_kctx *k, pr_dtype ct, pr_ew_operand *v)
+static pr_err *fill_value(prt_kctx *k, pr_dtype ct, prt_ew_operand *v)
 {
 	pr_err *err = operand_get(k, 2, v);
 	if (err)
 		return err;
 	if (v->t) {
 		if (v->t->rank != 0)
-			return pr_kernel_error(k, "the value must be a number or a 0-dim tensor, "
+			return prt_kernel_error(k, "the value must be a number or a 0-dim tensor, "
 					       "not rank %d", v->t->rank);
-		const pr_tensor *t = v->t;
+		const prt_tensor *t = v->t;
 		v->t = NULL;
 		v->f = pr_elem_load(t->dtype, t->data);
 		v->i = pr_elem_load_i64(t->dtype, t->data);
 		v->dtype = is_float(t->dtype) ? PR_F64 : t->dtype == PR_BOOL ? PR_BOOL : PR_I64;
 	}
 	if (!is_float(ct) && is_float(v->dtype) && !isfinite(v->f))
-		return pr_kernel_error(k, "the value %g cannot be converted to %s", v->f,
+		return prt_kernel_error(k, "the value %g cannot be converted to %s", v->f,
 				       pr_dtype_name(ct));
 	return NULL;
 }
 
-pr_err *pr_ew_masked_fill_plan(pr_kctx *k, pr_ew_plan *p)
+pr_err *prt_ew_masked_fill_plan(prt_kctx *k, prt_ew_plan *p)
 {
 	memset(p, 0, sizeof *p);
-	if (k->out->kind != PR_RV_TENSOR)
-		return pr_kernel_error(k, "the result must be a tensor");
-	p->op = PR_EWT_COPY, p->n = 2, p->select = true, p->out = &k->out->t;
+	if (k->out->kind != PRT_RV_TENSOR)
+		return prt_kernel_error(k, "the result must be a tensor");
+	p->op = PRT_EWT_COPY, p->n = 2, p->select = true, p->out = &k->out->t;
 	pr_err *err = operand_get(k, 0, &p->x[1]);
 	if (!err && !p->x[1].t)
-		err = pr_kernel_error(k, "argument 0 must be a tensor");
+		err = prt_kernel_error(k, "argument 0 must be a tensor");
 	if (!err)
 		err = cond_get(k, 1, false, &p->cond);
 	if (err)
@@ -543,12 +543,12 @@ pr_err *pr_ew_masked_fill_plan(pr_kctx *k, pr_ew_plan *p)
 
 /* masked_fill(self, mask, value) and masked_fill_ (the result aliases self):
  * value where mask holds, else self. value is a number or a 0-dim tensor. */
-pr_err *pr_k_masked_fill(pr_kctx *k)
+pr_err *prt_k_masked_fill(prt_kctx *k)
 {
-	pr_ew_plan p;
-	pr_err *err = pr_ew_masked_fill_plan(k, &p);
+	prt_ew_plan p;
+	pr_err *err = prt_ew_masked_fill_plan(k, &p);
 	if (!err)
-		pr_ew_plan_run(&p);
+		prt_ew_plan_run(&p);
 	return err;
 }
 
@@ -573,19 +573,19 @@ static bool dtype_of_code(int64_t code, pr_dtype *t)
 	}
 }
 
-pr_err *pr_k_assert_tensor_metadata(pr_kctx *k)
+pr_err *prt_k_assert_tensor_metadata(prt_kctx *k)
 {
-	pr_tensor *t = pr_karg_tensor(k, 0);
+	prt_tensor *t = prt_karg_tensor(k, 0);
 	pr_dtype want;
 	if (!t)
-		return pr_kernel_error(k, "argument 0 must be a tensor");
-	if (pr_karg_is_none(k, 3))
+		return prt_kernel_error(k, "argument 0 must be a tensor");
+	if (prt_karg_is_none(k, 3))
 		return NULL;
-	int64_t code = pr_karg_int(k, 3, -1);
+	int64_t code = prt_karg_int(k, 3, -1);
 	if (!dtype_of_code(code, &want))
-		return pr_kernel_error(k, "dtype code %lld is not one passrun knows", (long long)code);
+		return prt_kernel_error(k, "dtype code %lld is not one passrun knows", (long long)code);
 	if (want != t->dtype)
-		return pr_kernel_error(k, "the tensor is %s; the program asserts %s",
+		return prt_kernel_error(k, "the tensor is %s; the program asserts %s",
 				       pr_dtype_name(t->dtype), pr_dtype_name(want));
 	return NULL;
 }

@@ -3,7 +3,7 @@
  * and the CUDA kernels both call, so that the two compute the same thing.
  *
  * An op computes in one of three domains, chosen by its compute dtype (the
- * dtype torch.result_type gives its operands, pr_ew_result_type):
+ * dtype torch.result_type gives its operands, prt_ew_result_type):
  *   - FLOAT (f16, bf16, f32, f64): operands are rounded to the compute dtype,
  *     the op runs in double and its result is rounded to the compute dtype
  *     again (for + - * / and sqrt that is exactly IEEE arithmetic in that
@@ -15,7 +15,7 @@
  * sqrt and rsqrt compute integers and bools in f32 (the default dtype), as
  * ATen promotes integer inputs to float for them.
  *
- * Casts between dtypes (pr_ew_store_f / pr_ew_store_i) are C++'s as PyTorch
+ * Casts between dtypes (prt_ew_store_f / prt_ew_store_i) are C++'s as PyTorch
  * does them on x86-64: integers wrap to a narrower width; a float to an
  * integer truncates toward zero, and NaN or a value out of range gives
  * INT64_MIN for i64, INT32_MIN for i32, and for i16, i8 and u8 the low bits
@@ -31,47 +31,47 @@
 #include "passrun/program.h"
 
 #ifdef __CUDACC__
-#define PR_EW_FN static inline __host__ __device__
+#define PRT_EW_FN static inline __host__ __device__
 #else
-#define PR_EW_FN static inline
+#define PRT_EW_FN static inline
 #endif
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum pr_ewt_op {
-	PR_EWT_ADD, PR_EWT_SUB, PR_EWT_MUL, PR_EWT_DIV, PR_EWT_POW,
-	PR_EWT_NEG, PR_EWT_ABS, PR_EWT_SQRT, PR_EWT_RSQRT,
-	PR_EWT_EQ, PR_EWT_NE, PR_EWT_LT, PR_EWT_LE, PR_EWT_GT, PR_EWT_GE,
-	PR_EWT_LOGICAL_AND, PR_EWT_LOGICAL_OR, PR_EWT_LOGICAL_XOR, PR_EWT_LOGICAL_NOT,
-	PR_EWT_BITWISE_AND, PR_EWT_BITWISE_OR, PR_EWT_BITWISE_XOR, PR_EWT_BITWISE_NOT,
-	PR_EWT_COPY,           /* the value itself: casts */
-	PR_EWT_DIV_TRUNC,      /* div with rounding_mode="trunc" */
-	PR_EWT_DIV_FLOOR,      /* ... "floor" (Python's //) */
-} pr_ewt_op;
+typedef enum prt_ewt_op {
+	PRT_EWT_ADD, PRT_EWT_SUB, PRT_EWT_MUL, PRT_EWT_DIV, PRT_EWT_POW,
+	PRT_EWT_NEG, PRT_EWT_ABS, PRT_EWT_SQRT, PRT_EWT_RSQRT,
+	PRT_EWT_EQ, PRT_EWT_NE, PRT_EWT_LT, PRT_EWT_LE, PRT_EWT_GT, PRT_EWT_GE,
+	PRT_EWT_LOGICAL_AND, PRT_EWT_LOGICAL_OR, PRT_EWT_LOGICAL_XOR, PRT_EWT_LOGICAL_NOT,
+	PRT_EWT_BITWISE_AND, PRT_EWT_BITWISE_OR, PRT_EWT_BITWISE_XOR, PRT_EWT_BITWISE_NOT,
+	PRT_EWT_COPY,           /* the value itself: casts */
+	PRT_EWT_DIV_TRUNC,      /* div with rounding_mode="trunc" */
+	PRT_EWT_DIV_FLOOR,      /* ... "floor" (Python's //) */
+} prt_ewt_op;
 
-typedef enum pr_ew_domain { PR_EWD_BOOL, PR_EWD_INT, PR_EWD_FLOAT } pr_ew_domain;
+typedef enum prt_ew_domain { PRT_EWD_BOOL, PRT_EWD_INT, PRT_EWD_FLOAT } prt_ew_domain;
 
-PR_EW_FN pr_ew_domain pr_ew_domain_of(pr_dtype t)
+PRT_EW_FN prt_ew_domain prt_ew_domain_of(pr_dtype t)
 {
 	switch (t) {
-	case PR_BOOL: return PR_EWD_BOOL;
-	case PR_U8: case PR_I8: case PR_I16: case PR_I32: case PR_I64: return PR_EWD_INT;
-	default: return PR_EWD_FLOAT;
+	case PR_BOOL: return PRT_EWD_BOOL;
+	case PR_U8: case PR_I8: case PR_I16: case PR_I32: case PR_I64: return PRT_EWD_INT;
+	default: return PRT_EWD_FLOAT;
 	}
 }
 
 /* Comparisons and logical ops: their result is bool. */
-PR_EW_FN bool pr_ewt_gives_bool(pr_ewt_op op)
+PRT_EW_FN bool prt_ewt_gives_bool(prt_ewt_op op)
 {
-	return op >= PR_EWT_EQ && op <= PR_EWT_LOGICAL_NOT;
+	return op >= PRT_EWT_EQ && op <= PRT_EWT_LOGICAL_NOT;
 }
 
 /* ---- rounding to a dtype ---------------------------------------------------- */
 
 /* v wrapped to an integer dtype's width (bool: v != 0); floats keep v. */
-PR_EW_FN int64_t pr_ew_wrap(pr_dtype t, int64_t v)
+PRT_EW_FN int64_t prt_ew_wrap(pr_dtype t, int64_t v)
 {
 	switch (t) {
 	case PR_BOOL: return v != 0;
@@ -85,25 +85,25 @@ PR_EW_FN int64_t pr_ew_wrap(pr_dtype t, int64_t v)
 
 /* x86-64's cvttsd2si: truncation, with NaN and out-of-range values giving the
  * "integer indefinite" value (the most negative one). */
-PR_EW_FN int64_t pr_ew_f2i64(double v)
+PRT_EW_FN int64_t prt_ew_f2i64(double v)
 {
 	return v != v || v >= 9223372036854775808.0 || v < -9223372036854775808.0 ? INT64_MIN
 										     : (int64_t)v;
 }
 
-PR_EW_FN int64_t pr_ew_f2i32(double v)
+PRT_EW_FN int64_t prt_ew_f2i32(double v)
 {
 	return v != v || v >= 2147483648.0 || v <= -2147483649.0 ? INT32_MIN : (int64_t)v;
 }
 
 /* A float value converted to integer dtype t (as header comment says). */
-PR_EW_FN int64_t pr_ew_float_to_int(pr_dtype t, double v)
+PRT_EW_FN int64_t prt_ew_float_to_int(pr_dtype t, double v)
 {
 	switch (t) {
 	case PR_BOOL: return v != 0;
-	case PR_I64: return pr_ew_f2i64(v);
-	case PR_U8: return pr_ew_wrap(t, pr_ew_f2i64(v));
-	default: return pr_ew_wrap(t, pr_ew_f2i32(v));
+	case PR_I64: return prt_ew_f2i64(v);
+	case PR_U8: return prt_ew_wrap(t, prt_ew_f2i64(v));
+	default: return prt_ew_wrap(t, prt_ew_f2i32(v));
 	}
 }
 
@@ -111,7 +111,7 @@ PR_EW_FN int64_t pr_ew_float_to_int(pr_dtype t, double v)
 
 /* a ** b for integers, wrapping; a negative b gives what ATen gives
  * (1 for a == 1, +-1 for a == -1, else 0). */
-PR_EW_FN int64_t pr_ew_powi(int64_t a, int64_t b)
+PRT_EW_FN int64_t prt_ew_powi(int64_t a, int64_t b)
 {
 	if (b < 0)
 		return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
@@ -124,7 +124,7 @@ PR_EW_FN int64_t pr_ew_powi(int64_t a, int64_t b)
 
 /* ATen's floor division of floats (div_floor_floating): from fmod, so that
  * the quotient is the exact one rounded down, not floor of a rounded a / b. */
-PR_EW_FN double pr_ew_div_floor_f(double a, double b)
+PRT_EW_FN double prt_ew_div_floor_f(double a, double b)
 {
 	if (b == 0)
 		return a / b;
@@ -139,7 +139,7 @@ PR_EW_FN double pr_ew_div_floor_f(double a, double b)
 
 /* Integer division rounded toward zero or down; b != 0 (the caller checks).
  * INT64_MIN / -1 wraps to INT64_MIN. */
-PR_EW_FN int64_t pr_ew_div_i(int64_t a, int64_t b, bool floor_mode)
+PRT_EW_FN int64_t prt_ew_div_i(int64_t a, int64_t b, bool floor_mode)
 {
 	if (b == -1)
 		return (int64_t)(0 - (uint64_t)a);
@@ -150,31 +150,31 @@ PR_EW_FN int64_t pr_ew_div_i(int64_t a, int64_t b, bool floor_mode)
 }
 
 /* The FLOAT domain: a and b rounded to the compute dtype already. */
-PR_EW_FN double pr_ewt_float(pr_ewt_op op, double a, double b)
+PRT_EW_FN double prt_ewt_float(prt_ewt_op op, double a, double b)
 {
 	switch (op) {
-	case PR_EWT_ADD: return a + b;
-	case PR_EWT_SUB: return a - b;
-	case PR_EWT_MUL: return a * b;
-	case PR_EWT_DIV: return a / b;
-	case PR_EWT_POW: return pow(a, b);
-	case PR_EWT_NEG: return -a;
-	case PR_EWT_ABS: return fabs(a);
-	case PR_EWT_SQRT: return sqrt(a);
-	case PR_EWT_RSQRT: return 1 / sqrt(a);
-	case PR_EWT_EQ: return a == b;
-	case PR_EWT_NE: return a != b;
-	case PR_EWT_LT: return a < b;
-	case PR_EWT_LE: return a <= b;
-	case PR_EWT_GT: return a > b;
-	case PR_EWT_GE: return a >= b;
-	case PR_EWT_LOGICAL_AND: return a != 0 && b != 0;
-	case PR_EWT_LOGICAL_OR: return a != 0 || b != 0;
-	case PR_EWT_LOGICAL_XOR: return (a != 0) != (b != 0);
-	case PR_EWT_LOGICAL_NOT: return a == 0;
-	case PR_EWT_COPY: return a;
-	case PR_EWT_DIV_TRUNC: return trunc(a / b);
-	case PR_EWT_DIV_FLOOR: return pr_ew_div_floor_f(a, b);
+	case PRT_EWT_ADD: return a + b;
+	case PRT_EWT_SUB: return a - b;
+	case PRT_EWT_MUL: return a * b;
+	case PRT_EWT_DIV: return a / b;
+	case PRT_EWT_POW: return pow(a, b);
+	case PRT_EWT_NEG: return -a;
+	case PRT_EWT_ABS: return fabs(a);
+	case PRT_EWT_SQRT: return sqrt(a);
+	case PRT_EWT_RSQRT: return 1 / sqrt(a);
+	case PRT_EWT_EQ: return a == b;
+	case PRT_EWT_NE: return a != b;
+	case PRT_EWT_LT: return a < b;
+	case PRT_EWT_LE: return a <= b;
+	case PRT_EWT_GT: return a > b;
+	case PRT_EWT_GE: return a >= b;
+	case PRT_EWT_LOGICAL_AND: return a != 0 && b != 0;
+	case PRT_EWT_LOGICAL_OR: return a != 0 || b != 0;
+	case PRT_EWT_LOGICAL_XOR: return (a != 0) != (b != 0);
+	case PRT_EWT_LOGICAL_NOT: return a == 0;
+	case PRT_EWT_COPY: return a;
+	case PRT_EWT_DIV_TRUNC: return trunc(a / b);
+	case PRT_EWT_DIV_FLOOR: return prt_ew_div_floor_f(a, b);
 	default: return NAN;   /* bitwise ops take no floats (refused before) */
 	}
 }
@@ -183,45 +183,45 @@ PR_EW_FN double pr_ewt_float(pr_ewt_op op, double a, double b)
  * result to the compute dtype). Integer true division computes in f32; an
  * integer division with a rounding mode by zero is refused before the loop,
  * as ATen raises ZeroDivisionError. */
-PR_EW_FN int64_t pr_ewt_int(pr_ewt_op op, int64_t a, int64_t b)
+PRT_EW_FN int64_t prt_ewt_int(prt_ewt_op op, int64_t a, int64_t b)
 {
 	uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
 	switch (op) {
-	case PR_EWT_ADD: return (int64_t)(ua + ub);
-	case PR_EWT_SUB: return (int64_t)(ua - ub);
-	case PR_EWT_MUL: return (int64_t)(ua * ub);
-	case PR_EWT_POW: return pr_ew_powi(a, b);
-	case PR_EWT_NEG: return (int64_t)(0 - ua);
-	case PR_EWT_ABS: return a < 0 ? (int64_t)(0 - ua) : a;
-	case PR_EWT_EQ: return a == b;
-	case PR_EWT_NE: return a != b;
-	case PR_EWT_LT: return a < b;
-	case PR_EWT_LE: return a <= b;
-	case PR_EWT_GT: return a > b;
-	case PR_EWT_GE: return a >= b;
-	case PR_EWT_LOGICAL_AND: return a != 0 && b != 0;
-	case PR_EWT_LOGICAL_OR: return a != 0 || b != 0;
-	case PR_EWT_LOGICAL_XOR: return (a != 0) != (b != 0);
-	case PR_EWT_LOGICAL_NOT: return a == 0;
-	case PR_EWT_BITWISE_AND: return a & b;
-	case PR_EWT_BITWISE_OR: return a | b;
-	case PR_EWT_BITWISE_XOR: return a ^ b;
-	case PR_EWT_BITWISE_NOT: return ~a;   /* bool: see pr_ewt_int_in */
-	case PR_EWT_COPY: return a;
-	case PR_EWT_DIV_TRUNC: return b ? pr_ew_div_i(a, b, false) : 0;   /* b == 0: refused before */
-	case PR_EWT_DIV_FLOOR: return b ? pr_ew_div_i(a, b, true) : 0;
+	case PRT_EWT_ADD: return (int64_t)(ua + ub);
+	case PRT_EWT_SUB: return (int64_t)(ua - ub);
+	case PRT_EWT_MUL: return (int64_t)(ua * ub);
+	case PRT_EWT_POW: return prt_ew_powi(a, b);
+	case PRT_EWT_NEG: return (int64_t)(0 - ua);
+	case PRT_EWT_ABS: return a < 0 ? (int64_t)(0 - ua) : a;
+	case PRT_EWT_EQ: return a == b;
+	case PRT_EWT_NE: return a != b;
+	case PRT_EWT_LT: return a < b;
+	case PRT_EWT_LE: return a <= b;
+	case PRT_EWT_GT: return a > b;
+	case PRT_EWT_GE: return a >= b;
+	case PRT_EWT_LOGICAL_AND: return a != 0 && b != 0;
+	case PRT_EWT_LOGICAL_OR: return a != 0 || b != 0;
+	case PRT_EWT_LOGICAL_XOR: return (a != 0) != (b != 0);
+	case PRT_EWT_LOGICAL_NOT: return a == 0;
+	case PRT_EWT_BITWISE_AND: return a & b;
+	case PRT_EWT_BITWISE_OR: return a | b;
+	case PRT_EWT_BITWISE_XOR: return a ^ b;
+	case PRT_EWT_BITWISE_NOT: return ~a;   /* bool: see prt_ewt_int_in */
+	case PRT_EWT_COPY: return a;
+	case PRT_EWT_DIV_TRUNC: return b ? prt_ew_div_i(a, b, false) : 0;   /* b == 0: refused before */
+	case PRT_EWT_DIV_FLOOR: return b ? prt_ew_div_i(a, b, true) : 0;
 	default: return 0;   /* DIV, SQRT, RSQRT compute in FLOAT */
 	}
 }
 
-/* pr_ewt_int in compute dtype ct, the result wrapped to ct (bool results of
+/* prt_ewt_int in compute dtype ct, the result wrapped to ct (bool results of
  * comparisons and logical ops stay 0 or 1). ~ on a bool is logical not. */
-PR_EW_FN int64_t pr_ewt_int_in(pr_dtype ct, pr_ewt_op op, int64_t a, int64_t b)
+PRT_EW_FN int64_t prt_ewt_int_in(pr_dtype ct, prt_ewt_op op, int64_t a, int64_t b)
 {
-	if (ct == PR_BOOL && op == PR_EWT_BITWISE_NOT)
+	if (ct == PR_BOOL && op == PRT_EWT_BITWISE_NOT)
 		return a == 0;
-	int64_t r = pr_ewt_int(op, a, b);
-	return pr_ewt_gives_bool(op) ? r : pr_ew_wrap(ct, r);
+	int64_t r = prt_ewt_int(op, a, b);
+	return prt_ewt_gives_bool(op) ? r : prt_ew_wrap(ct, r);
 }
 
 #ifdef __cplusplus

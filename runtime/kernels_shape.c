@@ -17,11 +17,11 @@
 #include "kernels.h"
 #include "passrun/data.h"
 
-static pr_tensor *arg_tensor(pr_kctx *k, int i, pr_err **err)
+static prt_tensor *arg_tensor(prt_kctx *k, int i, pr_err **err)
 {
-	pr_tensor *t = pr_karg_tensor(k, i);
+	prt_tensor *t = prt_karg_tensor(k, i);
 	if (!t && !*err)
-		*err = pr_kernel_error(k, "argument %d must be a tensor", i);
+		*err = prt_kernel_error(k, "argument %d must be a tensor", i);
 	return t;
 }
 
@@ -37,44 +37,44 @@ static const char *shape_str(int rank, const int64_t *shape, char *buf, size_t c
 	return buf;
 }
 
-pr_err *pr_result_shape_check(pr_kctx *k, int rank, const int64_t *shape)
+pr_err *prt_result_shape_check(prt_kctx *k, int rank, const int64_t *shape)
 {
-	const pr_tensor *o = &k->out->t;
-	bool same = k->out->kind == PR_RV_TENSOR && o->rank == rank;
+	const prt_tensor *o = &k->out->t;
+	bool same = k->out->kind == PRT_RV_TENSOR && o->rank == rank;
 	for (int d = 0; same && d < rank; d++)
 		same = o->shape[d] == shape[d];
 	if (same)
 		return NULL;
 	char have[PR_MAX_RANK * 21 + 3], want[PR_MAX_RANK * 21 + 3];
-	if (k->out->kind != PR_RV_TENSOR)
-		return pr_kernel_error(k, "the result must be a tensor of shape %s",
+	if (k->out->kind != PRT_RV_TENSOR)
+		return prt_kernel_error(k, "the result must be a tensor of shape %s",
 				       shape_str(rank, shape, want, sizeof want));
-	return pr_kernel_error(k, "the result is declared %s; its arguments give %s",
+	return prt_kernel_error(k, "the result is declared %s; its arguments give %s",
 			       shape_str(o->rank, o->shape, have, sizeof have),
 			       shape_str(rank, shape, want, sizeof want));
 }
 
-pr_err *pr_embedding_check(pr_kctx *k, const pr_tensor *w, const pr_tensor *ix)
+pr_err *prt_embedding_check(prt_kctx *k, const prt_tensor *w, const prt_tensor *ix)
 {
 	if (w->rank != 2)
-		return pr_kernel_error(k, "weight must have rank 2");
+		return prt_kernel_error(k, "weight must have rank 2");
 	if (ix->rank + 1 > PR_MAX_RANK)
-		return pr_kernel_error(k, "indices of rank %d give a result of more than %d dims",
+		return prt_kernel_error(k, "indices of rank %d give a result of more than %d dims",
 				       ix->rank, PR_MAX_RANK);
 	int64_t shape[PR_MAX_RANK];
 	memcpy(shape, ix->shape, sizeof(int64_t) * (size_t)ix->rank);
 	shape[ix->rank] = w->shape[1];
-	return pr_result_shape_check(k, ix->rank + 1, shape);
+	return prt_result_shape_check(k, ix->rank + 1, shape);
 }
 
-pr_err *pr_cat_item_check(pr_kctx *k, const pr_tensor *o, const pr_tensor *x, int d, int64_t at,
+pr_err *prt_cat_item_check(prt_kctx *k, const prt_tensor *o, const prt_tensor *x, int d, int64_t at,
 			  int j)
 {
 	if (x->rank != o->rank || x->shape[d] > o->shape[d] - at)
-		return pr_kernel_error(k, "item %d does not fit the result along dim %d", j, d);
+		return prt_kernel_error(k, "item %d does not fit the result along dim %d", j, d);
 	for (int i = 0; i < o->rank; i++)
 		if (i != d && x->shape[i] != o->shape[i])
-			return pr_kernel_error(k, "item %d has %lld elements along dim %d; the "
+			return prt_kernel_error(k, "item %d has %lld elements along dim %d; the "
 					       "result has %lld", j, (long long)x->shape[i], i,
 					       (long long)o->shape[i]);
 	return NULL;
@@ -84,15 +84,15 @@ pr_err *pr_cat_item_check(pr_kctx *k, const pr_tensor *o, const pr_tensor *x, in
  * int64? Every view kernel asks before its view is used: sizes, strides and
  * offsets come from the program, and as_strided with offset 100000 would
  * otherwise read and write outside its base. Checked arithmetic throughout. */
-static pr_err *check_view(pr_kctx *k, const pr_tensor *v)
+static pr_err *check_view(prt_kctx *k, const prt_tensor *v)
 {
 	int64_t numel = 1, lo = 0, hi = 0, t;
 	for (int d = 0; d < v->rank; d++) {
 		if (v->shape[d] < 0)
-			return pr_kernel_error(k, "the view's dim %d has size %lld; expected sizes >= 0",
+			return prt_kernel_error(k, "the view's dim %d has size %lld; expected sizes >= 0",
 					       d, (long long)v->shape[d]);
 		if (__builtin_mul_overflow(numel, v->shape[d], &numel))
-			return pr_kernel_error(k, "the view's element count overflows int64");
+			return prt_kernel_error(k, "the view's element count overflows int64");
 	}
 	if (numel == 0)
 		return NULL;   /* it reaches no element */
@@ -100,7 +100,7 @@ static pr_err *check_view(pr_kctx *k, const pr_tensor *v)
 		int64_t *end = v->strides[d] < 0 ? &lo : &hi;
 		if (__builtin_mul_overflow(v->shape[d] - 1, v->strides[d], &t) ||
 		    __builtin_add_overflow(*end, t, end))
-			return pr_kernel_error(k, "the view's extent (sizes times strides) overflows int64");
+			return prt_kernel_error(k, "the view's extent (sizes times strides) overflows int64");
 	}
 	if (!v->storage_end)
 		return NULL;   /* a storage of unknown size: nothing to check against */
@@ -109,7 +109,7 @@ static pr_err *check_view(pr_kctx *k, const pr_tensor *v)
 	if (__builtin_mul_overflow(lo, es, &first) || __builtin_add_overflow(at, first, &first) ||
 	    __builtin_add_overflow(hi, 1, &last) || __builtin_mul_overflow(last, es, &last) ||
 	    __builtin_add_overflow(at, last, &last) || first < 0 || last > cap)
-		return pr_kernel_error(k, "the view reaches outside its base's storage of %lld bytes "
+		return prt_kernel_error(k, "the view reaches outside its base's storage of %lld bytes "
 				       "(elements %lld to %lld from offset %lld bytes); expected a "
 				       "view inside its base", (long long)cap, (long long)lo,
 				       (long long)hi, (long long)at);
@@ -117,7 +117,7 @@ static pr_err *check_view(pr_kctx *k, const pr_tensor *v)
 }
 
 /* The result is view v of an argument: alias it, or copy its elements. */
-static pr_err *view_result(pr_kctx *k, const pr_tensor *v)
+static pr_err *view_result(prt_kctx *k, const prt_tensor *v)
 {
 	pr_err *err = check_view(k, v);
 	if (err)
@@ -126,15 +126,15 @@ static pr_err *view_result(pr_kctx *k, const pr_tensor *v)
 		k->out->t = *v;
 		return NULL;
 	}
-	pr_err *e = pr_tensor_copy(&k->out->t, v);
-	return e ? pr_kernel_error(k, "%s", pr_err_message(e)) : NULL;
+	pr_err *e = prt_tensor_copy(&k->out->t, v);
+	return e ? prt_kernel_error(k, "%s", pr_err_message(e)) : NULL;
 }
 
 /* PyTorch's stride computation for view(): walks the old dims in chunks that
  * are contiguous among themselves and splits each chunk over the new dims. */
-bool pr_view_strides(const pr_tensor *t, int n, const int64_t *shape, int64_t *st)
+bool prt_view_strides(const prt_tensor *t, int n, const int64_t *shape, int64_t *st)
 {
-	if (t->rank == 0 || pr_tensor_numel(t) == 0) {
+	if (t->rank == 0 || prt_tensor_numel(t) == 0) {
 		int64_t s = 1;   /* saturates: an empty view's strides are never followed */
 		for (int d = n - 1; d >= 0; d--) {
 			st[d] = s;
@@ -163,20 +163,20 @@ bool pr_view_strides(const pr_tensor *t, int n, const int64_t *shape, int64_t *s
 }
 
 /* Reads a size list (argument i), inferring one -1 from numel. */
-static pr_err *size_arg(pr_kctx *k, int i, int64_t numel, int64_t *shape, int *n)
+static pr_err *size_arg(prt_kctx *k, int i, int64_t numel, int64_t *shape, int *n)
 {
-	*n = pr_karg_ints(k, i, shape, PR_MAX_RANK);
+	*n = prt_karg_ints(k, i, shape, PR_MAX_RANK);
 	if (*n < 0)
-		return pr_kernel_error(k, "argument %d must be a list of sizes", i);
+		return prt_kernel_error(k, "argument %d must be a list of sizes", i);
 	int64_t known = 1;
 	int infer = -1;
 	for (int d = 0; d < *n; d++) {
 		if (shape[d] == -1 && infer < 0)
 			infer = d;
 		else if (shape[d] < 0)
-			return pr_kernel_error(k, "invalid size %lld", (long long)shape[d]);
+			return prt_kernel_error(k, "invalid size %lld", (long long)shape[d]);
 		else if (__builtin_mul_overflow(known, shape[d], &known))
-			return pr_kernel_error(k, "the sizes' product overflows int64; the tensor has "
+			return prt_kernel_error(k, "the sizes' product overflows int64; the tensor has "
 					       "%lld elements", (long long)numel);
 	}
 	if (infer >= 0)
@@ -184,63 +184,63 @@ static pr_err *size_arg(pr_kctx *k, int i, int64_t numel, int64_t *shape, int *n
 	int64_t total = 1;
 	for (int d = 0; d < *n; d++)
 		if (__builtin_mul_overflow(total, shape[d], &total))
-			return pr_kernel_error(k, "the sizes' product overflows int64; the tensor has "
+			return prt_kernel_error(k, "the sizes' product overflows int64; the tensor has "
 					       "%lld elements", (long long)numel);
 	if (total != numel)
-		return pr_kernel_error(k, "shape has %lld elements, the tensor %lld", (long long)total,
+		return prt_kernel_error(k, "shape has %lld elements, the tensor %lld", (long long)total,
 				       (long long)numel);
 	return NULL;
 }
 
-static pr_err *reshape_impl(pr_kctx *k, bool may_copy)
+static pr_err *reshape_impl(prt_kctx *k, bool may_copy)
 {
 	pr_err *err = NULL;
-	pr_tensor *x = arg_tensor(k, 0, &err);
+	prt_tensor *x = arg_tensor(k, 0, &err);
 	int64_t shape[PR_MAX_RANK];
 	int n;
-	if (err || (err = size_arg(k, 1, pr_tensor_numel(x), shape, &n)))
+	if (err || (err = size_arg(k, 1, prt_tensor_numel(x), shape, &n)))
 		return err;
-	pr_tensor v = *x;
+	prt_tensor v = *x;
 	v.rank = n;
 	memcpy(v.shape, shape, sizeof(int64_t) * (size_t)n);
-	if (pr_view_strides(x, n, shape, v.strides))
+	if (prt_view_strides(x, n, shape, v.strides))
 		return view_result(k, &v);
 	if (k->out_alias && !(may_copy && k->own))
-		return pr_kernel_error(k, "a view whose strides cannot express the new shape; use reshape");
+		return prt_kernel_error(k, "a view whose strides cannot express the new shape; use reshape");
 	if (k->out_alias)
 		k->out->t = *k->own;
 	/* Same elements in row-major order: copy through doubles. */
-	double *vals = pr_tensor_gather(x);
-	pr_tensor_scatter(&k->out->t, vals);
+	double *vals = prt_tensor_gather(x);
+	prt_tensor_scatter(&k->out->t, vals);
 	free(vals);
 	return NULL;
 }
 
-pr_err *pr_k_view(pr_kctx *k) { return reshape_impl(k, false); }
-pr_err *pr_k_reshape(pr_kctx *k) { return reshape_impl(k, true); }
+pr_err *prt_k_view(prt_kctx *k) { return reshape_impl(k, false); }
+pr_err *prt_k_reshape(prt_kctx *k) { return reshape_impl(k, true); }
 
-pr_err *pr_k_alias(pr_kctx *k)
+pr_err *prt_k_alias(prt_kctx *k)
 {
 	pr_err *err = NULL;
-	pr_tensor *x = arg_tensor(k, 0, &err);
+	prt_tensor *x = arg_tensor(k, 0, &err);
 	return err ? err : view_result(k, x);
 }
 
-pr_err *pr_k_permute(pr_kctx *k)
+pr_err *prt_k_permute(prt_kctx *k)
 {
 	pr_err *err = NULL;
-	pr_tensor *x = arg_tensor(k, 0, &err);
+	prt_tensor *x = arg_tensor(k, 0, &err);
 	if (err)
 		return err;
 	int64_t dims[PR_MAX_RANK];
 	bool seen[PR_MAX_RANK] = {false};
-	if (pr_karg_ints(k, 1, dims, PR_MAX_RANK) != x->rank)
-		return pr_kernel_error(k, "dims must list each of the %d dims once", x->rank);
-	pr_tensor v = *x;
+	if (prt_karg_ints(k, 1, dims, PR_MAX_RANK) != x->rank)
+		return prt_kernel_error(k, "dims must list each of the %d dims once", x->rank);
+	prt_tensor v = *x;
 	for (int d = 0; d < x->rank; d++) {
-		int s = pr_dim(dims[d], x->rank);
+		int s = prt_dim(dims[d], x->rank);
 		if (s < 0 || seen[s])
-			return pr_kernel_error(k, "dims must list each of the %d dims once", x->rank);
+			return prt_kernel_error(k, "dims must list each of the %d dims once", x->rank);
 		seen[s] = true;
 		v.shape[d] = x->shape[s];
 		v.strides[d] = x->strides[s];
@@ -248,74 +248,74 @@ pr_err *pr_k_permute(pr_kctx *k)
 	return view_result(k, &v);
 }
 
-static pr_err *transpose_impl(pr_kctx *k, int64_t d0, int64_t d1)
+static pr_err *transpose_impl(prt_kctx *k, int64_t d0, int64_t d1)
 {
 	pr_err *err = NULL;
-	pr_tensor *x = arg_tensor(k, 0, &err);
+	prt_tensor *x = arg_tensor(k, 0, &err);
 	if (err)
 		return err;
-	pr_tensor v = *x;
+	prt_tensor v = *x;
 	if (x->rank == 0)
 		return view_result(k, &v);
-	int a = pr_dim(d0, x->rank), b = pr_dim(d1, x->rank);
+	int a = prt_dim(d0, x->rank), b = prt_dim(d1, x->rank);
 	if (a < 0 || b < 0)
-		return pr_kernel_error(k, "dim out of range");
+		return prt_kernel_error(k, "dim out of range");
 	v.shape[a] = x->shape[b], v.strides[a] = x->strides[b];
 	v.shape[b] = x->shape[a], v.strides[b] = x->strides[a];
 	return view_result(k, &v);
 }
 
-pr_err *pr_k_transpose(pr_kctx *k)
+pr_err *prt_k_transpose(prt_kctx *k)
 {
-	return transpose_impl(k, pr_karg_int(k, 1, 0), pr_karg_int(k, 2, 1));
+	return transpose_impl(k, prt_karg_int(k, 1, 0), prt_karg_int(k, 2, 1));
 }
 
-pr_err *pr_k_t(pr_kctx *k)
+pr_err *prt_k_t(prt_kctx *k)
 {
-	pr_tensor *x = pr_karg_tensor(k, 0);
+	prt_tensor *x = prt_karg_tensor(k, 0);
 	if (x && x->rank > 2)
-		return pr_kernel_error(k, "t() expects a tensor of rank <= 2");
+		return prt_kernel_error(k, "t() expects a tensor of rank <= 2");
 	return transpose_impl(k, 0, x && x->rank == 2 ? 1 : 0);
 }
 
-pr_err *pr_k_as_strided(pr_kctx *k)
+pr_err *prt_k_as_strided(prt_kctx *k)
 {
 	pr_err *err = NULL;
-	pr_tensor *x = arg_tensor(k, 0, &err);
+	prt_tensor *x = arg_tensor(k, 0, &err);
 	if (err)
 		return err;
-	pr_tensor v = *x;
-	int n = pr_karg_ints(k, 1, v.shape, PR_MAX_RANK);
-	if (n < 0 || pr_karg_ints(k, 2, v.strides, PR_MAX_RANK) != n)
-		return pr_kernel_error(k, "size and stride must be lists of the same length");
+	prt_tensor v = *x;
+	int n = prt_karg_ints(k, 1, v.shape, PR_MAX_RANK);
+	if (n < 0 || prt_karg_ints(k, 2, v.strides, PR_MAX_RANK) != n)
+		return prt_kernel_error(k, "size and stride must be lists of the same length");
 	v.rank = n;
 	int64_t es = (int64_t)pr_dtype_size(x->dtype);
-	int64_t off = pr_karg_int(k, 3, (x->data - x->storage) / es), at;
+	int64_t off = prt_karg_int(k, 3, (x->data - x->storage) / es), at;
 	if (off < 0)
-		return pr_kernel_error(k, "negative storage offset");
+		return prt_kernel_error(k, "negative storage offset");
 	for (int d = 0; d < n; d++)
 		if (v.strides[d] < 0)
-			return pr_kernel_error(k, "stride %lld of dim %d is negative; expected "
+			return prt_kernel_error(k, "stride %lld of dim %d is negative; expected "
 					       "strides >= 0", (long long)v.strides[d], d);
 	/* The pointer is formed only inside the storage (check_view checks the rest). */
 	if (__builtin_mul_overflow(off, es, &at) || (x->storage_end && at > x->storage_end - x->storage))
-		return pr_kernel_error(k, "storage offset %lld is past the end of its base's storage "
+		return prt_kernel_error(k, "storage offset %lld is past the end of its base's storage "
 				       "(%lld bytes)", (long long)off, x->storage_end ?
 				       (long long)(x->storage_end - x->storage) : -1LL);
 	v.data = x->storage + at;
 	return view_result(k, &v);
 }
 
-pr_err *pr_k_expand(pr_kctx *k)
+pr_err *prt_k_expand(prt_kctx *k)
 {
 	pr_err *err = NULL;
-	pr_tensor *x = arg_tensor(k, 0, &err);
+	prt_tensor *x = arg_tensor(k, 0, &err);
 	if (err)
 		return err;
-	pr_tensor v = *x;
-	int n = pr_karg_ints(k, 1, v.shape, PR_MAX_RANK);
+	prt_tensor v = *x;
+	int n = prt_karg_ints(k, 1, v.shape, PR_MAX_RANK);
 	if (n < x->rank)
-		return pr_kernel_error(k, "expand needs at least %d sizes", x->rank);
+		return prt_kernel_error(k, "expand needs at least %d sizes", x->rank);
 	v.rank = n;
 	int lead = n - x->rank;
 	for (int d = 0; d < n; d++) {
@@ -328,43 +328,43 @@ pr_err *pr_k_expand(pr_kctx *k)
 		else if (old == 1 && v.shape[d] >= 0)
 			v.strides[d] = 0;
 		else
-			return pr_kernel_error(k, "cannot expand dim %d of size %lld to %lld", d,
+			return prt_kernel_error(k, "cannot expand dim %d of size %lld to %lld", d,
 					       (long long)old, (long long)v.shape[d]);
 	}
 	return view_result(k, &v);
 }
 
 /* slice.Tensor(self, dim=0, start=None, end=None, step=1) */
-pr_err *pr_k_slice(pr_kctx *k)
+pr_err *prt_k_slice(prt_kctx *k)
 {
 	pr_err *err = NULL;
-	pr_tensor *x = arg_tensor(k, 0, &err);
+	prt_tensor *x = arg_tensor(k, 0, &err);
 	if (err)
 		return err;
-	int d = pr_dim(pr_karg_int(k, 1, 0), x->rank);
+	int d = prt_dim(prt_karg_int(k, 1, 0), x->rank);
 	if (d < 0 || x->rank == 0)
-		return pr_kernel_error(k, "dim out of range");
-	int64_t len = x->shape[d], start = pr_karg_int(k, 2, 0), end = pr_karg_int(k, 3, INT64_MAX);
-	int64_t step = pr_karg_int(k, 4, 1);
+		return prt_kernel_error(k, "dim out of range");
+	int64_t len = x->shape[d], start = prt_karg_int(k, 2, 0), end = prt_karg_int(k, 3, INT64_MAX);
+	int64_t step = prt_karg_int(k, 4, 1);
 	if (step <= 0)
-		return pr_kernel_error(k, "slice step must be positive");
+		return prt_kernel_error(k, "slice step must be positive");
 	if (start < 0)
 		start += len;
 	if (end < 0)
 		end += len;
 	start = start < 0 ? 0 : start > len ? len : start;
 	end = end < start ? start : end > len ? len : end;
-	pr_tensor v = *x;
+	prt_tensor v = *x;
 	v.shape[d] = end > start ? (end - start - 1) / step + 1 : 0;   /* no overflow for a huge step */
 	int64_t at;
 	if (__builtin_mul_overflow(start, x->strides[d], &at) ||
 	    __builtin_mul_overflow(at, (int64_t)pr_dtype_size(x->dtype), &at))
-		return pr_kernel_error(k, "start %lld times stride %lld overflows int64",
+		return prt_kernel_error(k, "start %lld times stride %lld overflows int64",
 				       (long long)start, (long long)x->strides[d]);
 	v.data = v.shape[d] ? x->data + at : x->data;   /* an empty view points nowhere new */
 	if (__builtin_mul_overflow(x->strides[d], step, &v.strides[d])) {
 		if (v.shape[d] > 1)
-			return pr_kernel_error(k, "stride %lld times step %lld overflows int64",
+			return prt_kernel_error(k, "stride %lld times step %lld overflows int64",
 					       (long long)x->strides[d], (long long)step);
 		v.strides[d] = x->strides[d];   /* one element: its stride is never followed */
 	}
@@ -372,15 +372,15 @@ pr_err *pr_k_slice(pr_kctx *k)
 }
 
 /* select.int(self, dim, index): the view without dim. */
-pr_err *pr_select_view(pr_kctx *k, const pr_tensor *x, int64_t dim, int64_t index, pr_tensor *v)
+pr_err *prt_select_view(prt_kctx *k, const prt_tensor *x, int64_t dim, int64_t index, prt_tensor *v)
 {
-	int d = pr_dim(dim, x->rank);
+	int d = prt_dim(dim, x->rank);
 	if (d < 0 || x->rank == 0)
-		return pr_kernel_error(k, "dim out of range");
+		return prt_kernel_error(k, "dim out of range");
 	if (index < 0)
 		index += x->shape[d];
 	if (index < 0 || index >= x->shape[d])
-		return pr_kernel_error(k, "index %lld out of range for dim %d of size %lld",
+		return prt_kernel_error(k, "index %lld out of range for dim %d of size %lld",
 				       (long long)index, d, (long long)x->shape[d]);
 	*v = *x;
 	v->data = x->data + index * x->strides[d] * (int64_t)pr_dtype_size(x->dtype);
@@ -390,27 +390,27 @@ pr_err *pr_select_view(pr_kctx *k, const pr_tensor *x, int64_t dim, int64_t inde
 	return NULL;
 }
 
-pr_err *pr_k_select(pr_kctx *k)
+pr_err *prt_k_select(prt_kctx *k)
 {
 	pr_err *err = NULL;
-	pr_tensor *x = arg_tensor(k, 0, &err), v;
-	if (err || (err = pr_select_view(k, x, pr_karg_int(k, 1, 0), pr_karg_int(k, 2, 0), &v)))
+	prt_tensor *x = arg_tensor(k, 0, &err), v;
+	if (err || (err = prt_select_view(k, x, prt_karg_int(k, 1, 0), prt_karg_int(k, 2, 0), &v)))
 		return err;
 	return view_result(k, &v);
 }
 
-pr_err *pr_k_unsqueeze(pr_kctx *k)
+pr_err *prt_k_unsqueeze(prt_kctx *k)
 {
 	pr_err *err = NULL;
-	pr_tensor *x = arg_tensor(k, 0, &err);
+	prt_tensor *x = arg_tensor(k, 0, &err);
 	if (err)
 		return err;
-	int64_t dim = pr_karg_int(k, 1, 0);
+	int64_t dim = prt_karg_int(k, 1, 0);
 	if (dim < 0)
 		dim += x->rank + 1;
 	if (dim < 0 || dim > x->rank || x->rank == PR_MAX_RANK)
-		return pr_kernel_error(k, "dim out of range");
-	pr_tensor v = *x;
+		return prt_kernel_error(k, "dim out of range");
+	prt_tensor v = *x;
 	for (int i = x->rank; i > dim; i--)
 		v.shape[i] = x->shape[i - 1], v.strides[i] = x->strides[i - 1];
 	v.shape[dim] = 1;   /* a size-1 dim's stride is never followed: 1 if it overflows */
@@ -420,105 +420,105 @@ pr_err *pr_k_unsqueeze(pr_kctx *k)
 	return view_result(k, &v);
 }
 
-pr_err *pr_k_squeeze_dim(pr_kctx *k)
+pr_err *prt_k_squeeze_dim(prt_kctx *k)
 {
 	pr_err *err = NULL;
-	pr_tensor *x = arg_tensor(k, 0, &err), v;
+	prt_tensor *x = arg_tensor(k, 0, &err), v;
 	if (err)
 		return err;
-	int d = pr_dim(pr_karg_int(k, 1, 0), x->rank);
+	int d = prt_dim(prt_karg_int(k, 1, 0), x->rank);
 	if (x->rank == 0 || d < 0 || x->shape[d] != 1)
 		return view_result(k, x);
-	if ((err = pr_select_view(k, x, d, 0, &v)))
+	if ((err = prt_select_view(k, x, d, 0, &v)))
 		return err;
 	return view_result(k, &v);
 }
 
 /* ---- copies ------------------------------------------------------------------- */
 
-static pr_err *copy_into(pr_kctx *k, pr_tensor *dst, const pr_tensor *src)
+static pr_err *copy_into(prt_kctx *k, prt_tensor *dst, const prt_tensor *src)
 {
-	pr_err *e = pr_tensor_copy(dst, src);
+	pr_err *e = prt_tensor_copy(dst, src);
 	if (!e)
 		return NULL;
-	pr_err *w = pr_kernel_error(k, "%s", pr_err_message(e));
+	pr_err *w = prt_kernel_error(k, "%s", pr_err_message(e));
 	pr_err_free(e);
 	return w;
 }
 
-pr_err *pr_k_clone(pr_kctx *k)
+pr_err *prt_k_clone(prt_kctx *k)
 {
 	pr_err *err = NULL;
-	pr_tensor *x = arg_tensor(k, 0, &err);
+	prt_tensor *x = arg_tensor(k, 0, &err);
 	return err ? err : copy_into(k, &k->out->t, x);
 }
 
-pr_err *pr_k_contiguous(pr_kctx *k)
+pr_err *prt_k_contiguous(prt_kctx *k)
 {
 	pr_err *err = NULL;
-	pr_tensor *x = arg_tensor(k, 0, &err);
+	prt_tensor *x = arg_tensor(k, 0, &err);
 	if (err)
 		return err;
-	if (k->out_alias && pr_tensor_is_contiguous(x)) {
+	if (k->out_alias && prt_tensor_is_contiguous(x)) {
 		k->out->t = *x;
 		return NULL;
 	}
 	if (k->out_alias) {
 		if (!k->own)
-			return pr_kernel_error(k, "no storage for a non-contiguous input");
+			return prt_kernel_error(k, "no storage for a non-contiguous input");
 		k->out->t = *k->own;
 	}
 	return copy_into(k, &k->out->t, x);
 }
 
 /* copy_(self, src, non_blocking=False): the result is self. */
-pr_err *pr_k_copy_(pr_kctx *k)
+pr_err *prt_k_copy_(prt_kctx *k)
 {
 	pr_err *err = NULL;
-	pr_tensor *self = arg_tensor(k, 0, &err), *src = arg_tensor(k, 1, &err);
+	prt_tensor *self = arg_tensor(k, 0, &err), *src = arg_tensor(k, 1, &err);
 	if (err || (err = copy_into(k, self, src)))
 		return err;
-	if (k->out->kind == PR_RV_TENSOR)
+	if (k->out->kind == PRT_RV_TENSOR)
 		k->out->t = *self;
 	return NULL;
 }
 
-pr_err *pr_k_sym_size(pr_kctx *k)
+pr_err *prt_k_sym_size(prt_kctx *k)
 {
 	pr_err *err = NULL;
-	pr_tensor *x = arg_tensor(k, 0, &err);
+	prt_tensor *x = arg_tensor(k, 0, &err);
 	if (err)
 		return err;
-	int d = pr_dim(pr_karg_int(k, 1, 0), x->rank);
+	int d = prt_dim(prt_karg_int(k, 1, 0), x->rank);
 	if (d < 0 || x->rank == 0)
-		return pr_kernel_error(k, "dim out of range");
-	k->out->kind = PR_RV_INT;
+		return prt_kernel_error(k, "dim out of range");
+	k->out->kind = PRT_RV_INT;
 	k->out->i = x->shape[d];
 	return NULL;
 }
 
 /* custom::kv_update(Tensor(a!) cache, Tensor value, int pos) -> ():
  * cache[pos, ...] = value[0, ...]. */
-pr_err *pr_k_kv_update(pr_kctx *k)
+pr_err *prt_k_kv_update(prt_kctx *k)
 {
 	pr_err *err = NULL;
-	pr_tensor *cache = arg_tensor(k, 0, &err), *value = arg_tensor(k, 1, &err), row, src;
+	prt_tensor *cache = arg_tensor(k, 0, &err), *value = arg_tensor(k, 1, &err), row, src;
 	if (err)
 		return err;
-	if ((err = pr_select_view(k, cache, 0, pr_karg_int(k, 2, 0), &row)) ||
-	    (err = pr_select_view(k, value, 0, 0, &src)))
+	if ((err = prt_select_view(k, cache, 0, prt_karg_int(k, 2, 0), &row)) ||
+	    (err = prt_select_view(k, value, 0, 0, &src)))
 		return err;
 	return copy_into(k, &row, &src);
 }
 
 /* ---- indexing ------------------------------------------------------------------ */
 
-static pr_err *load_index(pr_kctx *k, const pr_tensor *idx, int64_t limit, int64_t **out, int64_t *n)
+static pr_err *load_index(prt_kctx *k, const prt_tensor *idx, int64_t limit, int64_t **out, int64_t *n)
 {
 	if (pr_dtype_is_float(idx->dtype))
-		return pr_kernel_error(k, "indices must be integers, not %s", pr_dtype_name(idx->dtype));
-	*n = pr_tensor_numel(idx);
-	double *v = pr_tensor_gather(idx);
+		return prt_kernel_error(k, "indices must be integers, not %s", pr_dtype_name(idx->dtype));
+	*n = prt_tensor_numel(idx);
+	double *v = prt_tensor_gather(idx);
 	*out = pr_xmalloc(sizeof(int64_t) * (size_t)(*n ? *n : 1));
 	for (int64_t i = 0; i < *n; i++) {
 		int64_t j = (int64_t)v[i];
@@ -528,7 +528,7 @@ static pr_err *load_index(pr_kctx *k, const pr_tensor *idx, int64_t limit, int64
 			long long bad = (long long)v[i];
 			free(v), free(*out);
 			*out = NULL;   /* index_put_ frees every index it loaded */
-			return pr_kernel_error(k, "index %lld out of range [0, %lld)", bad, (long long)limit);
+			return prt_kernel_error(k, "index %lld out of range [0, %lld)", bad, (long long)limit);
 		}
 		(*out)[i] = j;
 	}
@@ -538,14 +538,14 @@ static pr_err *load_index(pr_kctx *k, const pr_tensor *idx, int64_t limit, int64
 
 /* Copies, for each index i, src selected at idx[i] along dim into the i-th
  * slot of dst along ddim. */
-static pr_err *gather_rows(pr_kctx *k, const pr_tensor *src, int dim, const int64_t *idx, int64_t n,
-			   pr_tensor *dst, int ddim)
+static pr_err *gather_rows(prt_kctx *k, const prt_tensor *src, int dim, const int64_t *idx, int64_t n,
+			   prt_tensor *dst, int ddim)
 {
 	for (int64_t i = 0; i < n; i++) {
-		pr_tensor s, d;
-		pr_err *err = pr_select_view(k, src, dim, idx[i], &s);
+		prt_tensor s, d;
+		pr_err *err = prt_select_view(k, src, dim, idx[i], &s);
 		if (!err)
-			err = pr_select_view(k, dst, ddim, i, &d);
+			err = prt_select_view(k, dst, ddim, i, &d);
 		if (!err)
 			err = copy_into(k, &d, &s);
 		if (err)
@@ -555,23 +555,23 @@ static pr_err *gather_rows(pr_kctx *k, const pr_tensor *src, int dim, const int6
 }
 
 /* embedding(weight[V, D], indices[...]) -> [..., D] */
-pr_err *pr_k_embedding(pr_kctx *k)
+pr_err *prt_k_embedding(prt_kctx *k)
 {
 	pr_err *err = NULL;
-	pr_tensor *w = arg_tensor(k, 0, &err), *ix = arg_tensor(k, 1, &err);
+	prt_tensor *w = arg_tensor(k, 0, &err), *ix = arg_tensor(k, 1, &err);
 	if (err)
 		return err;
-	if ((err = pr_embedding_check(k, w, ix)))
+	if ((err = prt_embedding_check(k, w, ix)))
 		return err;
 	int64_t *idx, n;
 	if ((err = load_index(k, ix, w->shape[0], &idx, &n)))
 		return err;
 	/* The result seen as [n, D]. */
-	pr_tensor o = k->out->t;
+	prt_tensor o = k->out->t;
 	int64_t shape2[2] = {n, w->shape[1]};
-	if (!pr_view_strides(&o, 2, shape2, o.strides)) {
+	if (!prt_view_strides(&o, 2, shape2, o.strides)) {
 		free(idx);
-		return pr_kernel_error(k, "the result's layout cannot be seen as [N, D]");
+		return prt_kernel_error(k, "the result's layout cannot be seen as [N, D]");
 	}
 	o.rank = 2;
 	o.shape[0] = n, o.shape[1] = w->shape[1];
@@ -581,19 +581,19 @@ pr_err *pr_k_embedding(pr_kctx *k)
 }
 
 /* index_select(self, dim, index[n]) */
-pr_err *pr_k_index_select(pr_kctx *k)
+pr_err *prt_k_index_select(prt_kctx *k)
 {
 	pr_err *err = NULL;
-	pr_tensor *x = arg_tensor(k, 0, &err), *ix = arg_tensor(k, 2, &err);
+	prt_tensor *x = arg_tensor(k, 0, &err), *ix = arg_tensor(k, 2, &err);
 	if (err)
 		return err;
-	int d = pr_dim(pr_karg_int(k, 1, 0), x->rank);
+	int d = prt_dim(prt_karg_int(k, 1, 0), x->rank);
 	if (d < 0 || x->rank == 0)
-		return pr_kernel_error(k, "dim out of range");
+		return prt_kernel_error(k, "dim out of range");
 	int64_t shape[PR_MAX_RANK];
 	memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->rank);
-	shape[d] = pr_tensor_numel(ix);
-	if ((err = pr_result_shape_check(k, x->rank, shape)))
+	shape[d] = prt_tensor_numel(ix);
+	if ((err = prt_result_shape_check(k, x->rank, shape)))
 		return err;
 	int64_t *idx, n;
 	if ((err = load_index(k, ix, x->shape[d], &idx, &n)))
@@ -606,80 +606,80 @@ pr_err *pr_k_index_select(pr_kctx *k)
 /* index_put_(self, Tensor?[] indices, values, accumulate=False): the leading
  * index tensors (all of one size L) pick L sub-tensors of self, which take
  * values (of L sub-tensors, or one broadcast to all). */
-pr_err *pr_k_index_put_(pr_kctx *k)
+pr_err *prt_k_index_put_(prt_kctx *k)
 {
 	pr_err *err = NULL;
-	pr_tensor *self = arg_tensor(k, 0, &err), *vals = arg_tensor(k, 2, &err);
+	prt_tensor *self = arg_tensor(k, 0, &err), *vals = arg_tensor(k, 2, &err);
 	if (err)
 		return err;
-	pr_karg *list = k->n_args > 1 ? &k->args[1] : NULL;
+	prt_karg *list = k->n_args > 1 ? &k->args[1] : NULL;
 	if (!list || list->kind != PR_ARG_LIST || list->n < 1 || list->n > self->rank)
-		return pr_kernel_error(k, "indices must be a list of 1 to %d tensors", self->rank);
+		return prt_kernel_error(k, "indices must be a list of 1 to %d tensors", self->rank);
 	int ni = list->n;
 	int64_t *idx[PR_MAX_RANK] = {NULL}, L = -1;
 	for (int j = 0; j < ni && !err; j++) {
-		pr_karg *it = &list->items[j];
+		prt_karg *it = &list->items[j];
 		int64_t n;
-		if (it->kind != PR_ARG_VALUE || it->v->kind != PR_RV_TENSOR)
-			err = pr_kernel_error(k, "only leading tensor indices are supported");
+		if (it->kind != PR_ARG_VALUE || it->v->kind != PRT_RV_TENSOR)
+			err = prt_kernel_error(k, "only leading tensor indices are supported");
 		else if (!(err = load_index(k, &it->v->t, self->shape[j], &idx[j], &n)) && L >= 0 && n != L)
-			err = pr_kernel_error(k, "index tensors must have the same number of elements");
+			err = prt_kernel_error(k, "index tensors must have the same number of elements");
 		else
 			L = n;
 	}
-	bool acc = pr_karg_int(k, 3, 0) != 0;
+	bool acc = prt_karg_int(k, 3, 0) != 0;
 	int64_t es = (int64_t)pr_dtype_size(self->dtype);
-	pr_tensor sub = *self;    /* the dims left after the indexed ones */
+	prt_tensor sub = *self;    /* the dims left after the indexed ones */
 	sub.rank = self->rank - ni;
 	memmove(sub.shape, self->shape + ni, sizeof(int64_t) * (size_t)sub.rank);
 	memmove(sub.strides, self->strides + ni, sizeof(int64_t) * (size_t)sub.rank);
-	int64_t R = pr_tensor_numel(&sub), nv = pr_tensor_numel(vals);
+	int64_t R = prt_tensor_numel(&sub), nv = prt_tensor_numel(vals);
 	if (!err && nv != L * R && nv != R && nv != 1)
-		err = pr_kernel_error(k, "values has %lld elements; expected %lld, %lld or 1",
+		err = prt_kernel_error(k, "values has %lld elements; expected %lld, %lld or 1",
 				      (long long)nv, (long long)(L * R), (long long)R);
-	double *v = err ? NULL : pr_tensor_gather(vals);
+	double *v = err ? NULL : prt_tensor_gather(vals);
 	for (int64_t l = 0; !err && l < L; l++) {
 		sub.data = self->data;
 		for (int j = 0; j < ni; j++)
 			sub.data += idx[j][l] * self->strides[j] * es;
-		double *row = pr_tensor_gather(&sub);
+		double *row = prt_tensor_gather(&sub);
 		for (int64_t r = 0; r < R; r++) {
 			double x = v[nv == 1 ? 0 : nv == R ? r : l * R + r];
 			row[r] = acc ? row[r] + x : x;
 		}
-		pr_tensor_scatter(&sub, row);
+		prt_tensor_scatter(&sub, row);
 		free(row);
 	}
 	free(v);
 	for (int j = 0; j < ni; j++)
 		free(idx[j]);
-	if (!err && k->out->kind == PR_RV_TENSOR)
+	if (!err && k->out->kind == PRT_RV_TENSOR)
 		k->out->t = *self;
 	return err;
 }
 
 /* cat(Tensor[] tensors, int dim=0) */
-pr_err *pr_k_cat(pr_kctx *k)
+pr_err *prt_k_cat(prt_kctx *k)
 {
-	pr_karg *list = k->n_args > 0 ? &k->args[0] : NULL;
+	prt_karg *list = k->n_args > 0 ? &k->args[0] : NULL;
 	if (!list || list->kind != PR_ARG_LIST)
-		return pr_kernel_error(k, "argument 0 must be a list of tensors");
-	pr_tensor *o = &k->out->t;
-	int d = pr_dim(pr_karg_int(k, 1, 0), o->rank);
+		return prt_kernel_error(k, "argument 0 must be a list of tensors");
+	prt_tensor *o = &k->out->t;
+	int d = prt_dim(prt_karg_int(k, 1, 0), o->rank);
 	if (d < 0)
-		return pr_kernel_error(k, "dim out of range");
+		return prt_kernel_error(k, "dim out of range");
 	int64_t at = 0, es = (int64_t)pr_dtype_size(o->dtype);
 	for (int j = 0; j < list->n; j++) {
-		pr_karg *it = &list->items[j];
-		if (it->kind != PR_ARG_VALUE || it->v->kind != PR_RV_TENSOR)
-			return pr_kernel_error(k, "item %d of the list is not a tensor", j);
-		pr_tensor *x = &it->v->t;
+		prt_karg *it = &list->items[j];
+		if (it->kind != PR_ARG_VALUE || it->v->kind != PRT_RV_TENSOR)
+			return prt_kernel_error(k, "item %d of the list is not a tensor", j);
+		prt_tensor *x = &it->v->t;
 		if (x->rank == 1 && x->shape[0] == 0 && o->rank != 1)
 			continue;   /* legacy empty tensors are skipped, as in PyTorch */
-		pr_err *err = pr_cat_item_check(k, o, x, d, at, j);
+		pr_err *err = prt_cat_item_check(k, o, x, d, at, j);
 		if (err)
 			return err;
-		pr_tensor part = *o;
+		prt_tensor part = *o;
 		part.data = o->data + at * o->strides[d] * es;
 		part.shape[d] = x->shape[d];
 		err = copy_into(k, &part, x);
@@ -688,7 +688,7 @@ pr_err *pr_k_cat(pr_kctx *k)
 		at += x->shape[d];
 	}
 	if (at != o->shape[d])
-		return pr_kernel_error(k, "the inputs fill %lld of %lld along dim %d", (long long)at,
+		return prt_kernel_error(k, "the inputs fill %lld of %lld along dim %d", (long long)at,
 				       (long long)o->shape[d], d);
 	return NULL;
 }

@@ -21,21 +21,21 @@
 #include "kernels.h"
 
 typedef struct shadow {
-	pr_tensor *t;          /* the device tensor, redirected to host memory */
-	pr_tensor saved;
+	prt_tensor *t;          /* the device tensor, redirected to host memory */
+	prt_tensor saved;
 	uint8_t *host;
 	int64_t bytes;
 } shadow;
 
 /* Host copy of the storage range [storage, data + span) of t. */
-static pr_err *shadow_in(pr_kctx *k, pr_tensor *t, shadow *s, bool load)
+static pr_err *shadow_in(prt_kctx *k, prt_tensor *t, shadow *s, bool load)
 {
 	int64_t off = t->data - t->storage;
 	s->t = t;
 	s->saved = *t;
-	s->bytes = off + pr_tensor_span_bytes(t);
+	s->bytes = off + prt_tensor_span_bytes(t);
 	s->host = pr_xmalloc((size_t)(s->bytes ? s->bytes : 1));
-	pr_err *err = load ? pr_mem_copy(k->devs, 0, s->host, t->dev, t->storage, s->bytes, false) : NULL;
+	pr_err *err = load ? prt_mem_copy(k->devs, 0, s->host, t->dev, t->storage, s->bytes, false) : NULL;
 	t->storage = s->host;
 	t->storage_end = s->host + s->bytes;
 	t->data = s->host + off;
@@ -43,12 +43,12 @@ static pr_err *shadow_in(pr_kctx *k, pr_tensor *t, shadow *s, bool load)
 	return err;
 }
 
-static pr_err *shadow_out(pr_kctx *k, shadow *s, bool store)
+static pr_err *shadow_out(prt_kctx *k, shadow *s, bool store)
 {
-	pr_err *err = store ? pr_mem_copy(k->devs, s->saved.dev, s->saved.storage, 0, s->host,
+	pr_err *err = store ? prt_mem_copy(k->devs, s->saved.dev, s->saved.storage, 0, s->host,
 					  s->bytes, false)
 			    : NULL;
-	pr_tensor now = *s->t;
+	prt_tensor now = *s->t;
 	*s->t = s->saved;
 	/* A view result keeps the kernel's shape/strides over the device storage. */
 	s->t->rank = now.rank;
@@ -63,20 +63,20 @@ static pr_err *shadow_out(pr_kctx *k, shadow *s, bool store)
  * tensor of a tuple (batch norm's output and statistics, a max pool's
  * values and indices), redirected to host memory (not loaded: the kernel
  * writes them whole). An aliasing result is its base's, shadowed already. */
-enum { PR_MAX_OUTS = 16 };
+enum { PRT_MAX_OUTS = 16 };
 
-static pr_err *shadow_results(pr_kctx *k, shadow *outs, int *n)
+static pr_err *shadow_results(prt_kctx *k, shadow *outs, int *n)
 {
-	pr_rv *r = k->out;
-	int m = r->kind == PR_RV_TUPLE ? r->n : 1;
+	prt_rv *r = k->out;
+	int m = r->kind == PRT_RV_TUPLE ? r->n : 1;
 	if (k->out_alias)
 		return NULL;
 	for (int i = 0; i < m; i++) {
-		pr_rv *e = r->kind == PR_RV_TUPLE ? &r->elems[i] : r;
-		if (e->kind != PR_RV_TENSOR || e->t.dev == 0)
+		prt_rv *e = r->kind == PRT_RV_TUPLE ? &r->elems[i] : r;
+		if (e->kind != PRT_RV_TENSOR || e->t.dev == 0)
 			continue;
-		if (*n == PR_MAX_OUTS)
-			return pr_kernel_error(k, "too many results to stage");
+		if (*n == PRT_MAX_OUTS)
+			return prt_kernel_error(k, "too many results to stage");
 		pr_err *err = shadow_in(k, &e->t, &outs[(*n)++], false);
 		if (err)
 			return err;
@@ -84,30 +84,30 @@ static pr_err *shadow_results(pr_kctx *k, shadow *outs, int *n)
 	return NULL;
 }
 
-pr_err *pr_k_staged(pr_kctx *k)
+pr_err *prt_k_staged(prt_kctx *k)
 {
-	const pr_kernel *kern = pr_kernel_find(k->node->schema->full_name);
+	const prt_kernel *kern = prt_kernel_find(k->node->schema->full_name);
 	shadow sh[64];
 	bool written[64];
 	int n = 0;
 	pr_err *err = NULL;
 	for (int i = 0; i < k->n_args && !err; i++) {
-		pr_karg *a = &k->args[i];
+		prt_karg *a = &k->args[i];
 		int m = a->kind == PR_ARG_LIST ? a->n : 1;
 		for (int j = 0; j < m && !err; j++) {
-			pr_karg *it = a->kind == PR_ARG_LIST ? &a->items[j] : a;
-			if (it->kind != PR_ARG_VALUE || it->v->kind != PR_RV_TENSOR || it->v->t.dev == 0)
+			prt_karg *it = a->kind == PR_ARG_LIST ? &a->items[j] : a;
+			if (it->kind != PR_ARG_VALUE || it->v->kind != PRT_RV_TENSOR || it->v->t.dev == 0)
 				continue;
 			if (n == 64)
-				return pr_kernel_error(k, "too many tensor arguments to stage");
+				return prt_kernel_error(k, "too many tensor arguments to stage");
 			written[n] = pr_schema_arg_writes(k->node->schema, i);
 			err = shadow_in(k, &it->v->t, &sh[n++], true);
 		}
 	}
 	int ai = k->out_alias ? pr_node_alias_arg(k->node, 0) : -1;
-	pr_tensor *base = ai >= 0 && ai < k->n_args && k->args[ai].kind == PR_ARG_VALUE &&
-				  k->args[ai].v->kind == PR_RV_TENSOR ? &k->args[ai].v->t : NULL;
-	shadow outs[PR_MAX_OUTS];
+	prt_tensor *base = ai >= 0 && ai < k->n_args && k->args[ai].kind == PR_ARG_VALUE &&
+				  k->args[ai].v->kind == PRT_RV_TENSOR ? &k->args[ai].v->t : NULL;
+	shadow outs[PRT_MAX_OUTS];
 	int n_outs = 0;
 	if (!err)
 		err = shadow_results(k, outs, &n_outs);
@@ -115,7 +115,7 @@ pr_err *pr_k_staged(pr_kctx *k)
 		k->out->t = *base;   /* the aliasing result starts as its (shadowed) base */
 	if (!err)
 		err = kern->host(k);
-	pr_tensor r = k->out->t;
+	prt_tensor r = k->out->t;
 	int64_t roff = r.storage ? r.data - r.storage : 0;
 	while (n_outs-- > 0) {
 		pr_err *e2 = shadow_out(k, &outs[n_outs], !err);

@@ -185,7 +185,7 @@ static pr_err *hp_dim(hdr_parser *p, int64_t *out)
 }
 
 /* (), (N,), (N, M) or (N, M,): Python's tuples of ints. */
-static pr_err *hp_shape(hdr_parser *p, pr_tensor *out)
+static pr_err *hp_shape(hdr_parser *p, prt_tensor *out)
 {
 	pr_err *e = hp_expect(p, '(', "'(' (the shape is a tuple)");
 	out->rank = 0;
@@ -203,7 +203,7 @@ static pr_err *hp_shape(hdr_parser *p, pr_tensor *out)
 	return e;
 }
 
-static pr_err *hp_descr(hdr_parser *p, pr_tensor *out)
+static pr_err *hp_descr(hdr_parser *p, prt_tensor *out)
 {
 	size_t at = p->pos;
 	const char *d;
@@ -234,7 +234,7 @@ static int hp_key(const char *k, size_t n)
 }
 
 /* One 'key': value entry; seen[] marks the keys already given. */
-static pr_err *hp_entry(hdr_parser *p, bool seen[N_KEYS], pr_tensor *out)
+static pr_err *hp_entry(hdr_parser *p, bool seen[N_KEYS], prt_tensor *out)
 {
 	hp_skip_space(p);
 	size_t at = p->pos;
@@ -279,7 +279,7 @@ static pr_err *hp_padding(hdr_parser *p)
 }
 
 static pr_err *parse_header(const char *path, const char *h, size_t len, size_t base,
-			    pr_tensor *out)
+			    prt_tensor *out)
 {
 	hdr_parser p = {path, h, len, 0, base};
 	bool seen[N_KEYS] = {false};
@@ -347,7 +347,7 @@ static pr_err *read_prelude(const char *path, FILE *fp, size_t *hdr, size_t *hle
 
 /* The data's size in bytes, checked for overflow and against what the file
  * holds after the header, before anything is allocated for it. */
-static pr_err *data_size(const char *path, const pr_tensor *t, off_t file_size, size_t start,
+static pr_err *data_size(const char *path, const prt_tensor *t, off_t file_size, size_t start,
 			 size_t *bytes)
 {
 	uint64_t n = pr_dtype_size(t->dtype);
@@ -368,7 +368,7 @@ static pr_err *data_size(const char *path, const pr_tensor *t, off_t file_size, 
 	return NULL;
 }
 
-static pr_err *read_header(const char *path, FILE *fp, off_t size, size_t *start, pr_tensor *out)
+static pr_err *read_header(const char *path, FILE *fp, off_t size, size_t *start, prt_tensor *out)
 {
 	size_t hdr = 0, hlen = 0;
 	pr_err *err = read_prelude(path, fp, &hdr, &hlen);
@@ -388,7 +388,7 @@ static pr_err *read_header(const char *path, FILE *fp, off_t size, size_t *start
 	return err;
 }
 
-pr_err *pr_npy_read(const char *path, pr_tensor *out)
+pr_err *prt_npy_read(const char *path, prt_tensor *out)
 {
 	memset(out, 0, sizeof *out);   /* callers free out->storage on any outcome */
 	FILE *fp = NULL;
@@ -406,7 +406,7 @@ pr_err *pr_npy_read(const char *path, pr_tensor *out)
 			err = pr_err_new("%s: cannot read the data: %s", path,
 					 ferror(fp) ? strerror(errno) : "the file shrank");
 		} else {
-			*out = pr_tensor_make(out->dtype, out->rank, out->shape, buf);
+			*out = prt_tensor_make(out->dtype, out->rank, out->shape, buf);
 		}
 	}
 	fclose(fp);
@@ -415,7 +415,7 @@ pr_err *pr_npy_read(const char *path, pr_tensor *out)
 
 /* The header numpy writes for t, padded with spaces and a newline so that
  * the data starts 64-byte aligned; returns its length with the prelude. */
-static size_t header_text(const pr_tensor *t, char h[1024])
+static size_t header_text(const prt_tensor *t, char h[1024])
 {
 	const char *descr = NULL;
 	for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
@@ -438,19 +438,19 @@ static size_t header_text(const pr_tensor *t, char h[1024])
 
 /* The whole file is built in memory and written by pr_file_write_atomic: a
  * full disk or a kill leaves the old file or none, never part of one. */
-pr_err *pr_npy_write(const char *path, const pr_tensor *t)
+pr_err *prt_npy_write(const char *path, const prt_tensor *t)
 {
 	char h[1024];
 	size_t total = header_text(t, h);
-	size_t bytes = (size_t)pr_tensor_numel(t) * pr_dtype_size(t->dtype);
+	size_t bytes = (size_t)prt_tensor_numel(t) * pr_dtype_size(t->dtype);
 	uint8_t *file = pr_xmalloc(total + bytes);
 	unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
 	pre[8] = (unsigned char)((total - 10) & 0xff);
 	pre[9] = (unsigned char)((total - 10) >> 8);
 	memcpy(file, pre, 10);
 	memcpy(file + 10, h, total - 10);
-	pr_tensor c = pr_tensor_make(t->dtype, t->rank, t->shape, file + total);
-	pr_err *err = pr_tensor_copy(&c, t);
+	prt_tensor c = prt_tensor_make(t->dtype, t->rank, t->shape, file + total);
+	pr_err *err = prt_tensor_copy(&c, t);
 	if (!err)
 		err = pr_file_write_atomic(path, file, total + bytes);
 	free(file);

@@ -1,7 +1,7 @@
 /* rt.h: the runtime's internal interfaces, shared by its files and its tests.
  *
  * Four layers, each a file or two:
- *   - tensors (pr_tensor): a data pointer with dtype, shape and strides in
+ *   - tensors (prt_tensor): a data pointer with dtype, shape and strides in
  *     elements, and the device slot its storage lives on;
  *   - the device layer (device.c, device_sim.c, device_cuda.c): allocate,
  *     free, copy each way, synchronize, with byte counters per device;
@@ -25,7 +25,7 @@ extern "C" {
 
 /* ---- tensors ------------------------------------------------------------ */
 
-typedef struct pr_tensor {
+typedef struct prt_tensor {
 	uint8_t *data;       /* element 0 */
 	uint8_t *storage;    /* start of the storage data points into */
 	pr_dtype dtype;
@@ -35,48 +35,48 @@ typedef struct pr_tensor {
 	int64_t strides[PR_MAX_RANK];  /* in elements */
 	uint8_t *storage_end; /* one past the storage's last byte; NULL: unknown
 			       * (views of it are then not bounds-checked) */
-} pr_tensor;
+} prt_tensor;
 
 /* A tensor with spec s's dtype, shape and strides over data (storage = data). */
-pr_tensor pr_tensor_from_spec(const pr_spec *s, void *data, int dev);
+prt_tensor prt_tensor_from_spec(const pr_spec *s, void *data, int dev);
 /* A contiguous tensor. */
-pr_tensor pr_tensor_make(pr_dtype t, int rank, const int64_t *shape, void *data);
-int64_t pr_tensor_numel(const pr_tensor *t);
-bool pr_tensor_is_contiguous(const pr_tensor *t);
+prt_tensor prt_tensor_make(pr_dtype t, int rank, const int64_t *shape, void *data);
+int64_t prt_tensor_numel(const prt_tensor *t);
+bool prt_tensor_is_contiguous(const prt_tensor *t);
 /* Bytes from data to one past the last element it can reach. */
-int64_t pr_tensor_span_bytes(const pr_tensor *t);
+int64_t prt_tensor_span_bytes(const prt_tensor *t);
 /* The logical values, row-major, as doubles (malloc'd, numel items). */
-double *pr_tensor_gather(const pr_tensor *t);
+double *prt_tensor_gather(const prt_tensor *t);
 /* Writes logical row-major values v into t's elements. */
-void pr_tensor_scatter(pr_tensor *t, const double *v);
+void prt_tensor_scatter(prt_tensor *t, const double *v);
 /* Strides of src seen with out's shape (0 on broadcast dims); false when the
  * shapes do not broadcast. */
-bool pr_bcast_strides(const pr_tensor *src, const pr_tensor *out, int64_t *st);
+bool prt_bcast_strides(const prt_tensor *src, const prt_tensor *out, int64_t *st);
 /* Elementwise copy src -> dst (same shape or broadcastable src; any strides). */
-pr_err *pr_tensor_copy(pr_tensor *dst, const pr_tensor *src);
+pr_err *prt_tensor_copy(prt_tensor *dst, const prt_tensor *src);
 
 /* ---- the device layer ------------------------------------------------- */
 
-typedef struct pr_dev pr_dev;
+typedef struct prt_dev prt_dev;
 
-typedef struct pr_dev_ops {
+typedef struct prt_dev_ops {
 	const char *kind;                                   /* "sim", "cuda" */
-	pr_err *(*alloc)(pr_dev *d, int64_t bytes, void **out);
-	void (*free)(pr_dev *d, void *p, int64_t bytes);
-	pr_err *(*h2d)(pr_dev *d, void *dst, const void *src, int64_t n);
-	pr_err *(*d2h)(pr_dev *d, void *dst, const void *src, int64_t n);
-	pr_err *(*d2d)(pr_dev *d, void *dst, const void *src, int64_t n);
-	pr_err *(*sync)(pr_dev *d);
+	pr_err *(*alloc)(prt_dev *d, int64_t bytes, void **out);
+	void (*free)(prt_dev *d, void *p, int64_t bytes);
+	pr_err *(*h2d)(prt_dev *d, void *dst, const void *src, int64_t n);
+	pr_err *(*d2h)(prt_dev *d, void *dst, const void *src, int64_t n);
+	pr_err *(*d2d)(prt_dev *d, void *dst, const void *src, int64_t n);
+	pr_err *(*sync)(prt_dev *d);
 	/* Device kernels run between enter and leave (sim: memory opened). */
-	void (*enter)(pr_dev *d);
-	void (*leave)(pr_dev *d);
+	void (*enter)(prt_dev *d);
+	void (*leave)(prt_dev *d);
 	/* Does [p, p+n) lie in this device's memory? */
-	bool (*contains)(pr_dev *d, const void *p, int64_t n);
-	void (*destroy)(pr_dev *d);
-} pr_dev_ops;
+	bool (*contains)(prt_dev *d, const void *p, int64_t n);
+	void (*destroy)(prt_dev *d);
+} prt_dev_ops;
 
-struct pr_dev {
-	const pr_dev_ops *ops;
+struct prt_dev {
+	const prt_dev_ops *ops;
 	pr_device where;          /* cuda:0 */
 	int64_t h2d_bytes;        /* counted copies since the counters were reset */
 	int64_t d2h_bytes;
@@ -84,159 +84,159 @@ struct pr_dev {
 };
 
 /* Devices by kind: "sim" or "cuda". The host is slot 0 (NULL device). */
-typedef struct pr_devset {
+typedef struct prt_devset {
 	char kind[8];
 	int n;                    /* slots in use, host included */
-	pr_dev *devs[32];
+	prt_dev *devs[32];
 	pr_device where[32];
-} pr_devset;
+} prt_devset;
 
-pr_err *pr_devset_init(pr_devset *s, const char *kind);
-void pr_devset_free(pr_devset *s);
+pr_err *prt_devset_init(prt_devset *s, const char *kind);
+void prt_devset_free(prt_devset *s);
 /* The slot of device d, created on first use; host devices are slot 0. */
-pr_err *pr_devset_slot(pr_devset *s, pr_device d, int *slot);
-static inline pr_dev *pr_devset_dev(const pr_devset *s, int slot) { return s->devs[slot]; }
-void pr_devset_reset_counters(pr_devset *s);
-void pr_devset_counters(const pr_devset *s, int64_t *h2d, int64_t *d2h);
+pr_err *prt_devset_slot(prt_devset *s, pr_device d, int *slot);
+static inline prt_dev *prt_devset_dev(const prt_devset *s, int slot) { return s->devs[slot]; }
+void prt_devset_reset_counters(prt_devset *s);
+void prt_devset_counters(const prt_devset *s, int64_t *h2d, int64_t *d2h);
 
 /* Memory on a slot (host: aligned malloc). */
-pr_err *pr_mem_alloc(pr_devset *s, int slot, int64_t bytes, void **out);
-void pr_mem_free(pr_devset *s, int slot, void *p, int64_t bytes);
+pr_err *prt_mem_alloc(prt_devset *s, int slot, int64_t bytes, void **out);
+void prt_mem_free(prt_devset *s, int slot, void *p, int64_t bytes);
 /* Copies n bytes; counted copies add to the device's counters. */
-pr_err *pr_mem_copy(pr_devset *s, int dst_slot, void *dst, int src_slot, const void *src,
+pr_err *prt_mem_copy(prt_devset *s, int dst_slot, void *dst, int src_slot, const void *src,
 		    int64_t n, bool counted);
-pr_err *pr_mem_sync(pr_devset *s, int slot);
+pr_err *prt_mem_sync(prt_devset *s, int slot);
 
-/* The implementations. pr_sim_new never fails; pr_cuda_new fails with a message
+/* The implementations. prt_sim_new never fails; prt_cuda_new fails with a message
  * when there is no CUDA (not built, the backend library not loadable, or no
  * GPU). The CUDA ones load the CUDA backend on first use (cuda_backend.c). */
 /* A sim device of a host_addressable type keeps its memory open to host code. */
-pr_dev *pr_sim_new(pr_device where, bool host_addressable);
-pr_err *pr_cuda_new(pr_device where, pr_dev **out);
-bool pr_cuda_available(void);
+prt_dev *prt_sim_new(pr_device where, bool host_addressable);
+pr_err *prt_cuda_new(pr_device where, prt_dev **out);
+bool prt_cuda_available(void);
 /* Sim: the device whose memory holds address p, or NULL. */
-pr_dev *pr_sim_owner(const void *p);
+prt_dev *prt_sim_owner(const void *p);
 /* Sim: protect every sim device's memory again (after a fault). */
-void pr_sim_protect_all(void);
+void prt_sim_protect_all(void);
 
 /* ---- kernels ------------------------------------------------------------ */
 
-typedef enum pr_rv_kind { PR_RV_NONE, PR_RV_TENSOR, PR_RV_TUPLE, PR_RV_INT } pr_rv_kind;
+typedef enum prt_rv_kind { PRT_RV_NONE, PRT_RV_TENSOR, PRT_RV_TUPLE, PRT_RV_INT } prt_rv_kind;
 
 /* A runtime value: what a node's result holds during a call. */
-typedef struct pr_rv {
-	pr_rv_kind kind;
-	pr_tensor t;
+typedef struct prt_rv {
+	prt_rv_kind kind;
+	prt_tensor t;
 	int64_t i;
-	int n;                    /* PR_RV_TUPLE */
-	struct pr_rv *elems;
-} pr_rv;
+	int n;                    /* PRT_RV_TUPLE */
+	struct prt_rv *elems;
+} prt_rv;
 
 /* An argument as a kernel sees it. */
-typedef struct pr_karg {
+typedef struct prt_karg {
 	pr_arg_kind kind;
-	pr_rv *v;                 /* PR_ARG_VALUE */
+	prt_rv *v;                 /* PR_ARG_VALUE */
 	int64_t i;
 	double f;
 	bool b;
 	const char *s;
 	int n;                    /* PR_ARG_LIST */
-	struct pr_karg *items;
-} pr_karg;
+	struct prt_karg *items;
+} prt_karg;
 
-typedef struct pr_kctx {
+typedef struct prt_kctx {
 	const pr_node *node;
 	int n_args;
-	pr_karg *args;
-	pr_rv *out;               /* the node's result slot */
+	prt_karg *args;
+	prt_rv *out;               /* the node's result slot */
 	bool out_alias;           /* the result aliases an argument: a view or in-place */
-	pr_tensor *own;           /* storage of its own for an aliasing result that may need
+	prt_tensor *own;           /* storage of its own for an aliasing result that may need
 	                             a copy (reshape, contiguous), else NULL */
-	pr_devset *devs;
+	prt_devset *devs;
 	int dev;                  /* where the kernel runs; 0 is the host */
-} pr_kctx;
+} prt_kctx;
 
-typedef pr_err *(*pr_kernel_fn)(pr_kctx *k);
+typedef pr_err *(*prt_kernel_fn)(prt_kctx *k);
 
 enum {
-	PR_KERNEL_META = 1,       /* reads no element (views, sym_size): runs anywhere */
-	PR_KERNEL_MAY_COPY = 2,   /* an aliasing result that needs storage when not viewable */
+	PRT_KERNEL_META = 1,       /* reads no element (views, sym_size): runs anywhere */
+	PRT_KERNEL_MAY_COPY = 2,   /* an aliasing result that needs storage when not viewable */
 };
 
-typedef struct pr_kernel {
+typedef struct prt_kernel {
 	const char *op;           /* the op's full name: "aten::add.Tensor" */
-	pr_kernel_fn host;
-	pr_kernel_fn cuda;        /* NULL when there is no CUDA kernel */
+	prt_kernel_fn host;
+	prt_kernel_fn cuda;        /* NULL when there is no CUDA kernel */
 	unsigned flags;
-} pr_kernel;
+} prt_kernel;
 
-const pr_kernel *pr_kernel_find(const char *full_name);
+const prt_kernel *prt_kernel_find(const char *full_name);
 
 /* Argument access for kernels. A missing argument (fewer given than the
  * schema has) takes the default passed in. */
-pr_tensor *pr_karg_tensor(pr_kctx *k, int i);   /* NULL when not a tensor */
-int64_t pr_karg_int(pr_kctx *k, int i, int64_t dflt);
-double pr_karg_float(pr_kctx *k, int i, double dflt);
-bool pr_karg_is_none(pr_kctx *k, int i);
+prt_tensor *prt_karg_tensor(prt_kctx *k, int i);   /* NULL when not a tensor */
+int64_t prt_karg_int(prt_kctx *k, int i, int64_t dflt);
+double prt_karg_float(prt_kctx *k, int i, double dflt);
+bool prt_karg_is_none(prt_kctx *k, int i);
 /* An int list (items may be int values); returns the count or -1. */
-int pr_karg_ints(pr_kctx *k, int i, int64_t *out, int max);
-const char *pr_karg_str(pr_kctx *k, int i, const char *dflt);
+int prt_karg_ints(prt_kctx *k, int i, int64_t *out, int max);
+const char *prt_karg_str(prt_kctx *k, int i, const char *dflt);
 /* An error naming the node and the op. */
-pr_err *pr_kernel_error(pr_kctx *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+pr_err *prt_kernel_error(prt_kctx *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The host kernels' table (kernels_host.c) and the CUDA ones (kernels_cuda.cu,
- * none until the CUDA backend is loaded): pr_kernel_find merges them. */
-extern const pr_kernel pr_host_kernels[];
-extern const int pr_n_host_kernels;
-typedef struct pr_cuda_kernel { const char *op; pr_kernel_fn fn; } pr_cuda_kernel;
-const pr_cuda_kernel *pr_cuda_kernels(int *n);
+ * none until the CUDA backend is loaded): prt_kernel_find merges them. */
+extern const prt_kernel prt_host_kernels[];
+extern const int prt_n_host_kernels;
+typedef struct prt_cuda_kernel { const char *op; prt_kernel_fn fn; } prt_cuda_kernel;
+const prt_cuda_kernel *prt_cuda_kernels(int *n);
 
 /* ---- the executor (executor.c) ------------------------------------------ */
 
-typedef struct pr_exec pr_exec;
+typedef struct prt_exec prt_exec;
 
-typedef struct pr_exec_options {
+typedef struct prt_exec_options {
 	const char *device;   /* "sim" or "cuda" (ignored by the reference) */
 	bool reference;       /* the reference interpreter: every tensor on the
 	                         host, no memory plan, delegates as host code
 	                         reading their inputs as the caller passes them */
-} pr_exec_options;
+} prt_exec_options;
 
 /* Loads method `method` of p (which must outlive the executor): arenas,
  * constants (device-resident ones copied and synchronized, F10), kernels
  * (an op without a kernel is refused here, naming it), copies (M3). */
-pr_err *pr_exec_load(const pr_program *p, const char *method, const pr_exec_options *o,
-		     pr_exec **out);
-void pr_exec_free(pr_exec *e);
+pr_err *prt_exec_load(const pr_program *p, const char *method, const prt_exec_options *o,
+		     prt_exec **out);
+void prt_exec_free(prt_exec *e);
 /* The method's user inputs, in graph order. */
-int pr_exec_n_inputs(const pr_exec *e);
-const pr_node *pr_exec_input(const pr_exec *e, int i);
+int prt_exec_n_inputs(const prt_exec *e);
+const pr_node *prt_exec_input(const prt_exec *e, int i);
 /* The name a user input is known by (its quoted name, else the node's). */
-const char *pr_exec_input_name(const pr_exec *e, int i);
+const char *prt_exec_input_name(const prt_exec *e, int i);
 /* Sets input i from a contiguous host tensor of its dtype and shape. The
  * value is kept: every call starts from it, and a write-back to that input
  * (`-> input "NAME"`) replaces it for the next call. */
-pr_err *pr_exec_set_input(pr_exec *e, int i, const pr_tensor *host);
+pr_err *prt_exec_set_input(prt_exec *e, int i, const prt_tensor *host);
 /* One call of the method. A placement violation (M4) is an error whose
  * message starts with "placement violation". */
-pr_err *pr_exec_run(pr_exec *e);
+pr_err *prt_exec_run(prt_exec *e);
 /* The returned values of the last call. */
-int pr_exec_n_outputs(const pr_exec *e);
-const pr_node *pr_exec_output_node(const pr_exec *e, int i);
+int prt_exec_n_outputs(const prt_exec *e);
+const pr_node *prt_exec_output_node(const prt_exec *e, int i);
 /* A contiguous host copy of output i (storage malloc'd, free(out->storage)). */
-pr_err *pr_exec_output(pr_exec *e, int i, pr_tensor *out);
+pr_err *prt_exec_output(prt_exec *e, int i, prt_tensor *out);
 /* Bytes the device layer moved for the copies of the last call, and at load. */
-void pr_exec_call_bytes(const pr_exec *e, int64_t *h2d, int64_t *d2h);
-int64_t pr_exec_load_bytes(const pr_exec *e);
-bool pr_is_placement_violation(const pr_err *err);
+void prt_exec_call_bytes(const prt_exec *e, int64_t *h2d, int64_t *d2h);
+int64_t prt_exec_load_bytes(const prt_exec *e);
+bool prt_is_placement_violation(const pr_err *err);
 
 /* ---- .npy ---------------------------------------------------------------- */
 
 /* Reads a .npy file (format 1.0-3.0, little-endian, C order) into a
  * contiguous host tensor whose storage is malloc'd. */
-pr_err *pr_npy_read(const char *path, pr_tensor *out);
+pr_err *prt_npy_read(const char *path, prt_tensor *out);
 /* Writes t (any strides, host memory) as a C-order .npy file. */
-pr_err *pr_npy_write(const char *path, const pr_tensor *t);
+pr_err *prt_npy_write(const char *path, const prt_tensor *t);
 
 #ifdef __cplusplus
 }

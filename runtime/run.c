@@ -1,4 +1,4 @@
-/* run.c: pr_runtime_execute, what `passrun --run --check` does (runtime.h).
+/* run.c: prt_runtime_execute, what `passrun --run --check` does (runtime.h).
  *
  * Loads the placed method on the chosen device and, with check, the original
  * method on the reference interpreter; gives both the same inputs (from .npy
@@ -17,7 +17,7 @@
 #include "passrun/strbuf.h"
 #include "rt.h"
 
-bool pr_runtime_has_cuda(void) { return pr_cuda_available(); }
+bool prt_runtime_has_cuda(void) { return prt_cuda_available(); }
 
 static uint64_t name_hash(const char *s)
 {
@@ -29,7 +29,7 @@ static uint64_t name_hash(const char *s)
 
 /* Random values for input `name`: floats in [-1, 1); integers 0 or 1, which
  * are valid indices for any non-empty table. */
-static pr_tensor random_input(const pr_spec *s, uint64_t seed, const char *name)
+static prt_tensor random_input(const pr_spec *s, uint64_t seed, const char *name)
 {
 	int64_t n = pr_spec_numel(s);
 	size_t es = pr_dtype_size(s->dtype);
@@ -40,10 +40,10 @@ static pr_tensor random_input(const pr_spec *s, uint64_t seed, const char *name)
 						       : (double)(pr_random_bits(key, (uint64_t)i) & 1);
 		pr_elem_store(s->dtype, buf + (size_t)i * es, v);
 	}
-	return pr_tensor_make(s->dtype, s->rank, s->shape, buf);
+	return prt_tensor_make(s->dtype, s->rank, s->shape, buf);
 }
 
-static const pr_run_input *given_input(const pr_run_options *o, const char *name)
+static const prt_run_input *given_input(const prt_run_options *o, const char *name)
 {
 	for (int i = 0; i < o->n_inputs; i++)
 		if (strcmp(o->inputs[i].name, name) == 0)
@@ -51,10 +51,10 @@ static const pr_run_input *given_input(const pr_run_options *o, const char *name
 	return NULL;
 }
 
-static int find_input(const pr_exec *e, const char *name)
+static int find_input(const prt_exec *e, const char *name)
 {
-	for (int i = 0; i < pr_exec_n_inputs(e); i++)
-		if (strcmp(pr_exec_input_name(e, i), name) == 0)
+	for (int i = 0; i < prt_exec_n_inputs(e); i++)
+		if (strcmp(prt_exec_input_name(e, i), name) == 0)
 			return i;
 	return -1;
 }
@@ -71,7 +71,7 @@ static void type_text(char *buf, size_t n, pr_dtype t, int rank, const int64_t *
 
 /* The array in a file must be what the input declares: the message says
  * both (it used to give only the dtype and the rank). */
-static pr_err *check_given(const pr_run_input *g, const pr_spec *s, const pr_tensor *t)
+static pr_err *check_given(const prt_run_input *g, const pr_spec *s, const prt_tensor *t)
 {
 	if (t->dtype == s->dtype && t->rank == s->rank &&
 	    !memcmp(t->shape, s->shape, sizeof(int64_t) * (size_t)s->rank))
@@ -84,7 +84,7 @@ static pr_err *check_given(const pr_run_input *g, const pr_spec *s, const pr_ten
 
 /* Sets every input of run (and the same-named one of ref). Bad input files
  * set *status to 2. */
-static pr_err *set_inputs(pr_exec *run, pr_exec *ref, const pr_run_options *o, int *status)
+static pr_err *set_inputs(prt_exec *run, prt_exec *ref, const prt_run_options *o, int *status)
 {
 	for (int i = 0; i < o->n_inputs; i++)
 		if (find_input(run, o->inputs[i].name) < 0) {
@@ -92,24 +92,24 @@ static pr_err *set_inputs(pr_exec *run, pr_exec *ref, const pr_run_options *o, i
 			return pr_err_new("--input %s: the method has no input named '%s'",
 					  o->inputs[i].name, o->inputs[i].name);
 		}
-	for (int i = 0; i < pr_exec_n_inputs(run); i++) {
-		const char *name = pr_exec_input_name(run, i);
-		const pr_spec *s = &pr_exec_input(run, i)->type.tensor;
-		const pr_run_input *g = given_input(o, name);
-		pr_tensor t = {0};
+	for (int i = 0; i < prt_exec_n_inputs(run); i++) {
+		const char *name = prt_exec_input_name(run, i);
+		const pr_spec *s = &prt_exec_input(run, i)->type.tensor;
+		const prt_run_input *g = given_input(o, name);
+		prt_tensor t = {0};
 		pr_err *err = NULL;
 		*status = g ? 2 : 5;   /* a bad file or shape is the user's; else ours */
-		if (g && !(err = pr_npy_read(g->path, &t)))
+		if (g && !(err = prt_npy_read(g->path, &t)))
 			err = check_given(g, s, &t);
 		else if (!g)
 			t = random_input(s, o->seed, name);
 		if (!err)
-			err = pr_exec_set_input(run, i, &t);
+			err = prt_exec_set_input(run, i, &t);
 		int j = ref ? find_input(ref, name) : -1;
 		if (!err && ref && j < 0)
 			err = pr_err_new("the original program has no input '%s'", name);
 		if (!err && ref)
-			err = pr_exec_set_input(ref, j, &t);
+			err = prt_exec_set_input(ref, j, &t);
 		if (!err || g)
 			free(t.storage);
 		if (err)
@@ -119,9 +119,9 @@ static pr_err *set_inputs(pr_exec *run, pr_exec *ref, const pr_run_options *o, i
 	return NULL;
 }
 
-static const char *output_name(const pr_exec *e, int i)
+static const char *output_name(const prt_exec *e, int i)
 {
-	const pr_node *n = pr_exec_output_node(e, i);
+	const pr_node *n = prt_exec_output_node(e, i);
 	return n && n->name ? n->name : "?";
 }
 
@@ -129,7 +129,7 @@ static const char *output_name(const pr_exec *e, int i)
  * i64 values beyond 2^53 that differ by one compare equal. Records the error
  * as a float comparison would. */
 static bool int_mismatch(const uint8_t *pa, pr_dtype ta, const uint8_t *pb, pr_dtype tb,
-			 pr_run_report *r)
+			 prt_run_report *r)
 {
 	int64_t x = pr_elem_load_i64(ta, pa), y = pr_elem_load_i64(tb, pb);
 	if (x == y)
@@ -146,7 +146,7 @@ static bool int_mismatch(const uint8_t *pa, pr_dtype ta, const uint8_t *pb, pr_d
  * threshold: the test alone is never true for NaN and always true for an
  * infinite y). A non-finite mismatch makes the largest errors infinite;
  * matching NaNs and infinities add no error. */
-static bool float_mismatch(double x, double y, double atol, double rtol, pr_run_report *r)
+static bool float_mismatch(double x, double y, double atol, double rtol, prt_run_report *r)
 {
 	bool bad;
 	double d = 0, rel = 0;
@@ -165,21 +165,21 @@ static bool float_mismatch(double x, double y, double atol, double rtol, pr_run_
 
 /* Compares output i of one call; records the largest errors and the first
  * mismatch (integers and bools exactly). */
-static pr_err *compare_output(pr_exec *run, pr_exec *ref, int i, int call, const pr_run_options *o,
-			      pr_run_report *r)
+static pr_err *compare_output(prt_exec *run, prt_exec *ref, int i, int call, const prt_run_options *o,
+			      prt_run_report *r)
 {
-	pr_tensor a, b;
-	pr_err *err = pr_exec_output(run, i, &a);
+	prt_tensor a, b;
+	pr_err *err = prt_exec_output(run, i, &a);
 	if (err)
 		return err;
-	if ((err = pr_exec_output(ref, i, &b))) {
+	if ((err = prt_exec_output(ref, i, &b))) {
 		free(a.storage);
 		return err;
 	}
 	double atol = o->atol > 0 || o->rtol > 0 ? o->atol : 1e-5;
 	double rtol = o->atol > 0 || o->rtol > 0 ? o->rtol : 1e-4;
-	int64_t n = pr_tensor_numel(&a);
-	bool same_shape = a.rank == b.rank && n == pr_tensor_numel(&b) &&
+	int64_t n = prt_tensor_numel(&a);
+	bool same_shape = a.rank == b.rank && n == prt_tensor_numel(&b) &&
 			  memcmp(a.shape, b.shape, sizeof(int64_t) * (size_t)a.rank) == 0;
 	if (!same_shape && r->match) {
 		r->match = false;
@@ -213,15 +213,15 @@ static pr_err *compare_output(pr_exec *run, pr_exec *ref, int i, int call, const
 	return NULL;
 }
 
-static pr_err *write_outputs(pr_exec *run, const char *dir, const char *method)
+static pr_err *write_outputs(prt_exec *run, const char *dir, const char *method)
 {
-	for (int i = 0; i < pr_exec_n_outputs(run); i++) {
-		pr_tensor t;
-		pr_err *err = pr_exec_output(run, i, &t);
+	for (int i = 0; i < prt_exec_n_outputs(run); i++) {
+		prt_tensor t;
+		pr_err *err = prt_exec_output(run, i, &t);
 		if (err)
 			return err;
 		char *path = pr_xasprintf("%s/%s.%d.npy", dir, method, i);
-		err = pr_npy_write(path, &t);
+		err = prt_npy_write(path, &t);
 		free(path);
 		free(t.storage);
 		if (err)
@@ -237,7 +237,7 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static const char *pick_method(const pr_program *p, const pr_run_options *o)
+static const char *pick_method(const pr_program *p, const prt_run_options *o)
 {
 	if (o->method)
 		return o->method;
@@ -246,27 +246,27 @@ static const char *pick_method(const pr_program *p, const pr_run_options *o)
 	return p->n_methods ? p->methods[0]->name : "forward";
 }
 
-static pr_err *calls(pr_exec *run, pr_exec *ref, const pr_run_options *o, pr_run_report *r)
+static pr_err *calls(prt_exec *run, prt_exec *ref, const prt_run_options *o, prt_run_report *r)
 {
 	double ms = 0;
 	int64_t h2d = 0, d2h = 0;
 	for (int c = 0; c < r->iterations; c++) {
 		double t0 = now_ms();
-		pr_err *err = pr_exec_run(run);
+		pr_err *err = prt_exec_run(run);
 		ms += now_ms() - t0;
 		if (err)
 			return pr_err_wrap(err, "call %d", c + 1);
 		int64_t a, b;
-		pr_exec_call_bytes(run, &a, &b);
+		prt_exec_call_bytes(run, &a, &b);
 		h2d += a, d2h += b;
 		if (!ref)
 			continue;
-		if ((err = pr_exec_run(ref)))
+		if ((err = prt_exec_run(ref)))
 			return pr_err_wrap(err, "reference interpreter, call %d", c + 1);
-		if (pr_exec_n_outputs(run) != pr_exec_n_outputs(ref))
+		if (prt_exec_n_outputs(run) != prt_exec_n_outputs(ref))
 			return pr_err_new("the placed method returns %d values, the original %d",
-					  pr_exec_n_outputs(run), pr_exec_n_outputs(ref));
-		for (int i = 0; i < pr_exec_n_outputs(run); i++)
+					  prt_exec_n_outputs(run), prt_exec_n_outputs(ref));
+		for (int i = 0; i < prt_exec_n_outputs(run); i++)
 			if ((err = compare_output(run, ref, i, c, o, r)))
 				return err;
 	}
@@ -276,11 +276,11 @@ static pr_err *calls(pr_exec *run, pr_exec *ref, const pr_run_options *o, pr_run
 	return NULL;
 }
 
-pr_err *pr_runtime_execute(const pr_program *original, const pr_program *placed,
-			   const pr_run_options *o, pr_run_report *r)
+pr_err *prt_runtime_execute(const pr_program *original, const pr_program *placed,
+			   const prt_run_options *o, prt_run_report *r)
 {
 	memset(r, 0, sizeof *r);
-	const char *device = o->device ? o->device : pr_cuda_available() ? "cuda" : "sim";
+	const char *device = o->device ? o->device : prt_cuda_available() ? "cuda" : "sim";
 	const char *method = pick_method(placed, o);
 	snprintf(r->device, sizeof r->device, "%s", device);
 	snprintf(r->method, sizeof r->method, "%s", method);
@@ -288,18 +288,18 @@ pr_err *pr_runtime_execute(const pr_program *original, const pr_program *placed,
 	r->checked = o->check;
 	r->match = true;
 	r->exit_status = 5;
-	pr_exec *run = NULL, *ref = NULL;
-	pr_exec_options eo = {.device = device};
-	pr_err *err = pr_exec_load(placed, method, &eo, &run);
+	prt_exec *run = NULL, *ref = NULL;
+	prt_exec_options eo = {.device = device};
+	pr_err *err = prt_exec_load(placed, method, &eo, &run);
 	if (!err && o->check) {
-		pr_exec_options ro = {.reference = true};
-		err = original ? pr_exec_load(original, method, &ro, &ref)
+		prt_exec_options ro = {.reference = true};
+		err = original ? prt_exec_load(original, method, &ro, &ref)
 			       : pr_err_new("--check needs the original program");
 		if (err)
 			err = pr_err_wrap(err, "reference interpreter");
 	}
 	if (!err) {
-		r->load_h2d_bytes = pr_exec_load_bytes(run);
+		r->load_h2d_bytes = prt_exec_load_bytes(run);
 		int status = 0;
 		err = set_inputs(run, ref, o, &status);
 		if (err)
@@ -312,8 +312,8 @@ pr_err *pr_runtime_execute(const pr_program *original, const pr_program *placed,
 		r->exit_status = r->match ? 0 : 4;
 	else
 		r->match = false;   /* nothing was compared to the end */
-	pr_exec_free(run);
-	pr_exec_free(ref);
+	prt_exec_free(run);
+	prt_exec_free(ref);
 	return err;
 }
 
@@ -325,7 +325,7 @@ static void json_error(FILE *out, const char *key, double v)
 		fprintf(out, "\"%s\": %.9g, ", key, v);
 }
 
-void pr_run_report_json(const pr_run_report *r, FILE *out)
+void prt_run_report_json(const prt_run_report *r, FILE *out)
 {
 	pr_strbuf b;   /* names escaped as every JSON string passrun prints */
 	pr_strbuf_init(&b);

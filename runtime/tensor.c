@@ -11,9 +11,9 @@
 #include "passrun/data.h"
 #include "rt.h"
 
-pr_tensor pr_tensor_from_spec(const pr_spec *s, void *data, int dev)
+prt_tensor prt_tensor_from_spec(const pr_spec *s, void *data, int dev)
 {
-	pr_tensor t;
+	prt_tensor t;
 	memset(&t, 0, sizeof t);
 	t.data = t.storage = data;
 	t.storage_end = data ? t.storage + pr_spec_storage_bytes(s) : NULL;
@@ -25,24 +25,24 @@ pr_tensor pr_tensor_from_spec(const pr_spec *s, void *data, int dev)
 	return t;
 }
 
-pr_tensor pr_tensor_make(pr_dtype dt, int rank, const int64_t *shape, void *data)
+prt_tensor prt_tensor_make(pr_dtype dt, int rank, const int64_t *shape, void *data)
 {
 	pr_spec s;
 	pr_spec_init(&s, dt, rank, shape);
-	return pr_tensor_from_spec(&s, data, 0);
+	return prt_tensor_from_spec(&s, data, 0);
 }
 
-int64_t pr_tensor_numel(const pr_tensor *t)
+int64_t prt_tensor_numel(const prt_tensor *t)
 {
 	return pr_layout_numel(t->rank, t->shape);
 }
 
-bool pr_tensor_is_contiguous(const pr_tensor *t)
+bool prt_tensor_is_contiguous(const prt_tensor *t)
 {
 	return pr_layout_is_contiguous(t->rank, t->shape, t->strides);
 }
 
-int64_t pr_tensor_span_bytes(const pr_tensor *t)
+int64_t prt_tensor_span_bytes(const prt_tensor *t)
 {
 	int64_t last = 0;
 	for (int i = 0; i < t->rank; i++) {
@@ -58,7 +58,7 @@ int64_t pr_tensor_span_bytes(const pr_tensor *t)
 #define FOR_EACH_OFFSET(t, off, body)                                          \
 	do {                                                                   \
 		int64_t idx_[PR_MAX_RANK] = {0};                               \
-		int64_t n_ = pr_tensor_numel(t), off = 0;                      \
+		int64_t n_ = prt_tensor_numel(t), off = 0;                      \
 		for (int64_t k_ = 0; k_ < n_; k_++) {                          \
 			body;                                                  \
 			for (int d_ = (t)->rank - 1; d_ >= 0; d_--) {          \
@@ -78,14 +78,14 @@ static void cast_elem(pr_dtype to, uint8_t *d, pr_dtype from, const uint8_t *s)
 	if (to == from)
 		memcpy(d, s, pr_dtype_size(to));
 	else if (pr_dtype_is_float(from))
-		pr_ew_store_f(to, d, pr_elem_load(from, s));
+		prt_ew_store_f(to, d, pr_elem_load(from, s));
 	else
-		pr_ew_store_i(to, d, pr_elem_load_i64(from, s));
+		prt_ew_store_i(to, d, pr_elem_load_i64(from, s));
 }
 
-double *pr_tensor_gather(const pr_tensor *t)
+double *prt_tensor_gather(const prt_tensor *t)
 {
-	int64_t n = pr_tensor_numel(t);
+	int64_t n = prt_tensor_numel(t);
 	double *v = pr_xmalloc(sizeof(double) * (size_t)(n ? n : 1));
 	size_t es = pr_dtype_size(t->dtype);
 	int64_t i = 0;
@@ -93,19 +93,19 @@ double *pr_tensor_gather(const pr_tensor *t)
 	return v;
 }
 
-void pr_tensor_scatter(pr_tensor *t, const double *v)
+void prt_tensor_scatter(prt_tensor *t, const double *v)
 {
 	size_t es = pr_dtype_size(t->dtype);
 	int64_t i = 0;
 	FOR_EACH_OFFSET(t, off, pr_elem_store(t->dtype, t->data + off * (int64_t)es, v[i++]));
 }
 
-pr_err *pr_tensor_copy(pr_tensor *dst, const pr_tensor *src)
+pr_err *prt_tensor_copy(prt_tensor *dst, const prt_tensor *src)
 {
 	if (src->rank > dst->rank)
 		return pr_err_new("cannot copy a rank-%d tensor into a rank-%d one", src->rank, dst->rank);
 	/* src seen with dst's shape: broadcast dims get stride 0. */
-	pr_tensor b = *dst;
+	prt_tensor b = *dst;
 	int lead = dst->rank - src->rank;
 	for (int d = 0; d < dst->rank; d++) {
 		int sd = d - lead;
@@ -121,15 +121,15 @@ pr_err *pr_tensor_copy(pr_tensor *dst, const pr_tensor *src)
 	b.data = src->data;
 	b.dtype = src->dtype;
 	size_t ds = pr_dtype_size(dst->dtype);
-	if (dst->dtype == src->dtype && pr_tensor_is_contiguous(dst) && pr_tensor_is_contiguous(&b) &&
-	    pr_tensor_numel(dst) > 0) {
-		memmove(dst->data, src->data, (size_t)pr_tensor_numel(dst) * ds);
+	if (dst->dtype == src->dtype && prt_tensor_is_contiguous(dst) && prt_tensor_is_contiguous(&b) &&
+	    prt_tensor_numel(dst) > 0) {
+		memmove(dst->data, src->data, (size_t)prt_tensor_numel(dst) * ds);
 		return NULL;
 	}
 	/* Gathered first (the two may overlap), element by element in src's own
 	 * bytes: an i64 beyond 2^53 must not pass through a double. */
 	size_t ss = pr_dtype_size(src->dtype);
-	int64_t n = pr_tensor_numel(dst), i = 0;
+	int64_t n = prt_tensor_numel(dst), i = 0;
 	uint8_t *v = pr_xmalloc(ss * (size_t)(n ? n : 1));
 	FOR_EACH_OFFSET(&b, off, memcpy(v + (size_t)i++ * ss, b.data + off * (int64_t)ss, ss));
 	i = 0;
@@ -139,7 +139,7 @@ pr_err *pr_tensor_copy(pr_tensor *dst, const pr_tensor *src)
 	return NULL;
 }
 
-bool pr_bcast_strides(const pr_tensor *src, const pr_tensor *out, int64_t *st)
+bool prt_bcast_strides(const prt_tensor *src, const prt_tensor *out, int64_t *st)
 {
 	int lead = out->rank - src->rank;
 	if (lead < 0)

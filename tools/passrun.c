@@ -724,7 +724,7 @@ static bool wants_run(const opts *o)
 }
 
 #ifdef PASSRUN_HAVE_RUNTIME
-static void keep_outcome(run_outcome *out, const pr_run_report *rr, const pr_err *e, int st)
+static void keep_outcome(run_outcome *out, const prt_run_report *rr, const pr_err *e, int st)
 {
 	out->ran = true;
 	out->checked = rr->checked;
@@ -739,26 +739,26 @@ static void keep_outcome(run_outcome *out, const pr_run_report *rr, const pr_err
 static int run_program(session *s)
 {
 	const opts *o = s->o;
-	pr_run_input inputs[MAX_LIST];
+	prt_run_input inputs[MAX_LIST];
 	char *names[MAX_LIST];
 	for (int i = 0; i < o->n_inputs; i++) {
 		const char *eq = strchr(o->inputs[i], '=');
 		names[i] = strndup(o->inputs[i], (size_t)(eq - o->inputs[i]));
-		inputs[i] = (pr_run_input){names[i], eq + 1};
+		inputs[i] = (prt_run_input){names[i], eq + 1};
 	}
-	pr_run_options ro = {NULL, o->run ? (int)o->run_n : 1, o->device, o->check,
+	prt_run_options ro = {NULL, o->run ? (int)o->run_n : 1, o->device, o->check,
 			     o->has_seed ? o->seed : 0, o->n_inputs, inputs, o->output_dir, 0, 0};
-	pr_run_report rr;
+	prt_run_report rr;
 	memset(&rr, 0, sizeof rr);
 	double t0 = pr_now_ms();
-	pr_err *e = pr_runtime_execute(s->original, s->prog, &ro, &rr);
+	pr_err *e = prt_runtime_execute(s->original, s->prog, &ro, &rr);
 	pr_pass_report_add(&s->rep, "run", pr_now_ms() - t0, false, false);
 	for (int i = 0; i < o->n_inputs; i++)
 		free(names[i]);
 	size_t len;
 	FILE *mem = open_memstream(&s->run_json, &len);
 	if (mem) {
-		pr_run_report_json(&rr, mem);
+		prt_run_report_json(&rr, mem);
 		fclose(mem);
 	}
 	int st = rr.exit_status ? rr.exit_status : e ? EXIT_RUNTIME : EXIT_OK;

@@ -55,20 +55,20 @@ int main(int argc, char **argv)
 	pr_program *p = NULL;
 	pr_err *err = pr_text_parse("bench.pg", text, strlen(text), &p);
 	free(text);
-	pr_exec *e = NULL;
-	pr_exec_options o = {.device = "sim"};
+	prt_exec *e = NULL;
+	prt_exec_options o = {.device = "sim"};
 	if (!err)
-		err = pr_exec_load(p, "forward", &o, &e);
+		err = prt_exec_load(p, "forward", &o, &e);
 	float one = 1.0f;
 	int64_t shape[1] = {1};
-	pr_tensor x = pr_tensor_make(PR_F32, 1, shape, &one);
+	prt_tensor x = prt_tensor_make(PR_F32, 1, shape, &one);
 	if (!err)
-		err = pr_exec_set_input(e, 0, &x);
+		err = prt_exec_set_input(e, 0, &x);
 	if (!err)
-		err = pr_exec_run(e);   /* warm-up */
+		err = prt_exec_run(e);   /* warm-up */
 	double t0 = now_s();
 	for (int c = 0; !err && c < calls; c++)
-		err = pr_exec_run(e);
+		err = prt_exec_run(e);
 	double dt = now_s() - t0;
 	if (err) {
 		fprintf(stderr, "bench_executor: %s\n", pr_err_message(err));
@@ -76,7 +76,7 @@ int main(int argc, char **argv)
 	}
 	printf("nodes %ld, calls %d, %.1f ns per node, %.3f ms per call\n", n, calls,
 	       dt / calls / (double)n * 1e9, dt / calls * 1e3);
-	pr_exec_free(e);
+	prt_exec_free(e);
 	pr_program_free(p);
 	return 0;
 }

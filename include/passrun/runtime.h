@@ -1,6 +1,6 @@
 /* runtime.h: the runtime's contract with passrun (docs/passrun.1, docs/stats-json.md).
  *
- * pr_runtime_execute runs one method of the placed program N times on a
+ * prt_runtime_execute runs one method of the placed program N times on a
  * device ("sim": the strict simulated device; "cuda": a real GPU), and with
  * check set also runs the ORIGINAL program (before any pass) on the
  * reference interpreter, the same N times with the same inputs, comparing
@@ -33,26 +33,26 @@
 extern "C" {
 #endif
 
-typedef struct pr_run_input {
+typedef struct prt_run_input {
 	const char *name;      /* the user input's quoted name (or node name) */
 	const char *path;      /* a .npy file */
-} pr_run_input;
+} prt_run_input;
 
-typedef struct pr_run_options {
+typedef struct prt_run_options {
 	const char *method;    /* NULL: "forward" when present, else the first method */
 	int iterations;        /* calls; < 1 means 1 */
 	const char *device;    /* "sim", "cuda", or NULL: cuda when a GPU is present, else sim */
 	bool check;            /* compare with the reference interpreter */
 	uint64_t seed;         /* for inputs not given by a file */
 	int n_inputs;
-	const pr_run_input *inputs;
+	const prt_run_input *inputs;
 	const char *output_dir;/* NULL, or write each output of the last call as
 	                          DIR/<method>.<index>.npy */
 	double atol, rtol;     /* mismatch when |a-r| > atol + rtol*|r|; 0,0 means 1e-5, 1e-4;
 	                          NaN matches only NaN, an infinity only the same one */
-} pr_run_options;
+} prt_run_options;
 
-typedef struct pr_run_report {
+typedef struct prt_run_report {
 	char device[8];        /* "sim" or "cuda" */
 	char method[64];
 	int iterations;
@@ -64,17 +64,17 @@ typedef struct pr_run_report {
 	double ms_per_call;
 	int exit_status;       /* see above */
 	char mismatch[256];    /* the first mismatch: "output 0 (r) call 2 element 5: 1.5 vs 1.25" */
-} pr_run_report;
+} prt_run_report;
 
 /* original may be NULL when check is false. */
-pr_err *pr_runtime_execute(const pr_program *original, const pr_program *placed,
-			   const pr_run_options *opts, pr_run_report *out);
+pr_err *prt_runtime_execute(const pr_program *original, const pr_program *placed,
+			   const prt_run_options *opts, prt_run_report *out);
 
 /* True when a CUDA device can be used (built with CUDA and a GPU present). */
-bool pr_runtime_has_cuda(void);
+bool prt_runtime_has_cuda(void);
 
 /* Prints the report as the "run" object of --stats=json (no trailing newline). */
-void pr_run_report_json(const pr_run_report *r, FILE *out);
+void prt_run_report_json(const prt_run_report *r, FILE *out);
 
 #ifdef __cplusplus
 }

@@ -202,8 +202,8 @@ STRUCTS = {"pr_device": Device, "pr_spec": Spec, "pr_type": Type, "pr_alias": Al
            "pr_node": Node, "pr_graph": Graph, "pr_program": Program, "pr_diag": Diag,
            "pr_diags": Diags, "pr_pass_record": PassRecord, "pr_pass_report": PassReport,
            "pr_instrument_opts": InstrumentOpts, "pr_plugin_search": PluginSearch,
-           "pr_run_input": RunInput, "pr_run_options": RunOptions,
-           "pr_run_report": RunReport}
+           "prt_run_input": RunInput, "prt_run_options": RunOptions,
+           "prt_run_report": RunReport}
 
 # ---- functions -------------------------------------------------------------
 
@@ -265,9 +265,9 @@ DOT_FUNCS = {
     "pr_dot_render": (P, [P, POINTER(Diags)]),
 }
 RUNTIME_FUNCS = {
-    "pr_runtime_execute": (P, [P, P, POINTER(RunOptions), POINTER(RunReport)]),
-    "pr_runtime_has_cuda": (c_bool, []),
-    "pr_run_report_json": (None, [POINTER(RunReport), P]),
+    "prt_runtime_execute": (P, [P, P, POINTER(RunOptions), POINTER(RunReport)]),
+    "prt_runtime_has_cuda": (c_bool, []),
+    "prt_run_report_json": (None, [POINTER(RunReport), P]),
 }
 
 

@@ -295,10 +295,10 @@ def _execute(original, placed, method, iterations, device, check, seed, inputs, 
                              device.encode() if device else None, bool(check), int(seed),
                              len(enc), arr, None, atol, rtol)
         rr = _lib.RunReport()
-        err = rt.pr_runtime_execute(original.handle if check else None, placed.handle,
+        err = rt.prt_runtime_execute(original.handle if check else None, placed.handle,
                                     ctypes.byref(ro), ctypes.byref(rr))
     m = _lib.MemStream()
-    rt.pr_run_report_json(ctypes.byref(rr), m.fp)
+    rt.prt_run_report_json(ctypes.byref(rr), m.fp)
     run_json = m.close()
     status = rr.exit_status or (5 if err else 0)
     error = None
@@ -310,4 +310,4 @@ def _execute(original, placed, method, iterations, device, check, seed, inputs, 
 
 
 def has_cuda():
-    return bool(libs.runtime.pr_runtime_has_cuda())
+    return bool(libs.runtime.prt_runtime_has_cuda())

@@ -211,10 +211,10 @@ static result_kind classify_refusal(const tester *t, int c, const pr_diags *d, c
 static result_kind execute(pr_program *original, pr_program *placed, pr_diags *d,
 			   const pr_pass_report *rep, uint64_t seed, char *why, size_t size)
 {
-	pr_run_options ro = {NULL, 2, "sim", true, seed, 0, NULL, NULL, 0, 0};
-	pr_run_report rr;
+	prt_run_options ro = {NULL, 2, "sim", true, seed, 0, NULL, NULL, 0, 0};
+	prt_run_report rr;
 	memset(&rr, 0, sizeof rr);
-	pr_err *e = pr_runtime_execute(original, placed, &ro, &rr);
+	pr_err *e = prt_runtime_execute(original, placed, &ro, &rr);
 	result_kind k = R_OK;
 	if (e || rr.exit_status) {
 		snprintf(why, size, "exit %d: %s", rr.exit_status ? rr.exit_status : 5,

@@ -152,10 +152,10 @@ static int64_t method_key(const char *json, const char *method, const char *key)
 static void run_placed(const pr_program *original, pr_program *placed, pr_diags *d,
 		       const pr_pass_report *rep, uint64_t seed)
 {
-	pr_run_options ro = {NULL, 2, "sim", true, seed, 0, NULL, NULL, 0, 0};
-	pr_run_report rr;
+	prt_run_options ro = {NULL, 2, "sim", true, seed, 0, NULL, NULL, 0, 0};
+	prt_run_report rr;
 	memset(&rr, 0, sizeof rr);
-	pr_err *e = pr_runtime_execute(original, placed, &ro, &rr);
+	pr_err *e = prt_runtime_execute(original, placed, &ro, &rr);
 	bool ran = !e && !rr.exit_status;
 	pr_err_free(e);
 	if (!ran || !g_strict)

@@ -61,15 +61,15 @@ int main(void)
 	S(pr_plugin_search, F(pr_plugin_search, files) F(pr_plugin_search, n_files)
 	  F(pr_plugin_search, dirs) F(pr_plugin_search, n_dirs) F(pr_plugin_search, env_path)
 	  F(pr_plugin_search, no_default));
-	S(pr_run_input, F(pr_run_input, name) F(pr_run_input, path));
-	S(pr_run_options, F(pr_run_options, method) F(pr_run_options, iterations)
-	  F(pr_run_options, device) F(pr_run_options, check) F(pr_run_options, seed)
-	  F(pr_run_options, n_inputs) F(pr_run_options, inputs) F(pr_run_options, output_dir)
-	  F(pr_run_options, atol) F(pr_run_options, rtol));
-	S(pr_run_report, F(pr_run_report, device) F(pr_run_report, method) F(pr_run_report, iterations)
-	  F(pr_run_report, checked) F(pr_run_report, match) F(pr_run_report, max_abs_err)
-	  F(pr_run_report, max_rel_err) F(pr_run_report, h2d_bytes_per_call)
-	  F(pr_run_report, d2h_bytes_per_call) F(pr_run_report, load_h2d_bytes)
-	  F(pr_run_report, ms_per_call) F(pr_run_report, exit_status) F(pr_run_report, mismatch));
+	S(prt_run_input, F(prt_run_input, name) F(prt_run_input, path));
+	S(prt_run_options, F(prt_run_options, method) F(prt_run_options, iterations)
+	  F(prt_run_options, device) F(prt_run_options, check) F(prt_run_options, seed)
+	  F(prt_run_options, n_inputs) F(prt_run_options, inputs) F(prt_run_options, output_dir)
+	  F(prt_run_options, atol) F(prt_run_options, rtol));
+	S(prt_run_report, F(prt_run_report, device) F(prt_run_report, method) F(prt_run_report, iterations)
+	  F(prt_run_report, checked) F(prt_run_report, match) F(prt_run_report, max_abs_err)
+	  F(prt_run_report, max_rel_err) F(prt_run_report, h2d_bytes_per_call)
+	  F(prt_run_report, d2h_bytes_per_call) F(prt_run_report, load_h2d_bytes)
+	  F(prt_run_report, ms_per_call) F(prt_run_report, exit_status) F(prt_run_report, mismatch));
 	return 0;
 }

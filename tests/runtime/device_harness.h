@@ -6,7 +6,7 @@
  * lists) and its result tensors (one, or several for a tuple result). The
  * harness runs the host kernel on host copies, then copies every tensor to
  * the device slot (same strides and storage offset, so a transposed or
- * sliced input stays one) and runs the device kernel there (or pr_k_staged
+ * sliced input stays one) and runs the device kernel there (or prt_k_staged
  * when h->staged), and compares each result and argument 0 element by
  * element. Functions are static inline: each test file includes the header
  * and uses what it needs. */
@@ -21,14 +21,14 @@
 #include "kernels.h"
 #include "rt.h"
 
-static inline pr_tensor dh_mk(pr_dtype dt, void *d, int rank, int64_t s0, int64_t s1, int64_t s2)
+static inline prt_tensor dh_mk(pr_dtype dt, void *d, int rank, int64_t s0, int64_t s1, int64_t s2)
 {
 	int64_t shape[3] = {s0, s1, s2};
-	return pr_tensor_make(dt, rank, shape, d);
+	return prt_tensor_make(dt, rank, shape, d);
 }
 
 /* t seen with shape and strides (rank n) over the same data. */
-static inline pr_tensor dh_view(pr_tensor t, int n, const int64_t *shape, const int64_t *strides)
+static inline prt_tensor dh_view(prt_tensor t, int n, const int64_t *shape, const int64_t *strides)
 {
 	t.rank = n;
 	memcpy(t.shape, shape, sizeof(int64_t) * (size_t)n);
@@ -36,71 +36,71 @@ static inline pr_tensor dh_view(pr_tensor t, int n, const int64_t *shape, const 
 	return t;
 }
 
-static inline pr_karg dh_T(pr_rv *v) { return (pr_karg){.kind = PR_ARG_VALUE, .v = v}; }
-static inline pr_karg dh_I(int64_t i) { return (pr_karg){.kind = PR_ARG_INT, .i = i, .f = (double)i}; }
-static inline pr_karg dh_F(double f) { return (pr_karg){.kind = PR_ARG_FLOAT, .f = f}; }
-static inline pr_karg dh_B(bool b) { return (pr_karg){.kind = PR_ARG_BOOL, .b = b}; }
-static inline pr_karg dh_NONE(void) { return (pr_karg){.kind = PR_ARG_NONE}; }
-static inline pr_karg dh_L(int n, pr_karg *items) { return (pr_karg){.kind = PR_ARG_LIST, .n = n, .items = items}; }
-static inline pr_rv dh_V(pr_tensor t) { return (pr_rv){.kind = PR_RV_TENSOR, .t = t}; }
+static inline prt_karg dh_T(prt_rv *v) { return (prt_karg){.kind = PR_ARG_VALUE, .v = v}; }
+static inline prt_karg dh_I(int64_t i) { return (prt_karg){.kind = PR_ARG_INT, .i = i, .f = (double)i}; }
+static inline prt_karg dh_F(double f) { return (prt_karg){.kind = PR_ARG_FLOAT, .f = f}; }
+static inline prt_karg dh_B(bool b) { return (prt_karg){.kind = PR_ARG_BOOL, .b = b}; }
+static inline prt_karg dh_NONE(void) { return (prt_karg){.kind = PR_ARG_NONE}; }
+static inline prt_karg dh_L(int n, prt_karg *items) { return (prt_karg){.kind = PR_ARG_LIST, .n = n, .items = items}; }
+static inline prt_rv dh_V(prt_tensor t) { return (prt_rv){.kind = PRT_RV_TENSOR, .t = t}; }
 
 enum { DH_MAX_ALLOCS = 64, DH_MAX_OUTS = 4 };
 
 typedef struct dh_harness {
-	pr_devset devs;
+	prt_devset devs;
 	int slot;
-	bool staged;      /* run pr_k_staged instead of the op's CUDA kernel */
+	bool staged;      /* run prt_k_staged instead of the op's CUDA kernel */
 	int n_allocs;
 	struct { int slot; void *p; } allocs[DH_MAX_ALLOCS];
-	pr_karg *lists[16];
+	prt_karg *lists[16];
 	int n_lists;
 } dh_harness;
 
 static inline void dh_release(dh_harness *h)
 {
 	for (int i = 0; i < h->n_allocs; i++)
-		pr_mem_free(&h->devs, h->allocs[i].slot, h->allocs[i].p, 1);
+		prt_mem_free(&h->devs, h->allocs[i].slot, h->allocs[i].p, 1);
 	for (int i = 0; i < h->n_lists; i++)
 		free(h->lists[i]);
 	h->n_allocs = h->n_lists = 0;
 }
 
 /* A copy of t's storage span on slot (host: malloc). */
-static inline pr_tensor dh_clone_to(dh_harness *h, const pr_tensor *t, int slot)
+static inline prt_tensor dh_clone_to(dh_harness *h, const prt_tensor *t, int slot)
 {
-	int64_t off = t->data - t->storage, bytes = off + pr_tensor_span_bytes(t);
+	int64_t off = t->data - t->storage, bytes = off + prt_tensor_span_bytes(t);
 	void *p;
-	cr_assert_null(pr_mem_alloc(&h->devs, slot, bytes > 0 ? bytes : 1, &p));
+	cr_assert_null(prt_mem_alloc(&h->devs, slot, bytes > 0 ? bytes : 1, &p));
 	cr_assert(h->n_allocs < DH_MAX_ALLOCS);
 	h->allocs[h->n_allocs].slot = slot;
 	h->allocs[h->n_allocs++].p = p;
 	if (bytes > 0)
-		cr_assert_null(pr_mem_copy(&h->devs, slot, p, t->dev, t->storage, bytes, false));
-	pr_tensor c = *t;
+		cr_assert_null(prt_mem_copy(&h->devs, slot, p, t->dev, t->storage, bytes, false));
+	prt_tensor c = *t;
 	c.storage = p;
 	c.data = (uint8_t *)p + off;
 	c.dev = slot;
 	return c;
 }
 
-static inline double *dh_values(dh_harness *h, const pr_tensor *t)
+static inline double *dh_values(dh_harness *h, const prt_tensor *t)
 {
-	pr_tensor host = dh_clone_to(h, t, 0);
-	return pr_tensor_gather(&host);
+	prt_tensor host = dh_clone_to(h, t, 0);
+	return prt_tensor_gather(&host);
 }
 
 /* Copies every tensor argument (lists included) to slot. */
-static inline void dh_place_args(dh_harness *h, pr_karg *a, int n, pr_rv *store, int *used, int slot)
+static inline void dh_place_args(dh_harness *h, prt_karg *a, int n, prt_rv *store, int *used, int slot)
 {
 	for (int i = 0; i < n; i++) {
 		if (a[i].kind == PR_ARG_LIST) {
-			pr_karg *items = pr_xmalloc(sizeof *items * (size_t)(a[i].n ? a[i].n : 1));
+			prt_karg *items = pr_xmalloc(sizeof *items * (size_t)(a[i].n ? a[i].n : 1));
 			memcpy(items, a[i].items, sizeof *items * (size_t)a[i].n);
 			cr_assert(h->n_lists < 16);
 			h->lists[h->n_lists++] = items;
 			a[i].items = items;
 			dh_place_args(h, items, a[i].n, store, used, slot);
-		} else if (a[i].kind == PR_ARG_VALUE && a[i].v->kind == PR_RV_TENSOR) {
+		} else if (a[i].kind == PR_ARG_VALUE && a[i].v->kind == PRT_RV_TENSOR) {
 			store[*used] = dh_V(dh_clone_to(h, &a[i].v->t, slot));
 			a[i].v = &store[(*used)++];
 		}
@@ -126,8 +126,8 @@ static inline void dh_run_free(dh_run *r)
 /* Runs the op on slot with n_out results (0: none, 1: a tensor, more: a
  * tuple); returns its error (the results' values only without one), and
  * argument 0's values after it either way. */
-static inline pr_err *dh_run_on(dh_harness *h, const char *schema_text, pr_karg *args0, int n,
-				const pr_tensor *outs, int n_out, int slot, dh_run *res)
+static inline pr_err *dh_run_on(dh_harness *h, const char *schema_text, prt_karg *args0, int n,
+				const prt_tensor *outs, int n_out, int slot, dh_run *res)
 {
 	pr_schema *s;
 	size_t col;
@@ -137,15 +137,15 @@ static inline pr_err *dh_run_on(dh_harness *h, const char *schema_text, pr_karg 
 	node.kind = PR_NODE_OP;
 	node.name = (char *)"t";
 	node.schema = s;
-	pr_karg args[12];
+	prt_karg args[12];
 	cr_assert(n <= 12);
 	memcpy(args, args0, sizeof *args * (size_t)n);
-	pr_rv store[24], elems[DH_MAX_OUTS];
+	prt_rv store[24], elems[DH_MAX_OUTS];
 	int used = 0;
 	dh_place_args(h, args, n, store, &used, slot);
 	int alias = s->n_returns ? pr_schema_return_alias(s, 0) : -1;
-	pr_rv out = {.kind = n_out == 0 ? PR_RV_NONE : n_out == 1 ? PR_RV_TENSOR : PR_RV_TUPLE};
-	pr_tensor own;
+	prt_rv out = {.kind = n_out == 0 ? PRT_RV_NONE : n_out == 1 ? PRT_RV_TENSOR : PRT_RV_TUPLE};
+	prt_tensor own;
 	bool has_own = false;
 	cr_assert(n_out <= DH_MAX_OUTS);
 	for (int i = 0; i < n_out && n_out > 1; i++)
@@ -159,24 +159,24 @@ static inline pr_err *dh_run_on(dh_harness *h, const char *schema_text, pr_karg 
 		has_own = true;
 		out.t = args[alias].v->t;
 	}
-	pr_kctx k = {.node = &node, .n_args = n, .args = args, .out = &out, .out_alias = alias >= 0,
+	prt_kctx k = {.node = &node, .n_args = n, .args = args, .out = &out, .out_alias = alias >= 0,
 		     .own = has_own ? &own : NULL, .devs = &h->devs, .dev = slot};
-	const pr_kernel *kern = pr_kernel_find(s->full_name);
+	const prt_kernel *kern = prt_kernel_find(s->full_name);
 	cr_assert_not_null(kern, "%s has no kernel", s->full_name);
-	pr_kernel_fn fn = slot == 0 ? kern->host : h->staged ? pr_k_staged : kern->cuda;
+	prt_kernel_fn fn = slot == 0 ? kern->host : h->staged ? prt_k_staged : kern->cuda;
 	cr_assert_not_null(fn, "%s has no device kernel", s->full_name);
 	pr_err *err = fn(&k);
-	cr_assert_null(pr_mem_sync(&h->devs, slot));
+	cr_assert_null(prt_mem_sync(&h->devs, slot));
 	memset(res, 0, sizeof *res);
 	res->n_out = err ? 0 : n_out;
 	for (int i = 0; i < res->n_out; i++) {
-		const pr_tensor *t = n_out == 1 ? &out.t : &elems[i].t;
+		const prt_tensor *t = n_out == 1 ? &out.t : &elems[i].t;
 		res->out[i] = dh_values(h, t);
-		res->numel[i] = pr_tensor_numel(t);
+		res->numel[i] = prt_tensor_numel(t);
 	}
-	bool t0 = n > 0 && args[0].kind == PR_ARG_VALUE && args[0].v->kind == PR_RV_TENSOR;
+	bool t0 = n > 0 && args[0].kind == PR_ARG_VALUE && args[0].v->kind == PRT_RV_TENSOR;
 	res->arg0 = t0 ? dh_values(h, &args[0].v->t) : NULL;
-	res->numel0 = t0 ? pr_tensor_numel(&args[0].v->t) : 0;
+	res->numel0 = t0 ? prt_tensor_numel(&args[0].v->t) : 0;
 	pr_schema_free(s);
 	return err;
 }
@@ -195,8 +195,8 @@ static inline void dh_expect_close(const char *schema, const char *what, int64_t
 
 /* The op's host and device kernels on the same arguments write the same
  * results (n_out of them) and leave argument 0 the same. */
-static inline void dh_check_n(dh_harness *h, const char *schema, pr_karg *args, int n,
-			      const pr_tensor *outs, int n_out)
+static inline void dh_check_n(dh_harness *h, const char *schema, prt_karg *args, int n,
+			      const prt_tensor *outs, int n_out)
 {
 	dh_run host, dev;
 	dh_no_error(dh_run_on(h, schema, args, n, outs, n_out, 0, &host), schema, 0);
@@ -214,18 +214,18 @@ static inline void dh_check_n(dh_harness *h, const char *schema, pr_karg *args, 
 	dh_release(h);
 }
 
-static inline void dh_check(dh_harness *h, const char *schema, pr_karg *args, int n, const pr_tensor *out)
+static inline void dh_check(dh_harness *h, const char *schema, prt_karg *args, int n, const prt_tensor *out)
 {
 	dh_check_n(h, schema, args, n, out, out ? 1 : 0);
 }
 
 /* The device run fails with an error saying `want` (the host kernel's
  * message), and argument 0 is as it was. */
-static inline void dh_check_error(dh_harness *h, const char *schema, pr_karg *args, int n,
-				  const pr_tensor *out, const char *want)
+static inline void dh_check_error(dh_harness *h, const char *schema, prt_karg *args, int n,
+				  const prt_tensor *out, const char *want)
 {
 	dh_run dev;
-	double *before = pr_tensor_gather(&args[0].v->t);
+	double *before = prt_tensor_gather(&args[0].v->t);
 	pr_err *err = dh_run_on(h, schema, args, n, out, out ? 1 : 0, h->slot, &dev);
 	cr_assert_not_null(err, "%s: no error on the device", schema);
 	cr_expect_not_null(strstr(pr_err_message(err), want), "%s: '%s' does not say '%s'", schema,
@@ -244,11 +244,11 @@ static inline void dh_open(dh_harness *h, const char *kind, bool staged)
 {
 	memset(h, 0, sizeof *h);
 	h->staged = staged;
-	cr_assert_null(pr_devset_init(&h->devs, kind));
+	cr_assert_null(prt_devset_init(&h->devs, kind));
 	pr_device d = {"cuda", 0};
-	cr_assert_null(pr_devset_slot(&h->devs, d, &h->slot));
+	cr_assert_null(prt_devset_slot(&h->devs, d, &h->slot));
 }
 
-static inline void dh_close(dh_harness *h) { pr_devset_free(&h->devs); }
+static inline void dh_close(dh_harness *h) { prt_devset_free(&h->devs); }
 
 #endif

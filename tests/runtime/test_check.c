@@ -4,7 +4,7 @@
  * infinity, as numpy.allclose(equal_nan=True).
  *
  * Each case is two constants: what the placed program returns and what the
- * reference returns, run through pr_runtime_execute. */
+ * reference returns, run through prt_runtime_execute. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,11 +46,11 @@ static const check_case cases[] = {
 	{"3e38, -3e38, 1, 1", "-3e38, 3e38, 1, 1", false, "element 0: 3.0000000"},
 };
 
-static void run_case(const check_case *c, pr_run_report *r)
+static void run_case(const check_case *c, prt_run_report *r)
 {
 	pr_program *placed = returning(c->placed), *ref = returning(c->reference);
-	pr_run_options o = {.iterations = 1, .device = "sim", .check = true};
-	pr_err *e = pr_runtime_execute(ref, placed, &o, r);
+	prt_run_options o = {.iterations = 1, .device = "sim", .check = true};
+	pr_err *e = prt_runtime_execute(ref, placed, &o, r);
 	cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
 	pr_program_free(placed);
 	pr_program_free(ref);
@@ -60,7 +60,7 @@ Test(check, nan_matches_only_nan_and_inf_only_the_same_inf)
 {
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		const check_case *c = &cases[i];
-		pr_run_report r;
+		prt_run_report r;
 		run_case(c, &r);
 		cr_expect_eq(r.match, c->match, "[%s] against reference [%s]: %s", c->placed,
 			     c->reference, r.match ? "match" : r.mismatch);
@@ -75,20 +75,20 @@ Test(check, nan_matches_only_nan_and_inf_only_the_same_inf)
 	}
 }
 
-static char *report_json(const pr_run_report *r)
+static char *report_json(const prt_run_report *r)
 {
 	char *json = NULL;
 	size_t len;
 	FILE *mem = open_memstream(&json, &len);
 	cr_assert_not_null(mem);
-	pr_run_report_json(r, mem);
+	prt_run_report_json(r, mem);
 	fclose(mem);
 	return json;
 }
 
 Test(check, an_infinite_error_is_null_in_json_not_the_largest_double)
 {
-	pr_run_report r;
+	prt_run_report r;
 	run_case(&cases[0], &r);
 	char *json = report_json(&r);
 	cr_expect(strstr(json, "\"match\": false, \"max_abs_err\": null, \"max_rel_err\": null"),

@@ -111,9 +111,9 @@ Test(deep_calls, loading_a_recursive_program_is_an_error)
 		"method @forward {\n  %x: f32[2] = input user \"x\"\n"
 		"  %d: (f32[2]) = delegate @f(%x)\n  %y: f32[2] = getitem %d, 0\n  return %y\n}\n");
 	for (int reference = 0; reference < 2; reference++) {
-		pr_exec_options o = {.device = "sim", .reference = reference};
-		pr_exec *e = NULL;
-		pr_err *err = pr_exec_load(p, "forward", &o, &e);
+		prt_exec_options o = {.device = "sim", .reference = reference};
+		prt_exec *e = NULL;
+		pr_err *err = prt_exec_load(p, "forward", &o, &e);
 		cr_assert_not_null(err);
 		cr_expect(strstr(pr_err_message(err), "calls itself through other delegates at line"),
 			  "%s", pr_err_message(err));

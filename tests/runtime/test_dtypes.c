@@ -31,22 +31,22 @@ static const char *run_program(const char *program, const char *name, const char
 }
 
 /* Output i of method forward, read back from dir. */
-static pr_tensor output(const char *dir, int i, pr_dtype dtype, int64_t numel)
+static prt_tensor output(const char *dir, int i, pr_dtype dtype, int64_t numel)
 {
 	char path[600];
 	snprintf(path, sizeof path, "%s/forward.%d.npy", dir, i);
-	pr_tensor t;
-	pr_err *e = pr_npy_read(path, &t);
+	prt_tensor t;
+	pr_err *e = prt_npy_read(path, &t);
 	cr_assert_null(e, "%s: %s", path, e ? pr_err_message(e) : "");
 	cr_assert_eq(t.dtype, dtype, "%s: dtype %s, expected %s", path, pr_dtype_name(t.dtype),
 		     pr_dtype_name(dtype));
-	cr_assert_eq(pr_tensor_numel(&t), numel, "%s", path);
+	cr_assert_eq(prt_tensor_numel(&t), numel, "%s", path);
 	return t;
 }
 
 static void expect_i64(const char *dir, int i, const int64_t *want, int n)
 {
-	pr_tensor t = output(dir, i, PR_I64, n);
+	prt_tensor t = output(dir, i, PR_I64, n);
 	for (int j = 0; j < n; j++) {
 		int64_t v = pr_elem_load_i64(PR_I64, t.data + 8 * j);
 		cr_expect_eq(v, want[j], "output %d element %d: %lld, expected %lld", i, j,
@@ -58,7 +58,7 @@ static void expect_i64(const char *dir, int i, const int64_t *want, int n)
 static void expect_bool(const char *dir, int i, const char *want)
 {
 	int n = (int)strlen(want);
-	pr_tensor t = output(dir, i, PR_BOOL, n);
+	prt_tensor t = output(dir, i, PR_BOOL, n);
 	for (int j = 0; j < n; j++)
 		cr_expect_eq(t.data[j], want[j] == '1', "output %d element %d", i, j);
 	free(t.storage);
@@ -66,7 +66,7 @@ static void expect_bool(const char *dir, int i, const char *want)
 
 static void expect_float(const char *dir, int i, pr_dtype dt, const double *want, int n)
 {
-	pr_tensor t = output(dir, i, dt, n);
+	prt_tensor t = output(dir, i, dt, n);
 	for (int j = 0; j < n; j++) {
 		double v = pr_elem_load(dt, t.data + (int64_t)pr_dtype_size(dt) * j);
 		cr_expect_eq(v, want[j], "output %d element %d: %.17g, expected %.17g", i, j, v, want[j]);

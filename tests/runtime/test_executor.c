@@ -35,45 +35,45 @@
 
 static const float X[6] = {-1, 2, -3, 4, -5, 6};
 
-static pr_exec *load(pr_program *p, bool reference)
+static prt_exec *load(pr_program *p, bool reference)
 {
-	pr_exec_options o = {.device = "sim", .reference = reference};
-	pr_exec *e = NULL;
-	pr_err *err = pr_exec_load(p, "forward", &o, &e);
+	prt_exec_options o = {.device = "sim", .reference = reference};
+	prt_exec *e = NULL;
+	pr_err *err = prt_exec_load(p, "forward", &o, &e);
 	cr_assert_null(err, "load: %s", err ? pr_err_message(err) : "");
 	return e;
 }
 
-static void set_x(pr_exec *e, const float *v)
+static void set_x(prt_exec *e, const float *v)
 {
 	int64_t shape[2] = {2, 3};
-	pr_tensor t = pr_tensor_make(PR_F32, 2, shape, (void *)v);
-	cr_assert_eq(pr_exec_n_inputs(e), 1);
-	pr_err *err = pr_exec_set_input(e, 0, &t);
+	prt_tensor t = prt_tensor_make(PR_F32, 2, shape, (void *)v);
+	cr_assert_eq(prt_exec_n_inputs(e), 1);
+	pr_err *err = prt_exec_set_input(e, 0, &t);
 	cr_assert_null(err);
 }
 
-static void run_ok(pr_exec *e)
+static void run_ok(prt_exec *e)
 {
-	pr_err *err = pr_exec_run(e);
+	pr_err *err = prt_exec_run(e);
 	cr_assert_null(err, "run: %s", err ? pr_err_message(err) : "");
 }
 
-static void expect_output(pr_exec *e, int i, const float *want, int n)
+static void expect_output(prt_exec *e, int i, const float *want, int n)
 {
-	pr_tensor t;
-	pr_err *err = pr_exec_output(e, i, &t);
+	prt_tensor t;
+	pr_err *err = prt_exec_output(e, i, &t);
 	cr_assert_null(err);
-	cr_assert_eq(pr_tensor_numel(&t), n);
+	cr_assert_eq(prt_tensor_numel(&t), n);
 	for (int j = 0; j < n; j++)
 		cr_expect_float_eq(((float *)t.data)[j], want[j], 1e-6, "output %d element %d: %g vs %g",
 				   i, j, ((float *)t.data)[j], want[j]);
 	free(t.storage);
 }
 
-static char *run_error(pr_exec *e)
+static char *run_error(prt_exec *e)
 {
-	pr_err *err = pr_exec_run(e);
+	pr_err *err = prt_exec_run(e);
 	cr_assert_not_null(err, "the call should fail");
 	char *m = pr_xstrdup(pr_err_message(err));
 	pr_err_free(err);
@@ -98,35 +98,35 @@ static const char *placed_add =
 Test(executor, delegate_on_sim_device_matches_hand_values_and_counts_bytes)
 {
 	pr_program *p = tu_parse(placed_add);
-	pr_exec *e = load(p, false);
+	prt_exec *e = load(p, false);
 	set_x(e, X);
 	run_ok(e);
 	const float want[6] = {0, 3, 0, 7, 0, 11};
 	expect_output(e, 0, want, 6);
 	int64_t h2d, d2h;
-	pr_exec_call_bytes(e, &h2d, &d2h);
+	prt_exec_call_bytes(e, &h2d, &d2h);
 	cr_expect_eq(h2d, 48, "two 24-byte h2d copies per call, got %lld", (long long)h2d);
 	cr_expect_eq(d2h, 24);
-	cr_expect_eq(pr_exec_load_bytes(e), 0);
+	cr_expect_eq(prt_exec_load_bytes(e), 0);
 	run_ok(e);   /* a second call moves the same */
-	pr_exec_call_bytes(e, &h2d, &d2h);
+	prt_exec_call_bytes(e, &h2d, &d2h);
 	cr_expect_eq(h2d, 48);
-	pr_exec_free(e);
+	prt_exec_free(e);
 	pr_program_free(p);
 }
 
 Test(executor, reference_runs_delegate_bodies_as_host_code)
 {
 	pr_program *p = tu_parse(placed_add);
-	pr_exec *e = load(p, true);
+	prt_exec *e = load(p, true);
 	set_x(e, X);
 	run_ok(e);
 	const float want[6] = {0, 3, 0, 7, 0, 11};
 	expect_output(e, 0, want, 6);
 	int64_t h2d, d2h;
-	pr_exec_call_bytes(e, &h2d, &d2h);
+	prt_exec_call_bytes(e, &h2d, &d2h);
 	cr_expect_eq(h2d + d2h, 0, "the reference moves nothing through a device");
-	pr_exec_free(e);
+	prt_exec_free(e);
 	pr_program_free(p);
 }
 
@@ -144,7 +144,7 @@ Test(executor, M4_host_op_reading_device_memory_faults_naming_the_node)
 		"  %r: f32[2,3] = aten::sin(%d)\n"
 		"  return %r\n"
 		"}\n");
-	pr_exec *e = load(p, false);
+	prt_exec *e = load(p, false);
 	set_x(e, X);
 	char *m = run_error(e);
 	cr_expect(strstr(m, "placement violation") && strstr(m, "node 'r'") &&
@@ -154,7 +154,7 @@ Test(executor, M4_host_op_reading_device_memory_faults_naming_the_node)
 	m = run_error(e);
 	cr_expect(strstr(m, "node 'r'"), "%s", m);
 	free(m);
-	pr_exec_free(e);
+	prt_exec_free(e);
 	pr_program_free(p);
 }
 
@@ -171,22 +171,22 @@ Test(executor, M4_device_kernel_reading_host_memory_is_refused_naming_the_node)
 		"  %r: f32[2,3] = et_copy::_d2h_copy(%d)\n"
 		"  return %r\n"
 		"}\n");
-	pr_exec *e = load(p, false);
+	prt_exec *e = load(p, false);
 	set_x(e, X);
 	char *m = run_error(e);
 	cr_expect(strstr(m, "placement violation") && strstr(m, "node 'c'") &&
 		  strstr(m, "host memory"), "%s", m);
 	free(m);
-	pr_exec_free(e);
+	prt_exec_free(e);
 	pr_program_free(p);
 }
 
 static char *load_error(const char *text)
 {
 	pr_program *p = tu_parse(text);
-	pr_exec_options o = {.device = "sim"};
-	pr_exec *e = NULL;
-	pr_err *err = pr_exec_load(p, "forward", &o, &e);
+	prt_exec_options o = {.device = "sim"};
+	prt_exec *e = NULL;
+	pr_err *err = prt_exec_load(p, "forward", &o, &e);
 	cr_assert_not_null(err, "load should fail");
 	cr_assert_null(e);
 	char *m = pr_xstrdup(pr_err_message(err));
@@ -251,19 +251,19 @@ Test(executor, M5_delegate_reads_inputs_with_the_body_layout)
 		"  %r: f32[2,3] = et_copy::_d2h_copy(%d)\n"
 		"  return %r\n"
 		"}\n");
-	pr_exec *e = load(p, false);
+	prt_exec *e = load(p, false);
 	set_x(e, X);
 	run_ok(e);
 	/* Bytes x0..x5 read as a[i][j] = x[i + 2j]: rows (x0,x2,x4), (x1,x3,x5). */
 	const float want[6] = {1, 9, 25, 4, 16, 36};
 	expect_output(e, 0, want, 6);
-	pr_exec_free(e);
-	pr_exec *r = load(p, true);
+	prt_exec_free(e);
+	prt_exec *r = load(p, true);
 	set_x(r, X);
 	run_ok(r);
 	const float eager[6] = {1, 4, 9, 16, 25, 36};
 	expect_output(r, 0, eager, 6);
-	pr_exec_free(r);
+	prt_exec_free(r);
 	pr_program_free(p);
 }
 
@@ -281,17 +281,17 @@ Test(executor, F10_device_constant_copied_once_at_load)
 		"  %r: f32[2,3] = et_copy::_d2h_copy(%d)\n"
 		"  return %r\n"
 		"}\n");
-	pr_exec *e = load(p, false);
-	cr_expect_eq(pr_exec_load_bytes(e), 24);
+	prt_exec *e = load(p, false);
+	cr_expect_eq(prt_exec_load_bytes(e), 24);
 	set_x(e, X);
 	run_ok(e);
 	const float want[6] = {-1, 3, -1, 7, -1, 11};
 	expect_output(e, 0, want, 6);
 	int64_t h2d, d2h;
-	pr_exec_call_bytes(e, &h2d, &d2h);
+	prt_exec_call_bytes(e, &h2d, &d2h);
 	cr_expect_eq(h2d, 24, "only x is copied per call, got %lld", (long long)h2d);
 	cr_expect_eq(d2h, 24);
-	pr_exec_free(e);
+	prt_exec_free(e);
 	pr_program_free(p);
 }
 
@@ -309,7 +309,7 @@ Test(executor, planned_arenas_views_and_in_place_results)
 		"  %s: f32[3,2]{mem=cpu:64} = aten::add.Tensor(%v, %v)\n"
 		"  return %s, %y\n"
 		"}\n");
-	pr_exec *e = load(p, false);
+	prt_exec *e = load(p, false);
 	set_x(e, X);
 	run_ok(e);
 	float sy[6], s[6];
@@ -320,7 +320,7 @@ Test(executor, planned_arenas_views_and_in_place_results)
 			s[i * 2 + j] = 2 * sy[j * 3 + i];
 	expect_output(e, 0, s, 6);
 	expect_output(e, 1, sy, 6);   /* relu_ wrote y in place */
-	pr_exec_free(e);
+	prt_exec_free(e);
 	pr_program_free(p);
 }
 
@@ -337,7 +337,7 @@ Test(executor, mutable_buffer_persists_between_calls)
 		"  return %r, %k -> buffer \"cache\"\n"
 		"}\n");
 	for (int ref = 0; ref < 2; ref++) {
-		pr_exec *e = load(p, ref);
+		prt_exec *e = load(p, ref);
 		set_x(e, X);
 		run_ok(e);
 		run_ok(e);
@@ -345,7 +345,7 @@ Test(executor, mutable_buffer_persists_between_calls)
 		for (int i = 0; i < 6; i++)
 			want[i] = fmaxf(0, 1 + 2 * X[i]);
 		expect_output(e, 0, want, 6);
-		pr_exec_free(e);
+		prt_exec_free(e);
 	}
 	pr_program_free(p);
 }
@@ -360,7 +360,7 @@ Test(executor, written_back_input_feeds_the_next_call)
 		"  %y: f32[2,3] = aten::add.Tensor(%x, %x)\n"
 		"  return %y -> input \"x\"\n"
 		"}\n");
-	pr_exec *e = load(p, false);
+	prt_exec *e = load(p, false);
 	set_x(e, X);
 	run_ok(e);
 	run_ok(e);
@@ -368,18 +368,18 @@ Test(executor, written_back_input_feeds_the_next_call)
 	for (int i = 0; i < 6; i++)
 		want[i] = 4 * X[i];
 	expect_output(e, 0, want, 6);
-	pr_exec_free(e);
+	prt_exec_free(e);
 	pr_program_free(p);
 }
 
 Test(executor, missing_input_is_an_error_naming_it)
 {
 	pr_program *p = tu_parse(placed_add);
-	pr_exec *e = load(p, false);
+	prt_exec *e = load(p, false);
 	char *m = run_error(e);
 	cr_expect(strstr(m, "input 'x'"), "%s", m);
 	free(m);
-	pr_exec_free(e);
+	prt_exec_free(e);
 	pr_program_free(p);
 }
 
@@ -405,7 +405,7 @@ Test(executor, F1_odd_layout_constant_is_stored_contiguous)
 		"  %r: f32[3,2] = et_copy::_d2h_copy(%d)\n"
 		"  return %sq, %r\n"
 		"}\n");
-	pr_exec *e = load(p, false);
+	prt_exec *e = load(p, false);
 	set_x(e, X);
 	run_ok(e);
 	const float sq[6] = {0, 1, 4, 9, 16, 25};
@@ -413,11 +413,11 @@ Test(executor, F1_odd_layout_constant_is_stored_contiguous)
 	/* Stored bytes 0..5 read with strides [1,3]: [[0,3],[1,4],[2,5]], doubled. */
 	const float wrong[6] = {0, 6, 2, 8, 4, 10};
 	expect_output(e, 1, wrong, 6);
-	pr_exec_free(e);
+	prt_exec_free(e);
 	pr_program_free(p);
 }
 
-/* ---- pr_runtime_execute: what passrun --run --check does ------------------------ */
+/* ---- prt_runtime_execute: what passrun --run --check does ------------------------ */
 
 static const char *original_add =
 	HDR ADD0
@@ -433,10 +433,10 @@ static const char *original_add =
 Test(execute, placed_program_matches_the_reference_and_reports_device_bytes)
 {
 	pr_program *orig = tu_parse(original_add), *placed = tu_parse(placed_add);
-	pr_run_options o = {.iterations = 3, .device = "sim", .check = true, .seed = 7,
+	prt_run_options o = {.iterations = 3, .device = "sim", .check = true, .seed = 7,
 			    .output_dir = tu_temp_dir()};
-	pr_run_report r;
-	pr_err *err = pr_runtime_execute(orig, placed, &o, &r);
+	prt_run_report r;
+	pr_err *err = prt_runtime_execute(orig, placed, &o, &r);
 	cr_assert_null(err, "%s", err ? pr_err_message(err) : "");
 	cr_expect_eq(r.exit_status, 0);
 	cr_expect(r.checked && r.match, "%s", r.mismatch);
@@ -448,14 +448,14 @@ Test(execute, placed_program_matches_the_reference_and_reports_device_bytes)
 	cr_expect_str_eq(r.method, "forward");
 	char path[512];
 	snprintf(path, sizeof path, "%s/forward.0.npy", tu_temp_dir());
-	pr_tensor t;
-	cr_assert_null(pr_npy_read(path, &t), "--output-dir writes forward.0.npy");
+	prt_tensor t;
+	cr_assert_null(prt_npy_read(path, &t), "--output-dir writes forward.0.npy");
 	cr_expect(t.rank == 2 && t.shape[1] == 3);
 	free(t.storage);
 	char *json = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&json, &len);
-	pr_run_report_json(&r, f);
+	prt_run_report_json(&r, f);
 	fclose(f);
 	cr_expect(strstr(json, "\"match\": true") && strstr(json, "\"h2d_bytes_per_call\": 48") &&
 		  strstr(json, "\"iterations\": 3"), "%s", json);
@@ -489,9 +489,9 @@ Test(execute, M5_layout_mismatch_is_found_by_check_with_exit_4)
 		"  return %%r\n"
 		"}\n", body);
 	pr_program *orig = tu_parse(orig_text), *placed = tu_parse(placed_text);
-	pr_run_options o = {.iterations = 1, .device = "sim", .check = true};
-	pr_run_report r;
-	pr_err *err = pr_runtime_execute(orig, placed, &o, &r);
+	prt_run_options o = {.iterations = 1, .device = "sim", .check = true};
+	prt_run_report r;
+	pr_err *err = prt_runtime_execute(orig, placed, &o, &r);
 	cr_assert_null(err, "%s", err ? pr_err_message(err) : "");
 	cr_expect_eq(r.exit_status, 4);
 	cr_expect(!r.match);
@@ -517,18 +517,18 @@ Test(execute, placement_violation_is_exit_5_and_bad_input_exit_2)
 		"  %r: f32[2,3] = aten::relu(%d)\n"
 		"  return %r\n"
 		"}\n");
-	pr_run_options o = {.iterations = 1, .device = "sim", .check = true};
-	pr_run_report r;
-	pr_err *err = pr_runtime_execute(orig, bad, &o, &r);
+	prt_run_options o = {.iterations = 1, .device = "sim", .check = true};
+	prt_run_report r;
+	pr_err *err = prt_runtime_execute(orig, bad, &o, &r);
 	cr_assert_not_null(err);
 	cr_expect_eq(r.exit_status, 5);
-	cr_expect(pr_is_placement_violation(err) && strstr(pr_err_message(err), "node 'r'"), "%s",
+	cr_expect(prt_is_placement_violation(err) && strstr(pr_err_message(err), "node 'r'"), "%s",
 		  pr_err_message(err));
 	pr_err_free(err);
-	pr_run_input in = {"nope", "/nonexistent.npy"};
+	prt_run_input in = {"nope", "/nonexistent.npy"};
 	o.n_inputs = 1;
 	o.inputs = &in;
-	err = pr_runtime_execute(orig, orig, &o, &r);
+	err = prt_runtime_execute(orig, orig, &o, &r);
 	cr_assert_not_null(err);
 	cr_expect_eq(r.exit_status, 2);
 	cr_expect(strstr(pr_err_message(err), "nope"), "%s", pr_err_message(err));
@@ -541,22 +541,22 @@ Test(execute, input_from_npy_file_is_used_by_both)
 {
 	pr_program *orig = tu_parse(original_add), *placed = tu_parse(placed_add);
 	int64_t shape[2] = {2, 3};
-	pr_tensor x = pr_tensor_make(PR_F32, 2, shape, (void *)X);
+	prt_tensor x = prt_tensor_make(PR_F32, 2, shape, (void *)X);
 	char path[1024], dir[512];
 	snprintf(path, sizeof path, "%s/x.npy", tu_temp_dir());
 	snprintf(dir, sizeof dir, "%s/out", tu_temp_dir());
 	mkdir(dir, 0700);
-	cr_assert_null(pr_npy_write(path, &x));
-	pr_run_input in = {"x", path};
-	pr_run_options o = {.iterations = 1, .device = "sim", .check = true, .n_inputs = 1,
+	cr_assert_null(prt_npy_write(path, &x));
+	prt_run_input in = {"x", path};
+	prt_run_options o = {.iterations = 1, .device = "sim", .check = true, .n_inputs = 1,
 			    .inputs = &in, .output_dir = dir};
-	pr_run_report r;
-	pr_err *err = pr_runtime_execute(orig, placed, &o, &r);
+	prt_run_report r;
+	pr_err *err = prt_runtime_execute(orig, placed, &o, &r);
 	cr_assert_null(err, "%s", err ? pr_err_message(err) : "");
 	cr_expect(r.match);
 	snprintf(path, sizeof path, "%s/forward.0.npy", dir);
-	pr_tensor t;
-	cr_assert_null(pr_npy_read(path, &t));
+	prt_tensor t;
+	cr_assert_null(prt_npy_read(path, &t));
 	const float want[6] = {0, 3, 0, 7, 0, 11};
 	for (int i = 0; i < 6; i++)
 		cr_expect_eq(((float *)t.data)[i], want[i]);

@@ -13,38 +13,38 @@
 #include "kernels.h"
 #include "passrun/data.h"
 
-static pr_tensor mk(pr_dtype dt, void *d, int rank, int64_t s0, int64_t s1)
+static prt_tensor mk(pr_dtype dt, void *d, int rank, int64_t s0, int64_t s1)
 {
 	int64_t shape[2] = {s0, s1};
-	return pr_tensor_make(dt, rank, shape, d);
+	return prt_tensor_make(dt, rank, shape, d);
 }
 
-static pr_karg T(pr_rv *v) { return (pr_karg){.kind = PR_ARG_VALUE, .v = v}; }
-static pr_karg I(int64_t i) { return (pr_karg){.kind = PR_ARG_INT, .i = i, .f = (double)i}; }
-static pr_karg F(double f) { return (pr_karg){.kind = PR_ARG_FLOAT, .f = f}; }
-static pr_karg B(bool b) { return (pr_karg){.kind = PR_ARG_BOOL, .b = b}; }
-static pr_karg NONE(void) { return (pr_karg){.kind = PR_ARG_NONE}; }
-static pr_rv V(pr_tensor t) { return (pr_rv){.kind = PR_RV_TENSOR, .t = t}; }
+static prt_karg T(prt_rv *v) { return (prt_karg){.kind = PR_ARG_VALUE, .v = v}; }
+static prt_karg I(int64_t i) { return (prt_karg){.kind = PR_ARG_INT, .i = i, .f = (double)i}; }
+static prt_karg F(double f) { return (prt_karg){.kind = PR_ARG_FLOAT, .f = f}; }
+static prt_karg B(bool b) { return (prt_karg){.kind = PR_ARG_BOOL, .b = b}; }
+static prt_karg NONE(void) { return (prt_karg){.kind = PR_ARG_NONE}; }
+static prt_rv V(prt_tensor t) { return (prt_rv){.kind = PRT_RV_TENSOR, .t = t}; }
 
 /* Calls op; alias >= 0 makes the result alias that argument (in-place). */
-static pr_err *call_k(const char *op, pr_karg *args, int n, pr_rv *out, int alias)
+static pr_err *call_k(const char *op, prt_karg *args, int n, prt_rv *out, int alias)
 {
-	const pr_kernel *k = pr_kernel_find(op);
+	const prt_kernel *k = prt_kernel_find(op);
 	cr_assert_not_null(k, "no kernel for %s", op);
 	if (alias >= 0)
 		out->t = args[alias].v->t;
-	pr_kctx c = {.n_args = n, .args = args, .out = out, .out_alias = alias >= 0};
+	prt_kctx c = {.n_args = n, .args = args, .out = out, .out_alias = alias >= 0};
 	return k->host(&c);
 }
 
-static void call_ok(const char *op, pr_karg *args, int n, pr_rv *out)
+static void call_ok(const char *op, prt_karg *args, int n, prt_rv *out)
 {
 	pr_err *e = call_k(op, args, n, out, -1);
 	cr_assert_null(e, "%s: %s", op, e ? pr_err_message(e) : "");
 }
 
 /* op must fail with a message containing `want`. */
-static void call_refused(const char *op, pr_karg *args, int n, pr_rv *out, const char *want)
+static void call_refused(const char *op, prt_karg *args, int n, prt_rv *out, const char *want)
 {
 	pr_err *e = call_k(op, args, n, out, -1);
 	cr_assert_not_null(e, "%s should be refused (%s)", op, want);
@@ -53,9 +53,9 @@ static void call_refused(const char *op, pr_karg *args, int n, pr_rv *out, const
 }
 
 /* Exact comparison of t's logical values (NaN matches NaN, -0 is not 0). */
-static void expect_exact(const pr_tensor *t, const double *want, int n)
+static void expect_exact(const prt_tensor *t, const double *want, int n)
 {
-	cr_assert_eq(pr_tensor_numel(t), n);
+	cr_assert_eq(prt_tensor_numel(t), n);
 	size_t es = pr_dtype_size(t->dtype);
 	int64_t idx[2] = {0, 0};
 	for (int i = 0; i < n; i++) {
@@ -82,20 +82,20 @@ static void expect_bools(const uint8_t *got, const char *want)
 
 /* ---- type promotion ---------------------------------------------------------- */
 
-static pr_ew_operand tensor_op(pr_tensor *t) { return (pr_ew_operand){.t = t, .dtype = t->dtype}; }
-static pr_ew_operand number_op(pr_dtype dt) { return (pr_ew_operand){.dtype = dt}; }
+static prt_ew_operand tensor_op(prt_tensor *t) { return (prt_ew_operand){.t = t, .dtype = t->dtype}; }
+static prt_ew_operand number_op(pr_dtype dt) { return (prt_ew_operand){.dtype = dt}; }
 
 Test(ew_promotion, result_type_as_torch)
 {
 	uint8_t buf[16] = {0};
-	pr_tensor i64 = mk(PR_I64, buf, 1, 1, 0), i32 = mk(PR_I32, buf, 1, 1, 0),
+	prt_tensor i64 = mk(PR_I64, buf, 1, 1, 0), i32 = mk(PR_I32, buf, 1, 1, 0),
 		  b = mk(PR_BOOL, buf, 1, 1, 0), f16 = mk(PR_F16, buf, 1, 1, 0),
 		  bf16 = mk(PR_BF16, buf, 1, 1, 0), u8 = mk(PR_U8, buf, 1, 1, 0),
 		  i8 = mk(PR_I8, buf, 1, 1, 0);
-	pr_tensor i64_0 = mk(PR_I64, buf, 0, 0, 0), f64_0 = mk(PR_F64, buf, 0, 0, 0),
+	prt_tensor i64_0 = mk(PR_I64, buf, 0, 0, 0), f64_0 = mk(PR_F64, buf, 0, 0, 0),
 		  f32_0 = mk(PR_F32, buf, 0, 0, 0), u8_0 = mk(PR_U8, buf, 0, 0, 0),
 		  b_0 = mk(PR_BOOL, buf, 0, 0, 0);
-	struct { pr_ew_operand a, b; pr_dtype want; } cases[] = {
+	struct { prt_ew_operand a, b; pr_dtype want; } cases[] = {
 		{tensor_op(&i32), tensor_op(&i64_0), PR_I32},    /* same category: dims win */
 		{tensor_op(&i64), tensor_op(&f64_0), PR_F64},    /* a higher category counts */
 		{tensor_op(&i64), number_op(PR_F64), PR_F32},    /* a Python float: the default */
@@ -110,8 +110,8 @@ Test(ew_promotion, result_type_as_torch)
 		{tensor_op(&b_0), number_op(PR_F64), PR_F32},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		pr_ew_operand x[2] = {cases[i].a, cases[i].b};
-		pr_dtype got = pr_ew_result_type(x, 2);
+		prt_ew_operand x[2] = {cases[i].a, cases[i].b};
+		pr_dtype got = prt_ew_result_type(x, 2);
 		cr_expect_eq(got, cases[i].want, "case %zu: %s, expected %s", i, pr_dtype_name(got),
 			     pr_dtype_name(cases[i].want));
 	}
@@ -123,18 +123,18 @@ Test(ew_arith, int64_is_exact_and_wraps)
 {
 	int64_t a[3] = {(INT64_C(1) << 53) + 1, INT64_C(1) << 62, -7}, b[3] = {0, INT64_C(1) << 62, 2};
 	int64_t o[3];
-	pr_rv A = V(mk(PR_I64, a, 1, 3, 0)), Bv = V(mk(PR_I64, b, 1, 3, 0)), O = V(mk(PR_I64, o, 1, 3, 0));
-	pr_karg ab[2] = {T(&A), T(&Bv)};
+	prt_rv A = V(mk(PR_I64, a, 1, 3, 0)), Bv = V(mk(PR_I64, b, 1, 3, 0)), O = V(mk(PR_I64, o, 1, 3, 0));
+	prt_karg ab[2] = {T(&A), T(&Bv)};
 	call_ok("aten::add.Tensor", ab, 2, &O);
 	cr_expect(o[0] == (INT64_C(1) << 53) + 1, "2^53+1 + 0 stays exact: %lld", (long long)o[0]);
 	cr_expect(o[1] == INT64_MIN && o[2] == -5, "2^62 + 2^62 wraps: %lld", (long long)o[1]);
-	pr_karg alpha[3] = {T(&A), T(&Bv), I(3)};
+	prt_karg alpha[3] = {T(&A), T(&Bv), I(3)};
 	call_ok("aten::sub.Tensor", alpha, 3, &O);
 	cr_expect(o[2] == -13);
-	pr_karg sc[2] = {T(&A), I(INT64_C(1) << 30)};
+	prt_karg sc[2] = {T(&A), I(INT64_C(1) << 30)};
 	call_ok("aten::mul.Scalar", sc, 2, &O);
 	cr_expect(o[2] == -7 * (INT64_C(1) << 30));
-	pr_karg neg[1] = {T(&A)};
+	prt_karg neg[1] = {T(&A)};
 	call_ok("aten::neg", neg, 1, &O);
 	cr_expect(o[0] == -((INT64_C(1) << 53) + 1) && o[2] == 7);
 }
@@ -142,11 +142,11 @@ Test(ew_arith, int64_is_exact_and_wraps)
 Test(ew_arith, narrow_integers_wrap_in_their_own_width)
 {
 	int8_t a[2] = {1, 100}, o[2];
-	pr_rv A = V(mk(PR_I8, a, 1, 2, 0)), O = V(mk(PR_I8, o, 1, 2, 0));
-	pr_karg add[2] = {T(&A), I(1000)};   /* 1000 is -24 as i8: torch gives [-23, 76] */
+	prt_rv A = V(mk(PR_I8, a, 1, 2, 0)), O = V(mk(PR_I8, o, 1, 2, 0));
+	prt_karg add[2] = {T(&A), I(1000)};   /* 1000 is -24 as i8: torch gives [-23, 76] */
 	call_ok("aten::add.Scalar", add, 2, &O);
 	cr_expect(o[0] == -23 && o[1] == 76, "%d %d", o[0], o[1]);
-	pr_karg mul[2] = {T(&A), I(3)};
+	prt_karg mul[2] = {T(&A), I(3)};
 	call_ok("aten::mul.Scalar", mul, 2, &O);
 	cr_expect(o[1] == 44, "100 * 3 in i8: %d", o[1]);
 }
@@ -155,11 +155,11 @@ Test(ew_arith, true_division_of_integers_is_f32)
 {
 	int64_t a[2] = {3, -2}, b[2] = {2, 2};
 	float o[2];
-	pr_rv A = V(mk(PR_I64, a, 1, 2, 0)), Bv = V(mk(PR_I64, b, 1, 2, 0)), O = V(mk(PR_F32, o, 1, 2, 0));
-	pr_karg ab[2] = {T(&A), T(&Bv)};
+	prt_rv A = V(mk(PR_I64, a, 1, 2, 0)), Bv = V(mk(PR_I64, b, 1, 2, 0)), O = V(mk(PR_F32, o, 1, 2, 0));
+	prt_karg ab[2] = {T(&A), T(&Bv)};
 	call_ok("aten::div.Tensor", ab, 2, &O);
 	expect_exact(&O.t, (double[]){1.5, -1}, 2);
-	pr_karg as[2] = {T(&A), I(0)};
+	prt_karg as[2] = {T(&A), I(0)};
 	call_ok("aten::div.Scalar", as, 2, &O);
 	expect_exact(&O.t, (double[]){INFINITY, -INFINITY}, 2);
 }
@@ -168,8 +168,8 @@ Test(ew_arith, bool_arithmetic_and_its_refusals)
 {
 	uint8_t a[2] = {1, 0}, o[2];
 	float fo[2];
-	pr_rv A = V(mk(PR_BOOL, a, 1, 2, 0)), O = V(mk(PR_BOOL, o, 1, 2, 0)), FO = V(mk(PR_F32, fo, 1, 2, 0));
-	pr_karg aa[2] = {T(&A), T(&A)};
+	prt_rv A = V(mk(PR_BOOL, a, 1, 2, 0)), O = V(mk(PR_BOOL, o, 1, 2, 0)), FO = V(mk(PR_F32, fo, 1, 2, 0));
+	prt_karg aa[2] = {T(&A), T(&A)};
 	call_ok("aten::add.Tensor", aa, 2, &O);
 	expect_bools(o, "10");
 	call_ok("aten::mul.Tensor", aa, 2, &O);
@@ -177,7 +177,7 @@ Test(ew_arith, bool_arithmetic_and_its_refusals)
 	call_ok("aten::div.Tensor", aa, 2, &FO);
 	expect_exact(&FO.t, (double[]){1, NAN}, 2);
 	call_refused("aten::sub.Tensor", aa, 2, &O, "bool");
-	pr_karg a1[1] = {T(&A)};
+	prt_karg a1[1] = {T(&A)};
 	call_refused("aten::neg", a1, 1, &O, "bool");
 }
 
@@ -187,79 +187,79 @@ Test(ew_arith, mixed_dtypes_promote_and_refuse_what_aten_refuses)
 	h[0] = pr_f16_from_double(1.5), h[1] = pr_f16_from_double(NAN);
 	float tenth = 0.1f, f[2] = {2, -3};
 	uint16_t ho[2];
-	pr_rv H = V(mk(PR_F16, h, 1, 2, 0)), S = V(mk(PR_F32, &tenth, 0, 0, 0)),
+	prt_rv H = V(mk(PR_F16, h, 1, 2, 0)), S = V(mk(PR_F32, &tenth, 0, 0, 0)),
 	      HO = V(mk(PR_F16, ho, 1, 2, 0));
-	pr_karg hs[2] = {T(&H), T(&S)};   /* f16 + f32 zero-dim tensor: f16 */
+	prt_karg hs[2] = {T(&H), T(&S)};   /* f16 + f32 zero-dim tensor: f16 */
 	call_ok("aten::add.Tensor", hs, 2, &HO);
 	expect_exact(&HO.t, (double[]){1.599609375, NAN}, 2);
 	uint8_t m[2] = {1, 0};
 	float fo[2];
-	pr_rv Fv = V(mk(PR_F32, f, 1, 2, 0)), M = V(mk(PR_BOOL, m, 1, 2, 0)), FO = V(mk(PR_F32, fo, 1, 2, 0));
-	pr_karg fm[2] = {T(&Fv), T(&M)};
+	prt_rv Fv = V(mk(PR_F32, f, 1, 2, 0)), M = V(mk(PR_BOOL, m, 1, 2, 0)), FO = V(mk(PR_F32, fo, 1, 2, 0));
+	prt_karg fm[2] = {T(&Fv), T(&M)};
 	call_ok("aten::mul.Tensor", fm, 2, &FO);
 	expect_exact(&FO.t, (double[]){2, -0.0}, 2);
 	int64_t i[2] = {3, -2}, io[2];
-	pr_rv Iv = V(mk(PR_I64, i, 1, 2, 0)), IO = {.kind = PR_RV_TENSOR};
-	pr_karg ih[2] = {T(&Iv), F(2.5)};
+	prt_rv Iv = V(mk(PR_I64, i, 1, 2, 0)), IO = {.kind = PRT_RV_TENSOR};
+	prt_karg ih[2] = {T(&Iv), F(2.5)};
 	pr_err *e = call_k("aten::add_.Scalar", ih, 2, &IO, 0);   /* i64 += 2.5 */
 	cr_assert_not_null(e);
 	cr_expect(strstr(pr_err_message(e), "cannot be cast"), "%s", pr_err_message(e));
 	pr_err_free(e);
 	IO = V(mk(PR_I64, io, 1, 2, 0));
-	pr_karg alpha[3] = {T(&Iv), T(&Iv), F(2.5)};
+	prt_karg alpha[3] = {T(&Iv), T(&Iv), F(2.5)};
 	call_refused("aten::add.Tensor", alpha, 3, &IO, "alpha");
 	float f3[3] = {0};
-	pr_rv F3 = V(mk(PR_F32, f3, 1, 3, 0));
-	pr_karg bad[2] = {T(&Iv), T(&F3)};
+	prt_rv F3 = V(mk(PR_F32, f3, 1, 3, 0));
+	prt_karg bad[2] = {T(&Iv), T(&F3)};
 	call_refused("aten::add.Tensor", bad, 2, &FO, "broadcast");
 }
 
-static pr_karg STR(const char *s) { return (pr_karg){.kind = PR_ARG_STRING, .s = s}; }
+static prt_karg STR(const char *s) { return (prt_karg){.kind = PR_ARG_STRING, .s = s}; }
 
 Test(ew_arith, div_rounding_modes_and_integer_division_by_zero)
 {
 	int64_t a[4] = {7, -7, 7, -7}, b[4] = {2, 2, -2, -2}, o[4];
-	pr_rv A = V(mk(PR_I64, a, 1, 4, 0)), Bv = V(mk(PR_I64, b, 1, 4, 0)), O = V(mk(PR_I64, o, 1, 4, 0));
-	pr_karg fl[3] = {T(&A), T(&Bv), STR("floor")};
+	prt_rv A = V(mk(PR_I64, a, 1, 4, 0)), Bv = V(mk(PR_I64, b, 1, 4, 0)), O = V(mk(PR_I64, o, 1, 4, 0));
+	prt_karg fl[3] = {T(&A), T(&Bv), STR("floor")};
 	call_ok("aten::div.Tensor_mode", fl, 3, &O);
 	cr_expect(o[0] == 3 && o[1] == -4 && o[2] == -4 && o[3] == 3);
-	pr_karg tr[3] = {T(&A), T(&Bv), STR("trunc")};
+	prt_karg tr[3] = {T(&A), T(&Bv), STR("trunc")};
 	call_ok("aten::div.Tensor_mode", tr, 3, &O);
 	cr_expect(o[0] == 3 && o[1] == -3 && o[2] == -3 && o[3] == 3);
 	float f[5] = {7.5f, -7.5f, 1, -0.0f, 5}, g[5] = {2, 2, 0, 3, -0.0f}, fo[5];
-	pr_rv Fv = V(mk(PR_F32, f, 1, 5, 0)), G = V(mk(PR_F32, g, 1, 5, 0)), FO = V(mk(PR_F32, fo, 1, 5, 0));
-	pr_karg ffl[3] = {T(&Fv), T(&G), STR("floor")};
+	prt_rv Fv = V(mk(PR_F32, f, 1, 5, 0)), G = V(mk(PR_F32, g, 1, 5, 0)), FO = V(mk(PR_F32, fo, 1, 5, 0));
+	prt_karg ffl[3] = {T(&Fv), T(&G), STR("floor")};
 	call_ok("aten::div.Tensor_mode", ffl, 3, &FO);
 	expect_exact(&FO.t, (double[]){3, -4, INFINITY, -0.0, -INFINITY}, 5);
-	pr_karg ftr[3] = {T(&Fv), T(&G), STR("trunc")};
+	prt_karg ftr[3] = {T(&Fv), T(&G), STR("trunc")};
 	call_ok("aten::div.Tensor_mode", ftr, 3, &FO);
 	expect_exact(&FO.t, (double[]){3, -3, INFINITY, -0.0, -INFINITY}, 5);
 	float o2[2];
-	pr_rv A2 = V(mk(PR_I64, a, 1, 2, 0)), O2 = V(mk(PR_F32, o2, 1, 2, 0));
-	pr_karg sc[3] = {T(&A2), F(2.5), STR("floor")};   /* i64 // 2.5: f32 */
+	prt_rv A2 = V(mk(PR_I64, a, 1, 2, 0)), O2 = V(mk(PR_F32, o2, 1, 2, 0));
+	prt_karg sc[3] = {T(&A2), F(2.5), STR("floor")};   /* i64 // 2.5: f32 */
 	call_ok("aten::div.Scalar_mode", sc, 3, &O2);
 	expect_exact(&O2.t, (double[]){2, -3}, 2);
-	pr_karg none[3] = {T(&A2), I(2), NONE()};   /* no mode: true division */
+	prt_karg none[3] = {T(&A2), I(2), NONE()};   /* no mode: true division */
 	call_ok("aten::div.Scalar_mode", none, 3, &O2);
 	expect_exact(&O2.t, (double[]){3.5, -3.5}, 2);
 	int64_t z[4] = {1, 0, 1, 1};
-	pr_rv Z = V(mk(PR_I64, z, 1, 4, 0));
-	pr_karg dz[3] = {T(&A), T(&Z), STR("floor")};
+	prt_rv Z = V(mk(PR_I64, z, 1, 4, 0));
+	prt_karg dz[3] = {T(&A), T(&Z), STR("floor")};
 	call_refused("aten::div.Tensor_mode", dz, 3, &O, "division by zero");
-	pr_karg bad[3] = {T(&A), T(&Bv), STR("round")};
+	prt_karg bad[3] = {T(&A), T(&Bv), STR("round")};
 	call_refused("aten::div.Tensor_mode", bad, 3, &O, "rounding_mode");
 }
 
 Test(ew_arith, rsub_is_other_minus_alpha_self)
 {
 	float a[2] = {1, 2}, o[2];
-	pr_rv A = V(mk(PR_F32, a, 1, 2, 0)), O = V(mk(PR_F32, o, 1, 2, 0));
-	pr_karg args[3] = {T(&A), I(1), I(2)};
+	prt_rv A = V(mk(PR_F32, a, 1, 2, 0)), O = V(mk(PR_F32, o, 1, 2, 0));
+	prt_karg args[3] = {T(&A), I(1), I(2)};
 	call_ok("aten::rsub.Scalar", args, 3, &O);
 	expect_exact(&O.t, (double[]){-1, -3}, 2);
 	int64_t i[2] = {1, 2}, io[2];
-	pr_rv Iv = V(mk(PR_I64, i, 1, 2, 0)), IO = V(mk(PR_I64, io, 1, 2, 0));
-	pr_karg two[2] = {T(&Iv), I(10)};
+	prt_rv Iv = V(mk(PR_I64, i, 1, 2, 0)), IO = V(mk(PR_I64, io, 1, 2, 0));
+	prt_karg two[2] = {T(&Iv), I(10)};
 	call_ok("aten::rsub.Scalar", two, 2, &IO);
 	cr_expect(io[0] == 9 && io[1] == 8);
 }
@@ -269,16 +269,16 @@ Test(ew_arith, rsub_is_other_minus_alpha_self)
 Test(ew_math, sqrt_rsqrt_with_nan_zero_and_integers)
 {
 	float a[4] = {4, -1, 0, -0.0f}, o[4];
-	pr_rv A = V(mk(PR_F32, a, 1, 4, 0)), O = V(mk(PR_F32, o, 1, 4, 0));
-	pr_karg x[1] = {T(&A)};
+	prt_rv A = V(mk(PR_F32, a, 1, 4, 0)), O = V(mk(PR_F32, o, 1, 4, 0));
+	prt_karg x[1] = {T(&A)};
 	call_ok("aten::sqrt", x, 1, &O);
 	expect_exact(&O.t, (double[]){2, NAN, 0, -0.0}, 4);
 	call_ok("aten::rsqrt", x, 1, &O);
 	expect_exact(&O.t, (double[]){0.5, NAN, INFINITY, -INFINITY}, 4);
 	int64_t i[2] = {9, 2};
 	float fo[2];
-	pr_rv Iv = V(mk(PR_I64, i, 1, 2, 0)), FO = V(mk(PR_F32, fo, 1, 2, 0));
-	pr_karg ix[1] = {T(&Iv)};
+	prt_rv Iv = V(mk(PR_I64, i, 1, 2, 0)), FO = V(mk(PR_F32, fo, 1, 2, 0));
+	prt_karg ix[1] = {T(&Iv)};
 	call_ok("aten::sqrt", ix, 1, &FO);
 	expect_exact(&FO.t, (double[]){3, (float)sqrt(2)}, 2);
 }
@@ -287,23 +287,23 @@ Test(ew_math, pow_overloads_on_a_transposed_input)
 {
 	float a[4] = {1, 3, 2, -4};   /* [[1,2],[3,-4]] stored transposed */
 	float o[4];
-	pr_tensor at = mk(PR_F32, a, 2, 2, 2);
+	prt_tensor at = mk(PR_F32, a, 2, 2, 2);
 	at.strides[0] = 1, at.strides[1] = 2;
-	pr_rv A = V(at), O = V(mk(PR_F32, o, 2, 2, 2));
-	pr_karg sq[2] = {T(&A), I(2)};
+	prt_rv A = V(at), O = V(mk(PR_F32, o, 2, 2, 2));
+	prt_karg sq[2] = {T(&A), I(2)};
 	call_ok("aten::pow.Tensor_Scalar", sq, 2, &O);
 	expect_exact(&O.t, (double[]){1, 4, 9, 16}, 4);
-	pr_karg half[2] = {T(&A), F(0.5)};
+	prt_karg half[2] = {T(&A), F(0.5)};
 	call_ok("aten::pow.Tensor_Scalar", half, 2, &O);
 	expect_exact(&O.t, (double[]){1, (float)sqrt(2), (float)sqrt(3), NAN}, 4);
 	int64_t e[2] = {3, -2};
-	pr_rv E = V(mk(PR_I64, e, 1, 2, 0));
-	pr_karg tt[2] = {T(&A), T(&E)};   /* f32 ** i64 row, broadcast */
+	prt_rv E = V(mk(PR_I64, e, 1, 2, 0));
+	prt_karg tt[2] = {T(&A), T(&E)};   /* f32 ** i64 row, broadcast */
 	call_ok("aten::pow.Tensor_Tensor", tt, 2, &O);
 	expect_exact(&O.t, (double[]){1, 0.25, 27, 0.0625}, 4);
-	pr_karg sc[2] = {F(2.5), T(&E)};
+	prt_karg sc[2] = {F(2.5), T(&E)};
 	float o2[2];
-	pr_rv O2 = V(mk(PR_F32, o2, 1, 2, 0));
+	prt_rv O2 = V(mk(PR_F32, o2, 1, 2, 0));
 	call_ok("aten::pow.Scalar", sc, 2, &O2);
 	expect_exact(&O2.t, (double[]){15.625, (float)0.16}, 2);
 }
@@ -311,28 +311,28 @@ Test(ew_math, pow_overloads_on_a_transposed_input)
 Test(ew_math, integer_pow_is_exact_wraps_and_refuses_negative_scalars)
 {
 	int64_t a[3] = {1, -1, 2}, b[3] = {-1, -3, -1}, o[3];
-	pr_rv A = V(mk(PR_I64, a, 1, 3, 0)), Bv = V(mk(PR_I64, b, 1, 3, 0)), O = V(mk(PR_I64, o, 1, 3, 0));
-	pr_karg ab[2] = {T(&A), T(&Bv)};
+	prt_rv A = V(mk(PR_I64, a, 1, 3, 0)), Bv = V(mk(PR_I64, b, 1, 3, 0)), O = V(mk(PR_I64, o, 1, 3, 0));
+	prt_karg ab[2] = {T(&A), T(&Bv)};
 	call_ok("aten::pow.Tensor_Tensor", ab, 2, &O);
 	cr_expect(o[0] == 1 && o[1] == -1 && o[2] == 0);
 	int64_t big[1] = {3}, bo[1];
-	pr_rv Big = V(mk(PR_I64, big, 1, 1, 0)), BO = V(mk(PR_I64, bo, 1, 1, 0));
-	pr_karg p39[2] = {T(&Big), I(39)};
+	prt_rv Big = V(mk(PR_I64, big, 1, 1, 0)), BO = V(mk(PR_I64, bo, 1, 1, 0));
+	prt_karg p39[2] = {T(&Big), I(39)};
 	call_ok("aten::pow.Tensor_Scalar", p39, 2, &BO);
 	cr_expect(bo[0] == INT64_C(4052555153018976267), "3^39 exactly: %lld", (long long)bo[0]);
 	int8_t i8[1] = {3}, i8o[1];
-	pr_rv I8 = V(mk(PR_I8, i8, 1, 1, 0)), I8O = V(mk(PR_I8, i8o, 1, 1, 0));
-	pr_karg p5[2] = {T(&I8), I(5)};
+	prt_rv I8 = V(mk(PR_I8, i8, 1, 1, 0)), I8O = V(mk(PR_I8, i8o, 1, 1, 0));
+	prt_karg p5[2] = {T(&I8), I(5)};
 	call_ok("aten::pow.Tensor_Scalar", p5, 2, &I8O);
 	cr_expect(i8o[0] == -13, "3^5 in i8: %d", i8o[0]);
-	pr_karg s2[2] = {I(2), T(&Bv)};
+	prt_karg s2[2] = {I(2), T(&Bv)};
 	call_ok("aten::pow.Scalar", s2, 2, &O);
 	cr_expect(o[0] == 0 && o[2] == 0);
-	pr_karg neg[2] = {T(&A), I(-1)};
+	prt_karg neg[2] = {T(&A), I(-1)};
 	call_refused("aten::pow.Tensor_Scalar", neg, 2, &O, "negative");
 	uint8_t bb[1] = {1}, bbo[1];
-	pr_rv Bb = V(mk(PR_BOOL, bb, 1, 1, 0)), BBO = V(mk(PR_BOOL, bbo, 1, 1, 0));
-	pr_karg bools[2] = {T(&Bb), T(&Bb)};
+	prt_rv Bb = V(mk(PR_BOOL, bb, 1, 1, 0)), BBO = V(mk(PR_BOOL, bbo, 1, 1, 0));
+	prt_karg bools[2] = {T(&Bb), T(&Bb)};
 	call_refused("aten::pow.Tensor_Tensor", bools, 2, &BBO, "bool");
 }
 
@@ -343,8 +343,8 @@ Test(ew_logic, comparisons_broadcast_promote_and_handle_nan)
 	float a[3] = {1, NAN, 3};
 	int64_t b[2] = {1, 3};   /* a column [2,1] against a row [3] */
 	uint8_t o[6];
-	pr_rv A = V(mk(PR_F32, a, 1, 3, 0)), Bv = V(mk(PR_I64, b, 2, 2, 1)), O = V(mk(PR_BOOL, o, 2, 2, 3));
-	pr_karg ab[2] = {T(&A), T(&Bv)};
+	prt_rv A = V(mk(PR_F32, a, 1, 3, 0)), Bv = V(mk(PR_I64, b, 2, 2, 1)), O = V(mk(PR_BOOL, o, 2, 2, 3));
+	prt_karg ab[2] = {T(&A), T(&Bv)};
 	call_ok("aten::eq.Tensor", ab, 2, &O);
 	expect_bools(o, "100001");
 	call_ok("aten::ne.Tensor", ab, 2, &O);
@@ -363,23 +363,23 @@ Test(ew_logic, scalar_comparisons_compare_in_the_promoted_type)
 {
 	int64_t i[3] = {2, 3, (INT64_C(1) << 53) + 1};
 	uint8_t o[3];
-	pr_rv Iv = V(mk(PR_I64, i, 1, 3, 0)), O = V(mk(PR_BOOL, o, 1, 3, 0));
-	pr_karg f[2] = {T(&Iv), F(2.5)};   /* in f32: 2 == 2.5 is false, not truncated */
+	prt_rv Iv = V(mk(PR_I64, i, 1, 3, 0)), O = V(mk(PR_BOOL, o, 1, 3, 0));
+	prt_karg f[2] = {T(&Iv), F(2.5)};   /* in f32: 2 == 2.5 is false, not truncated */
 	call_ok("aten::eq.Scalar", f, 2, &O);
 	expect_bools(o, "000");
 	call_ok("aten::ge.Scalar", f, 2, &O);
 	expect_bools(o, "011");
-	pr_karg big[2] = {T(&Iv), I(INT64_C(1) << 53)};   /* exact in int64 */
+	prt_karg big[2] = {T(&Iv), I(INT64_C(1) << 53)};   /* exact in int64 */
 	call_ok("aten::eq.Scalar", big, 2, &O);
 	expect_bools(o, "000");
 	float x[2] = {0.1f, 0.2f};
-	pr_rv X = V(mk(PR_F32, x, 1, 2, 0)), O2 = V(mk(PR_BOOL, o, 1, 2, 0));
-	pr_karg tenth[2] = {T(&X), F(0.1)};   /* 0.1 rounds to f32 first, as ATen does */
+	prt_rv X = V(mk(PR_F32, x, 1, 2, 0)), O2 = V(mk(PR_BOOL, o, 1, 2, 0));
+	prt_karg tenth[2] = {T(&X), F(0.1)};   /* 0.1 rounds to f32 first, as ATen does */
 	call_ok("aten::eq.Scalar", tenth, 2, &O2);
 	expect_bools(o, "10");
 	uint8_t m[2] = {1, 0};
-	pr_rv M = V(mk(PR_BOOL, m, 1, 2, 0));
-	pr_karg mf[2] = {T(&M), B(false)};
+	prt_rv M = V(mk(PR_BOOL, m, 1, 2, 0));
+	prt_karg mf[2] = {T(&M), B(false)};
 	call_ok("aten::eq.Scalar", mf, 2, &O2);
 	expect_bools(o, "01");
 }
@@ -389,15 +389,15 @@ Test(ew_logic, logical_ops_take_any_dtype_nan_is_true)
 	float a[3] = {1.5f, NAN, 0};
 	int64_t b[3] = {3, 0, 1};
 	uint8_t o[3];
-	pr_rv A = V(mk(PR_F32, a, 1, 3, 0)), Bv = V(mk(PR_I64, b, 1, 3, 0)), O = V(mk(PR_BOOL, o, 1, 3, 0));
-	pr_karg ab[2] = {T(&A), T(&Bv)};
+	prt_rv A = V(mk(PR_F32, a, 1, 3, 0)), Bv = V(mk(PR_I64, b, 1, 3, 0)), O = V(mk(PR_BOOL, o, 1, 3, 0));
+	prt_karg ab[2] = {T(&A), T(&Bv)};
 	call_ok("aten::logical_and", ab, 2, &O);
 	expect_bools(o, "100");
 	call_ok("aten::logical_or", ab, 2, &O);
 	expect_bools(o, "111");
 	call_ok("aten::logical_xor", ab, 2, &O);
 	expect_bools(o, "011");
-	pr_karg a1[1] = {T(&A)};
+	prt_karg a1[1] = {T(&A)};
 	call_ok("aten::logical_not", a1, 1, &O);
 	expect_bools(o, "001");
 }
@@ -405,34 +405,34 @@ Test(ew_logic, logical_ops_take_any_dtype_nan_is_true)
 Test(ew_logic, bitwise_ops_on_bool_and_integers)
 {
 	uint8_t m[4] = {1, 0, 1, 1}, n[4] = {1, 1, 0, 9}, o[4];
-	pr_tensor mt = mk(PR_BOOL, m, 1, 2, 0);   /* every other element: [1, 1] */
+	prt_tensor mt = mk(PR_BOOL, m, 1, 2, 0);   /* every other element: [1, 1] */
 	mt.strides[0] = 2;
-	pr_rv M = V(mt), N = V(mk(PR_BOOL, n, 1, 2, 0)), O = V(mk(PR_BOOL, o, 1, 2, 0));
-	pr_karg mn[2] = {T(&M), T(&N)};
+	prt_rv M = V(mt), N = V(mk(PR_BOOL, n, 1, 2, 0)), O = V(mk(PR_BOOL, o, 1, 2, 0));
+	prt_karg mn[2] = {T(&M), T(&N)};
 	call_ok("aten::bitwise_and.Tensor", mn, 2, &O);
 	expect_bools(o, "11");
 	call_ok("aten::bitwise_xor.Tensor", mn, 2, &O);
 	expect_bools(o, "00");
-	pr_karg m1[1] = {T(&N)};
+	prt_karg m1[1] = {T(&N)};
 	call_ok("aten::bitwise_not", m1, 1, &O);   /* ~True is False, not -2 */
 	expect_bools(o, "00");
 	int64_t i[2] = {3, -2}, io[2];
-	pr_rv Iv = V(mk(PR_I64, i, 1, 2, 0)), IO = V(mk(PR_I64, io, 1, 2, 0));
-	pr_karg i1[1] = {T(&Iv)};
+	prt_rv Iv = V(mk(PR_I64, i, 1, 2, 0)), IO = V(mk(PR_I64, io, 1, 2, 0));
+	prt_karg i1[1] = {T(&Iv)};
 	call_ok("aten::bitwise_not", i1, 1, &IO);
 	cr_expect(io[0] == -4 && io[1] == 1);
-	pr_karg ib[2] = {T(&Iv), T(&N)};
+	prt_karg ib[2] = {T(&Iv), T(&N)};
 	call_ok("aten::bitwise_and.Tensor", ib, 2, &IO);
 	cr_expect(io[0] == 1 && io[1] == 0);
-	pr_karg ix[2] = {T(&Iv), I(3)};
+	prt_karg ix[2] = {T(&Iv), I(3)};
 	call_ok("aten::bitwise_xor.Scalar", ix, 2, &IO);
 	cr_expect(io[0] == 0 && io[1] == -3);
-	pr_karg bo[2] = {T(&N), I(3)};   /* bool & 3: i64 */
+	prt_karg bo[2] = {T(&N), I(3)};   /* bool & 3: i64 */
 	call_ok("aten::bitwise_or.Scalar", bo, 2, &IO);
 	cr_expect(io[0] == 3 && io[1] == 3);
 	float f[2] = {1, 2};
-	pr_rv Fv = V(mk(PR_F32, f, 1, 2, 0));
-	pr_karg ff[2] = {T(&Fv), T(&Fv)};
+	prt_rv Fv = V(mk(PR_F32, f, 1, 2, 0));
+	prt_karg ff[2] = {T(&Fv), T(&Fv)};
 	call_refused("aten::bitwise_and.Tensor", ff, 2, &O, "not f32");
 }
 
@@ -442,28 +442,28 @@ Test(ew_select, where_broadcasts_condition_and_operands)
 {
 	uint8_t c[2] = {1, 0};
 	float x[6] = {1, 4, 2, 5, 3, 6}, nine = 9, o[6];   /* x = [[1,2,3],[4,5,6]], transposed */
-	pr_tensor xt = mk(PR_F32, x, 2, 2, 3);
+	prt_tensor xt = mk(PR_F32, x, 2, 2, 3);
 	xt.strides[0] = 1, xt.strides[1] = 2;
-	pr_rv C = V(mk(PR_BOOL, c, 2, 2, 1)), X = V(xt), N = V(mk(PR_F32, &nine, 0, 0, 0)),
+	prt_rv C = V(mk(PR_BOOL, c, 2, 2, 1)), X = V(xt), N = V(mk(PR_F32, &nine, 0, 0, 0)),
 	      O = V(mk(PR_F32, o, 2, 2, 3));
-	pr_karg args[3] = {T(&C), T(&X), T(&N)};
+	prt_karg args[3] = {T(&C), T(&X), T(&N)};
 	call_ok("aten::where.self", args, 3, &O);
 	expect_exact(&O.t, (double[]){1, 2, 3, 9, 9, 9}, 6);
 	int64_t i[2] = {3, -2};
 	float fo[2];
-	pr_rv Iv = V(mk(PR_I64, i, 1, 2, 0)), C1 = V(mk(PR_BOOL, c, 1, 2, 0)), FO = V(mk(PR_F32, fo, 1, 2, 0));
-	pr_karg so[3] = {T(&C1), T(&Iv), F(2.5)};   /* i64 with a float number: f32 */
+	prt_rv Iv = V(mk(PR_I64, i, 1, 2, 0)), C1 = V(mk(PR_BOOL, c, 1, 2, 0)), FO = V(mk(PR_F32, fo, 1, 2, 0));
+	prt_karg so[3] = {T(&C1), T(&Iv), F(2.5)};   /* i64 with a float number: f32 */
 	call_ok("aten::where.ScalarOther", so, 3, &FO);
 	expect_exact(&FO.t, (double[]){3, 2.5}, 2);
 	int64_t io[2];
-	pr_rv IO = V(mk(PR_I64, io, 1, 2, 0));
-	pr_karg ss[3] = {T(&C1), I(1), I(0)};
+	prt_rv IO = V(mk(PR_I64, io, 1, 2, 0));
+	prt_karg ss[3] = {T(&C1), I(1), I(0)};
 	call_ok("aten::where.Scalar", ss, 3, &IO);
 	cr_expect(io[0] == 1 && io[1] == 0);
-	pr_rv CU = V(mk(PR_U8, c, 1, 2, 0));
-	pr_karg u8[3] = {T(&CU), T(&Iv), T(&Iv)};
+	prt_rv CU = V(mk(PR_U8, c, 1, 2, 0));
+	prt_karg u8[3] = {T(&CU), T(&Iv), T(&Iv)};
 	call_ok("aten::where.self", u8, 3, &IO);
-	pr_karg bad[3] = {T(&Iv), T(&Iv), T(&Iv)};
+	prt_karg bad[3] = {T(&Iv), T(&Iv), T(&Iv)};
 	call_refused("aten::where.self", bad, 3, &IO, "bool");
 	call_refused("aten::where.ScalarOther", so, 3, &IO, "cannot be cast");
 }
@@ -472,28 +472,28 @@ Test(ew_select, masked_fill_forms)
 {
 	int64_t i[2] = {3, -2}, io[2];
 	uint8_t m[2] = {1, 0};
-	pr_rv Iv = V(mk(PR_I64, i, 1, 2, 0)), M = V(mk(PR_BOOL, m, 1, 2, 0)), IO = V(mk(PR_I64, io, 1, 2, 0));
-	pr_karg f[3] = {T(&Iv), T(&M), F(2.5)};   /* truncated to self's dtype */
+	prt_rv Iv = V(mk(PR_I64, i, 1, 2, 0)), M = V(mk(PR_BOOL, m, 1, 2, 0)), IO = V(mk(PR_I64, io, 1, 2, 0));
+	prt_karg f[3] = {T(&Iv), T(&M), F(2.5)};   /* truncated to self's dtype */
 	call_ok("aten::masked_fill.Scalar", f, 3, &IO);
 	cr_expect(io[0] == 2 && io[1] == -2);
 	int64_t seven = 7;
-	pr_rv S = V(mk(PR_I64, &seven, 0, 0, 0));
-	pr_karg t[3] = {T(&Iv), T(&M), T(&S)};
+	prt_rv S = V(mk(PR_I64, &seven, 0, 0, 0));
+	prt_karg t[3] = {T(&Iv), T(&M), T(&S)};
 	call_ok("aten::masked_fill.Tensor", t, 3, &IO);
 	cr_expect(io[0] == 7 && io[1] == -2);
 	float z[2] = {0, 0}, zo[4];   /* zeros [2,1] with a mask [1,2]: [2,2] */
-	pr_rv Z = V(mk(PR_F32, z, 2, 2, 1)), M2 = V(mk(PR_BOOL, m, 2, 1, 2)), ZO = V(mk(PR_F32, zo, 2, 2, 2));
-	pr_karg bz[3] = {T(&Z), T(&M2), F(-1e9)};
+	prt_rv Z = V(mk(PR_F32, z, 2, 2, 1)), M2 = V(mk(PR_BOOL, m, 2, 1, 2)), ZO = V(mk(PR_F32, zo, 2, 2, 2));
+	prt_karg bz[3] = {T(&Z), T(&M2), F(-1e9)};
 	call_ok("aten::masked_fill.Scalar", bz, 3, &ZO);
 	expect_exact(&ZO.t, (double[]){-1e9, 0, -1e9, 0}, 4);
-	pr_karg nan[3] = {T(&Iv), T(&M), F(NAN)};
+	prt_karg nan[3] = {T(&Iv), T(&M), F(NAN)};
 	call_refused("aten::masked_fill.Scalar", nan, 3, &IO, "cannot be converted");
-	pr_rv MU = V(mk(PR_U8, m, 1, 2, 0));
-	pr_karg u8[3] = {T(&Iv), T(&MU), I(1)};
+	prt_rv MU = V(mk(PR_U8, m, 1, 2, 0));
+	prt_karg u8[3] = {T(&Iv), T(&MU), I(1)};
 	call_refused("aten::masked_fill.Scalar", u8, 3, &IO, "bool");
 	int64_t two[2] = {7, 7};
-	pr_rv S2 = V(mk(PR_I64, two, 1, 2, 0));
-	pr_karg t2[3] = {T(&Iv), T(&M), T(&S2)};
+	prt_rv S2 = V(mk(PR_I64, two, 1, 2, 0));
+	prt_karg t2[3] = {T(&Iv), T(&M), T(&S2)};
 	call_refused("aten::masked_fill.Tensor", t2, 3, &IO, "0-dim");
 }
 
@@ -501,10 +501,10 @@ Test(ew_select, masked_fill_in_place_on_a_strided_view)
 {
 	float a[4] = {1, 2, 3, 4};
 	uint8_t m[2] = {0, 1};
-	pr_tensor every_other = mk(PR_F32, a, 1, 2, 0);
+	prt_tensor every_other = mk(PR_F32, a, 1, 2, 0);
 	every_other.strides[0] = 2;
-	pr_rv A = V(every_other), M = V(mk(PR_BOOL, m, 1, 2, 0)), O = {.kind = PR_RV_TENSOR};
-	pr_karg args[3] = {T(&A), T(&M), F(-5)};
+	prt_rv A = V(every_other), M = V(mk(PR_BOOL, m, 1, 2, 0)), O = {.kind = PRT_RV_TENSOR};
+	prt_karg args[3] = {T(&A), T(&M), F(-5)};
 	pr_err *e = call_k("aten::masked_fill_.Scalar", args, 3, &O, 0);
 	cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
 	cr_expect(a[0] == 1 && a[1] == 2 && a[2] == -5 && a[3] == 4, "only a[2] is written");
@@ -515,8 +515,8 @@ Test(ew_select, masked_fill_in_place_on_a_strided_view)
 Test(ew_cast, float_to_integer_as_pytorch_on_x86_64)
 {
 	float a[6] = {NAN, 1e20f, -1e20f, -1.5f, 300.7f, -200.5f};
-	pr_rv A = V(mk(PR_F32, a, 1, 6, 0));
-	pr_karg x[1] = {T(&A)};
+	prt_rv A = V(mk(PR_F32, a, 1, 6, 0));
+	prt_karg x[1] = {T(&A)};
 	struct { pr_dtype t; double want[6]; } cases[] = {
 		{PR_I64, {(double)INT64_MIN, (double)INT64_MIN, (double)INT64_MIN, -1, 300, -200}},
 		{PR_I32, {INT32_MIN, INT32_MIN, INT32_MIN, -1, 300, -200}},
@@ -527,7 +527,7 @@ Test(ew_cast, float_to_integer_as_pytorch_on_x86_64)
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		int64_t o[6];
-		pr_rv O = V(mk(cases[i].t, o, 1, 6, 0));
+		prt_rv O = V(mk(cases[i].t, o, 1, 6, 0));
 		call_ok("aten::_to_copy", x, 1, &O);
 		expect_exact(&O.t, cases[i].want, 6);
 	}
@@ -536,12 +536,12 @@ Test(ew_cast, float_to_integer_as_pytorch_on_x86_64)
 Test(ew_cast, integers_wrap_floats_round_bools_are_nonzero)
 {
 	int64_t a[3] = {300, -1, (INT64_C(1) << 40) + 5};
-	pr_rv A = V(mk(PR_I64, a, 1, 3, 0));
-	pr_karg x[1] = {T(&A)};
+	prt_rv A = V(mk(PR_I64, a, 1, 3, 0));
+	prt_karg x[1] = {T(&A)};
 	uint8_t u[3];
 	int8_t s[3];
 	int32_t w[3];
-	pr_rv U = V(mk(PR_U8, u, 1, 3, 0)), S = V(mk(PR_I8, s, 1, 3, 0)), W = V(mk(PR_I32, w, 1, 3, 0));
+	prt_rv U = V(mk(PR_U8, u, 1, 3, 0)), S = V(mk(PR_I8, s, 1, 3, 0)), W = V(mk(PR_I32, w, 1, 3, 0));
 	call_ok("aten::_to_copy", x, 1, &U);
 	call_ok("aten::_to_copy", x, 1, &S);
 	call_ok("aten::_to_copy", x, 1, &W);
@@ -550,30 +550,30 @@ Test(ew_cast, integers_wrap_floats_round_bools_are_nonzero)
 	cr_expect(w[0] == 300 && w[1] == -1 && w[2] == 5);
 	int64_t big[1] = {(INT64_C(1) << 53) + 1};
 	float f[1];
-	pr_rv Big = V(mk(PR_I64, big, 1, 1, 0)), Fo = V(mk(PR_F32, f, 1, 1, 0));
-	pr_karg bx[1] = {T(&Big)};
+	prt_rv Big = V(mk(PR_I64, big, 1, 1, 0)), Fo = V(mk(PR_F32, f, 1, 1, 0));
+	prt_karg bx[1] = {T(&Big)};
 	call_ok("aten::_to_copy", bx, 1, &Fo);
 	cr_expect(f[0] == 9007199254740992.0f);
 	float g[4] = {70000, 1e-8f, 0.1f, -0.0f};
 	uint16_t h[4];
-	pr_rv G = V(mk(PR_F32, g, 1, 4, 0)), Hh = V(mk(PR_F16, h, 1, 4, 0));
-	pr_karg gx[1] = {T(&G)};
+	prt_rv G = V(mk(PR_F32, g, 1, 4, 0)), Hh = V(mk(PR_F16, h, 1, 4, 0));
+	prt_karg gx[1] = {T(&G)};
 	call_ok("aten::_to_copy", gx, 1, &Hh);
 	expect_exact(&Hh.t, (double[]){INFINITY, 0, 0.0999755859375, -0.0}, 4);
 	float r[4] = {1.00390625f, 1.01171875f, 3.0e38f, -0.0f};   /* ties go to even */
 	uint16_t bf[4], bh[4];
-	pr_rv R = V(mk(PR_F32, r, 1, 4, 0)), BF = V(mk(PR_BF16, bf, 1, 4, 0)), BH = V(mk(PR_F16, bh, 1, 4, 0));
-	pr_karg rx[1] = {T(&R)}, bfx[1] = {T(&BF)};
+	prt_rv R = V(mk(PR_F32, r, 1, 4, 0)), BF = V(mk(PR_BF16, bf, 1, 4, 0)), BH = V(mk(PR_F16, bh, 1, 4, 0));
+	prt_karg rx[1] = {T(&R)}, bfx[1] = {T(&BF)};
 	call_ok("aten::_to_copy", rx, 1, &BF);
 	expect_exact(&BF.t, (double[]){1, 1.015625, 3.00405527047391e+38, -0.0}, 4);
 	call_ok("aten::_to_copy", bfx, 1, &BH);   /* bf16 -> f16: out of range is inf */
 	expect_exact(&BH.t, (double[]){1, 1.015625, INFINITY, -0.0}, 4);
 	uint8_t b[4] = {1, 0, 1, 1};   /* a transposed bool [[1,1],[0,1]] to f32 */
 	float bo[4];
-	pr_tensor bt = mk(PR_BOOL, b, 2, 2, 2);
+	prt_tensor bt = mk(PR_BOOL, b, 2, 2, 2);
 	bt.strides[0] = 1, bt.strides[1] = 2;
-	pr_rv Bt = V(bt), BO = V(mk(PR_F32, bo, 2, 2, 2));
-	pr_karg bbx[1] = {T(&Bt)};
+	prt_rv Bt = V(bt), BO = V(mk(PR_F32, bo, 2, 2, 2));
+	prt_karg bbx[1] = {T(&Bt)};
 	call_ok("aten::_to_copy", bbx, 1, &BO);
 	expect_exact(&BO.t, (double[]){1, 1, 0, 1}, 4);
 }
@@ -581,14 +581,14 @@ Test(ew_cast, integers_wrap_floats_round_bools_are_nonzero)
 Test(ew_cast, assert_tensor_metadata_checks_the_dtype)
 {
 	float a[1] = {0};
-	pr_rv A = V(mk(PR_F32, a, 1, 1, 0)), O = {.kind = PR_RV_NONE};
-	pr_karg ok[4] = {T(&A), NONE(), NONE(), I(6)};
+	prt_rv A = V(mk(PR_F32, a, 1, 1, 0)), O = {.kind = PRT_RV_NONE};
+	prt_karg ok[4] = {T(&A), NONE(), NONE(), I(6)};
 	call_ok("aten::_assert_tensor_metadata", ok, 4, &O);
-	pr_karg none[1] = {T(&A)};
+	prt_karg none[1] = {T(&A)};
 	call_ok("aten::_assert_tensor_metadata", none, 1, &O);
-	pr_karg bad[4] = {T(&A), NONE(), NONE(), I(11)};
+	prt_karg bad[4] = {T(&A), NONE(), NONE(), I(11)};
 	call_refused("aten::_assert_tensor_metadata", bad, 4, &O, "asserts bool");
-	pr_karg unknown[4] = {T(&A), NONE(), NONE(), I(9)};
+	prt_karg unknown[4] = {T(&A), NONE(), NONE(), I(9)};
 	call_refused("aten::_assert_tensor_metadata", unknown, 4, &O, "dtype code 9");
 }
 
@@ -610,7 +610,7 @@ Test(ew_registry, every_op_has_a_host_kernel)
 		"aten::rsub.Scalar",
 	};
 	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-		const pr_kernel *k = pr_kernel_find(ops[i]);
+		const prt_kernel *k = prt_kernel_find(ops[i]);
 		cr_expect(k && k->host, "%s", ops[i]);
 	}
 }

@@ -3,7 +3,7 @@
  * (the comment above each expectation says how), with channels-last,
  * transposed and strided inputs and results where the layout matters, and
  * the arguments each kernel must refuse. Kernels are called as the executor
- * calls them: looked up by op name, a pr_kctx with the arguments and the
+ * calls them: looked up by op name, a prt_kctx with the arguments and the
  * result slot (a tuple for the ops with several results). */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -13,41 +13,41 @@
 #include "passrun/data.h"
 #include "rt.h"
 
-static pr_tensor mk(pr_dtype dt, void *d, int rank, const int64_t *shape)
+static prt_tensor mk(pr_dtype dt, void *d, int rank, const int64_t *shape)
 {
-	return pr_tensor_make(dt, rank, shape, d);
+	return prt_tensor_make(dt, rank, shape, d);
 }
 #define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
 #define NDIMS(...) ((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
 #define F32(d, ...) mk(PR_F32, d, NDIMS(__VA_ARGS__), SHAPE(__VA_ARGS__))
 
-static pr_karg T(pr_rv *v) { return (pr_karg){.kind = PR_ARG_VALUE, .v = v}; }
-static pr_karg I(int64_t i) { return (pr_karg){.kind = PR_ARG_INT, .i = i, .f = (double)i}; }
-static pr_karg F(double f) { return (pr_karg){.kind = PR_ARG_FLOAT, .f = f}; }
-static pr_karg B(bool b) { return (pr_karg){.kind = PR_ARG_BOOL, .b = b}; }
-static pr_karg NONE(void) { return (pr_karg){.kind = PR_ARG_NONE}; }
-static pr_karg L(int n, pr_karg *items) { return (pr_karg){.kind = PR_ARG_LIST, .n = n, .items = items}; }
-static pr_rv V(pr_tensor t) { return (pr_rv){.kind = PR_RV_TENSOR, .t = t}; }
-#define INTS(...) L((int)(sizeof((pr_karg[]){__VA_ARGS__}) / sizeof(pr_karg)), (pr_karg[]){__VA_ARGS__})
+static prt_karg T(prt_rv *v) { return (prt_karg){.kind = PR_ARG_VALUE, .v = v}; }
+static prt_karg I(int64_t i) { return (prt_karg){.kind = PR_ARG_INT, .i = i, .f = (double)i}; }
+static prt_karg F(double f) { return (prt_karg){.kind = PR_ARG_FLOAT, .f = f}; }
+static prt_karg B(bool b) { return (prt_karg){.kind = PR_ARG_BOOL, .b = b}; }
+static prt_karg NONE(void) { return (prt_karg){.kind = PR_ARG_NONE}; }
+static prt_karg L(int n, prt_karg *items) { return (prt_karg){.kind = PR_ARG_LIST, .n = n, .items = items}; }
+static prt_rv V(prt_tensor t) { return (prt_rv){.kind = PRT_RV_TENSOR, .t = t}; }
+#define INTS(...) L((int)(sizeof((prt_karg[]){__VA_ARGS__}) / sizeof(prt_karg)), (prt_karg[]){__VA_ARGS__})
 
-static pr_err *call_k(const char *op, pr_karg *args, int n, pr_rv *out, int alias)
+static pr_err *call_k(const char *op, prt_karg *args, int n, prt_rv *out, int alias)
 {
-	const pr_kernel *k = pr_kernel_find(op);
+	const prt_kernel *k = prt_kernel_find(op);
 	cr_assert_not_null(k, "no kernel for %s", op);
 	if (alias >= 0)
 		out->t = args[alias].v->t;
-	pr_kctx c = {.n_args = n, .args = args, .out = out, .out_alias = alias >= 0};
+	prt_kctx c = {.n_args = n, .args = args, .out = out, .out_alias = alias >= 0};
 	return k->host(&c);
 }
 
-static void call_ok(const char *op, pr_karg *args, int n, pr_rv *out)
+static void call_ok(const char *op, prt_karg *args, int n, prt_rv *out)
 {
 	pr_err *e = call_k(op, args, n, out, -1);
 	cr_assert_null(e, "%s: %s", op, e ? pr_err_message(e) : "");
 }
 
 /* The kernel refuses with a message containing `want`. */
-static void call_refused(const char *op, pr_karg *args, int n, pr_rv *out, const char *want)
+static void call_refused(const char *op, prt_karg *args, int n, prt_rv *out, const char *want)
 {
 	pr_err *e = call_k(op, args, n, out, -1);
 	cr_assert_not_null(e, "%s accepted arguments it must refuse", op);
@@ -56,10 +56,10 @@ static void call_refused(const char *op, pr_karg *args, int n, pr_rv *out, const
 	pr_err_free(e);
 }
 
-static void expect_vals(const pr_tensor *t, const double *want, int n)
+static void expect_vals(const prt_tensor *t, const double *want, int n)
 {
-	cr_assert_eq(pr_tensor_numel(t), n, "numel %lld, expected %d", (long long)pr_tensor_numel(t), n);
-	double *v = pr_tensor_gather(t);
+	cr_assert_eq(prt_tensor_numel(t), n, "numel %lld, expected %d", (long long)prt_tensor_numel(t), n);
+	double *v = prt_tensor_gather(t);
 	for (int i = 0; i < n; i++)
 		cr_expect(isnan(want[i]) ? isnan(v[i]) : fabs(v[i] - want[i]) < 1e-5,
 			  "element %d: %.7g, expected %.7g", i, v[i], want[i]);
@@ -76,8 +76,8 @@ static void iota(float *v, int n, float from)
 
 /* convolution(input, weight, bias, stride, padding, dilation, transposed,
  * output_padding, groups) as the exporter writes it. */
-static void conv_args(pr_karg *a, pr_rv *x, pr_rv *w, pr_rv *b, pr_karg st, pr_karg pad,
-		      pr_karg dil, bool transposed, pr_karg opad, int64_t groups)
+static void conv_args(prt_karg *a, prt_rv *x, prt_rv *w, prt_rv *b, prt_karg st, prt_karg pad,
+		      prt_karg dil, bool transposed, prt_karg opad, int64_t groups)
 {
 	a[0] = T(x), a[1] = T(w), a[2] = b ? T(b) : NONE();
 	a[3] = st, a[4] = pad, a[5] = dil, a[6] = B(transposed), a[7] = opad, a[8] = I(groups);
@@ -89,8 +89,8 @@ Test(kernels_nn, conv2d_sums_each_window)
 {
 	float x[9], w[4] = {1, 0, 0, 1}, o[4];
 	iota(x, 9, 1);
-	pr_rv X = V(F32(x, 1, 1, 3, 3)), W = V(F32(w, 1, 1, 2, 2)), O = V(F32(o, 1, 1, 2, 2));
-	pr_karg a[9];
+	prt_rv X = V(F32(x, 1, 1, 3, 3)), W = V(F32(w, 1, 1, 2, 2)), O = V(F32(o, 1, 1, 2, 2));
+	prt_karg a[9];
 	conv_args(a, &X, &W, NULL, INTS(I(1), I(1)), INTS(I(0), I(0)), INTS(I(1), I(1)), false,
 		  INTS(I(0), I(0)), 1);
 	call_ok("aten::convolution", a, 9, &O);
@@ -104,9 +104,9 @@ Test(kernels_nn, conv2d_with_padding_stride_and_bias)
 	iota(x, 9, 1);
 	for (int i = 0; i < 9; i++)
 		w[i] = 1;
-	pr_rv X = V(F32(x, 1, 1, 3, 3)), W = V(F32(w, 1, 1, 3, 3)), Bi = V(F32(bias, 1));
-	pr_rv O = V(F32(o, 1, 1, 2, 2));
-	pr_karg a[9];
+	prt_rv X = V(F32(x, 1, 1, 3, 3)), W = V(F32(w, 1, 1, 3, 3)), Bi = V(F32(bias, 1));
+	prt_rv O = V(F32(o, 1, 1, 2, 2));
+	prt_karg a[9];
 	conv_args(a, &X, &W, &Bi, INTS(I(2), I(2)), INTS(I(1), I(1)), INTS(I(1), I(1)), false,
 		  INTS(I(0), I(0)), 1);
 	call_ok("aten::convolution", a, 9, &O);
@@ -119,8 +119,8 @@ Test(kernels_nn, conv2d_dilation_2)
 {
 	float x[25], w[4] = {1, 1, 1, 1}, o[9];
 	iota(x, 25, 0);
-	pr_rv X = V(F32(x, 1, 1, 5, 5)), W = V(F32(w, 1, 1, 2, 2)), O = V(F32(o, 1, 1, 3, 3));
-	pr_karg a[9];
+	prt_rv X = V(F32(x, 1, 1, 5, 5)), W = V(F32(w, 1, 1, 2, 2)), O = V(F32(o, 1, 1, 3, 3));
+	prt_karg a[9];
 	/* a one-entry list stands for every spatial dim, as in ATen */
 	conv_args(a, &X, &W, NULL, INTS(I(1)), INTS(I(0)), INTS(I(2)), false, INTS(I(0)), 1);
 	call_ok("aten::convolution", a, 9, &O);
@@ -133,8 +133,8 @@ Test(kernels_nn, depthwise_and_grouped_channels)
 {
 	/* channel 0 = [1,2,3,4], channel 1 = [10,20,30,40] */
 	float x[8] = {1, 2, 3, 4, 10, 20, 30, 40}, w[4] = {1, 2, 3, 4}, o[16];
-	pr_rv X = V(F32(x, 1, 2, 2, 2)), W = V(F32(w, 4, 1, 1, 1)), O = V(F32(o, 1, 4, 2, 2));
-	pr_karg a[9];
+	prt_rv X = V(F32(x, 1, 2, 2, 2)), W = V(F32(w, 4, 1, 1, 1)), O = V(F32(o, 1, 4, 2, 2));
+	prt_karg a[9];
 	conv_args(a, &X, &W, NULL, INTS(I(1), I(1)), INTS(I(0), I(0)), INTS(I(1), I(1)), false,
 		  INTS(I(0), I(0)), 2);
 	call_ok("aten::convolution", a, 9, &O);
@@ -142,7 +142,7 @@ Test(kernels_nn, depthwise_and_grouped_channels)
 	EXPECT(&O.t, 1, 2, 3, 4, 2, 4, 6, 8, 30, 60, 90, 120, 40, 80, 120, 160);
 
 	float x4[4] = {1, 2, 3, 4}, w2[4] = {1, 1, 1, -1}, o2[2];
-	pr_rv X4 = V(F32(x4, 1, 4, 1, 1)), W2 = V(F32(w2, 2, 2, 1, 1)), O2 = V(F32(o2, 1, 2, 1, 1));
+	prt_rv X4 = V(F32(x4, 1, 4, 1, 1)), W2 = V(F32(w2, 2, 2, 1, 1)), O2 = V(F32(o2, 1, 2, 1, 1));
 	conv_args(a, &X4, &W2, NULL, INTS(I(1), I(1)), INTS(I(0), I(0)), INTS(I(1), I(1)), false,
 		  INTS(I(0), I(0)), 2);
 	call_ok("aten::convolution", a, 9, &O2);
@@ -154,13 +154,13 @@ Test(kernels_nn, channels_last_input_weight_and_result)
 {
 	/* x[0, c, h, w] stored NHWC: channel 0 = [1,2,3,4], channel 1 = [5,6,7,8] */
 	float x[8] = {1, 5, 2, 6, 3, 7, 4, 8}, w[4] = {1, 10, 2, 20}, o[8];
-	pr_tensor xt = F32(x, 1, 2, 2, 2), wt = F32(w, 2, 2, 1, 1), ot = F32(o, 1, 2, 2, 2);
+	prt_tensor xt = F32(x, 1, 2, 2, 2), wt = F32(w, 2, 2, 1, 1), ot = F32(o, 1, 2, 2, 2);
 	memcpy(xt.strides, SHAPE(8, 1, 4, 2), sizeof(int64_t) * 4);
 	/* the weight [2,2,1,1] stored transposed: w[0] = [1,2], w[1] = [10,20] */
 	memcpy(wt.strides, SHAPE(1, 2, 1, 1), sizeof(int64_t) * 4);
 	memcpy(ot.strides, SHAPE(8, 1, 4, 2), sizeof(int64_t) * 4);   /* a channels-last result */
-	pr_rv X = V(xt), W = V(wt), O = V(ot);
-	pr_karg a[9];
+	prt_rv X = V(xt), W = V(wt), O = V(ot);
+	prt_karg a[9];
 	conv_args(a, &X, &W, NULL, INTS(I(1), I(1)), INTS(I(0), I(0)), INTS(I(1), I(1)), false,
 		  INTS(I(0), I(0)), 1);
 	call_ok("aten::convolution", a, 9, &O);
@@ -173,9 +173,9 @@ Test(kernels_nn, channels_last_input_weight_and_result)
 Test(kernels_nn, conv1d_f64_and_f16)
 {
 	double x[5] = {1, 2, 3, 4, 5}, w[2] = {1, 2}, o[3];
-	pr_rv X = V(mk(PR_F64, x, 3, SHAPE(1, 1, 5))), W = V(mk(PR_F64, w, 3, SHAPE(1, 1, 2)));
-	pr_rv O = V(mk(PR_F64, o, 3, SHAPE(1, 1, 3)));
-	pr_karg a[9];
+	prt_rv X = V(mk(PR_F64, x, 3, SHAPE(1, 1, 5))), W = V(mk(PR_F64, w, 3, SHAPE(1, 1, 2)));
+	prt_rv O = V(mk(PR_F64, o, 3, SHAPE(1, 1, 3)));
+	prt_karg a[9];
 	conv_args(a, &X, &W, NULL, INTS(I(2)), INTS(I(1)), INTS(I(1)), false, INTS(I(0)), 1);
 	call_ok("aten::convolution", a, 9, &O);
 	/* padded [0,1,2,3,4,5,0], windows at 0, 2, 4 with [1,2]: 0+2, 2+6, 4+10 */
@@ -185,8 +185,8 @@ Test(kernels_nn, conv1d_f64_and_f16)
 	for (int i = 0; i < 5; i++)
 		hx[i] = pr_f16_from_double(x[i]);
 	hw[0] = pr_f16_from_double(1), hw[1] = pr_f16_from_double(2);
-	pr_rv HX = V(mk(PR_F16, hx, 3, SHAPE(1, 1, 5))), HW = V(mk(PR_F16, hw, 3, SHAPE(1, 1, 2)));
-	pr_rv HO = V(mk(PR_F16, ho, 3, SHAPE(1, 1, 3)));
+	prt_rv HX = V(mk(PR_F16, hx, 3, SHAPE(1, 1, 5))), HW = V(mk(PR_F16, hw, 3, SHAPE(1, 1, 2)));
+	prt_rv HO = V(mk(PR_F16, ho, 3, SHAPE(1, 1, 3)));
 	conv_args(a, &HX, &HW, NULL, INTS(I(2)), INTS(I(1)), INTS(I(1)), false, INTS(I(0)), 1);
 	call_ok("aten::convolution", a, 9, &HO);
 	EXPECT(&HO.t, 2, 8, 14);
@@ -195,17 +195,17 @@ Test(kernels_nn, conv1d_f64_and_f16)
 Test(kernels_nn, transposed_convolution)
 {
 	float x[2] = {1, 2}, w[3] = {1, 1, 1}, o[6];
-	pr_rv X = V(F32(x, 1, 1, 2)), W = V(F32(w, 1, 1, 3)), O = V(F32(o, 1, 1, 5));
-	pr_karg a[9];
+	prt_rv X = V(F32(x, 1, 1, 2)), W = V(F32(w, 1, 1, 3)), O = V(F32(o, 1, 1, 5));
+	prt_karg a[9];
 	conv_args(a, &X, &W, NULL, INTS(I(2)), INTS(I(0)), INTS(I(1)), true, INTS(I(0)), 1);
 	call_ok("aten::convolution", a, 9, &O);
 	/* x0 spreads over outputs 0..2, x1 (stride 2) over 2..4 */
 	EXPECT(&O.t, 1, 1, 3, 2, 2);
-	pr_rv P = V(F32(o, 1, 1, 3));
+	prt_rv P = V(F32(o, 1, 1, 3));
 	conv_args(a, &X, &W, NULL, INTS(I(2)), INTS(I(1)), INTS(I(1)), true, INTS(I(0)), 1);
 	call_ok("aten::convolution", a, 9, &P);
 	EXPECT(&P.t, 1, 3, 2);   /* padding 1 crops one output at each end */
-	pr_rv Q = V(F32(o, 1, 1, 6));
+	prt_rv Q = V(F32(o, 1, 1, 6));
 	conv_args(a, &X, &W, NULL, INTS(I(2)), INTS(I(0)), INTS(I(1)), true, INTS(I(1)), 1);
 	call_ok("aten::convolution", a, 9, &Q);
 	EXPECT(&Q.t, 1, 1, 3, 2, 2, 0);   /* output_padding 1 adds one at the end */
@@ -214,22 +214,22 @@ Test(kernels_nn, transposed_convolution)
 Test(kernels_nn, conv_refuses_bad_arguments)
 {
 	float x[18] = {0}, w[50] = {0}, o[18];
-	pr_rv X = V(F32(x, 1, 2, 3, 3)), W = V(F32(w, 2, 1, 3, 3)), O = V(F32(o, 1, 2, 1, 1));
-	pr_karg a[9];
+	prt_rv X = V(F32(x, 1, 2, 3, 3)), W = V(F32(w, 2, 1, 3, 3)), O = V(F32(o, 1, 2, 1, 1));
+	prt_karg a[9];
 	conv_args(a, &X, &W, NULL, INTS(I(1)), INTS(I(0)), INTS(I(1)), false, INTS(I(0)), 1);
 	call_refused("aten::convolution", a, 9, &O, "channels");   /* 2 channels, weight takes 1 */
 	conv_args(a, &X, &W, NULL, INTS(I(1)), INTS(I(0)), INTS(I(1)), false, INTS(I(0)), 2);
 	call_ok("aten::convolution", a, 9, &O);                    /* groups=2 takes them */
-	pr_rv O2 = V(F32(o, 1, 1, 2, 2));
+	prt_rv O2 = V(F32(o, 1, 1, 2, 2));
 	call_refused("aten::convolution", a, 9, &O2, "[1,2,1,1]");  /* the declared result */
 	conv_args(a, &X, &W, NULL, INTS(I(1), I(1), I(1)), INTS(I(0)), INTS(I(1)), false, INTS(I(0)), 2);
 	call_refused("aten::convolution", a, 9, &O, "stride must have 1 or 2 entries");
-	pr_rv W5 = V(F32(w, 2, 1, 5, 5));
+	prt_rv W5 = V(F32(w, 2, 1, 5, 5));
 	conv_args(a, &X, &W5, NULL, INTS(I(1)), INTS(I(0)), INTS(I(1)), false, INTS(I(0)), 2);
 	call_refused("aten::convolution", a, 9, &O, "larger than the padded input");
 	int64_t ix[9] = {0}, iw[1] = {0}, io[9];
-	pr_rv IX = V(mk(PR_I64, ix, 4, SHAPE(1, 1, 3, 3))), IW = V(mk(PR_I64, iw, 4, SHAPE(1, 1, 1, 1)));
-	pr_rv IO = V(mk(PR_I64, io, 4, SHAPE(1, 1, 3, 3)));
+	prt_rv IX = V(mk(PR_I64, ix, 4, SHAPE(1, 1, 3, 3))), IW = V(mk(PR_I64, iw, 4, SHAPE(1, 1, 1, 1)));
+	prt_rv IO = V(mk(PR_I64, io, 4, SHAPE(1, 1, 3, 3)));
 	conv_args(a, &IX, &IW, NULL, INTS(I(1)), INTS(I(0)), INTS(I(1)), false, INTS(I(0)), 1);
 	call_refused("aten::convolution", a, 9, &IO, "floating-point");
 }
@@ -240,11 +240,11 @@ Test(kernels_nn, batch_norm_inference_per_channel)
 {
 	/* channel 0 = [1,3], channel 1 = [2,6]; stored channels-last: 1,2,3,6 */
 	float x[4] = {1, 2, 3, 6}, w[2] = {2, 3}, b[2] = {0.5f, -1}, m[2] = {2, 4}, v[2] = {1, 4}, o[4];
-	pr_tensor xt = F32(x, 1, 2, 1, 2);
+	prt_tensor xt = F32(x, 1, 2, 1, 2);
 	memcpy(xt.strides, SHAPE(4, 1, 4, 2), sizeof(int64_t) * 4);
-	pr_rv X = V(xt), W = V(F32(w, 2)), Bi = V(F32(b, 2)), M = V(F32(m, 2)), Va = V(F32(v, 2));
-	pr_rv O = V(F32(o, 1, 2, 1, 2));
-	pr_karg a[9] = {T(&X), T(&W), T(&Bi), T(&M), T(&Va), B(false), F(0.1), F(0), B(true)};
+	prt_rv X = V(xt), W = V(F32(w, 2)), Bi = V(F32(b, 2)), M = V(F32(m, 2)), Va = V(F32(v, 2));
+	prt_rv O = V(F32(o, 1, 2, 1, 2));
+	prt_karg a[9] = {T(&X), T(&W), T(&Bi), T(&M), T(&Va), B(false), F(0.1), F(0), B(true)};
 	call_ok("aten::batch_norm", a, 9, &O);
 	/* (x - mean) / sqrt(var): ch0 [-1, 1], ch1 [-1, 1]; times [2,3] plus [0.5,-1] */
 	EXPECT(&O.t, -1.5, 2.5, -4, 2);
@@ -252,9 +252,9 @@ Test(kernels_nn, batch_norm_inference_per_channel)
 	/* _native_batch_norm_legit_no_training returns (out, save_mean, save_rstd):
 	 * the statistics are empty in inference and only out is written. */
 	float o2[4];
-	pr_rv elems[3] = {V(F32(o2, 1, 2, 1, 2)), V(F32(NULL, 0)), V(F32(NULL, 0))};
-	pr_rv tup = {.kind = PR_RV_TUPLE, .n = 3, .elems = elems};
-	pr_karg l[7] = {T(&X), NONE(), NONE(), T(&M), T(&Va), F(0.1), F(0)};
+	prt_rv elems[3] = {V(F32(o2, 1, 2, 1, 2)), V(F32(NULL, 0)), V(F32(NULL, 0))};
+	prt_rv tup = {.kind = PRT_RV_TUPLE, .n = 3, .elems = elems};
+	prt_karg l[7] = {T(&X), NONE(), NONE(), T(&M), T(&Va), F(0.1), F(0)};
 	call_ok("aten::_native_batch_norm_legit_no_training", l, 7, &tup);
 	EXPECT(&elems[0].t, -1, 1, -1, 1);   /* no weight, no bias */
 }
@@ -262,8 +262,8 @@ Test(kernels_nn, batch_norm_inference_per_channel)
 Test(kernels_nn, batch_norm_rank_2_eps_and_refusals)
 {
 	float x[2] = {3, 3}, m[2] = {1, 2}, v[2] = {3, 0}, o[2];
-	pr_rv X = V(F32(x, 1, 2)), M = V(F32(m, 2)), Va = V(F32(v, 2)), O = V(F32(o, 1, 2));
-	pr_karg a[9] = {T(&X), NONE(), NONE(), T(&M), T(&Va), B(false), F(0.1), F(1), B(true)};
+	prt_rv X = V(F32(x, 1, 2)), M = V(F32(m, 2)), Va = V(F32(v, 2)), O = V(F32(o, 1, 2));
+	prt_karg a[9] = {T(&X), NONE(), NONE(), T(&M), T(&Va), B(false), F(0.1), F(1), B(true)};
 	call_ok("aten::batch_norm", a, 9, &O);
 	/* eps 1: (3-1)/sqrt(4), (3-2)/sqrt(1) */
 	EXPECT(&O.t, 1, 1);
@@ -272,7 +272,7 @@ Test(kernels_nn, batch_norm_rank_2_eps_and_refusals)
 	a[5] = B(false), a[3] = NONE();
 	call_refused("aten::batch_norm", a, 9, &O, "running_mean");
 	float m3[3] = {0};
-	pr_rv M3 = V(F32(m3, 3));
+	prt_rv M3 = V(F32(m3, 3));
 	a[3] = T(&M3);
 	call_refused("aten::batch_norm", a, 9, &O, "2 elements");
 }
@@ -285,8 +285,8 @@ Test(kernels_nn, max_pool2d_padding_counts_as_minus_infinity)
 	float x[16], o[4];
 	for (int i = 0; i < 16; i++)
 		x[i] = -1 - (float)i;
-	pr_rv X = V(F32(x, 1, 1, 4, 4)), O = V(F32(o, 1, 1, 2, 2));
-	pr_karg a[6] = {T(&X), INTS(I(3), I(3)), INTS(I(2), I(2)), INTS(I(1), I(1)),
+	prt_rv X = V(F32(x, 1, 1, 4, 4)), O = V(F32(o, 1, 1, 2, 2));
+	prt_karg a[6] = {T(&X), INTS(I(3), I(3)), INTS(I(2), I(2)), INTS(I(1), I(1)),
 			INTS(I(1), I(1)), B(false)};
 	call_ok("aten::max_pool2d", a, 6, &O);
 	/* x[i] = -1 - i; windows (rows, cols) [-1..1]x[-1..1] holds i = 0 first,
@@ -299,22 +299,22 @@ Test(kernels_nn, max_pool2d_default_stride_ceil_mode_dilation_and_transposed_inp
 {
 	float x[16], o[8];
 	iota(x, 16, 0);
-	pr_rv X = V(F32(x, 1, 1, 4, 4)), O = V(F32(o, 1, 1, 2, 2));
-	pr_karg a[2] = {T(&X), INTS(I(2), I(2))};   /* stride=[] and the rest: the schema's defaults */
+	prt_rv X = V(F32(x, 1, 1, 4, 4)), O = V(F32(o, 1, 1, 2, 2));
+	prt_karg a[2] = {T(&X), INTS(I(2), I(2))};   /* stride=[] and the rest: the schema's defaults */
 	call_ok("aten::max_pool2d", a, 2, &O);
 	EXPECT(&O.t, 5, 7, 13, 15);
 
 	/* the same input seen transposed: the maxima of the windows of x^T */
-	pr_tensor xt = X.t;
+	prt_tensor xt = X.t;
 	xt.strides[2] = 1, xt.strides[3] = 4;
-	pr_rv XT = V(xt);
+	prt_rv XT = V(xt);
 	a[0] = T(&XT);
 	call_ok("aten::max_pool2d", a, 2, &O);
 	EXPECT(&O.t, 5, 13, 7, 15);
 
 	float r[5] = {1, 5, 2, 4, 3};
-	pr_rv R = V(F32(r, 1, 1, 1, 5)), C = V(F32(o, 1, 1, 1, 3)), D = V(F32(o, 1, 1, 1, 2));
-	pr_karg c[6] = {T(&R), INTS(I(1), I(2)), INTS(I(1), I(2)), INTS(I(0)), INTS(I(1)), B(true)};
+	prt_rv R = V(F32(r, 1, 1, 1, 5)), C = V(F32(o, 1, 1, 1, 3)), D = V(F32(o, 1, 1, 1, 2));
+	prt_karg c[6] = {T(&R), INTS(I(1), I(2)), INTS(I(1), I(2)), INTS(I(0)), INTS(I(1)), B(true)};
 	call_ok("aten::max_pool2d", c, 6, &C);
 	/* ceil_mode: windows at 0, 2 and a last partial one at 4 */
 	EXPECT(&C.t, 5, 4, 3);
@@ -322,7 +322,7 @@ Test(kernels_nn, max_pool2d_default_stride_ceil_mode_dilation_and_transposed_inp
 	call_ok("aten::max_pool2d", c, 6, &D);
 	EXPECT(&D.t, 5, 4);
 	/* dilation 2, stride 1: max(x0,x2), max(x1,x3), max(x2,x4) */
-	pr_karg d[6] = {T(&R), INTS(I(1), I(2)), INTS(I(1), I(1)), INTS(I(0)), INTS(I(1), I(2)), B(false)};
+	prt_karg d[6] = {T(&R), INTS(I(1), I(2)), INTS(I(1), I(1)), INTS(I(0)), INTS(I(1), I(2)), B(false)};
 	call_ok("aten::max_pool2d", d, 6, &C);
 	EXPECT(&C.t, 2, 5, 3);
 }
@@ -333,10 +333,10 @@ Test(kernels_nn, max_pool2d_with_indices_and_nan)
 	int64_t ix[4];
 	iota(x, 16, 0);
 	x[4] = NAN;
-	pr_rv elems[2] = {V(F32(o, 1, 1, 2, 2)), V(mk(PR_I64, ix, 4, SHAPE(1, 1, 2, 2)))};
-	pr_rv tup = {.kind = PR_RV_TUPLE, .n = 2, .elems = elems};
-	pr_rv X = V(F32(x, 1, 1, 4, 4));
-	pr_karg a[2] = {T(&X), INTS(I(2), I(2))};
+	prt_rv elems[2] = {V(F32(o, 1, 1, 2, 2)), V(mk(PR_I64, ix, 4, SHAPE(1, 1, 2, 2)))};
+	prt_rv tup = {.kind = PRT_RV_TUPLE, .n = 2, .elems = elems};
+	prt_rv X = V(F32(x, 1, 1, 4, 4));
+	prt_karg a[2] = {T(&X), INTS(I(2), I(2))};
 	call_ok("aten::max_pool2d_with_indices", a, 2, &tup);
 	/* a NaN wins its window (as in ATen); the indices are flat in the 4x4 plane */
 	EXPECT(&elems[0].t, NAN, 7, 13, 15);
@@ -348,15 +348,15 @@ Test(kernels_nn, max_pool2d_with_indices_and_nan)
 Test(kernels_nn, max_pool_refusals_and_the_1d_form)
 {
 	float x[5] = {1, 5, 2, 4, 3}, o[4];
-	pr_rv X = V(F32(x, 1, 5)), O = V(F32(o, 1, 2));
-	pr_karg a[3] = {T(&X), INTS(I(2)), INTS(I(2))};
+	prt_rv X = V(F32(x, 1, 5)), O = V(F32(o, 1, 2));
+	prt_karg a[3] = {T(&X), INTS(I(2)), INTS(I(2))};
 	call_ok("aten::max_pool1d", a, 3, &O);
 	EXPECT(&O.t, 5, 4);   /* an unbatched [C, L] input */
-	pr_rv O3 = V(F32(o, 1, 3));
+	prt_rv O3 = V(F32(o, 1, 3));
 	call_refused("aten::max_pool1d", a, 3, &O3, "[1,2]");
-	pr_karg p[4] = {T(&X), INTS(I(2)), INTS(I(2)), INTS(I(2))};
+	prt_karg p[4] = {T(&X), INTS(I(2)), INTS(I(2)), INTS(I(2))};
 	call_refused("aten::max_pool1d", p, 4, &O, "half the kernel size");
-	pr_rv X1 = V(F32(x, 5));
+	prt_rv X1 = V(F32(x, 5));
 	a[0] = T(&X1);
 	call_refused("aten::max_pool1d", a, 3, &O, "rank 2 or 3");
 }
@@ -367,13 +367,13 @@ Test(kernels_nn, avg_pool2d_padding_divisors)
 {
 	float x[9], o[4];
 	iota(x, 9, 1);
-	pr_rv X = V(F32(x, 1, 1, 3, 3)), O = V(F32(o, 1, 1, 2, 2));
-	pr_karg a[7] = {T(&X), INTS(I(2), I(2)), INTS(I(1), I(1))};
+	prt_rv X = V(F32(x, 1, 1, 3, 3)), O = V(F32(o, 1, 1, 2, 2));
+	prt_karg a[7] = {T(&X), INTS(I(2), I(2)), INTS(I(1), I(1))};
 	call_ok("aten::avg_pool2d", a, 3, &O);
 	EXPECT(&O.t, 3, 4, 6, 7);   /* the 2x2 means of [[1,2,3],[4,5,6],[7,8,9]] */
 
 	/* padding 1, stride 2: the windows hold {1}, {2,3}, {4,7}, {5,6,8,9} */
-	pr_karg p[7] = {T(&X), INTS(I(2), I(2)), INTS(I(2), I(2)), INTS(I(1), I(1)), B(false),
+	prt_karg p[7] = {T(&X), INTS(I(2), I(2)), INTS(I(2), I(2)), INTS(I(1), I(1)), B(false),
 			B(true), NONE()};
 	call_ok("aten::avg_pool2d", p, 7, &O);
 	EXPECT(&O.t, 0.25, 1.25, 2.75, 7);    /* count_include_pad: always / 4 */
@@ -392,18 +392,18 @@ Test(kernels_nn, avg_pool_ceil_mode_and_1d_on_a_strided_input)
 	float x[10], o[3];
 	iota(x, 10, 1);
 	/* every other element of 1..10: [1,3,5,7,9] */
-	pr_tensor xt = F32(x, 1, 1, 1, 5);
+	prt_tensor xt = F32(x, 1, 1, 1, 5);
 	xt.strides[3] = 2;
-	pr_rv X = V(xt), O = V(F32(o, 1, 1, 1, 3));
-	pr_karg a[7] = {T(&X), INTS(I(1), I(2)), INTS(I(1), I(2)), INTS(I(0)), B(true), B(true), NONE()};
+	prt_rv X = V(xt), O = V(F32(o, 1, 1, 1, 3));
+	prt_karg a[7] = {T(&X), INTS(I(1), I(2)), INTS(I(1), I(2)), INTS(I(0)), B(true), B(true), NONE()};
 	call_ok("aten::avg_pool2d", a, 7, &O);
 	/* windows [1,3], [5,7] and the last, clipped to the input: [9] / 1 */
 	EXPECT(&O.t, 2, 6, 9);
 
-	pr_tensor x1 = F32(x, 1, 5);
+	prt_tensor x1 = F32(x, 1, 5);
 	x1.strides[1] = 2;
-	pr_rv X1 = V(x1), O1 = V(F32(o, 1, 3));
-	pr_karg b[6] = {T(&X1), INTS(I(3)), INTS(I(2)), INTS(I(1)), B(false), B(false)};
+	prt_rv X1 = V(x1), O1 = V(F32(o, 1, 3));
+	prt_karg b[6] = {T(&X1), INTS(I(3)), INTS(I(2)), INTS(I(1)), B(false), B(false)};
 	call_ok("aten::avg_pool1d", b, 6, &O1);
 	/* padding 1, kernel 3, stride 2, padding not counted: {1,3} / 2, {3,5,7} / 3, {7,9} / 2 */
 	EXPECT(&O1.t, 2, 5, 8);
@@ -413,25 +413,25 @@ Test(kernels_nn, adaptive_avg_pool_uses_atens_start_and_end)
 {
 	float x[9], o[4];
 	iota(x, 9, 1);
-	pr_rv X = V(F32(x, 1, 1, 1, 5)), O = V(F32(o, 1, 1, 1, 3));
-	pr_karg a[2] = {T(&X), INTS(I(1), I(3))};
+	prt_rv X = V(F32(x, 1, 1, 1, 5)), O = V(F32(o, 1, 1, 1, 3));
+	prt_karg a[2] = {T(&X), INTS(I(1), I(3))};
 	call_ok("aten::_adaptive_avg_pool2d", a, 2, &O);
 	/* cell o covers [floor(5o/3), ceil(5(o+1)/3)): [0,2), [1,4), [3,5) */
 	EXPECT(&O.t, 1.5, 3, 4.5);
 
-	pr_tensor xt = F32(x, 1, 3, 3);   /* unbatched [C, H, W], seen transposed */
+	prt_tensor xt = F32(x, 1, 3, 3);   /* unbatched [C, H, W], seen transposed */
 	xt.strides[1] = 1, xt.strides[2] = 3;
-	pr_rv XT = V(xt), O2 = V(F32(o, 1, 2, 2));
-	pr_karg b[2] = {T(&XT), INTS(I(2))};
+	prt_rv XT = V(xt), O2 = V(F32(o, 1, 2, 2));
+	prt_karg b[2] = {T(&XT), INTS(I(2))};
 	call_ok("aten::adaptive_avg_pool2d", b, 2, &O2);
 	/* overlapping 2x2 cells of [[1,4,7],[2,5,8],[3,6,9]] */
 	EXPECT(&O2.t, 3, 6, 4, 7);
 
-	pr_rv X1 = V(F32(x, 1, 1, 5)), O1 = V(F32(o, 1, 1, 2));
-	pr_karg c[2] = {T(&X1), INTS(I(2))};
+	prt_rv X1 = V(F32(x, 1, 1, 5)), O1 = V(F32(o, 1, 1, 2));
+	prt_karg c[2] = {T(&X1), INTS(I(2))};
 	call_ok("aten::adaptive_avg_pool1d", c, 2, &O1);
 	EXPECT(&O1.t, 2, 4);   /* [0,3) and [2,5) */
-	pr_karg z[2] = {T(&X1), INTS(I(0))};
+	prt_karg z[2] = {T(&X1), INTS(I(0))};
 	call_refused("aten::adaptive_avg_pool1d", z, 2, &O1, "positive");
 }
 
@@ -440,22 +440,22 @@ Test(kernels_nn, adaptive_avg_pool_uses_atens_start_and_end)
 Test(kernels_nn, hardtanh_relu6_and_nan)
 {
 	float x[5] = {-3, -0.5f, 0.5f, 3, NAN}, o[5];
-	pr_rv X = V(F32(x, 5)), O = V(F32(o, 5));
-	pr_karg a[1] = {T(&X)};
+	prt_rv X = V(F32(x, 5)), O = V(F32(o, 5));
+	prt_karg a[1] = {T(&X)};
 	call_ok("aten::hardtanh", a, 1, &O);
 	EXPECT(&O.t, -1, -0.5, 0.5, 1, NAN);   /* [-1, 1]; NaN stays NaN */
-	pr_karg r6[3] = {T(&X), F(0), F(6)};
+	prt_karg r6[3] = {T(&X), F(0), F(6)};
 	call_ok("aten::hardtanh", r6, 3, &O);
 	EXPECT(&O.t, 0, 0, 0.5, 3, NAN);
-	pr_karg bad[3] = {T(&X), F(1), F(0)};
+	prt_karg bad[3] = {T(&X), F(1), F(0)};
 	call_refused("aten::hardtanh", bad, 3, &O, "min_val");
 }
 
 Test(kernels_nn, hardswish_hardsigmoid_silu)
 {
 	float x[5] = {-4, -1, 0, 1, 4}, o[5];
-	pr_rv X = V(F32(x, 5)), O = V(F32(o, 5));
-	pr_karg a[1] = {T(&X)};
+	prt_rv X = V(F32(x, 5)), O = V(F32(o, 5));
+	prt_karg a[1] = {T(&X)};
 	call_ok("aten::hardswish", a, 1, &O);
 	EXPECT(&O.t, 0, -1.0 / 3, 0, 4.0 / 6, 4);   /* x * clamp(x + 3, 0, 6) / 6 */
 	call_ok("aten::hardsigmoid", a, 1, &O);
@@ -468,10 +468,10 @@ Test(kernels_nn, hardswish_hardsigmoid_silu)
 Test(kernels_nn, in_place_forms_write_a_strided_view)
 {
 	float x[6] = {-4, 9, 1, 9, 4, 9};
-	pr_tensor every_other = F32(x, 3);
+	prt_tensor every_other = F32(x, 3);
 	every_other.strides[0] = 2;
-	pr_rv X = V(every_other), O = {.kind = PR_RV_TENSOR};
-	pr_karg a[3] = {T(&X), F(-2), F(2)};
+	prt_rv X = V(every_other), O = {.kind = PRT_RV_TENSOR};
+	prt_karg a[3] = {T(&X), F(-2), F(2)};
 	cr_assert_null(call_k("aten::hardtanh_", a, 3, &O, 0));
 	cr_expect(x[0] == -2 && x[2] == 1 && x[4] == 2 && x[1] == 9 && x[3] == 9 && x[5] == 9);
 	cr_assert_null(call_k("aten::hardswish_", a, 1, &O, 0));
@@ -482,6 +482,6 @@ Test(kernels_nn, in_place_forms_write_a_strided_view)
 	cr_assert_null(call_k("aten::hardsigmoid_", a, 1, &O, 0));
 	cr_expect(x[3] == 9 && x[5] == 9, "only the view changed");
 	float ho[3];
-	pr_rv HO = V(F32(ho, 4));
+	prt_rv HO = V(F32(ho, 4));
 	call_refused("aten::hardsigmoid", a, 1, &HO, "[3]");
 }

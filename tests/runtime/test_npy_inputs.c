@@ -40,8 +40,8 @@ static const char *write_npy(const char *name, const char *header, size_t data_b
 
 static char *read_error(const char *path)
 {
-	pr_tensor t;
-	pr_err *e = pr_npy_read(path, &t);
+	prt_tensor t;
+	pr_err *e = prt_npy_read(path, &t);
 	free(t.storage);
 	if (!e)
 		return NULL;
@@ -138,8 +138,8 @@ Test(npy_header, the_forms_python_writes_are_accepted)
 		int64_t numel = good[i].rank == 0 ? 1 : good[i].d0 * (good[i].rank > 1 ? good[i].d1 : 1);
 		const char *path = write_npy("good.npy", good[i].header,
 					     (size_t)numel * pr_dtype_size(good[i].dtype));
-		pr_tensor t;
-		pr_err *e = pr_npy_read(path, &t);
+		prt_tensor t;
+		pr_err *e = prt_npy_read(path, &t);
 		cr_expect_null(e, "%s: %s", good[i].header, e ? pr_err_message(e) : "");
 		pr_err_free(e);
 		cr_expect(t.dtype == good[i].dtype && t.rank == good[i].rank, "%s", good[i].header);

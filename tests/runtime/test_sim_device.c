@@ -52,87 +52,87 @@ static void host_write(volatile uint8_t *p) { p[3] = 1; }
 
 Test(sim_device, M4_host_reads_and_writes_of_device_memory_fault)
 {
-	pr_devset s;
-	cr_assert_null(pr_devset_init(&s, "sim"));
+	prt_devset s;
+	cr_assert_null(prt_devset_init(&s, "sim"));
 	int slot;
-	cr_assert_null(pr_devset_slot(&s, dev("cuda:0"), &slot));
+	cr_assert_null(prt_devset_slot(&s, dev("cuda:0"), &slot));
 	void *p;
-	cr_assert_null(pr_mem_alloc(&s, slot, 100, &p));
+	cr_assert_null(prt_mem_alloc(&s, slot, 100, &p));
 	cr_expect_eq(child_status(host_read, p), 42, "a host read of sim memory must fault");
 	cr_expect_eq(child_status(host_write, p), 42, "a host write of sim memory must fault");
 	/* Between enter and leave (a device kernel), the memory is usable. */
-	pr_dev *d = pr_devset_dev(&s, slot);
+	prt_dev *d = prt_devset_dev(&s, slot);
 	d->ops->enter(d);
 	cr_expect_eq(child_status(host_write, p), 0, "open while a device kernel runs");
 	d->ops->leave(d);
 	cr_expect_eq(child_status(host_read, p), 42, "closed again after it");
-	cr_expect(pr_sim_owner(p) == d);
-	cr_expect(pr_sim_owner(&slot) == NULL);
-	pr_devset_free(&s);
+	cr_expect(prt_sim_owner(p) == d);
+	cr_expect(prt_sim_owner(&slot) == NULL);
+	prt_devset_free(&s);
 }
 
 Test(sim_device, copies_round_trip_and_count_bytes_each_way)
 {
-	pr_devset s;
-	cr_assert_null(pr_devset_init(&s, "sim"));
+	prt_devset s;
+	cr_assert_null(prt_devset_init(&s, "sim"));
 	int slot;
-	cr_assert_null(pr_devset_slot(&s, dev("CUDA:0"), &slot));
+	cr_assert_null(prt_devset_slot(&s, dev("CUDA:0"), &slot));
 	float in[4] = {1, 2, 3, 4}, out[4] = {0};
 	void *p;
-	cr_assert_null(pr_mem_alloc(&s, slot, sizeof in, &p));
-	cr_assert_null(pr_mem_copy(&s, slot, p, 0, in, sizeof in, true));
-	cr_assert_null(pr_mem_sync(&s, slot));
-	cr_assert_null(pr_mem_copy(&s, 0, out, slot, p, 8, true));
+	cr_assert_null(prt_mem_alloc(&s, slot, sizeof in, &p));
+	cr_assert_null(prt_mem_copy(&s, slot, p, 0, in, sizeof in, true));
+	cr_assert_null(prt_mem_sync(&s, slot));
+	cr_assert_null(prt_mem_copy(&s, 0, out, slot, p, 8, true));
 	cr_expect(out[0] == 1 && out[1] == 2 && out[2] == 0);
 	int64_t h2d, d2h;
-	pr_devset_counters(&s, &h2d, &d2h);
+	prt_devset_counters(&s, &h2d, &d2h);
 	cr_expect_eq(h2d, 16);
 	cr_expect_eq(d2h, 8);
 	/* The caller's own transfers are not counted. */
-	cr_assert_null(pr_mem_copy(&s, 0, out, slot, p, 16, false));
-	pr_devset_counters(&s, &h2d, &d2h);
+	cr_assert_null(prt_mem_copy(&s, 0, out, slot, p, 16, false));
+	prt_devset_counters(&s, &h2d, &d2h);
 	cr_expect_eq(d2h, 8);
 	cr_expect(out[3] == 4);
-	pr_devset_reset_counters(&s);
-	pr_devset_counters(&s, &h2d, &d2h);
+	prt_devset_reset_counters(&s);
+	prt_devset_counters(&s, &h2d, &d2h);
 	cr_expect_eq(h2d + d2h, 0);
-	pr_mem_free(&s, slot, p, sizeof in);
-	pr_devset_free(&s);
+	prt_mem_free(&s, slot, p, sizeof in);
+	prt_devset_free(&s);
 }
 
 Test(sim_device, devices_get_their_own_slots_and_memory)
 {
-	pr_devset s;
-	cr_assert_null(pr_devset_init(&s, "sim"));
+	prt_devset s;
+	cr_assert_null(prt_devset_init(&s, "sim"));
 	int a, b, a2, h, plain;
-	cr_assert_null(pr_devset_slot(&s, dev("cuda:0"), &a));
-	cr_assert_null(pr_devset_slot(&s, dev("cuda:1"), &b));
-	cr_assert_null(pr_devset_slot(&s, dev("cuda:0"), &a2));
-	cr_assert_null(pr_devset_slot(&s, dev("cpu"), &h));
-	cr_assert_null(pr_devset_slot(&s, dev("cuda"), &plain));
+	cr_assert_null(prt_devset_slot(&s, dev("cuda:0"), &a));
+	cr_assert_null(prt_devset_slot(&s, dev("cuda:1"), &b));
+	cr_assert_null(prt_devset_slot(&s, dev("cuda:0"), &a2));
+	cr_assert_null(prt_devset_slot(&s, dev("cpu"), &h));
+	cr_assert_null(prt_devset_slot(&s, dev("cuda"), &plain));
 	cr_expect(a != b && a == a2 && h == 0 && plain == a, "%d %d %d %d %d", a, b, a2, h, plain);
 	void *p;
-	cr_assert_null(pr_mem_alloc(&s, b, 10, &p));
-	pr_dev *d0 = pr_devset_dev(&s, a), *d1 = pr_devset_dev(&s, b);
+	cr_assert_null(prt_mem_alloc(&s, b, 10, &p));
+	prt_dev *d0 = prt_devset_dev(&s, a), *d1 = prt_devset_dev(&s, b);
 	cr_expect(d1->ops->contains(d1, p, 10));
 	cr_expect(!d0->ops->contains(d0, p, 10), "cuda:1 memory is not cuda:0's");
-	pr_devset_free(&s);
+	prt_devset_free(&s);
 }
 
 Test(sim_device, unknown_device_types_and_kinds_are_errors)
 {
-	pr_devset s;
-	pr_err *e = pr_devset_init(&s, "tpu");
+	prt_devset s;
+	pr_err *e = prt_devset_init(&s, "tpu");
 	cr_assert_not_null(e);
 	cr_expect(strstr(pr_err_message(e), "sim, cuda"), "%s", pr_err_message(e));
 	pr_err_free(e);
-	cr_assert_null(pr_devset_init(&s, "sim"));
+	cr_assert_null(prt_devset_init(&s, "sim"));
 	int slot;
-	e = pr_devset_slot(&s, dev("mps:0"), &slot);
+	e = prt_devset_slot(&s, dev("mps:0"), &slot);
 	cr_assert_not_null(e);
 	cr_expect(strstr(pr_err_message(e), "mps:0"), "%s", pr_err_message(e));
 	pr_err_free(e);
-	pr_devset_free(&s);
+	prt_devset_free(&s);
 }
 
 /* sim simulates a device of every registered type (device.h): a plugin's
@@ -140,10 +140,10 @@ Test(sim_device, unknown_device_types_and_kinds_are_errors)
  * host code, as its registration promises. */
 Test(sim_device, registered_device_types_are_simulated)
 {
-	pr_devset s;
-	cr_assert_null(pr_devset_init(&s, "sim"));
+	prt_devset s;
+	cr_assert_null(prt_devset_init(&s, "sim"));
 	int slot;
-	pr_err *e = pr_devset_slot(&s, dev("npu:0"), &slot);
+	pr_err *e = prt_devset_slot(&s, dev("npu:0"), &slot);
 	cr_assert(e && strstr(pr_err_message(e), "no registered device type (registered: cpu, cuda)"),
 		  "%s", e ? pr_err_message(e) : "npu is known");
 	pr_err_free(e);
@@ -151,28 +151,28 @@ Test(sim_device, registered_device_types_are_simulated)
 	cr_assert_null(pr_device_type_add(&npu));
 	cr_assert_null(pr_device_type_add(&shared));
 	int n, sh;
-	cr_assert_null(pr_devset_slot(&s, dev("NPU"), &n));
-	cr_assert_null(pr_devset_slot(&s, dev("shared:0"), &sh));
+	cr_assert_null(prt_devset_slot(&s, dev("NPU"), &n));
+	cr_assert_null(prt_devset_slot(&s, dev("shared:0"), &sh));
 	void *p, *q;
-	cr_assert_null(pr_mem_alloc(&s, n, 100, &p));
-	cr_assert_null(pr_mem_alloc(&s, sh, 100, &q));
+	cr_assert_null(prt_mem_alloc(&s, n, 100, &p));
+	cr_assert_null(prt_mem_alloc(&s, sh, 100, &q));
 	cr_expect_eq(child_status(host_write, p), 42, "npu memory is closed to host code");
 	cr_expect_eq(child_status(host_write, q), 0, "host-addressable memory is open");
-	pr_sim_protect_all();
+	prt_sim_protect_all();
 	cr_expect_eq(child_status(host_read, q), 0, "and stays open after a fault closed the others");
 	float in[2] = {1, 2}, out[2] = {0};
-	cr_assert_null(pr_mem_copy(&s, sh, q, 0, in, sizeof in, true));
-	cr_assert_null(pr_mem_copy(&s, 0, out, sh, q, sizeof out, true));
+	cr_assert_null(prt_mem_copy(&s, sh, q, 0, in, sizeof in, true));
+	cr_assert_null(prt_mem_copy(&s, 0, out, sh, q, sizeof out, true));
 	cr_expect(out[0] == 1 && out[1] == 2);
-	pr_devset_free(&s);
+	prt_devset_free(&s);
 }
 
 Test(sim_device, cuda_kind_without_a_gpu_says_so)
 {
-	if (pr_cuda_available())
+	if (prt_cuda_available())
 		cr_skip_test("a GPU is present; tests/gpu/run.sh covers it");
-	pr_devset s;
-	pr_err *e = pr_devset_init(&s, "cuda");
+	prt_devset s;
+	pr_err *e = prt_devset_init(&s, "cuda");
 	cr_assert_not_null(e);
 	cr_expect(strstr(pr_err_message(e), "CUDA"), "%s", pr_err_message(e));
 	pr_err_free(e);
@@ -186,13 +186,13 @@ Test(sim_device, a_sim_run_never_loads_the_cuda_backend)
 	pr_program *p = NULL;
 	pr_err *e = pr_program_load_file(PASSRUN_SOURCE_DIR "/examples/decoder.pg", &p);
 	cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
-	pr_exec_options o = {.device = "sim"};
-	pr_exec *x = NULL;
-	e = pr_exec_load(p, "forward", &o, &x);
+	prt_exec_options o = {.device = "sim"};
+	prt_exec *x = NULL;
+	e = prt_exec_load(p, "forward", &o, &x);
 	cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
-	cr_expect_not_null(pr_kernel_find("aten::add.Tensor"));
-	cr_expect(!pr_cuda_loaded(), "a sim run opened libpassrun_cuda.so");
-	pr_exec_free(x);
+	cr_expect_not_null(prt_kernel_find("aten::add.Tensor"));
+	cr_expect(!prt_cuda_loaded(), "a sim run opened libpassrun_cuda.so");
+	prt_exec_free(x);
 	pr_program_free(p);
 }
 
@@ -200,11 +200,11 @@ Test(npy, round_trip_of_a_strided_tensor_and_its_header)
 {
 	float a[6] = {1, 4, 2, 5, 3, 6};
 	int64_t shape[2] = {2, 3};
-	pr_tensor t = pr_tensor_make(PR_F32, 2, shape, a);
+	prt_tensor t = prt_tensor_make(PR_F32, 2, shape, a);
 	t.strides[0] = 1, t.strides[1] = 2;   /* logical [[1,2,3],[4,5,6]] */
 	char path[512];
 	snprintf(path, sizeof path, "%s/t.npy", tu_temp_dir());
-	cr_assert_null(pr_npy_write(path, &t));
+	cr_assert_null(prt_npy_write(path, &t));
 	size_t len;
 	char *bytes = tu_read_file(path, &len);
 	cr_assert_not_null(bytes);
@@ -212,8 +212,8 @@ Test(npy, round_trip_of_a_strided_tensor_and_its_header)
 	cr_expect(strstr(bytes + 10, "'descr': '<f4'") && strstr(bytes + 10, "'shape': (2, 3)"));
 	cr_expect_eq(len % 64, 24 % 64, "64-byte aligned header, then 24 data bytes");
 	free(bytes);
-	pr_tensor r;
-	cr_assert_null(pr_npy_read(path, &r));
+	prt_tensor r;
+	cr_assert_null(prt_npy_read(path, &r));
 	cr_expect(r.dtype == PR_F32 && r.rank == 2 && r.shape[0] == 2 && r.shape[1] == 3);
 	for (int i = 0; i < 6; i++)
 		cr_expect_eq(((float *)r.data)[i], (float)(i + 1));
@@ -223,17 +223,17 @@ Test(npy, round_trip_of_a_strided_tensor_and_its_header)
 Test(npy, one_dim_and_scalar_shapes)
 {
 	int64_t v[3] = {7, -8, 9}, s = 5, shape[1] = {3};
-	pr_tensor t = pr_tensor_make(PR_I64, 1, shape, v);
+	prt_tensor t = prt_tensor_make(PR_I64, 1, shape, v);
 	char path[512];
 	snprintf(path, sizeof path, "%s/v.npy", tu_temp_dir());
-	cr_assert_null(pr_npy_write(path, &t));
-	pr_tensor r;
-	cr_assert_null(pr_npy_read(path, &r));
+	cr_assert_null(prt_npy_write(path, &t));
+	prt_tensor r;
+	cr_assert_null(prt_npy_read(path, &r));
 	cr_expect(r.dtype == PR_I64 && r.rank == 1 && r.shape[0] == 3 && ((int64_t *)r.data)[1] == -8);
 	free(r.storage);
-	t = pr_tensor_make(PR_I64, 0, NULL, &s);
-	cr_assert_null(pr_npy_write(path, &t));
-	cr_assert_null(pr_npy_read(path, &r));
+	t = prt_tensor_make(PR_I64, 0, NULL, &s);
+	cr_assert_null(prt_npy_write(path, &t));
+	cr_assert_null(prt_npy_read(path, &r));
 	cr_expect(r.rank == 0 && ((int64_t *)r.data)[0] == 5);
 	free(r.storage);
 }
@@ -241,8 +241,8 @@ Test(npy, one_dim_and_scalar_shapes)
 Test(npy, bad_files_are_errors_naming_the_file)
 {
 	const char *p = tu_write_temp("bad.npy", "not numpy at all");
-	pr_tensor r;
-	pr_err *e = pr_npy_read(p, &r);
+	prt_tensor r;
+	pr_err *e = prt_npy_read(p, &r);
 	cr_assert_not_null(e);
 	cr_expect(strstr(pr_err_message(e), "bad.npy") && strstr(pr_err_message(e), "magic"), "%s",
 		  pr_err_message(e));
@@ -260,11 +260,11 @@ Test(npy, bad_files_are_errors_naming_the_file)
 	fputc('\n', fp);
 	fwrite(two, sizeof two, 1, fp);
 	fclose(fp);
-	e = pr_npy_read(q, &r);
+	e = prt_npy_read(q, &r);
 	cr_assert_not_null(e);
 	cr_expect(strstr(pr_err_message(e), "truncated"), "%s", pr_err_message(e));
 	pr_err_free(e);
-	e = pr_npy_read("/nonexistent/x.npy", &r);
+	e = prt_npy_read("/nonexistent/x.npy", &r);
 	cr_assert_not_null(e);
 	pr_err_free(e);
 }
