@@ -93,21 +93,20 @@ static void tag_method(pr_graph *g, bool *changed)
 	pr_mutable_buffers_free(buffers);
 }
 
-static pr_err *device_constants_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+/* Per method: each method keeps its own device copy of its constants. */
+static pr_err *device_constants_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *changed)
 {
-	for (int m = 0; m < p->n_methods; m++) {
-		pr_graph *g = p->methods[m];
-		if (!pr_pass_opt_bool(ctx, PL_OPT_SKIP_CONST, g->name))
-			continue;
-		if (pr_pass_opt_bool(ctx, PL_OPT_SHARE_BUFFERS, g->name)) {
-			pr_pass_diag(ctx, PR_SEV_ERROR, "E-SHARED-MUTABLE-BUFFERS", g->name, NULL, -1,
-				     "skip_h2d_for_constants cannot be used with share_mutable_buffers: "
-				     "each method keeps its own device copy of its constants; "
-				     "set one of the two to false for method '%s'", g->name);
-			continue;
-		}
-		tag_method(g, changed);
+	(void)p;
+	if (!pr_pass_opt_bool(ctx, PL_OPT_SKIP_CONST, NULL))
+		return NULL;
+	if (pr_pass_opt_bool(ctx, PL_OPT_SHARE_BUFFERS, NULL)) {
+		pr_pass_diag(ctx, PR_SEV_ERROR, "E-SHARED-MUTABLE-BUFFERS", g->name, NULL, -1,
+			     "skip_h2d_for_constants cannot be used with share_mutable_buffers: "
+			     "each method keeps its own device copy of its constants; "
+			     "set one of the two to false for method '%s'", g->name);
+		return NULL;
 	}
+	tag_method(g, changed);
 	return NULL;
 }
 
@@ -117,7 +116,7 @@ static const pr_pass_info device_constants_pass = {
 	.summary = "constants read only by one device's delegates live in its memory, copied once at load (F10)",
 	.options = device_constants_options,
 	.n_options = sizeof device_constants_options / sizeof device_constants_options[0],
-	.run = device_constants_run,
+	.run_graph = device_constants_run,
 };
 
 static pr_err *device_constants_register(pr_registry *r)

@@ -513,27 +513,23 @@ static pr_err *walk_arguments(place_ctx *c)
 	return e;
 }
 
-static pr_err *propagate_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+/* Per method: a method's copies, skip flags and buffers are its own. */
+static pr_err *propagate_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *changed)
 {
-	for (int m = 0; m < p->n_methods; m++) {
-		pr_graph *g = p->methods[m];
-		place_ctx c = {
-			.pass = ctx, .p = p, .g = g, .changed = changed,
-			.skip_h2d = pr_pass_opt_bool(ctx, PL_OPT_SKIP_H2D, g->name),
-			.skip_d2h = pr_pass_opt_bool(ctx, PL_OPT_SKIP_D2H, g->name),
-			.copy_constants = pr_pass_opt_bool(ctx, "copy_constants", g->name),
-			.share_inputs = pr_pass_opt_bool(ctx, "share_inputs", g->name),
-			.copy_placed = !pr_pass_opt_bool(ctx, "read_placed_args", g->name),
-		};
-		c.buffers = pr_graph_mutable_buffers(g);
-		pr_err *e = walk_results(&c);
-		if (!e)
-			e = walk_arguments(&c);
-		pr_mutable_buffers_free(c.buffers);
-		if (e)
-			return pr_err_wrap(e, "propagate-device, method '%s'", g->name);
-	}
-	return NULL;
+	place_ctx c = {
+		.pass = ctx, .p = p, .g = g, .changed = changed,
+		.skip_h2d = pr_pass_opt_bool(ctx, PL_OPT_SKIP_H2D, NULL),
+		.skip_d2h = pr_pass_opt_bool(ctx, PL_OPT_SKIP_D2H, NULL),
+		.copy_constants = pr_pass_opt_bool(ctx, "copy_constants", NULL),
+		.share_inputs = pr_pass_opt_bool(ctx, "share_inputs", NULL),
+		.copy_placed = !pr_pass_opt_bool(ctx, "read_placed_args", NULL),
+	};
+	c.buffers = pr_graph_mutable_buffers(g);
+	pr_err *e = walk_results(&c);
+	if (!e)
+		e = walk_arguments(&c);
+	pr_mutable_buffers_free(c.buffers);
+	return e ? pr_err_wrap(e, "propagate-device, method '%s'", g->name) : NULL;
 }
 
 static const pr_pass_info propagate_pass = {
@@ -543,7 +539,7 @@ static const pr_pass_info propagate_pass = {
 	.options = propagate_options,
 	.n_options = sizeof propagate_options / sizeof propagate_options[0],
 	.requires = propagate_requires,
-	.run = propagate_run,
+	.run_graph = propagate_run,
 };
 
 static pr_err *propagate_register(pr_registry *r)
