@@ -97,12 +97,17 @@ static pr_err *staging(prt_dev *d, int64_t n)
 	return NULL;
 }
 
+/* The device made current and a staging buffer of n bytes, for a copy. */
+static pr_err *staged_copy_begin(prt_dev *d, int64_t n)
+{
+	pr_err *e = select_dev(d);
+	return e ? e : staging(d, n);
+}
+
 static pr_err *cuda_h2d(prt_dev *d, void *dst, const void *src, int64_t n)
 {
 	cuda_dev *c = d->impl;
-	pr_err *e = select_dev(d);
-	if (!e)
-		e = staging(d, n);
+	pr_err *e = staged_copy_begin(d, n);
 	if (e)
 		return e;
 	memcpy(c->staging, src, (size_t)n);
@@ -114,9 +119,7 @@ static pr_err *cuda_h2d(prt_dev *d, void *dst, const void *src, int64_t n)
 static pr_err *cuda_d2h(prt_dev *d, void *dst, const void *src, int64_t n)
 {
 	cuda_dev *c = d->impl;
-	pr_err *e = select_dev(d);
-	if (!e)
-		e = staging(d, n);
+	pr_err *e = staged_copy_begin(d, n);
 	if (e)
 		return e;
 	CU(cudaMemcpyAsync(c->staging, src, (size_t)n, cudaMemcpyDeviceToHost, c->stream));
