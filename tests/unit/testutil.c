@@ -1,6 +1,9 @@
+#define _GNU_SOURCE   /* nftw */
 #include "testutil.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,14 +14,36 @@
 
 #include "passrun/format.h"
 
+/* One fresh folder per test process, removed when that process exits.
+ * Named by mkdtemp, not by the pid: pids come round again, and a folder left
+ * by an earlier process (a FIFO in it, say) made mkfifo fail. Criterion's
+ * test children inherit the folder of the process that made it; only that
+ * process removes it. */
+static char temp_dir[64];
+static pid_t temp_dir_owner;
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+static void remove_temp_dir(void)
+{
+	if (temp_dir[0] && getpid() == temp_dir_owner)
+		nftw(temp_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 const char *tu_temp_dir(void)
 {
-	static char dir[256];
-	if (!dir[0]) {
-		snprintf(dir, sizeof dir, "/tmp/passrun-test-%d", (int)getpid());
-		mkdir(dir, 0700);
+	if (!temp_dir[0]) {
+		snprintf(temp_dir, sizeof temp_dir, "/tmp/passrun-test-XXXXXX");
+		if (!mkdtemp(temp_dir))
+			cr_assert_fail("cannot make a temporary folder: %s", strerror(errno));
+		temp_dir_owner = getpid();
+		atexit(remove_temp_dir);
 	}
-	return dir;
+	return temp_dir;
 }
 
 char *tu_read_file(const char *path, size_t *len)
