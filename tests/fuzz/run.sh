@@ -64,11 +64,15 @@ build_runtime() {
 		"$CLANG" $cflags -I"$root/runtime" $san -fsanitize=fuzzer-no-link -c "$src" \
 			-o "$work/obj_runtime/$(basename "$src" .c).o"
 	done
+	# plugins/common is the static library every plugin links; host-writes'
+	# header is the installed analysis API (plugins/CMakeLists.txt).
 	for dir in "$root"/plugins/*/; do
 		name=$(basename "$dir")
+		[ "$name" = common ] && continue
 		# shellcheck disable=SC2086
-		"$CLANG" $cflags -I"$root/plugins" $san -fsanitize=fuzzer-no-link -fPIC -shared \
-			"$dir"*.c -o "$work/plugins/$name.so"
+		"$CLANG" $cflags -I"$root/plugins/common" -I"$root/plugins/host-writes" $san \
+			-fsanitize=fuzzer-no-link -fPIC -shared \
+			"$dir"*.c "$root"/plugins/common/*.c -o "$work/plugins/$name.so"
 	done
 }
 
