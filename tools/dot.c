@@ -587,8 +587,7 @@ static const pr_node *drawn_arg(const drawn_graph *d, const node_index *ix, cons
 	if (a->kind != PR_ARG_VALUE || !a->u.value || !a->u.value->name)
 		return NULL;
 	const pr_node *now = pr_graph_find(d->g, a->u.value->name);
-	int k = now ? position_of(ix, now) : -1;
-	return k >= 0 && d->dist[k] >= 0 ? now : NULL;
+	return now && is_drawn(d, ix, now) ? now : NULL;
 }
 
 /* A node of before that g no longer has, drawn dashed, with dashed edges
@@ -645,15 +644,11 @@ static int hidden_neighbours(const drawn_graph *d, const node_index *ix, const p
 	int hidden = 0;
 	for (int i = 0; i < n->n_args; i++) {
 		const pr_arg *a = &n->args[i];
-		if (a->kind == PR_ARG_VALUE && a->u.value) {
-			int k = position_of(ix, a->u.value);
-			hidden += k < 0 || d->dist[k] < 0;
-		}
+		if (a->kind == PR_ARG_VALUE && a->u.value)
+			hidden += !is_drawn(d, ix, a->u.value);
 	}
-	for (int u = 0; u < n->n_uses; u++) {
-		int k = position_of(ix, n->uses[u].user);
-		hidden += k < 0 || d->dist[k] < 0;
-	}
+	for (int u = 0; u < n->n_uses; u++)
+		hidden += !is_drawn(d, ix, n->uses[u].user);
 	return hidden;
 }
 
