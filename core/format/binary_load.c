@@ -268,9 +268,14 @@ static bool rd_spec(rd *r, pr_spec *s)
 	if (reserved)
 		return rd_fail(r, at + 3, "reserved byte is %u, expected 0", reserved);
 	s->dtype = (pr_dtype)dtype;
-	s->rank = rank;
-	if (!rd_dims(r, "dimension", rank, s->shape) || !rd_dims(r, "stride", rank, s->strides) ||
-	    !rd_spec_sizes(r, at, s) || !rd_device(r, "the tensor's device", &s->device))
+	/* Checked on the file's dims, interned only once accepted. */
+	int64_t shape[PR_MAX_RANK], strides[PR_MAX_RANK];
+	pr_spec read = {.dtype = s->dtype, .rank = rank, .shape = shape, .strides = strides};
+	if (!rd_dims(r, "dimension", rank, shape) || !rd_dims(r, "stride", rank, strides) ||
+	    !rd_spec_sizes(r, at, &read))
+		return false;
+	pr_spec_set_layout(s, rank, shape, strides);
+	if (!rd_device(r, "the tensor's device", &s->device))
 		return false;
 	s->has_mem = flags & PRB_SPEC_HAS_MEM;
 	if (!s->has_mem)

@@ -192,9 +192,14 @@ static bool tp_spec(tp *p, pr_spec *s)
 	bool has_strides = false;
 	if (tp_accept(p, '{') && !tp_attrs(p, s, &has_strides, strides))
 		return false;
+	pr_spec given = *s;   /* checked before its strides are interned */
 	if (has_strides)
-		memcpy(s->strides, strides, (size_t)rank * sizeof *strides);
-	return tp_check_span(p, at, s);
+		given.strides = strides;
+	if (!tp_check_span(p, at, &given))
+		return false;
+	if (has_strides)
+		pr_spec_set_strides(s, strides);
+	return true;
 }
 
 bool tp_type(tp *p, pr_type *out)

@@ -81,23 +81,38 @@ bool pr_dtype_is_float(pr_dtype t)
 
 void pr_spec_init(pr_spec *s, pr_dtype t, int rank, const int64_t *shape)
 {
-	PR_ASSERT(rank >= 0 && rank <= PR_MAX_RANK);
 	memset(s, 0, sizeof *s);
 	s->dtype = t;
-	s->rank = rank;
-	for (int i = 0; i < rank; i++)
-		s->shape[i] = shape[i];
 	s->device = pr_device_host();
-	pr_spec_set_contiguous(s);
+	pr_spec_set_layout(s, rank, shape, NULL);
 }
 
 void pr_spec_set_contiguous(pr_spec *s)
 {
-	int64_t stride = 1;
-	for (int i = s->rank - 1; i >= 0; i--) {
-		s->strides[i] = stride;
-		stride *= s->shape[i] > 1 ? s->shape[i] : 1;
+	pr_spec_set_layout(s, s->rank, s->shape, NULL);
+}
+
+void pr_spec_set_strides(pr_spec *s, const int64_t *strides)
+{
+	pr_spec_set_layout(s, s->rank, s->shape, strides);
+}
+
+void pr_spec_set_layout(pr_spec *s, int rank, const int64_t *shape, const int64_t *strides)
+{
+	PR_ASSERT(rank >= 0 && rank <= PR_MAX_RANK);
+	int64_t contiguous[PR_MAX_RANK];
+	if (!strides) {
+		int64_t stride = 1;
+		for (int i = rank - 1; i >= 0; i--) {
+			contiguous[i] = stride;
+			stride *= shape[i] > 1 ? shape[i] : 1;
+		}
+		strides = contiguous;
 	}
+	const int64_t *dims = pr_layout_intern(rank, shape, strides);
+	s->rank = rank;
+	s->shape = dims;
+	s->strides = dims + rank;
 }
 
 int64_t pr_layout_numel(int rank, const int64_t *shape)
@@ -174,6 +189,8 @@ bool pr_spec_same_layout(const pr_spec *a, const pr_spec *b)
 {
 	if (a->dtype != b->dtype || a->rank != b->rank)
 		return false;
+	if (a->shape == b->shape && a->strides == b->strides)
+		return true;   /* interned: one copy per layout */
 	for (int i = 0; i < a->rank; i++)
 		if (a->shape[i] != b->shape[i] || a->strides[i] != b->strides[i])
 			return false;

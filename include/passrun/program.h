@@ -43,20 +43,46 @@ bool pr_dtype_is_float(pr_dtype t);
 
 #define PR_MAX_RANK 16
 
+/* A spec is a small value (about 80 bytes), copied freely. Its layout, the
+ * rank numbers of shape and of strides (in elements, always filled), is not
+ * in it: shape and strides point at arrays of rank numbers each that are
+ * immutable and, as built by the functions below, interned: the
+ * process-wide table of pr_layout_intern keeps one copy of each distinct
+ * layout until exit, so two specs with the same dims share their pointers.
+ * Read s->shape[i] and s->strides[i] freely; never write through them
+ * (they are shared): give a spec new dims with pr_spec_init,
+ * pr_spec_set_contiguous or pr_spec_set_layout. A caller may point a spec at
+ * arrays of its own (they must outlive the spec); every function here
+ * compares elements when the pointers differ, so such a spec still equals
+ * its interned twin. Rank 0 has non-NULL pointers too. */
 typedef struct pr_spec {
 	pr_dtype dtype;
 	int rank;
-	int64_t shape[PR_MAX_RANK];
-	int64_t strides[PR_MAX_RANK];   /* in elements; always filled */
+	const int64_t *shape;           /* rank numbers, immutable */
+	const int64_t *strides;         /* rank numbers, immutable */
 	pr_device device;               /* host when absent */
 	bool has_mem;                   /* mem=ARENA:OFFSET was written */
 	pr_device mem_arena;            /* arenas are named after their device */
 	int64_t mem_offset;
 } pr_spec;
 
+/* The interned copy of a layout: 2 * rank numbers, the shape then the
+ * strides, at an address that stays valid (and its numbers unchanged) until
+ * the process exits; the same dims always give the same address. The table
+ * only grows: its size is bounded by the distinct layouts the process has
+ * ever seen (each costs 16 * rank bytes plus a slot). Thread-safe. */
+const int64_t *pr_layout_intern(int rank, const int64_t *shape, const int64_t *strides);
+size_t pr_layout_count(void);    /* distinct layouts of rank > 0 interned so far */
+
 /* A contiguous spec on the host. */
 void pr_spec_init(pr_spec *s, pr_dtype t, int rank, const int64_t *shape);
+/* Gives s contiguous strides for its rank and shape (interned). */
 void pr_spec_set_contiguous(pr_spec *s);
+/* Gives s the layout rank, shape, strides (interned copies; strides NULL:
+ * contiguous). The arrays may be s's own current ones. */
+void pr_spec_set_layout(pr_spec *s, int rank, const int64_t *shape, const int64_t *strides);
+/* Keeps s's shape and gives it strides (s->rank numbers; interned). */
+void pr_spec_set_strides(pr_spec *s, const int64_t *strides);
 bool pr_spec_is_contiguous(const pr_spec *s);
 /* The layout facts of a spec and of a runtime tensor alike, on their shape
  * and strides: row-major contiguity (a size-1 dimension's stride does not

@@ -109,7 +109,7 @@ static bool remap_view(const pr_spec *old, const pr_spec *now, pr_spec *v)
 		used[k] = true;
 		strides[j] = now->strides[k];
 	}
-	memcpy(v->strides, strides, sizeof strides[0] * (size_t)v->rank);
+	pr_spec_set_strides(v, strides);
 	return true;
 }
 
@@ -140,7 +140,7 @@ static void update_readers(pr_node *t, const pr_spec *old)
 		if (u->user->kind == PR_NODE_DELEGATE) {
 			pr_node *in = body_input(u->user->delegate, (int)(u->arg - u->user->args));
 			if (in && pr_node_spec(in) && pr_spec_same_layout(pr_node_spec(in), old))
-				memcpy(in->type.tensor.strides, now->strides, sizeof now->strides);
+				pr_spec_set_strides(&in->type.tensor, now->strides);
 		} else if (reads_as_view(u->user, t)) {
 			pr_spec before = u->user->type.tensor;
 			if (remap_view(old, now, &u->user->type.tensor) &&

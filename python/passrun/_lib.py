@@ -33,16 +33,15 @@ DOT = "libpassrun_dot.so"
 
 # ---- structs (program.h) ---------------------------------------------------
 
-PR_MAX_RANK = 16
-
-
 class Device(Structure):
     _fields_ = [("type", c_char * 16), ("index", c_int32)]
 
 
+# shape and strides point at rank numbers each, interned by the core and
+# immutable: read them (s.shape[:s.rank]), never write through them.
 class Spec(Structure):
-    _fields_ = [("dtype", c_int), ("rank", c_int), ("shape", c_int64 * PR_MAX_RANK),
-                ("strides", c_int64 * PR_MAX_RANK), ("device", Device), ("has_mem", c_bool),
+    _fields_ = [("dtype", c_int), ("rank", c_int), ("shape", POINTER(c_int64)),
+                ("strides", POINTER(c_int64)), ("device", Device), ("has_mem", c_bool),
                 ("mem_arena", Device), ("mem_offset", c_int64)]
 
 

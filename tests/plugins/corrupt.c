@@ -35,7 +35,10 @@ static pr_err *bad_shape(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 	pr_spec *s = a ? pr_node_spec(a) : NULL;
 	if (!s)
 		return pr_err_new("needs forward's %%a");
-	s->shape[0] += 5;
+	int64_t shape[PR_MAX_RANK];
+	memcpy(shape, s->shape, sizeof shape[0] * (size_t)s->rank);
+	shape[0] += 5;
+	pr_spec_set_layout(s, s->rank, shape, s->strides);
 	*changed = true;
 	return NULL;
 }

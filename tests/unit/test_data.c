@@ -16,7 +16,7 @@ static pr_spec spec(pr_dtype t, int rank, const int64_t *shape, const int64_t *s
 	pr_spec s;
 	pr_spec_init(&s, t, rank, shape);
 	if (strides)
-		memcpy(s.strides, strides, (size_t)rank * sizeof *strides);
+		pr_spec_set_strides(&s, strides);
 	return s;
 }
 
@@ -213,9 +213,8 @@ Test(data, bad_data_is_an_error)
 	pr_data d = {.kind = PR_DATA_BLOB, .blob = &blob};
 	expect_error(&d, &s, "blob @w holds 4 bytes, but the tensor's storage spans 12");
 	pr_spec huge = s;   /* set by hand: pr_spec_init would compute overflowing strides */
-	huge.rank = 2;
-	huge.shape[0] = huge.shape[1] = INT64_C(1) << 40;
-	huge.strides[0] = huge.strides[1] = 0;
+	const int64_t huge_shape[2] = {INT64_C(1) << 40, INT64_C(1) << 40}, huge_strides[2] = {0, 0};
+	pr_spec_set_layout(&huge, 2, huge_shape, huge_strides);
 	pr_data z = {.kind = PR_DATA_ZEROS};
 	expect_error(&z, &huge, "too large");
 }

@@ -1,5 +1,6 @@
 /* The program model: specs, graph editing, use lists, order. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,15 +39,14 @@ Test(spec, layouts_and_sizes)
 	cr_assert_eq(s.strides[1], 1);
 	cr_assert(pr_spec_is_contiguous(&s));
 	cr_assert_eq(pr_spec_nbytes(&s), 24);
-	s.strides[0] = 1;
-	s.strides[1] = 2; /* a transposed [3,2] */
+	pr_spec_set_strides(&s, (const int64_t[]){1, 2}); /* a transposed [3,2] */
 	cr_assert(!pr_spec_is_contiguous(&s));
 	cr_assert(!pr_spec_stored_as_is(&s), "a transposed constant is stored contiguous");
 	cr_assert_eq(pr_spec_storage_bytes(&s), 24);
 	int64_t nchw[4] = {1, 3, 2, 2};
 	pr_spec_init(&s, PR_F16, 4, nchw);
 	cr_assert(!pr_spec_is_channels_last(&s) || s.shape[1] == 1);
-	s.strides[0] = 12; s.strides[1] = 1; s.strides[2] = 6; s.strides[3] = 3;
+	pr_spec_set_strides(&s, (const int64_t[]){12, 1, 6, 3});
 	cr_assert(pr_spec_is_channels_last(&s));
 	cr_assert(!pr_spec_is_contiguous(&s));
 	cr_assert(pr_spec_stored_as_is(&s), "channels-last is stored as it is");
@@ -265,4 +265,150 @@ Test(spec, one_layout_rule_for_specs_and_tensors)
 	cr_assert_eq(pr_layout_numel(3, shape), 6);
 	cr_assert_eq(pr_layout_numel(3, empty), 0);
 	cr_assert_eq(pr_layout_numel(0, shape), 1);
+}
+
+/* ---- interned layouts ---------------------------------------------------- */
+
+Test(layouts, same_dims_share_one_copy)
+{
+	int64_t shape[2] = {4, 5}, other_shape[2] = {4, 5};
+	pr_spec a, b;
+	pr_spec_init(&a, PR_F32, 2, shape);
+	pr_spec_init(&b, PR_I64, 2, other_shape);
+	cr_assert_eq(a.shape, b.shape, "same dims, same pointer (the dtype is not the layout's)");
+	cr_assert_eq(a.strides, b.strides);
+	cr_assert_eq(a.strides, a.shape + 2, "the strides follow the shape");
+	cr_assert_neq(a.shape, shape, "a copy, not the caller's array");
+	cr_assert_eq(a.shape[0], 4);
+	cr_assert_eq(a.shape[1], 5);
+	cr_assert_eq(a.strides[0], 5);
+	cr_assert_eq(a.strides[1], 1);
+	pr_spec copy = a;   /* a value: copies share the dims */
+	cr_assert(pr_spec_equal(&copy, &a));
+	pr_spec_set_strides(&b, (const int64_t[]){1, 4});
+	cr_assert_neq(b.shape, a.shape, "other strides, another layout");
+	cr_assert_eq(b.shape[0], 4);
+	cr_assert_eq(b.strides[0], 1);
+	cr_assert_eq(b.strides[1], 4);
+	cr_assert_eq(a.strides[0], 5, "a's layout is untouched");
+	pr_spec_set_contiguous(&b);
+	cr_assert_eq(b.shape, a.shape, "back to contiguous: back to a's copy");
+	int64_t swapped[2] = {5, 4};
+	pr_spec_set_layout(&b, 2, swapped, NULL);
+	cr_assert_neq(b.shape, a.shape);
+}
+
+Test(layouts, rank_0_and_the_largest_rank)
+{
+	pr_spec s, t;
+	pr_spec_init(&s, PR_F32, 0, NULL);
+	cr_assert_not_null(s.shape, "rank 0 has a valid pointer too");
+	cr_assert_not_null(s.strides);
+	pr_spec_init(&t, PR_BOOL, 0, NULL);
+	cr_assert(pr_spec_same_layout(&s, &(pr_spec){.dtype = PR_F32, .shape = t.shape,
+						   .strides = t.strides}));
+	cr_assert_eq(pr_spec_numel(&s), 1);
+	int64_t big[PR_MAX_RANK], strides[PR_MAX_RANK];
+	for (int i = 0; i < PR_MAX_RANK; i++)
+		big[i] = 1 + i % 2;
+	pr_spec_init(&s, PR_F32, PR_MAX_RANK, big);
+	cr_assert_eq(s.rank, PR_MAX_RANK);
+	cr_assert_eq(pr_spec_numel(&s), 1 << (PR_MAX_RANK / 2));
+	cr_assert_eq(s.strides[PR_MAX_RANK - 1], 1);
+	cr_assert_eq(s.strides[0], 1 << (PR_MAX_RANK / 2), "dims 1, 3, ... are 2");
+	memcpy(strides, s.strides, sizeof strides);
+	strides[PR_MAX_RANK - 1] = 7;
+	pr_spec_set_strides(&t, NULL);   /* rank 0: contiguous, nothing to copy */
+	pr_spec_init(&t, PR_F32, PR_MAX_RANK, big);
+	cr_assert_eq(t.shape, s.shape);
+	pr_spec_set_strides(&t, strides);
+	cr_assert_neq(t.shape, s.shape, "the last stride alone tells them apart");
+	cr_assert_eq(t.strides[PR_MAX_RANK - 1], 7);
+	cr_assert_eq(s.strides[PR_MAX_RANK - 1], 1);
+}
+
+/* Enough layouts to fill many chunks: the first ones' copies neither move
+ * nor change, and interning them again finds them. */
+Test(layouts, earlier_copies_stay_put_as_the_table_grows)
+{
+	enum { N = 40000, KEEP = 64 };
+	size_t before = pr_layout_count();
+	const int64_t *kept[KEEP];
+	for (int i = 0; i < N; i++) {
+		int64_t shape[3] = {7, 1000003 + i, 3};
+		const int64_t *d = pr_layout_intern(3, shape, (const int64_t[]){0, 0, 0});
+		if (i < KEEP)
+			kept[i] = d;
+	}
+	cr_assert_geq(pr_layout_count(), before + N);
+	for (int i = 0; i < KEEP; i++) {
+		int64_t shape[3] = {7, 1000003 + i, 3};
+		cr_assert_eq(kept[i][1], 1000003 + i, "layout %d's copy changed", i);
+		cr_assert_eq(kept[i][3] + kept[i][4] + kept[i][5], 0);
+		cr_assert_eq(pr_layout_intern(3, shape, (const int64_t[]){0, 0, 0}), kept[i]);
+	}
+	size_t after = pr_layout_count();
+	int64_t shape[3] = {7, 1000003, 3};
+	pr_layout_intern(3, shape, (const int64_t[]){0, 0, 0});
+	cr_assert_eq(pr_layout_count(), after, "no second copy");
+}
+
+Test(layouts, a_spec_on_its_own_arrays_equals_its_interned_twin)
+{
+	int64_t shape[2] = {2, 3}, strides[2] = {1, 2};
+	pr_spec own = {.dtype = PR_F32, .rank = 2, .shape = shape, .strides = strides,
+		       .device = pr_device_host()};
+	pr_spec interned;
+	pr_spec_init(&interned, PR_F32, 2, shape);
+	cr_assert(!pr_spec_equal(&own, &interned), "the strides differ");
+	pr_spec_set_strides(&interned, strides);
+	cr_assert_neq(own.shape, interned.shape);
+	cr_assert(pr_spec_equal(&own, &interned), "compared by element when the pointers differ");
+	cr_assert(pr_spec_same_layout(&interned, &own));
+	pr_spec_set_contiguous(&own);   /* re-interned from its own shape */
+	cr_assert_neq(own.shape, shape);
+	cr_assert_eq(own.strides[0], 3);
+	cr_assert_eq(strides[0], 1, "the caller's arrays are never written");
+	own.device = pr_device_canonical((pr_device){.type = "cuda", .index = 0});
+	pr_spec_set_contiguous(&interned);
+	cr_assert(pr_spec_same_layout(&own, &interned));
+	cr_assert(!pr_spec_equal(&own, &interned), "the device still counts");
+}
+
+enum { THREAD_LAYOUTS = 5000 };
+
+typedef struct intern_job {
+	int start;                                /* each thread its own order */
+	const int64_t *got[THREAD_LAYOUTS];
+} intern_job;
+
+static void *intern_many(void *arg)
+{
+	intern_job *job = arg;
+	for (int k = 0; k < THREAD_LAYOUTS; k++) {
+		int i = (job->start + k) % THREAD_LAYOUTS;
+		int64_t shape[2] = {3, 2000003 + i}, strides[2] = {1, 3};
+		job->got[i] = pr_layout_intern(2, shape, strides);
+	}
+	return NULL;
+}
+
+Test(layouts, threads_interning_the_same_layouts_get_the_same_copies)
+{
+	enum { THREADS = 4 };
+	static intern_job jobs[THREADS];
+	pthread_t tid[THREADS];
+	for (int t = 0; t < THREADS; t++) {
+		jobs[t].start = t * THREAD_LAYOUTS / THREADS;
+		cr_assert_eq(pthread_create(&tid[t], NULL, intern_many, &jobs[t]), 0);
+	}
+	for (int t = 0; t < THREADS; t++)
+		cr_assert_eq(pthread_join(tid[t], NULL), 0);
+	for (int i = 0; i < THREAD_LAYOUTS; i++) {
+		cr_assert_eq(jobs[0].got[i][1], 2000003 + i);
+		cr_assert_eq(jobs[0].got[i][3], 3);
+		for (int t = 1; t < THREADS; t++)
+			cr_assert_eq(jobs[t].got[i], jobs[0].got[i], "layout %d: thread %d got another copy",
+				     i, t);
+	}
 }

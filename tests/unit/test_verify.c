@@ -41,6 +41,15 @@ static pr_spec spec_of(const char *t)
 	return s;
 }
 
+/* Gives dimension d of s the size v, keeping every stride. */
+static void set_dim(pr_spec *s, int d, int64_t v)
+{
+	int64_t shape[PR_MAX_RANK];
+	memcpy(shape, s->shape, sizeof shape[0] * (size_t)s->rank);
+	shape[d] = v;
+	pr_spec_set_layout(s, s->rank, shape, s->strides);
+}
+
 /* "f32[2]", "(f32[2], f32[3]@cuda:0)", "int" or NULL (no result). */
 static void set_type(pr_node *n, const char *t)
 {
@@ -572,8 +581,8 @@ Test(verify, delegate_call_with_wrong_argument_count)
 Test(verify, delegate_call_with_wrong_argument_shape)
 {
 	example e = build_example();
-	e.xc->type.tensor.shape[1] = 4;
-	e.x->type.tensor.shape[1] = 4;
+	set_dim(&e.xc->type.tensor, 1, 4);
+	set_dim(&e.x->type.tensor, 1, 4);
 	expect_one(e.p, "E-TYPE", "d");
 }
 
@@ -687,7 +696,7 @@ Test(verify, writeback_to_a_user_input_is_fine)
 Test(verify, writeback_of_another_shape)
 {
 	example e = build_example();
-	e.k->type.tensor.shape[0] = 4;
+	set_dim(&e.k->type.tensor, 0, 4);
 	pr_arg_set_value(&e.ret->args[1], e.r);   /* f32[2,3] -> buffer "cache" (f32[4,3]) */
 	expect_one(e.p, "E-WRITEBACK", "return");
 }
@@ -948,8 +957,7 @@ Test(verify, inplace_result_with_another_memory)
 Test(verify, inplace_result_with_another_layout)
 {
 	example e = build_example();
-	e.r->type.tensor.strides[0] = 1;
-	e.r->type.tensor.strides[1] = 2;
+	pr_spec_set_strides(&e.r->type.tensor, (const int64_t[]){1, 2});
 	expect_one(e.p, "E-PLACEMENT", "r");
 }
 
