@@ -715,7 +715,7 @@ static bool rd_node(rd *r, pr_graph *g, pr_node **nodes, uint64_t self, uint64_t
 		free(name);
 		return false;
 	}
-	pr_node *n = pr_node_new((pr_node_kind)kind, name);
+	pr_node *n = pr_graph_new_node(g, (pr_node_kind)kind, name);
 	free(name);
 	n->type = type;
 	pr_err *e = pr_graph_append(g, n);
@@ -738,6 +738,7 @@ static bool rd_graph(rd *r, pr_graph *g)
 	if (count == 0)
 		return rd_fail(r, at, "@%s has no nodes, expected at least its return node", g->name);
 	pr_node **nodes = pr_xcalloc((size_t)count, sizeof *nodes);
+	pr_graph_reserve_nodes(g, (size_t)count);
 	bool ok = true;
 	for (uint64_t i = 0; i < count && ok; i++)
 		ok = rd_node(r, g, nodes, i, count);

@@ -20,22 +20,12 @@
 
 #define ORDER_GAP ((uint64_t)1 << 32)
 
-struct pr_name_entry {
-	const char *name;     /* the node's own name string */
-	pr_node *node;
-	UT_hash_handle hh;
-};
-
 typedef struct named {
 	const char *name;
 	void *item;
 	UT_hash_handle hh;
 } named;
 
-typedef struct program_index {
-	named *schemas, *delegates, *methods, *blobs;
-	pr_blob *last_blob;   /* so that adding a blob does not walk the list */
-} program_index;
 
 /* ---- dtypes ------------------------------------------------------------ */
 
@@ -207,11 +197,332 @@ bool pr_spec_equal(const pr_spec *a, const pr_spec *b)
 			       a->mem_offset == b->mem_offset);
 }
 
+/* ---- storage: arenas, poisoning, the string table ------------------------ */
+
+/* Under ASan, storage handed back to a free list is poisoned, so that a
+ * pass reading an erased node still fails as it would after free(). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PR_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define PR_ASAN 1
+#endif
+#ifdef PR_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+typedef struct arena_chunk {
+	struct arena_chunk *next;
+	size_t used, cap;
+	max_align_t data[];
+} arena_chunk;
+
+/* Bump allocation from chunks that double up to ARENA_MAX_CHUNK; nothing
+ * is freed before the whole arena. */
+typedef struct arena {
+	arena_chunk *head;
+	size_t next_cap;
+} arena;
+
+#define ARENA_MIN_CHUNK ((size_t)16 << 10)
+#define ARENA_MAX_CHUNK ((size_t)4 << 20)
+
+static void *arena_alloc(arena *a, size_t size, size_t align)
+{
+	arena_chunk *c = a->head;
+	if (c) {
+		size_t at = (c->used + align - 1) & ~(align - 1);
+		if (at <= c->cap && size <= c->cap - at) {
+			c->used = at + size;
+			return (char *)c->data + at;
+		}
+	}
+	size_t cap = a->next_cap ? a->next_cap : ARENA_MIN_CHUNK;
+	if (cap < ARENA_MAX_CHUNK)
+		a->next_cap = cap * 2;
+	bool alone = size > cap / 2 && c;   /* keep the head's room for small ones */
+	if (cap < size)
+		cap = size;
+	arena_chunk *n = pr_xmalloc(sizeof *n + cap);
+	n->used = size;
+	n->cap = cap;
+	if (alone) {
+		n->next = c->next;
+		c->next = n;
+	} else {
+		n->next = c;
+		a->head = n;
+	}
+	return n->data;
+}
+
+static void arena_free(arena *a)
+{
+	for (arena_chunk *c = a->head, *next; c; c = next) {
+		next = c->next;
+		UNPOISON(c->data, c->cap);
+		free(c);
+	}
+	a->head = NULL;
+}
+
+/* 32 bits of a multiply-xorshift hash over 8-byte words. */
+static uint32_t str_hash(const char *s, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, s + i, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 31;
+	}
+	w = 0;
+	memcpy(&w, s + i, n - i);
+	h = (h ^ w) * 0x94d049bb133111ebull;
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	return (uint32_t)h;
+}
+
+/* Every interned string is preceded by its hash and length. */
+typedef struct str_head {
+	uint32_t hash, len;
+} str_head;
+
+static const str_head *str_head_of(const char *s)
+{
+	return (const str_head *)(const void *)(s - sizeof(str_head));
+}
+
+/* A slot of an open-addressing table with linear probing: the string
+ * table's (key: the string) and the name index's (key: the node). */
+typedef struct hslot {
+	void *key;            /* NULL: empty */
+	uint32_t hash;
+} hslot;
+
+/* Doubles a table (or makes one of `first` slots), placing every entry by
+ * its stored hash. */
+static void hslots_grow(hslot **slots, uint32_t *mask, uint32_t first)
+{
+	hslot *old = *slots;
+	uint32_t cap = old ? 2 * (*mask + 1) : first;
+	hslot *fresh = pr_xcalloc(cap, sizeof *fresh);
+	for (uint32_t i = 0; old && i <= *mask; i++) {
+		if (!old[i].key)
+			continue;
+		uint32_t j = old[i].hash & (cap - 1);
+		while (fresh[j].key)
+			j = (j + 1) & (cap - 1);
+		fresh[j] = old[i];
+	}
+	free(old);
+	*slots = fresh;
+	*mask = cap - 1;
+}
+
+typedef struct strtab {
+	hslot *slots;
+	uint32_t mask, n;     /* capacity - 1 (a power of two, or 0 when none) */
+	arena mem;
+} strtab;
+
+static const char *strtab_intern(strtab *t, const char *s, size_t n)
+{
+	PR_ASSERT(n < UINT32_MAX);
+	if (!t->slots || t->n + 1 > (t->mask + 1) / 4 * 3)
+		hslots_grow(&t->slots, &t->mask, 256);
+	uint32_t h = str_hash(s, n);
+	uint32_t i = h & t->mask;
+	for (; t->slots[i].key; i = (i + 1) & t->mask) {
+		const char *old = t->slots[i].key;
+		if (t->slots[i].hash == h && str_head_of(old)->len == n && !memcmp(old, s, n))
+			return old;
+	}
+	str_head *head = arena_alloc(&t->mem, sizeof *head + n + 1, _Alignof(str_head));
+	head->hash = h;
+	head->len = (uint32_t)n;
+	char *copy = (char *)(head + 1);
+	memcpy(copy, s, n);
+	copy[n] = 0;
+	t->slots[i] = (hslot){.key = copy, .hash = h};
+	t->n++;
+	return copy;
+}
+
+static void strtab_free(strtab *t)
+{
+	free(t->slots);
+	arena_free(&t->mem);
+}
+
+/* ---- graph storage ---------------------------------------------------------- */
+
+/* node->mem bits. */
+enum {
+	NODE_HEAP = 1,        /* made by pr_node_new: its own malloc, name after it */
+	NODE_LINKED = 2,      /* in its graph's list and name index */
+	NODE_FREE = 4,        /* a slab slot on the free list */
+	NODE_ARGS_GRAPH = 8,  /* args (items, strings) are the graph's storage */
+	NODE_USES_HEAP = 16,  /* uses is malloc'd, not a pool block */
+	NODE_NAME_LOCAL = 32, /* name is not interned yet (a detached pr_node_new) */
+	NODE_NAME_HEAP = 64,  /* ... and malloc'd (renamed while detached) */
+};
+
+typedef struct node_chunk {
+	struct node_chunk *next;
+	size_t used, cap;
+	pr_node nodes[];
+} node_chunk;
+
+/* Use blocks of 2^k entries, k < USE_CLASSES, come from the graph's arena
+ * and go back to a free list per k; bigger ones are malloc'd. */
+#define USE_CLASSES 12
+
+struct pr_graph_store {
+	node_chunk *chunks;   /* the newest first */
+	size_t next_chunk;    /* slots in the next chunk */
+	pr_node *free_nodes;  /* erased slots, linked through their name field */
+	int64_t n_heap;       /* pr_node_new nodes linked into the graph */
+	hslot *names;         /* the name index: key the node, hash its name's;
+			       * no tombstones */
+	uint32_t names_mask, names_n;
+	pr_use *free_uses[USE_CLASSES];
+	arena mem;            /* use blocks, and args from pr_graph_new_args */
+};
+
+#define NODE_CHUNK_MIN 64
+#define NODE_CHUNK_MAX 65536
+
+typedef struct program_index {
+	named *schemas, *delegates, *methods, *blobs;
+	pr_blob *last_blob;   /* so that adding a blob does not walk the list */
+	strtab strings;       /* node names */
+} program_index;
+
+static strtab *strings_of(const pr_program *p)
+{
+	return &((program_index *)p->index)->strings;
+}
+
+/* Free slots keep kind, mem and the link (in name) readable; the rest is
+ * poisoned. */
+#define FREE_SLOT_KEPT (offsetof(pr_node, name) + sizeof(void *))
+
+static void node_chunk_add(pr_graph_store *st, size_t cap)
+{
+	node_chunk *c = pr_xmalloc(sizeof *c + cap * sizeof(pr_node));
+	c->used = 0;
+	c->cap = cap;
+	c->next = st->chunks;
+	st->chunks = c;
+}
+
+static pr_node *slot_take(pr_graph_store *st)
+{
+	pr_node *n = st->free_nodes;
+	if (n) {
+		UNPOISON(n, sizeof *n);
+		st->free_nodes = (pr_node *)(void *)n->name;
+	} else {
+		if (!st->chunks || st->chunks->used == st->chunks->cap) {
+			size_t cap = st->next_chunk ? st->next_chunk : NODE_CHUNK_MIN;
+			st->next_chunk = cap < NODE_CHUNK_MAX ? 2 * cap : cap;
+			node_chunk_add(st, cap);
+		}
+		n = &st->chunks->nodes[st->chunks->used++];
+	}
+	memset(n, 0, sizeof *n);
+	return n;
+}
+
+static void slot_put(pr_graph_store *st, pr_node *n)
+{
+	n->mem = NODE_FREE;
+	n->name = (const char *)(void *)st->free_nodes;
+	st->free_nodes = n;
+	POISON((char *)n + FREE_SLOT_KEPT, sizeof *n - FREE_SLOT_KEPT);
+}
+
+static int use_class(int cap)
+{
+	int k = 0;
+	while ((1 << k) < cap)
+		k++;
+	return k;
+}
+
+static pr_use *use_block_get(pr_graph_store *st, int k)
+{
+	pr_use *b = st->free_uses[k];
+	if (b) {
+		UNPOISON(b, sizeof *b << k);
+		memcpy(&st->free_uses[k], b, sizeof(pr_use *));
+		return b;
+	}
+	return arena_alloc(&st->mem, sizeof *b << k, _Alignof(pr_use));
+}
+
+static void use_block_put(pr_graph_store *st, pr_use *b, int cap)
+{
+	int k = use_class(cap);
+	memcpy(b, &st->free_uses[k], sizeof(pr_use *));
+	st->free_uses[k] = b;
+	POISON((char *)b + sizeof(pr_use *), (sizeof *b << k) - sizeof(pr_use *));
+}
+
+static pr_graph_store *store_of(const pr_node *n)
+{
+	return n->graph ? n->graph->store : NULL;
+}
+
+/* Room for one more use: doubling, in pool blocks while they are big
+ * enough, else on the heap (and for nodes that have no graph yet). */
+static void uses_grow(pr_node *v)
+{
+	int cap = v->cap_uses ? 2 * v->cap_uses : 2;   /* most values have one or two readers */
+	pr_graph_store *st = store_of(v);
+	if (v->mem & NODE_USES_HEAP) {
+		v->uses = pr_xrealloc(v->uses, (size_t)cap * sizeof *v->uses);
+	} else {
+		pr_use *b = st && cap <= (1 << (USE_CLASSES - 1))
+			? use_block_get(st, use_class(cap))
+			: pr_xmalloc((size_t)cap * sizeof *b);
+		if (!st || cap > (1 << (USE_CLASSES - 1)))
+			v->mem |= NODE_USES_HEAP;
+		if (v->n_uses)
+			memcpy(b, v->uses, (size_t)v->n_uses * sizeof *b);
+		if (v->uses)
+			use_block_put(st, v->uses, v->cap_uses);
+		v->uses = b;
+	}
+	v->cap_uses = cap;
+}
+
+static void uses_free(pr_node *n)
+{
+	if (n->mem & NODE_USES_HEAP)
+		free(n->uses);
+	else if (n->uses)
+		use_block_put(store_of(n), n->uses, n->cap_uses);
+	n->uses = NULL;
+	n->cap_uses = 0;
+}
+
 /* ---- arguments and use lists -------------------------------------------- */
 
 static void add_use(pr_node *value, pr_node *user, pr_arg *arg)
 {
-	PR_GROW(value->uses, value->n_uses, value->cap_uses);
+	if (value->n_uses == value->cap_uses)
+		uses_grow(value);
 	arg->use_index = value->n_uses;
 	value->uses[value->n_uses++] = (pr_use){.user = user, .arg = arg};
 }
@@ -239,28 +550,67 @@ static void args_attach(pr_node *owner, pr_arg *args, int n)
 	}
 }
 
-static void args_release(pr_arg *args, int n)
+/* Takes the uses of args off the values they name; frees what they own
+ * unless they are graph storage. */
+static void args_release(pr_arg *args, int n, bool owned)
 {
 	for (int i = 0; i < n; i++) {
 		pr_arg *a = &args[i];
 		if (a->kind == PR_ARG_VALUE && a->u.value)
 			remove_use(a->u.value, a);
-		else if (a->kind == PR_ARG_STRING)
+		else if (a->kind == PR_ARG_STRING && owned)
 			free(a->u.s);
 		else if (a->kind == PR_ARG_LIST) {
-			args_release(a->u.list.items, a->u.list.n);
-			free(a->u.list.items);
+			args_release(a->u.list.items, a->u.list.n, owned);
+			if (owned)
+				free(a->u.list.items);
 		}
 	}
 }
 
-void pr_node_set_args(pr_node *n, pr_arg *args, int n_args)
+/* The same without touching use lists: only for tearing down a whole
+ * graph, where every node goes. */
+static void args_drop(pr_arg *args, int n)
 {
-	args_release(n->args, n->n_args);
-	free(n->args);
+	for (int i = 0; i < n; i++) {
+		if (args[i].kind == PR_ARG_STRING)
+			free(args[i].u.s);
+		else if (args[i].kind == PR_ARG_LIST) {
+			args_drop(args[i].u.list.items, args[i].u.list.n);
+			free(args[i].u.list.items);
+		}
+	}
+}
+
+static void set_args(pr_node *n, pr_arg *args, int n_args, bool graph)
+{
+	bool owned = !(n->mem & NODE_ARGS_GRAPH);
+	args_release(n->args, n->n_args, owned);
+	if (owned)
+		free(n->args);
+	n->mem = (uint8_t)(graph ? n->mem | NODE_ARGS_GRAPH : n->mem & ~NODE_ARGS_GRAPH);
 	n->args = args;
 	n->n_args = n_args;
 	args_attach(n, args, n_args);
+}
+
+void pr_node_set_args(pr_node *n, pr_arg *args, int n_args)
+{
+	set_args(n, args, n_args, false);
+}
+
+void pr_node_set_graph_args(pr_node *n, pr_arg *args, int n_args)
+{
+	PR_ASSERT(n->graph);
+	set_args(n, args, n_args, true);
+}
+
+pr_arg *pr_graph_new_args(pr_graph *g, int n_args)
+{
+	size_t size = (size_t)(n_args > 0 ? n_args : 1) * sizeof(pr_arg);
+	pr_arg *args = arena_alloc(&g->store->mem, size, _Alignof(pr_arg));
+	memset(args, 0, size);
+	return args;
 }
 
 void pr_arg_set_value(pr_arg *a, pr_node *v)
@@ -279,11 +629,42 @@ void pr_arg_set_value(pr_arg *a, pr_node *v)
 
 pr_node *pr_node_new(pr_node_kind kind, const char *name)
 {
-	pr_node *n = pr_xcalloc(1, sizeof *n);
+	size_t len = name ? strlen(name) + 1 : 0;
+	pr_node *n = pr_xcalloc(1, sizeof *n + len);
 	n->kind = kind;
-	n->name = name ? pr_xstrdup(name) : NULL;
+	n->mem = NODE_HEAP;
+	if (name) {
+		char *own = (char *)(n + 1);
+		memcpy(own, name, len);
+		n->name = own;
+		n->mem |= NODE_NAME_LOCAL;
+	}
 	n->type.kind = PR_TYPE_NONE;
 	return n;
+}
+
+const char *pr_program_intern(pr_program *p, const char *s, size_t n)
+{
+	return strtab_intern(strings_of(p), s, n);
+}
+
+pr_node *pr_graph_new_node(pr_graph *g, pr_node_kind kind, const char *name)
+{
+	pr_node *n = slot_take(g->store);
+	n->kind = kind;
+	n->graph = g;
+	if (name)
+		n->name = pr_program_intern(g->program, name, strlen(name));
+	n->type.kind = PR_TYPE_NONE;
+	return n;
+}
+
+void pr_graph_reserve_nodes(pr_graph *g, size_t count)
+{
+	pr_graph_store *st = g->store;
+	node_chunk *c = st->chunks;
+	if (!st->free_nodes && (!c || c->cap - c->used < count))
+		node_chunk_add(st, count > NODE_CHUNK_MIN ? count : NODE_CHUNK_MIN);
 }
 
 static void type_free(pr_type *t)
@@ -293,21 +674,44 @@ static void type_free(pr_type *t)
 	t->n_elems = 0;
 }
 
-static void node_free(pr_node *n)
+/* What a node owns besides its args and uses. */
+static void node_parts_free(pr_node *n)
 {
-	args_release(n->args, n->n_args);
-	free(n->args);
 	if (n->writebacks) {
 		for (int i = 0; i < n->n_args; i++)
 			free(n->writebacks[i].target);
 		free(n->writebacks);
 	}
-	free(n->uses);
-	free(n->name);
+	if (n->mem & NODE_NAME_HEAP)
+		free((char *)n->name);
 	free(n->input_name);
 	free(n->data.values);
 	type_free(&n->type);
-	free(n);
+}
+
+/* Frees an unlinked node, taking its reads off the values it reads. */
+static void node_free(pr_node *n)
+{
+	pr_graph_store *st = store_of(n);
+	node_parts_free(n);
+	set_args(n, NULL, 0, false);
+	uses_free(n);
+	if (n->mem & NODE_HEAP)
+		free(n);
+	else
+		slot_put(st, n);
+}
+
+/* Frees a node of a graph being torn down: no use list is kept right. */
+static void node_drop(pr_node *n)
+{
+	node_parts_free(n);
+	if (!(n->mem & NODE_ARGS_GRAPH)) {
+		args_drop(n->args, n->n_args);
+		free(n->args);
+	}
+	if (n->mem & NODE_USES_HEAP)
+		free(n->uses);
 }
 
 pr_spec *pr_node_spec(pr_node *n)
@@ -390,82 +794,100 @@ static pr_graph *graph_new(pr_program *p, const char *name)
 	pr_graph *g = pr_xcalloc(1, sizeof *g);
 	g->name = pr_xstrdup(name);
 	g->program = p;
+	g->store = pr_xcalloc(1, sizeof *g->store);
 	return g;
 }
 
-/* Frees a node's argument storage without touching use lists: only for
- * tearing down a whole graph, where every node goes. */
-static void args_drop(pr_arg *args, int n)
-{
-	for (int i = 0; i < n; i++) {
-		if (args[i].kind == PR_ARG_STRING)
-			free(args[i].u.s);
-		else if (args[i].kind == PR_ARG_LIST) {
-			args_drop(args[i].u.list.items, args[i].u.list.n);
-			free(args[i].u.list.items);
-		}
-	}
-}
-
+/* One walk over the slabs (and the list, for heap nodes) frees what nodes
+ * own outside them; then the chunks go whole. */
 static void graph_free(pr_graph *g)
 {
 	if (!g)
 		return;
-	pr_name_entry *e, *tmp;
-	HASH_ITER(hh, g->names, e, tmp) {
-		HASH_DEL(g->names, e);
-		free(e);
-	}
-	pr_node *n = g->first;
-	while (n) {
-		pr_node *next = n->next;
-		if (n->writebacks) {
-			for (int i = 0; i < n->n_args; i++)
-				free(n->writebacks[i].target);
-			free(n->writebacks);
-			n->writebacks = NULL;
+	pr_graph_store *st = g->store;
+	for (pr_node *n = st->n_heap ? g->first : NULL, *next; n; n = next) {
+		next = n->next;
+		if (n->mem & NODE_HEAP) {
+			node_drop(n);
+			free(n);
 		}
-		args_drop(n->args, n->n_args);
-		free(n->args);
-		n->args = NULL;
-		n->n_args = 0;
-		node_free(n);
-		n = next;
 	}
+	for (node_chunk *c = st->chunks, *next; c; c = next) {
+		next = c->next;
+		for (size_t i = 0; i < c->used; i++)
+			if (!(c->nodes[i].mem & NODE_FREE))
+				node_drop(&c->nodes[i]);
+		UNPOISON(c->nodes, c->cap * sizeof(pr_node));
+		free(c);
+	}
+	arena_free(&st->mem);
+	free(st->names);
+	free(st);
 	free(g->name);
 	free(g);
 }
 
-pr_node *pr_graph_find(const pr_graph *g, const char *name)
+/* The slot of the entry named name (hash h), or the empty slot where it
+ * would go. */
+static hslot *names_probe(const pr_graph_store *st, const char *name, uint32_t h)
 {
-	pr_name_entry *e = NULL;
-	HASH_FIND_STR(g->names, name, e);
-	return e ? e->node : NULL;
+	uint32_t i = h & st->names_mask;
+	for (;; i = (i + 1) & st->names_mask) {
+		hslot *s = &st->names[i];
+		const pr_node *n = s->key;
+		if (!n || (s->hash == h && (n->name == name || !strcmp(n->name, name))))
+			return s;
+	}
 }
 
-static pr_err *name_add(pr_graph *g, pr_node *n)
+/* Backward-shift deletion: each later entry of the run moves into the hole
+ * when the hole lies on its probe path, so lookups never meet a gap. */
+static void names_delete(pr_graph_store *st, hslot *hole)
 {
-	if (!n->name)
+	uint32_t mask = st->names_mask, i = (uint32_t)(hole - st->names);
+	for (uint32_t j = (i + 1) & mask; st->names[j].key; j = (j + 1) & mask) {
+		uint32_t home = st->names[j].hash & mask;
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			st->names[i] = st->names[j];
+			i = j;
+		}
+	}
+	st->names[i].key = NULL;
+	st->names_n--;
+}
+
+pr_node *pr_graph_find(const pr_graph *g, const char *name)
+{
+	const pr_graph_store *st = g->store;
+	if (!st->names_n)
 		return NULL;
-	if (pr_graph_find(g, n->name))
-		return pr_err_new("%%%s is already defined in @%s", n->name, g->name);
-	pr_name_entry *e = pr_xmalloc(sizeof *e);
-	e->name = n->name;
-	e->node = n;
-	HASH_ADD_KEYPTR(hh, g->names, e->name, strlen(e->name), e);
+	return names_probe(st, name, str_hash(name, strlen(name)))->key;
+}
+
+/* Indexes n under interned (n's name, or the one it is about to get): one
+ * probe finds both a clash and the free slot. */
+static pr_err *name_add(pr_graph *g, pr_node *n, const char *interned)
+{
+	pr_graph_store *st = g->store;
+	if (!st->names || st->names_n + 1 > (st->names_mask + 1) / 4 * 3)
+		hslots_grow(&st->names, &st->names_mask, 64);
+	uint32_t h = str_head_of(interned)->hash;
+	hslot *s = names_probe(st, interned, h);
+	if (s->key)
+		return pr_err_new("%%%s is already defined in @%s", interned, g->name);
+	*s = (hslot){.key = n, .hash = h};
+	st->names_n++;
 	return NULL;
 }
 
 static void name_remove(pr_graph *g, pr_node *n)
 {
-	if (!n->name)
+	pr_graph_store *st = g->store;
+	if (!n->name || !st->names_n)
 		return;
-	pr_name_entry *e = NULL;
-	HASH_FIND_STR(g->names, n->name, e);
-	if (e && e->node == n) {
-		HASH_DEL(g->names, e);
-		free(e);
-	}
+	hslot *s = names_probe(st, n->name, str_head_of(n->name)->hash);
+	if (s->key == n)
+		names_delete(st, s);
 }
 
 char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next)
@@ -476,14 +898,16 @@ char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next)
 			*next = 1;
 		return pr_xstrdup(base);
 	}
+	size_t len = strlen(base), room = len + 16;
+	char *name = pr_xmalloc(room);
+	memcpy(name, base, len);
 	for (int i = from > 0 ? from : 1;; i++) {
-		char *name = pr_xasprintf("%s_%d", base, i);
+		snprintf(name + len, room - len, "_%d", i);
 		if (!pr_graph_find(g, name)) {
 			if (next)
 				*next = i + 1;
 			return name;
 		}
-		free(name);
 	}
 }
 
@@ -492,19 +916,42 @@ char *pr_graph_fresh_name(const pr_graph *g, const char *base)
 	return pr_graph_fresh_name_next(g, base, NULL);
 }
 
+/* A detached pr_node_new node keeps its name to itself (it has no program);
+ * every other node's name is interned. */
+static void set_local_name(pr_node *n, const char *name)
+{
+	if (n->mem & NODE_NAME_HEAP)
+		free((char *)n->name);
+	n->name = pr_xstrdup(name);
+	n->mem |= NODE_NAME_LOCAL | NODE_NAME_HEAP;
+}
+
+static void set_interned_name(pr_node *n, const char *interned)
+{
+	if (n->mem & NODE_NAME_HEAP)
+		free((char *)n->name);
+	n->name = interned;
+	n->mem &= (uint8_t)~(NODE_NAME_LOCAL | NODE_NAME_HEAP);
+}
+
 pr_err *pr_node_rename(pr_node *n, const char *name)
 {
 	pr_graph *g = n->graph;
-	if (g && pr_graph_find(g, name))
+	if (!g) {
+		set_local_name(n, name);
+		return NULL;
+	}
+	const char *s = pr_program_intern(g->program, name, strlen(name));
+	if (!(n->mem & NODE_LINKED)) {
+		set_interned_name(n, s);
+		return NULL;
+	}
+	if (g->store->names_n && names_probe(g->store, s, str_head_of(s)->hash)->key)
 		return pr_err_new("cannot rename %%%s: %%%s is already defined in @%s",
 				  n->name ? n->name : "", name, g->name);
-	if (g)
-		name_remove(g, n);
-	free(n->name);
-	n->name = pr_xstrdup(name);
-	if (g)
-		return name_add(g, n);
-	return NULL;
+	name_remove(g, n);
+	set_interned_name(n, s);
+	return name_add(g, n, s);
 }
 
 pr_node *pr_graph_return(const pr_graph *g)
@@ -545,14 +992,24 @@ static void order_between(pr_graph *g, pr_node *n)
 		n->order = lo + (hi - lo) / 2;
 }
 
+/* Indexes n's name (interning it first if n was made detached) and counts
+ * it in; the caller links it into the list. */
 static pr_err *link_check(pr_graph *g, pr_node *n)
 {
-	PR_ASSERT(!n->graph && !n->prev && !n->next);
-	pr_err *e = name_add(g, n);
-	if (e)
-		return e;
+	PR_ASSERT(!(n->mem & NODE_LINKED) && !n->prev && !n->next);
+	PR_ASSERT(!n->graph || n->graph == g);
+	if (n->name) {
+		const char *s = n->mem & NODE_NAME_LOCAL
+			? pr_program_intern(g->program, n->name, strlen(n->name)) : n->name;
+		pr_err *e = name_add(g, n, s);
+		if (e)
+			return e;
+		set_interned_name(n, s);
+	}
 	n->graph = g;
+	n->mem |= NODE_LINKED;
 	g->n_nodes++;
+	g->store->n_heap += n->mem & NODE_HEAP ? 1 : 0;
 	return NULL;
 }
 
@@ -599,7 +1056,7 @@ void pr_graph_erase(pr_node *n)
 {
 	pr_graph *g = n->graph;
 	PR_ASSERT(n->n_uses == 0);
-	if (g) {
+	if (n->mem & NODE_LINKED) {
 		name_remove(g, n);
 		if (n->prev)
 			n->prev->next = n->next;
@@ -610,6 +1067,7 @@ void pr_graph_erase(pr_node *n)
 		else
 			g->last = n->prev;
 		g->n_nodes--;
+		g->store->n_heap -= n->mem & NODE_HEAP ? 1 : 0;
 	}
 	node_free(n);
 }
@@ -697,13 +1155,14 @@ void pr_program_free(pr_program *p)
 	named_clear(&ix->delegates);
 	named_clear(&ix->methods);
 	named_clear(&ix->blobs);
-	free(ix);
 	for (int i = 0; i < p->n_methods; i++)
 		graph_free(p->methods[i]);
 	free(p->methods);
 	for (int i = 0; i < p->n_delegates; i++)
 		delegate_free(p->delegates[i]);
 	free(p->delegates);
+	strtab_free(&ix->strings);   /* after the graphs: their nodes' names */
+	free(ix);
 	for (int i = 0; i < p->n_schemas; i++)
 		pr_schema_free(p->schemas[i]);
 	free(p->schemas);

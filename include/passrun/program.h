@@ -12,7 +12,37 @@
  * runs on, are device.h's.
  *
  * Ownership: the program owns everything reachable from it; pr_program_free
- * releases it all. Strings handed to constructors are copied. */
+ * releases it all. Strings handed to constructors are copied.
+ *
+ * Memory layout (what fast compilers do, so that a million nodes load, edit
+ * and go in a few allocations):
+ *   - Names are interned: the program keeps one string table (NUL-terminated
+ *     strings in an arena, each preceded by its hash and length, found
+ *     through an open-addressing table). A node's name points into it, so
+ *     equal names of one program are the same pointer, and a name stays
+ *     valid until pr_program_free, even after its node is erased. Never free
+ *     or write it; rename with pr_node_rename.
+ *   - Nodes live in slabs: each graph owns chunks of pr_node slots. An
+ *     erased node's slot goes on the graph's free list and is reused by the
+ *     next node made; other nodes never move. pr_program_free frees chunks,
+ *     not nodes. pr_graph_new_node makes a node in g's slab (loaders, and
+ *     passes that add many nodes); pr_node_new makes a detached node with a
+ *     malloc of its own (its name kept with it, interned when it is linked),
+ *     which stays where it is once linked. Both are freed by
+ *     pr_graph_erase or with their graph.
+ *   - The name index is per graph, open addressing keyed by the interned
+ *     name and its stored hash: adding a node is one probe, finding a name
+ *     one hash and a probe.
+ *   - Use lists are blocks of 2^k (>= 2) entries from the graph's arena, with a
+ *     free list per size; a list past 2048 entries moves to the heap.
+ *     Growing a list moves it (as realloc did): do not keep a pointer into
+ *     a node's uses across an edit that adds readers of that node.
+ *   - Args are malloc'd (pr_node_set_args), or graph storage
+ *     (pr_graph_new_args + pr_node_set_graph_args: loaders, no malloc per
+ *     node; their list items and strings must then be graph or program
+ *     storage too, which is never freed one by one).
+ *   - A node's other parts (input_name, writebacks, data.values,
+ *     type.elems) are malloc'd and owned by the node. */
 #ifndef PASSRUN_PROGRAM_H
 #define PASSRUN_PROGRAM_H
 
@@ -256,14 +286,16 @@ typedef struct pr_delegate pr_delegate;
 
 struct pr_node {
 	pr_node_kind kind;
-	char *name;           /* without '%'; NULL when the node has no result */
+	uint8_t mem;          /* how program.c stores the node; not for passes */
+	const char *name;     /* without '%'; NULL when the node has no result;
+			       * interned (see the top of this file) */
 	pr_type type;
 	pr_graph *graph;
 	pr_node *prev, *next;
 	uint64_t order;       /* increases along the graph; see pr_graph_renumber */
 
 	int n_args;
-	pr_arg *args;         /* owned; never reallocated while the node lives */
+	pr_arg *args;         /* owned (or graph storage); never reallocated while the node lives */
 
 	int n_uses, cap_uses;
 	pr_use *uses;         /* readers of this node's value, in no set order */
@@ -282,13 +314,13 @@ struct pr_node {
 	void *scratch;        /* free for the pass that is running */
 };
 
-typedef struct pr_name_entry pr_name_entry;
+typedef struct pr_graph_store pr_graph_store;
 
 struct pr_graph {
 	char *name;           /* the method's or delegate's name, without '@' */
 	pr_node *first, *last;
 	int64_t n_nodes;
-	pr_name_entry *names; /* uthash: name -> node */
+	pr_graph_store *store;/* private: node slabs, name index, use and arg storage */
 	pr_delegate *delegate;/* when this is a delegate body */
 	struct pr_program *program;
 	bool order_stale;     /* an insertion ran out of gaps */
@@ -365,18 +397,34 @@ char *pr_graph_fresh_name(const pr_graph *g, const char *base);
  * them costs O(k), not O(k^2). Names must not be freed up in between. */
 char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next);
 
+/* The program's copy of the n bytes at s, NUL-terminated: the same bytes
+ * give the same pointer for the program's life. */
+const char *pr_program_intern(pr_program *p, const char *s, size_t n);
+
 /* A detached node; name may be NULL. Args are set with pr_node_set_args. */
 pr_node *pr_node_new(pr_node_kind kind, const char *name);
+/* The same, in g's slab (no malloc of its own, name interned): link it into
+ * g only (append/insert), or erase it. */
+pr_node *pr_graph_new_node(pr_graph *g, pr_node_kind kind, const char *name);
+/* Room for count more nodes in g's slab in one chunk, for a loader that
+ * knows how many it will make. */
+void pr_graph_reserve_nodes(pr_graph *g, size_t count);
 /* Takes ownership of args (n items, malloc'd), sets each arg's owner and adds
  * the uses of every value they name (lists included). */
 void pr_node_set_args(pr_node *n, pr_arg *args, int n_args);
+/* n_args zeroed slots (at least one) of g's storage, freed with g. */
+pr_arg *pr_graph_new_args(pr_graph *g, int n_args);
+/* pr_node_set_args for args from pr_graph_new_args of n's graph (n made by
+ * pr_graph_new_node, or linked): their list items come from
+ * pr_graph_new_args too and their strings from pr_program_intern (cast). */
+void pr_node_set_graph_args(pr_node *n, pr_arg *args, int n_args);
 /* Replaces argument slot a (which must name a value) with v, fixing uses. */
 void pr_arg_set_value(pr_arg *a, pr_node *v);
 
 pr_err *pr_graph_append(pr_graph *g, pr_node *n);          /* at the end */
 pr_err *pr_graph_insert_before(pr_node *pos, pr_node *n);
 pr_err *pr_graph_insert_after(pr_node *pos, pr_node *n);
-/* Unlinks and frees n; n must have no readers left. */
+/* Unlinks and frees n (a detached node too); n must have no readers left. */
 void pr_graph_erase(pr_node *n);
 /* Every reader of old reads new instead. */
 void pr_node_replace_all_uses(pr_node *old, pr_node *new_value);

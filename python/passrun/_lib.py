@@ -126,7 +126,7 @@ Node._fields_ = [("kind", c_int), ("name", c_char_p), ("type", Type),
                  ("line", c_uint32), ("scratch", c_void_p)]
 
 Graph._fields_ = [("name", c_char_p), ("first", POINTER(Node)), ("last", POINTER(Node)),
-                  ("n_nodes", c_int64), ("names", c_void_p), ("delegate", POINTER(Delegate)),
+                  ("n_nodes", c_int64), ("store", c_void_p), ("delegate", POINTER(Delegate)),
                   ("program", c_void_p), ("order_stale", c_bool)]
 
 

@@ -39,7 +39,7 @@ int main(void)
 	  F(pr_node, input_name) F(pr_node, data) F(pr_node, schema) F(pr_node, delegate)
 	  F(pr_node, index) F(pr_node, writebacks) F(pr_node, line) F(pr_node, scratch));
 	S(pr_graph, F(pr_graph, name) F(pr_graph, first) F(pr_graph, last) F(pr_graph, n_nodes)
-	  F(pr_graph, names) F(pr_graph, delegate) F(pr_graph, program) F(pr_graph, order_stale));
+	  F(pr_graph, store) F(pr_graph, delegate) F(pr_graph, program) F(pr_graph, order_stale));
 	S(pr_program, F(pr_program, n_schemas) F(pr_program, cap_schemas) F(pr_program, schemas)
 	  F(pr_program, blobs) F(pr_program, n_delegates) F(pr_program, cap_delegates)
 	  F(pr_program, delegates) F(pr_program, n_methods) F(pr_program, cap_methods)

@@ -96,8 +96,7 @@ Test(graph, duplicate_names_are_refused_and_fresh_names_are_readable)
 	cr_assert_not_null(e);
 	cr_assert(strstr(pr_err_message(e), "%x is already defined"));
 	pr_err_free(e);
-	free(dup->name);
-	free(dup);
+	pr_graph_erase(dup);   /* a detached node: its storage is the program's to free */
 	char *n1 = pr_graph_fresh_name(g, "x_h2d_cuda0");
 	cr_assert_str_eq(n1, "x_h2d_cuda0");
 	add_input(g, n1);
@@ -411,4 +410,266 @@ Test(layouts, threads_interning_the_same_layouts_get_the_same_copies)
 			cr_assert_eq(jobs[t].got[i], jobs[0].got[i], "layout %d: thread %d got another copy",
 				     i, t);
 	}
+}
+/* ---- storage: slabs, the string table, the name index, use blocks ----- */
+
+static pr_node *slab_input(pr_graph *g, const char *name)
+{
+	pr_node *n = pr_graph_new_node(g, PR_NODE_INPUT, name);
+	n->input_kind = PR_INPUT_USER;
+	return n;
+}
+
+static pr_program *one_method(pr_graph **g)
+{
+	pr_program *p = pr_program_new();
+	cr_assert_null(pr_program_add_method(p, "forward", g));
+	return p;
+}
+
+Test(storage, slab_nodes_survive_churn_and_reuse_erased_slots)
+{
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	enum { N = 20000 };
+	pr_node **nodes = calloc(N, sizeof *nodes);
+	char name[32];
+	pr_graph_reserve_nodes(g, N / 2);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "v%d", i);
+		/* a pr_node_new node every seventh, in the same list */
+		nodes[i] = i % 7 ? slab_input(g, name) : pr_node_new(PR_NODE_INPUT, name);
+		cr_assert_null(pr_graph_append(g, nodes[i]));
+	}
+	for (int i = 1; i < N; i += 2) {
+		pr_node *gone = nodes[i];
+		bool slab = i % 7 != 0;
+		pr_graph_erase(gone);
+		nodes[i] = NULL;
+		if (slab && i % 3 == 0) {   /* the free list hands the last slot back first */
+			snprintf(name, sizeof name, "w%d", i);
+			pr_node *again = slab_input(g, name);
+			cr_assert_eq(again, gone, "erased slot %d is reused", i);
+			cr_assert_null(pr_graph_insert_after(nodes[i - 1], again));
+			nodes[i] = again;
+		}
+	}
+	int64_t linked = 0;
+	for (int i = 0; i < N; i++) {
+		if (!nodes[i])
+			continue;
+		linked++;
+		snprintf(name, sizeof name, i % 2 ? "w%d" : "v%d", i);
+		cr_assert_str_eq(nodes[i]->name, name, "node %d keeps its name", i);
+		cr_assert_eq(pr_graph_find(g, name), nodes[i]);
+		cr_assert_eq(nodes[i]->graph, g);
+	}
+	cr_assert_eq(g->n_nodes, linked);
+	int64_t walked = 0;
+	pr_node *prev = NULL;
+	pr_graph_for_each(g, n) {
+		cr_assert(!prev || pr_node_before(prev, n));
+		prev = n;
+		walked++;
+	}
+	cr_assert_eq(walked, linked);
+	free(nodes);
+	pr_program_free(p);
+}
+
+Test(storage, interned_strings_are_one_pointer_per_string)
+{
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	const char *a = pr_program_intern(p, "alpha_beta", 5);
+	cr_assert_str_eq(a, "alpha");
+	cr_assert_eq(pr_program_intern(p, "alpha", 5), a);
+	cr_assert_neq(pr_program_intern(p, "alph", 4), a);
+	cr_assert_str_eq(pr_program_intern(p, "", 0), "");
+	enum { N = 50000 };
+	const char **s = calloc(N, sizeof *s);
+	char buf[40];
+	for (int i = 0; i < N; i++) {   /* enough to grow the table many times */
+		int k = snprintf(buf, sizeof buf, "a_rather_long_name_%d", i);
+		s[i] = pr_program_intern(p, buf, (size_t)k);
+	}
+	for (int i = 0; i < N; i++) {
+		int k = snprintf(buf, sizeof buf, "a_rather_long_name_%d", i);
+		cr_assert_eq(pr_program_intern(p, buf, (size_t)k), s[i]);
+		cr_assert_str_eq(s[i], buf);
+	}
+	cr_assert_eq(pr_program_intern(p, "alpha", 5), a);
+	/* node names are the program's strings, and outlive their node */
+	pr_node *x = add_input(g, "x");
+	pr_node *y = slab_input(g, "y");
+	cr_assert_null(pr_graph_append(g, y));
+	cr_assert_eq(x->name, pr_program_intern(p, "x", 1));
+	cr_assert_eq(y->name, pr_program_intern(p, "y", 1));
+	const char *yname = y->name;
+	pr_graph_erase(y);
+	cr_assert_str_eq(yname, "y");
+	free(s);
+	pr_program_free(p);
+}
+
+Test(storage, name_index_at_scale)
+{
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	enum { N = 200000 };
+	pr_node **nodes = calloc(N, sizeof *nodes);
+	char name[32];
+	pr_graph_reserve_nodes(g, N);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "t_%d", i);
+		nodes[i] = slab_input(g, name);
+		cr_assert_null(pr_graph_append(g, nodes[i]));
+	}
+	pr_node *dup = slab_input(g, "t_77");
+	pr_err *e = pr_graph_append(g, dup);
+	cr_assert_not_null(e, "a taken name is refused");
+	pr_err_free(e);
+	pr_graph_erase(dup);
+	for (int i = 0; i < N; i += 2) {   /* rename the even ones */
+		snprintf(name, sizeof name, "r_%d", i);
+		cr_assert_null(pr_node_rename(nodes[i], name));
+	}
+	snprintf(name, sizeof name, "t_%d", 1);
+	e = pr_node_rename(nodes[3], name);
+	cr_assert_not_null(e, "renaming onto a taken name is refused");
+	pr_err_free(e);
+	for (int i = 0; i < N; i += 3) {   /* erase every third */
+		pr_graph_erase(nodes[i]);
+		nodes[i] = NULL;
+	}
+	for (int i = 0; i < N; i++) {
+		char old[32];
+		snprintf(old, sizeof old, "t_%d", i);
+		snprintf(name, sizeof name, i % 2 ? "t_%d" : "r_%d", i);
+		cr_assert_eq(pr_graph_find(g, name), nodes[i], "%s", name);
+		if (i % 2 == 0)
+			cr_assert_null(pr_graph_find(g, old), "%s was renamed", old);
+	}
+	/* t_0 is free again (renamed, then erased), t_1.. are taken where odd
+	 * and not a multiple of three */
+	int next = 0;
+	char *f = pr_graph_fresh_name_next(g, "t", &next);
+	cr_assert_str_eq(f, "t");
+	free(f);
+	cr_assert_null(pr_graph_append(g, slab_input(g, "t")));
+	for (int k = 0; k < 1000; k++) {
+		f = pr_graph_fresh_name_next(g, "t", &next);
+		cr_assert_null(pr_graph_find(g, f), "%s is fresh", f);
+		char *plain = pr_graph_fresh_name(g, "t");
+		cr_assert_str_eq(plain, f, "the cursor finds the first free name");
+		free(plain);
+		cr_assert_null(pr_graph_append(g, slab_input(g, f)));
+		free(f);
+	}
+	free(nodes);
+	pr_program_free(p);
+}
+
+static void check_uses(const pr_node *v)
+{
+	for (int i = 0; i < v->n_uses; i++) {
+		cr_assert_eq(v->uses[i].arg->use_index, i);
+		cr_assert_eq(v->uses[i].arg->u.value, v);
+		cr_assert_eq(v->uses[i].arg->owner, v->uses[i].user);
+	}
+}
+
+Test(storage, use_lists_grow_past_their_pool_blocks)
+{
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	pr_node *x = add_input(g, "x");
+	pr_node *y = slab_input(g, "y");
+	cr_assert_null(pr_graph_append(g, y));
+	enum { R = 5000 };   /* more readers than the biggest pool block holds */
+	pr_node **readers = calloc(R, sizeof *readers);
+	char name[32];
+	for (int i = 0; i < R; i++) {
+		snprintf(name, sizeof name, "r%d", i);
+		readers[i] = pr_graph_new_node(g, PR_NODE_OP, name);
+		pr_arg *args = i % 2 ? pr_graph_new_args(g, 2) : calloc(2, sizeof *args);
+		args[0].kind = PR_ARG_VALUE;
+		args[0].u.value = x;
+		args[1].kind = PR_ARG_LIST;   /* a list reading y, from the same storage */
+		args[1].u.list.n = 1;
+		args[1].u.list.items = i % 2 ? pr_graph_new_args(g, 1) : calloc(1, sizeof(pr_arg));
+		args[1].u.list.items[0].kind = PR_ARG_VALUE;
+		args[1].u.list.items[0].u.value = y;
+		if (i % 2)
+			pr_node_set_graph_args(readers[i], args, 2);
+		else
+			pr_node_set_args(readers[i], args, 2);
+		cr_assert_null(pr_graph_append(g, readers[i]));
+	}
+	cr_assert_eq(x->n_uses, R);
+	cr_assert_eq(y->n_uses, R);
+	check_uses(x);
+	check_uses(y);
+	for (int i = 0; i < R; i += 3) {   /* erase some, in an order apart from the list's */
+		pr_graph_erase(readers[i]);
+		readers[i] = NULL;
+	}
+	int left = R - (R + 2) / 3;
+	cr_assert_eq(x->n_uses, left);
+	check_uses(x);
+	check_uses(y);
+	pr_node *z = add_input(g, "z");
+	pr_node_replace_all_uses(x, z);
+	cr_assert_eq(x->n_uses, 0);
+	cr_assert_eq(z->n_uses, left);
+	check_uses(z);
+	for (int i = 1; i < R; i += 3) {   /* new args, malloc'd, for graph-args nodes too */
+		pr_arg *a = calloc(1, sizeof *a);
+		a->kind = PR_ARG_VALUE;
+		a->u.value = y;
+		pr_node_set_args(readers[i], a, 1);
+	}
+	cr_assert_eq(z->n_uses, left - (R + 1) / 3);
+	cr_assert_eq(y->n_uses, left);
+	check_uses(z);
+	check_uses(y);
+	/* small lists churn through the pool blocks' free lists */
+	for (int round = 0; round < 50; round++) {
+		pr_node *v = slab_input(g, NULL);
+		pr_node *w = pr_graph_new_node(g, PR_NODE_OP, NULL);
+		pr_arg *a = pr_graph_new_args(g, 3);
+		for (int k = 0; k < 3; k++) {
+			a[k].kind = PR_ARG_VALUE;
+			a[k].u.value = v;
+		}
+		pr_node_set_graph_args(w, a, 3);
+		cr_assert_eq(v->n_uses, 3);
+		check_uses(v);
+		pr_graph_erase(w);
+		cr_assert_eq(v->n_uses, 0);
+		pr_graph_erase(v);
+	}
+	free(readers);
+	pr_program_free(p);
+}
+
+Test(storage, detached_nodes_keep_their_names_until_linked)
+{
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	pr_node *n = pr_node_new(PR_NODE_INPUT, "a");
+	cr_assert_null(pr_node_rename(n, "b"));
+	cr_assert_str_eq(n->name, "b");
+	cr_assert_null(pr_graph_append(g, n));
+	cr_assert_eq(n->name, pr_program_intern(p, "b", 1), "interned once linked");
+	cr_assert_eq(pr_graph_find(g, "b"), n);
+	cr_assert_null(pr_graph_find(g, "a"));
+	pr_node *s = pr_graph_new_node(g, PR_NODE_INPUT, "c");
+	cr_assert_null(pr_node_rename(s, "d"));   /* unlinked: not indexed yet */
+	cr_assert_null(pr_graph_find(g, "d"));
+	cr_assert_null(pr_graph_append(g, s));
+	cr_assert_eq(pr_graph_find(g, "d"), s);
+	pr_node *never = pr_graph_new_node(g, PR_NODE_INPUT, "e");   /* freed with g */
+	never->input_name = strdup("quoted");
+	pr_program_free(p);
 }
