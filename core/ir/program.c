@@ -329,6 +329,16 @@ static void hslots_grow(hslot **slots, uint32_t *mask, uint32_t first)
 	*mask = cap - 1;
 }
 
+/* Grows a table until n entries fit under its 3/4 load bound. */
+static void hslots_fit(hslot **slots, uint32_t *mask, uint32_t first, size_t n)
+{
+	while (!*slots || n > (size_t)(*mask + 1) / 4 * 3)
+		hslots_grow(slots, mask, first);
+}
+
+#define STRINGS_FIRST 256
+#define NAMES_FIRST 64
+
 typedef struct strtab {
 	hslot *slots;
 	uint32_t mask, n;     /* capacity - 1 (a power of two, or 0 when none) */
@@ -338,8 +348,7 @@ typedef struct strtab {
 static const char *strtab_intern(strtab *t, const char *s, size_t n)
 {
 	PR_ASSERT(n < UINT32_MAX);
-	if (!t->slots || t->n + 1 > (t->mask + 1) / 4 * 3)
-		hslots_grow(&t->slots, &t->mask, 256);
+	hslots_fit(&t->slots, &t->mask, STRINGS_FIRST, t->n + 1);
 	uint32_t h = str_hash(s, n);
 	uint32_t i = h & t->mask;
 	for (; t->slots[i].key; i = (i + 1) & t->mask) {
@@ -665,6 +674,10 @@ void pr_graph_reserve_nodes(pr_graph *g, size_t count)
 	node_chunk *c = st->chunks;
 	if (!st->free_nodes && (!c || c->cap - c->used < count))
 		node_chunk_add(st, count > NODE_CHUNK_MIN ? count : NODE_CHUNK_MIN);
+	/* and room for their names, so that no table is rehashed while they come */
+	hslots_fit(&st->names, &st->names_mask, NAMES_FIRST, st->names_n + count);
+	strtab *t = strings_of(g->program);
+	hslots_fit(&t->slots, &t->mask, STRINGS_FIRST, t->n + count);
 }
 
 static void type_free(pr_type *t)
@@ -869,8 +882,7 @@ pr_node *pr_graph_find(const pr_graph *g, const char *name)
 static pr_err *name_add(pr_graph *g, pr_node *n, const char *interned)
 {
 	pr_graph_store *st = g->store;
-	if (!st->names || st->names_n + 1 > (st->names_mask + 1) / 4 * 3)
-		hslots_grow(&st->names, &st->names_mask, 64);
+	hslots_fit(&st->names, &st->names_mask, NAMES_FIRST, st->names_n + 1);
 	uint32_t h = str_head_of(interned)->hash;
 	hslot *s = names_probe(st, interned, h);
 	if (s->key)
