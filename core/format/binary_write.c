@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "binary_format.h"
+#include "outbuf.h"
 #include "passrun/data.h"
 #include "passrun/format.h"
 
@@ -29,22 +30,18 @@ typedef struct wbuf {
 	size_t too_long;   /* the length of the first string over PRB_MAX_STRING, or 0 */
 } wbuf;
 
-static __attribute__((noinline)) void wb_reserve_slow(wbuf *b, size_t n)
+static void wb_reserve(wbuf *b, size_t n)
 {
-	size_t cap = b->cap ? b->cap : 4096;
-	while (cap - b->len < n)
-		cap *= 2;
-	b->p = pr_xrealloc(b->p, cap);
-	b->cap = cap;
+	void *p = b->p;
+	out_reserve(&p, &b->cap, b->len, n);
+	b->p = p;
 }
 
-/* Room for n more bytes at b->p + b->len. The check is one compare: the
- * buffer doubles, and starts at the size the program predicts (w_size_hint),
- * so growing is rare. */
+/* Room for n more bytes at b->p + b->len (outbuf.h). */
 static inline uint8_t *wb_room(wbuf *b, size_t n)
 {
 	if (__builtin_expect(b->cap - b->len < n, 0))
-		wb_reserve_slow(b, n);
+		wb_reserve(b, n);
 	return b->p + b->len;
 }
 
@@ -511,18 +508,6 @@ static void w_header(wbuf *out, const size_t *ends, size_t data_off, size_t data
 	}
 }
 
-/* Bytes the metadata of p takes, about: enough that the one output buffer
- * rarely grows (a node of the decoders passrun meets takes about 100). */
-static size_t w_size_hint(const pr_program *p)
-{
-	size_t nodes = 0;
-	for (int i = 0; i < p->n_delegates; i++)
-		nodes += (size_t)p->delegates[i]->body->n_nodes;
-	for (int i = 0; i < p->n_methods; i++)
-		nodes += (size_t)p->methods[i]->n_nodes;
-	return 65536 + nodes * 128;
-}
-
 /* The metadata sections go straight into the file's buffer after room for
  * the header and section table; DATA, built alongside, is appended, and the
  * header written last, when every size is known. */
@@ -550,7 +535,7 @@ pr_err *pr_binary_write(const pr_program *p, uint8_t **out, size_t *len)
 	wbuf file = {0};
 	size_t ends[PRB_SEC_COUNT - 1];
 	w_index_program(&w);
-	wb_room(&file, w_size_hint(p));
+	wb_room(&file, 65536 + out_node_count(p) * 128);   /* a node takes about 100 */
 	memset(wb_grow(&file, PRB_HEADER_SIZE + PRB_SEC_COUNT * PRB_SECTION_ENTRY_SIZE), 0,
 	       PRB_HEADER_SIZE + PRB_SEC_COUNT * PRB_SECTION_ENTRY_SIZE);
 	bool ok = w_sections(&w, &file, ends);

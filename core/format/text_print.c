@@ -14,28 +14,26 @@
 
 #include "passrun/format.h"
 #include "passrun/strbuf.h"
+#include "outbuf.h"
 
-/* The output: one buffer, sized up front from the node count, whose puts
- * are a compare and a copy inline. Numbers are formatted here rather than by
+/* The output (outbuf.h). Numbers are formatted here rather than by
  * printf, which would cost more than everything else a node prints. */
 typedef struct tbuf {
 	char *p;
 	size_t len, cap;
 } tbuf;
 
-static __attribute__((noinline)) void tb_reserve_slow(tbuf *b, size_t n)
+static void tb_reserve(tbuf *b, size_t n)
 {
-	size_t cap = b->cap ? b->cap : 4096;
-	while (cap - b->len < n)
-		cap *= 2;
-	b->p = pr_xrealloc(b->p, cap);
-	b->cap = cap;
+	void *p = b->p;
+	out_reserve(&p, &b->cap, b->len, n);
+	b->p = p;
 }
 
 static inline void tb_add(tbuf *b, const char *s, size_t n)
 {
 	if (__builtin_expect(b->cap - b->len < n, 0))
-		tb_reserve_slow(b, n);
+		tb_reserve(b, n);
 	memcpy(b->p + b->len, s, n);
 	b->len += n;
 }
@@ -350,18 +348,6 @@ static void put_blob(tbuf *b, const pr_blob *blob)
 	tb_puts(b, "\"\n");
 }
 
-/* Bytes the text of p takes, about (a node of the decoders passrun meets
- * prints in about 80): enough that the buffer rarely grows. */
-static size_t size_hint(const pr_program *p)
-{
-	size_t nodes = 0;
-	for (int i = 0; i < p->n_delegates; i++)
-		nodes += (size_t)p->delegates[i]->body->n_nodes;
-	for (int i = 0; i < p->n_methods; i++)
-		nodes += (size_t)p->methods[i]->n_nodes;
-	return 65536 + nodes * 96;
-}
-
 static void put_top_name(tbuf *b, const char *before, const char *name)
 {
 	tb_puts(b, before);
@@ -371,7 +357,7 @@ static void put_top_name(tbuf *b, const char *before, const char *name)
 char *pr_text_print(const pr_program *p, size_t *len)
 {
 	tbuf b = {0};
-	tb_reserve_slow(&b, size_hint(p));
+	tb_reserve(&b, 65536 + out_node_count(p) * 96);   /* a node prints in about 80 */
 	tb_puts(&b, "passrun 1\n");
 	if (p->n_schemas)
 		tb_putc(&b, '\n');
