@@ -16,6 +16,7 @@
 
 #include "passrun/data.h"
 #include "passrun/format.h"
+#include "passrun/strbuf.h"
 #include "testutil.h"
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -478,4 +479,39 @@ Test(binary, strings_keep_any_byte_the_text_can_escape)
 	free(bin);
 	pr_program_free(q);
 	pr_program_free(p);
+}
+
+/* The loader checks and parses each distinct device once and reuses the
+ * result for the same bytes: more devices than it keeps (8), in an order
+ * that replaces them, in specs and memory arenas alike, all load as
+ * written. */
+Test(binary, many_devices_load_as_written)
+{
+	pr_strbuf t;
+	pr_strbuf_init(&t);
+	pr_strbuf_puts(&t, "passrun 1\nop t::id(Tensor self) -> Tensor\nmethod @m {\n"
+			   "  %x: f32[2] = input user \"x\"\n");
+	for (int i = 0; i < 40; i++) {
+		int dev = (i * 7) % 13;   /* cuda:0 .. cuda:12, revisited out of order */
+		char prev[16] = "x";
+		if (i)
+			snprintf(prev, sizeof prev, "v%d", i - 1);
+		pr_strbuf_printf(&t, "  %%v%d: f32[2]@cuda:%d{mem=npu_2:%d:%d} = t::id(%%%s)\n", i,
+				 dev, 12 - dev, 64 * i, prev);
+	}
+	pr_strbuf_puts(&t, "  return %v39\n}\n");
+	pr_program *p = tu_parse(t.data);
+	uint8_t *bin;
+	size_t len;
+	write_ok(p, &bin, &len, "devices");
+	pr_program *q = load_ok(bin, len, false, "devices");
+	char *a = print(p), *b = print(q);
+	cr_expect_str_eq(b, a);
+	cr_expect(strstr(a, "@cuda:12{mem=npu_2:0:"), "the test wants cuda:12 in the text: %s", a);
+	free(a);
+	free(b);
+	free(bin);
+	pr_program_free(q);
+	pr_program_free(p);
+	pr_strbuf_free(&t);
 }
