@@ -94,6 +94,25 @@ static char *print(const pr_program *p)
 
 /* ---- round trips --------------------------------------------------------- */
 
+/* p written and loaded back (copied) prints as p does, and its text holds
+ * want (what the test is about); frees p. */
+static void expect_same_text_after_round_trip(pr_program *p, const char *what, const char *want)
+{
+	uint8_t *bin;
+	size_t len;
+	write_ok(p, &bin, &len, what);
+	pr_program *q = load_ok(bin, len, false, what);
+	char *a = print(p), *b = print(q);
+	cr_expect_str_eq(b, a);
+	cr_expect(strstr(a, want), "%s: the test wants %s in the text: %s", what, want, a);
+	free(a);
+	free(b);
+	free(bin);
+	pr_program_free(q);
+	pr_program_free(p);
+}
+
+
 Test(binary, round_trip_of_every_program_gives_identical_text)
 {
 	find_programs();
@@ -467,18 +486,7 @@ Test(binary, strings_keep_any_byte_the_text_can_escape)
 				 "  %y: f32[2] = custom::tag(%x, \"\\x80\\t\")\n"
 				 "  return %y, %x -> input \"a\\xffb\\n\\\"\"\n"
 				 "}\n");
-	uint8_t *bin;
-	size_t len;
-	write_ok(p, &bin, &len, "strings");
-	pr_program *q = load_ok(bin, len, false, "strings");
-	char *a = print(p), *b = print(q);
-	cr_expect_str_eq(b, a);
-	cr_expect(strstr(a, "\\xff"), "the test wants an escaped byte in the text: %s", a);
-	free(a);
-	free(b);
-	free(bin);
-	pr_program_free(q);
-	pr_program_free(p);
+	expect_same_text_after_round_trip(p, "strings", "\\xff");
 }
 
 /* The loader checks and parses each distinct device once and reuses the
@@ -500,18 +508,6 @@ Test(binary, many_devices_load_as_written)
 				 dev, 12 - dev, 64 * i, prev);
 	}
 	pr_strbuf_puts(&t, "  return %v39\n}\n");
-	pr_program *p = tu_parse(t.data);
-	uint8_t *bin;
-	size_t len;
-	write_ok(p, &bin, &len, "devices");
-	pr_program *q = load_ok(bin, len, false, "devices");
-	char *a = print(p), *b = print(q);
-	cr_expect_str_eq(b, a);
-	cr_expect(strstr(a, "@cuda:12{mem=npu_2:0:"), "the test wants cuda:12 in the text: %s", a);
-	free(a);
-	free(b);
-	free(bin);
-	pr_program_free(q);
-	pr_program_free(p);
+	expect_same_text_after_round_trip(tu_parse(t.data), "devices", "@cuda:12{mem=npu_2:0:");
 	pr_strbuf_free(&t);
 }
