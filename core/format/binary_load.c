@@ -31,6 +31,16 @@
 #include "passrun/format.h"
 #include "passrun/strbuf.h"
 
+#define RD_DEVICE_MAX (1 + (PR_DEVICE_TYPE_MAX - 1) + 4)   /* length, type, index */
+#define RD_KNOWN_DEVICES 8
+
+/* A device as the file spells it and as it loaded. */
+typedef struct rd_known_device {
+	uint8_t raw[RD_DEVICE_MAX];
+	size_t len;
+	pr_device dev;
+} rd_known_device;
+
 typedef struct rd {
 	const char *file;
 	const uint8_t *buf;
@@ -43,6 +53,10 @@ typedef struct rd {
 	size_t n_blobs;
 	uint64_t data_off, data_size;   /* the DATA section */
 	int depth;              /* argument list nesting */
+	char *scratch;          /* the last name read (rd_name) */
+	rd_known_device known[RD_KNOWN_DEVICES];   /* devices already checked (rd_device_known) */
+	int n_known;
+	size_t scratch_cap;
 	pr_err *err;
 } rd;
 
@@ -63,32 +77,43 @@ static bool rd_fail(rd *r, size_t at, const char *fmt, ...)
 
 /* ---- primitive fields -------------------------------------------------------- */
 
-static bool rd_need(rd *r, size_t n, const char *what)
+static __attribute__((noinline, cold)) bool rd_short(rd *r, size_t n, const char *what)
 {
-	if (r->end - r->pos >= n)
-		return true;
 	return rd_fail(r, r->pos, "truncated %s: expected %s (%zu bytes), but the section ends at byte %zu",
 		       r->section, what, n, r->end);
 }
 
-static uint64_t rd_le(rd *r, int n)
+/* The reads below are on every field of every node: the check is one compare
+ * inline, the message out of line. */
+static inline bool rd_need(rd *r, size_t n, const char *what)
+{
+	if (__builtin_expect(r->end - r->pos >= n, 1))
+		return true;
+	return rd_short(r, n, what);
+}
+
+static inline uint64_t rd_le(rd *r, int n)
 {
 	uint64_t v = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(&v, r->buf + r->pos, (size_t)n);
+#else
 	for (int i = 0; i < n; i++)
 		v |= (uint64_t)r->buf[r->pos + (size_t)i] << (8 * i);
+#endif
 	r->pos += (size_t)n;
 	return v;
 }
 
-static bool rd_u8(rd *r, const char *what, uint8_t *v)
+static inline bool rd_u8(rd *r, const char *what, uint8_t *v)
 {
 	if (!rd_need(r, 1, what))
 		return false;
-	*v = (uint8_t)rd_le(r, 1);
+	*v = r->buf[r->pos++];
 	return true;
 }
 
-static bool rd_u32(rd *r, const char *what, uint32_t *v)
+static inline bool rd_u32(rd *r, const char *what, uint32_t *v)
 {
 	if (!rd_need(r, 4, what))
 		return false;
@@ -96,7 +121,7 @@ static bool rd_u32(rd *r, const char *what, uint32_t *v)
 	return true;
 }
 
-static bool rd_u64(rd *r, const char *what, uint64_t *v)
+static inline bool rd_u64(rd *r, const char *what, uint64_t *v)
 {
 	if (!rd_need(r, 8, what))
 		return false;
@@ -104,7 +129,7 @@ static bool rd_u64(rd *r, const char *what, uint64_t *v)
 	return true;
 }
 
-static bool rd_i64(rd *r, const char *what, int64_t *v)
+static inline bool rd_i64(rd *r, const char *what, int64_t *v)
 {
 	uint64_t u;
 	if (!rd_u64(r, what, &u))
@@ -113,7 +138,7 @@ static bool rd_i64(rd *r, const char *what, int64_t *v)
 	return true;
 }
 
-static bool rd_f64(rd *r, const char *what, double *v)
+static inline bool rd_f64(rd *r, const char *what, double *v)
 {
 	uint64_t u;
 	if (!rd_u64(r, what, &u))
@@ -138,8 +163,9 @@ static bool rd_count(rd *r, const char *what, size_t min_each, uint32_t *n)
 
 /* A string: u32 length, then that many bytes without NUL. Not necessarily
  * UTF-8: the text's \xHH escapes can put any other byte in a string. With
- * optional, the length PRB_NO_STRING means absent (*out = NULL). */
-static bool rd_string(rd *r, const char *what, bool optional, char **out)
+ * optional, the length PRB_NO_STRING means absent (*out = NULL). The bytes
+ * are left in the file: *out points at them, *len says how many. */
+static bool rd_span(rd *r, const char *what, bool optional, const char **out, uint32_t *len)
 {
 	size_t at = r->pos;
 	uint32_t n;
@@ -155,40 +181,101 @@ static bool rd_string(rd *r, const char *what, bool optional, char **out)
 	if (n > left)
 		return rd_fail(r, at, "%s is %u bytes long, which runs past the end of the %s section "
 			       "(%zu bytes left)", what, n, r->section, left);
-	const uint8_t *s = r->buf + r->pos;
+	const char *s = (const char *)r->buf + r->pos;
 	if (memchr(s, 0, n))
 		return rd_fail(r, at, "%s contains a NUL byte, expected text", what);
-	*out = pr_xstrndup((const char *)s, n);
+	*out = s;
+	*len = n;
 	r->pos += n;
 	return true;
 }
 
-/* A name as the text format writes after '%' or '@': [A-Za-z0-9_.]+. */
-static bool rd_name(rd *r, const char *what, bool optional, char **out)
+/* A string the caller owns (malloc'd), or NULL when optional and absent. */
+static bool rd_string(rd *r, const char *what, bool optional, char **out)
+{
+	const char *s;
+	uint32_t n;
+	*out = NULL;
+	if (!rd_span(r, what, optional, &s, &n))
+		return false;
+	if (s)
+		*out = pr_xstrndup(s, n);
+	return true;
+}
+
+static inline bool is_name_char(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '.';
+}
+
+/* A name as the text format writes after '%' or '@': [A-Za-z0-9_.]+. Every
+ * name is copied again by what receives it (program.h), so *out is a
+ * NUL-terminated copy in r->scratch, valid until the next rd_name: no
+ * allocation per name. */
+static bool rd_name(rd *r, const char *what, bool optional, const char **out)
 {
 	size_t at = r->pos;
-	if (!rd_string(r, what, optional, out))
-		return false;
-	if (!*out)
-		return true;
-	size_t n = strlen(*out);
-	bool ok = n > 0;
-	for (size_t i = 0; i < n && ok; i++) {
-		char c = (*out)[i];
-		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		     c == '_' || c == '.';
-	}
-	if (ok)
-		return true;
-	free(*out);
+	const char *s;
+	uint32_t n;
 	*out = NULL;
-	return rd_fail(r, at, "%s is not a name, expected one or more of A-Z a-z 0-9 _ .", what);
+	if (!rd_span(r, what, optional, &s, &n))
+		return false;
+	if (!s)
+		return true;
+	bool ok = n > 0;
+	for (uint32_t i = 0; i < n && ok; i++)
+		ok = is_name_char((unsigned char)s[i]);
+	if (!ok)
+		return rd_fail(r, at, "%s is not a name, expected one or more of A-Z a-z 0-9 _ .", what);
+	if (n >= r->scratch_cap) {
+		r->scratch_cap = (size_t)n + 64;
+		free(r->scratch);
+		r->scratch = pr_xmalloc(r->scratch_cap);
+	}
+	memcpy(r->scratch, s, n);
+	r->scratch[n] = 0;
+	*out = r->scratch;
+	return true;
 }
 
 /* ---- types ------------------------------------------------------------------ */
 
+/* The device at the cursor when its bytes are those of one already checked:
+ * a program names a handful of devices a million times, and checking and
+ * parsing each costs more than the rest of its spec. */
+static bool rd_device_known(rd *r, pr_device *d)
+{
+	if (r->end - r->pos < 5)
+		return false;
+	const uint8_t *at = r->buf + r->pos;
+	size_t len = (size_t)at[0] + 5;
+	if (len > RD_DEVICE_MAX || r->end - r->pos < len)
+		return false;
+	for (int i = 0; i < r->n_known; i++) {
+		const rd_known_device *k = &r->known[i];
+		if (k->len == len && !memcmp(k->raw, at, len)) {
+			*d = k->dev;
+			r->pos += len;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void rd_device_remember(rd *r, size_t at, pr_device d)
+{
+	rd_known_device *k = &r->known[r->n_known < RD_KNOWN_DEVICES ? r->n_known++ :
+				       (int)(at % RD_KNOWN_DEVICES)];
+	k->len = r->pos - at;
+	memcpy(k->raw, r->buf + at, k->len);
+	k->dev = d;
+}
+
 static bool rd_device(rd *r, const char *what, pr_device *d)
 {
+	if (rd_device_known(r, d))
+		return true;
 	size_t at = r->pos;
 	uint8_t n;
 	if (!rd_u8(r, what, &n))
@@ -221,6 +308,7 @@ static bool rd_device(rd *r, const char *what, pr_device *d)
 	if (n > 0 && !pr_device_parse(str, strlen(str), &back))
 		return rd_fail(r, at, "%s is '%s', expected a device like cpu or cuda:0", what, str);
 	*d = pr_device_canonical(*d);
+	rd_device_remember(r, at, *d);
 	return true;
 }
 
@@ -691,7 +779,7 @@ static bool rd_node(rd *r, pr_graph *g, pr_node **nodes, uint64_t self, uint64_t
 {
 	size_t at = r->pos;
 	uint8_t kind;
-	char *name;
+	const char *name;
 	pr_type type;
 	if (!rd_u8(r, "a node kind", &kind))
 		return false;
@@ -706,17 +794,14 @@ static bool rd_node(rd *r, pr_graph *g, pr_node **nodes, uint64_t self, uint64_t
 	if (!rd_name(r, "the node's name", true, &name))
 		return false;
 	if (name && pr_graph_find(g, name)) {
-		rd_fail(r, name_at, "%%%s is defined twice in @%s, expected unique names", name, g->name);
-		free(name);
-		return false;
+		return rd_fail(r, name_at, "%%%s is defined twice in @%s, expected unique names", name,
+			       g->name);
 	}
 	if (!rd_type(r, &type)) {
 		free(type.elems);
-		free(name);
 		return false;
 	}
 	pr_node *n = pr_graph_new_node(g, (pr_node_kind)kind, name);
-	free(name);
 	n->type = type;
 	pr_err *e = pr_graph_append(g, n);
 	PR_ASSERT(!e);   /* the name was checked above */
@@ -802,19 +887,16 @@ static bool rd_blobs(rd *r)
 	r->blobs = pr_xcalloc(n ? n : 1, sizeof *r->blobs);
 	for (uint32_t i = 0; i < n; i++) {
 		size_t at = r->pos;
-		char *name;
+		const char *name;
 		uint64_t size, off;
 		if (!rd_name(r, "a blob name", false, &name))
 			return false;
 		size_t sat = r->pos;
 		if (!rd_u64(r, "a blob size", &size) || !rd_u64(r, "a blob offset", &off) ||
-		    !rd_segment(r, sat, off, size)) {
-			free(name);
+		    !rd_segment(r, sat, off, size))
 			return false;
-		}
 		pr_err *e = pr_program_add_blob(r->prog, name, r->buf + r->data_off + off,
 						(int64_t)size, r->borrow, &r->blobs[i]);
-		free(name);
 		if (e) {
 			rd_fail(r, at, "%s, expected unique blob names", pr_err_message(e));
 			pr_err_free(e);
@@ -828,13 +910,12 @@ static bool rd_blobs(rd *r)
 static bool rd_delegate_head(rd *r)
 {
 	size_t at = r->pos;
-	char *name;
+	const char *name;
 	uint32_t n;
 	if (!rd_name(r, "a delegate name", false, &name))
 		return false;
 	pr_delegate *d;
 	pr_err *e = pr_program_add_delegate(r->prog, name, &d);
-	free(name);
 	if (e) {
 		rd_fail(r, at, "%s, expected unique delegate names", pr_err_message(e));
 		pr_err_free(e);
@@ -844,30 +925,23 @@ static bool rd_delegate_head(rd *r)
 		return false;
 	for (uint32_t k = 0; k < n; k++) {
 		size_t kat = r->pos;
-		char *key, *value;
+		const char *key;   /* in r->scratch: no rd_name until it is used */
+		char *value;
 		if (!rd_name(r, "a compile spec key", false, &key))
 			return false;
-		if ((key[0] >= '0' && key[0] <= '9') || strchr(key, '.')) {
+		if ((key[0] >= '0' && key[0] <= '9') || strchr(key, '.'))
 			/* the text's key is a word: [A-Za-z_][A-Za-z0-9_]* */
-			rd_fail(r, kat, "compile spec key '%s' is not a word, expected letters, digits "
-				"and '_', not starting with a digit", key);
-			free(key);
+			return rd_fail(r, kat, "compile spec key '%s' is not a word, expected letters, "
+				       "digits and '_', not starting with a digit", key);
+		if (!rd_string(r, "a compile spec value", false, &value))
 			return false;
+		if (pr_delegate_spec(d, key)) {
+			free(value);
+			return rd_fail(r, kat, "compile spec %s appears twice in @%s, expected unique keys",
+				       key, d->name);
 		}
-		if (!rd_string(r, "a compile spec value", false, &value)) {
-			free(key);
-			return false;
-		}
-		bool dup = pr_delegate_spec(d, key) != NULL;
-		if (!dup)
-			pr_delegate_set_spec(d, key, value);
+		pr_delegate_set_spec(d, key, value);
 		free(value);
-		if (dup)
-			rd_fail(r, kat, "compile spec %s appears twice in @%s, expected unique keys", key,
-				d->name);
-		free(key);
-		if (dup)
-			return false;
 	}
 	return true;
 }
@@ -893,12 +967,11 @@ static bool rd_methods(rd *r)
 		return false;
 	for (uint32_t i = 0; i < n; i++) {
 		size_t at = r->pos;
-		char *name;
+		const char *name;
 		if (!rd_name(r, "a method name", false, &name))
 			return false;
 		pr_graph *g;
 		pr_err *e = pr_program_add_method(r->prog, name, &g);
-		free(name);
 		if (e) {
 			rd_fail(r, at, "%s, expected unique method names", pr_err_message(e));
 			pr_err_free(e);
@@ -1012,6 +1085,7 @@ pr_err *pr_binary_load(const char *filename, const uint8_t *buf, size_t len, boo
 		  rd_section(&r, secs, PRB_SEC_DELEGATES, rd_delegates) &&
 		  rd_section(&r, secs, PRB_SEC_METHODS, rd_methods);
 	free(r.blobs);
+	free(r.scratch);
 	if (!ok) {
 		pr_program_free(r.prog);
 		return r.err;

@@ -1,12 +1,13 @@
 /* binary_write.c: serializing a program into the binary format (.bin).
  *
- * The layout is docs/binary-format.md. The writer builds each metadata
- * section in its own growable buffer and the DATA section alongside: every
- * blob's bytes and the materialized storage bytes of every constant with
- * logical data go there as segments aligned to 64 bytes, and the metadata
- * refers to them by their offset inside DATA. Once the sizes are known, the
- * header and section table are written in front, DATA is padded to start on a
- * 64-byte boundary, and everything is concatenated.
+ * The layout is docs/binary-format.md. The writer appends the metadata
+ * sections, in order, to the one buffer that becomes the file (sized up front
+ * from the node count, after room for the header and section table), and
+ * builds the DATA section alongside: every blob's bytes and the materialized
+ * storage bytes of every constant with logical data go there as segments
+ * aligned to 64 bytes, and the metadata refers to them by their offset inside
+ * DATA. DATA is then appended at the next 64-byte boundary, and the header and
+ * section table are filled in last, when every size is known.
  *
  * Nodes, schemas, delegates and blobs are referred to by index; a pointer ->
  * index table (open addressing) keeps that linear in the program's size.
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "binary_format.h"
+#include "outbuf.h"
 #include "passrun/data.h"
 #include "passrun/format.h"
 
@@ -28,39 +30,58 @@ typedef struct wbuf {
 	size_t too_long;   /* the length of the first string over PRB_MAX_STRING, or 0 */
 } wbuf;
 
-static void *wb_grow(wbuf *b, size_t n)
+static void wb_reserve(wbuf *b, size_t n)
 {
-	if (b->cap - b->len < n) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap - b->len < n)
-			cap *= 2;
-		b->p = pr_xrealloc(b->p, cap);
-		b->cap = cap;
-	}
-	void *at = b->p + b->len;
+	void *p = b->p;
+	out_reserve(&p, &b->cap, b->len, n);
+	b->p = p;
+}
+
+/* Room for n more bytes at b->p + b->len (outbuf.h). */
+static inline uint8_t *wb_room(wbuf *b, size_t n)
+{
+	if (__builtin_expect(b->cap - b->len < n, 0))
+		wb_reserve(b, n);
+	return b->p + b->len;
+}
+
+static inline void *wb_grow(wbuf *b, size_t n)
+{
+	void *at = wb_room(b, n);
 	b->len += n;
 	return at;
 }
 
-static void wb_bytes(wbuf *b, const void *s, size_t n)
+/* Little-endian stores at a cursor, for records whose largest size is
+ * reserved once (w_spec); on a little-endian host each is one store. */
+static inline uint8_t *put_le(uint8_t *q, uint64_t v, int n)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(q, &v, (size_t)n);
+#else
+	for (int i = 0; i < n; i++)
+		q[i] = (uint8_t)(v >> (8 * i));
+#endif
+	return q + n;
+}
+
+static inline void wb_bytes(wbuf *b, const void *s, size_t n)
 {
 	if (n)
 		memcpy(wb_grow(b, n), s, n);
 }
 
-static void wb_le(wbuf *b, uint64_t v, int n)
+static inline void wb_le(wbuf *b, uint64_t v, int n)
 {
-	uint8_t *at = wb_grow(b, (size_t)n);
-	for (int i = 0; i < n; i++)
-		at[i] = (uint8_t)(v >> (8 * i));
+	put_le(wb_grow(b, (size_t)n), v, n);
 }
 
-static void wb_u8(wbuf *b, unsigned v) { wb_le(b, v, 1); }
-static void wb_u32(wbuf *b, uint32_t v) { wb_le(b, v, 4); }
-static void wb_u64(wbuf *b, uint64_t v) { wb_le(b, v, 8); }
-static void wb_i64(wbuf *b, int64_t v) { wb_le(b, (uint64_t)v, 8); }
+static inline void wb_u8(wbuf *b, unsigned v) { *(uint8_t *)wb_grow(b, 1) = (uint8_t)v; }
+static inline void wb_u32(wbuf *b, uint32_t v) { wb_le(b, v, 4); }
+static inline void wb_u64(wbuf *b, uint64_t v) { wb_le(b, v, 8); }
+static inline void wb_i64(wbuf *b, int64_t v) { wb_le(b, (uint64_t)v, 8); }
 
-static void wb_f64(wbuf *b, double d)
+static inline void wb_f64(wbuf *b, double d)
 {
 	uint64_t v;
 	memcpy(&v, &d, sizeof v);
@@ -70,10 +91,14 @@ static void wb_f64(wbuf *b, double d)
 static void wb_str(wbuf *b, const char *s)
 {
 	size_t n = strlen(s);
-	if (n > PRB_MAX_STRING && !b->too_long)
-		b->too_long = n;   /* pr_binary_write refuses the program: it would not load */
-	wb_u32(b, (uint32_t)n);
-	wb_bytes(b, s, n);
+	if (n > PRB_MAX_STRING) {
+		if (!b->too_long)
+			b->too_long = n;   /* pr_binary_write refuses the program: it would not load */
+		n = 0;   /* the length field is never right for it; the file is not kept */
+	}
+	uint8_t *q = put_le(wb_room(b, 4 + n), n, 4);
+	memcpy(q, s, n);
+	b->len += 4 + n;
 }
 
 static void wb_ostr(wbuf *b, const char *s)
@@ -159,29 +184,37 @@ static bool w_fail(writer *w, pr_err *e)
 	return false;
 }
 
-static void w_device(wbuf *b, pr_device d)
+/* The most bytes a device field takes: length, type, index. */
+#define W_DEVICE_MAX (1 + (PR_DEVICE_TYPE_MAX - 1) + 4)
+
+static uint8_t *put_device(uint8_t *q, pr_device d)
 {
 	size_t n = strnlen(d.type, PR_DEVICE_TYPE_MAX - 1);
-	wb_u8(b, (unsigned)n);
-	wb_bytes(b, d.type, n);
-	wb_u32(b, (uint32_t)d.index);
+	*q++ = (uint8_t)n;
+	memcpy(q, d.type, n);
+	return put_le(q + n, (uint32_t)d.index, 4);
 }
 
+/* A spec is the record every node has: its largest size is reserved once,
+ * then the fields are stored at a cursor. */
 static void w_spec(wbuf *b, const pr_spec *s)
 {
-	wb_u8(b, (unsigned)s->dtype);
-	wb_u8(b, (unsigned)s->rank);
-	wb_u8(b, s->has_mem ? PRB_SPEC_HAS_MEM : 0);
-	wb_u8(b, 0);
-	for (int i = 0; i < s->rank; i++)
-		wb_i64(b, s->shape[i]);
-	for (int i = 0; i < s->rank; i++)
-		wb_i64(b, s->strides[i]);
-	w_device(b, s->device);
+	size_t rank = (size_t)s->rank;
+	uint8_t *q0 = wb_room(b, 4 + 16 * rank + 2 * W_DEVICE_MAX + 8), *q = q0;
+	*q++ = (uint8_t)s->dtype;
+	*q++ = (uint8_t)rank;
+	*q++ = s->has_mem ? PRB_SPEC_HAS_MEM : 0;
+	*q++ = 0;
+	for (size_t i = 0; i < rank; i++)
+		q = put_le(q, (uint64_t)s->shape[i], 8);
+	for (size_t i = 0; i < rank; i++)
+		q = put_le(q, (uint64_t)s->strides[i], 8);
+	q = put_device(q, s->device);
 	if (s->has_mem) {
-		w_device(b, s->mem_arena);
-		wb_i64(b, s->mem_offset);
+		q = put_device(q, s->mem_arena);
+		q = put_le(q, (uint64_t)s->mem_offset, 8);
 	}
+	b->len += (size_t)(q - q0);
 }
 
 static void w_type(wbuf *b, const pr_type *t)
@@ -444,63 +477,74 @@ static void w_index_program(writer *w)
 		pm_put(&w->blobs, bl, i++);
 }
 
-/* Header, section table, the four metadata sections, padding, DATA. */
-static void w_assemble(wbuf *out, wbuf *secs, const wbuf *data)
+/* Header and section table, at the start of out, once the metadata sections
+ * (ends[i] is where section i ends in out) and DATA (data_len bytes at
+ * data_off) have their places. */
+static void w_header(wbuf *out, const size_t *ends, size_t data_off, size_t data_len)
 {
 	static const uint32_t kinds[PRB_SEC_COUNT] = {
 		PRB_SEC_SCHEMAS, PRB_SEC_BLOBS, PRB_SEC_DELEGATES, PRB_SEC_METHODS, PRB_SEC_DATA,
 	};
-	uint64_t offs[PRB_SEC_COUNT], sizes[PRB_SEC_COUNT];
-	uint64_t at = PRB_HEADER_SIZE + PRB_SEC_COUNT * PRB_SECTION_ENTRY_SIZE;
-	for (int i = 0; i < PRB_SEC_COUNT - 1; i++) {
-		offs[i] = at;
-		sizes[i] = secs[i].len;
-		at += secs[i].len;
-	}
-	at = (at + PRB_ALIGN - 1) / PRB_ALIGN * PRB_ALIGN;
-	offs[PRB_SEC_COUNT - 1] = at;
-	sizes[PRB_SEC_COUNT - 1] = data->len;
-	uint64_t file_size = at + data->len;
-
-	wb_bytes(out, PR_BINARY_MAGIC, 8);
-	wb_u32(out, PRB_VERSION);
-	wb_u32(out, PRB_BYTE_ORDER);
-	wb_u64(out, file_size);
-	wb_u64(out, PRB_HEADER_SIZE);
-	wb_u32(out, PRB_SEC_COUNT);
-	wb_u32(out, PRB_SECTION_ENTRY_SIZE);
-	memset(wb_grow(out, PRB_HEADER_SIZE - 40), 0, PRB_HEADER_SIZE - 40);   /* reserved */
+	uint8_t *q = out->p;
+	memcpy(q, PR_BINARY_MAGIC, 8);
+	q = put_le(q + 8, PRB_VERSION, 4);
+	q = put_le(q, PRB_BYTE_ORDER, 4);
+	q = put_le(q, (uint64_t)out->len, 8);
+	q = put_le(q, PRB_HEADER_SIZE, 8);
+	q = put_le(q, PRB_SEC_COUNT, 4);
+	q = put_le(q, PRB_SECTION_ENTRY_SIZE, 4);
+	memset(q, 0, PRB_HEADER_SIZE - 40);   /* reserved */
+	q += PRB_HEADER_SIZE - 40;
+	size_t at = PRB_HEADER_SIZE + PRB_SEC_COUNT * PRB_SECTION_ENTRY_SIZE;
 	for (int i = 0; i < PRB_SEC_COUNT; i++) {
-		wb_u32(out, kinds[i]);
-		wb_u32(out, 0);
-		wb_u64(out, offs[i]);
-		wb_u64(out, sizes[i]);
+		size_t off = i < PRB_SEC_COUNT - 1 ? at : data_off;
+		size_t size = i < PRB_SEC_COUNT - 1 ? ends[i] - at : data_len;
+		q = put_le(q, kinds[i], 4);
+		q = put_le(q, 0, 4);
+		q = put_le(q, off, 8);
+		q = put_le(q, size, 8);
+		if (i < PRB_SEC_COUNT - 1)
+			at = ends[i];
 	}
-	for (int i = 0; i < PRB_SEC_COUNT - 1; i++)
-		wb_bytes(out, secs[i].p, secs[i].len);
-	wb_pad(out, PRB_ALIGN);
-	wb_bytes(out, data->p, data->len);
-	PR_ASSERT(out->len == file_size);
+}
+
+/* The metadata sections go straight into the file's buffer after room for
+ * the header and section table; DATA, built alongside, is appended, and the
+ * header written last, when every size is known. */
+static bool w_sections(writer *w, wbuf *out, size_t *ends)
+{
+	w_schemas(w, out);
+	ends[0] = out->len;
+	w_blobs(w, out);
+	ends[1] = out->len;
+	if (!w_delegates(w, out))
+		return false;
+	ends[2] = out->len;
+	if (!w_methods(w, out))
+		return false;
+	ends[3] = out->len;
+	if (out->too_long)
+		return w_fail(w, pr_err_new("a string of %zu bytes, more than the %u bytes a string may "
+					    "hold", out->too_long, PRB_MAX_STRING));
+	return true;
 }
 
 pr_err *pr_binary_write(const pr_program *p, uint8_t **out, size_t *len)
 {
 	writer w = {.prog = p};
-	wbuf secs[PRB_SEC_COUNT - 1] = {{0}};
-	w_index_program(&w);
-	w_schemas(&w, &secs[0]);
-	w_blobs(&w, &secs[1]);
-	bool ok = w_delegates(&w, &secs[2]) && w_methods(&w, &secs[3]);
-	for (int i = 0; ok && i < PRB_SEC_COUNT - 1; i++)
-		if (secs[i].too_long)
-			ok = w_fail(&w, pr_err_new("a string of %zu bytes, more than the %u bytes a "
-						   "string may hold", secs[i].too_long,
-						   PRB_MAX_STRING));
 	wbuf file = {0};
-	if (ok)
-		w_assemble(&file, secs, &w.data);
-	for (int i = 0; i < PRB_SEC_COUNT - 1; i++)
-		free(secs[i].p);
+	size_t ends[PRB_SEC_COUNT - 1];
+	w_index_program(&w);
+	wb_room(&file, 65536 + out_node_count(p) * 128);   /* a node takes about 100 */
+	memset(wb_grow(&file, PRB_HEADER_SIZE + PRB_SEC_COUNT * PRB_SECTION_ENTRY_SIZE), 0,
+	       PRB_HEADER_SIZE + PRB_SEC_COUNT * PRB_SECTION_ENTRY_SIZE);
+	bool ok = w_sections(&w, &file, ends);
+	if (ok) {
+		wb_pad(&file, PRB_ALIGN);
+		size_t data_off = file.len;
+		wb_bytes(&file, w.data.p, w.data.len);
+		w_header(&file, ends, data_off, w.data.len);
+	}
 	free(w.data.p);
 	pm_free(&w.schemas);
 	pm_free(&w.delegates);

@@ -97,7 +97,7 @@ bool tp_expected(tp *p, size_t pos, const char *what)
 	return tp_error_at(p, pos, "expected %s, found %s", what, found);
 }
 
-void tp_ws(tp *p)
+void tp_ws_slow(tp *p)
 {
 	while (p->pos < p->n) {
 		char c = p->s[p->pos];
@@ -110,21 +110,6 @@ void tp_ws(tp *p)
 			break;
 		}
 	}
-}
-
-int tp_peek(tp *p)
-{
-	tp_ws(p);
-	return p->pos < p->n ? (unsigned char)p->s[p->pos] : -1;
-}
-
-bool tp_accept(tp *p, char c)
-{
-	if (tp_peek(p) == (unsigned char)c) {
-		p->pos++;
-		return true;
-	}
-	return false;
 }
 
 bool tp_expect(tp *p, char c, const char *what)
@@ -180,11 +165,6 @@ size_t tp_word(tp *p, const char **start)
 	while (p->pos < p->n && is_word_char((unsigned char)p->s[p->pos]))
 		p->pos++;
 	return p->pos - b;
-}
-
-bool tp_word_is(const char *w, size_t k, const char *lit)
-{
-	return strlen(lit) == k && memcmp(w, lit, k) == 0;
 }
 
 bool tp_name(tp *p, const char *what)
@@ -249,6 +229,13 @@ static bool tp_string_too_long(tp *p, size_t at)
 			   "both file formats)", PR_MAX_STRING_BYTES);
 }
 
+/* A byte a string holds as it is: not a quote, backslash or control byte
+ * (a newline is one). */
+static bool plain_in_string(unsigned char c)
+{
+	return c >= 0x20 && c != 0x7f && c != '"' && c != '\\';
+}
+
 bool tp_string(tp *p, char **out)
 {
 	size_t open = p->pos;
@@ -278,8 +265,12 @@ bool tp_string(tp *p, char **out)
 			return tp_error_at(p, p->pos, "expected a printable character in a string "
 				"(write control byte 0x%02x as \\x%02x)", c, c);
 		}
-		pr_strbuf_putc(&b, (char)c);
-		p->pos++;
+		/* The run of plain characters from here, in one add. */
+		size_t run = p->pos + 1;
+		while (run < p->n && plain_in_string((unsigned char)p->s[run]))
+			run++;
+		pr_strbuf_add(&b, p->s + p->pos, run - p->pos);
+		p->pos = run;
 		if (b.len > PR_MAX_STRING_BYTES) {
 			pr_strbuf_free(&b);
 			return tp_string_too_long(p, open);
@@ -328,11 +319,19 @@ bool tp_number(tp *p, bool *is_float, int64_t *i, double *f)
 {
 	tp_ws(p);
 	size_t b = p->pos;
-	if (tp_special_float(p, f)) {
+	size_t e = b;
+	if (e < p->n && (p->s[e] == '-' || p->s[e] == '+'))
+		e++;
+	/* Only a word (after blanks, as tp_word skips them) can be inf or nan:
+	 * the common number does not look for one. */
+	while (e < p->n && (p->s[e] == ' ' || p->s[e] == '\t' || p->s[e] == '\r'))
+		e++;
+	bool word = e < p->n && (p->s[e] == 'i' || p->s[e] == 'n');
+	if (word && tp_special_float(p, f)) {
 		*is_float = true;
 		return true;
 	}
-	size_t e = b;
+	e = b;
 	if (e < p->n && (p->s[e] == '-' || p->s[e] == '+'))
 		e++;
 	size_t digits = 0;
@@ -360,6 +359,16 @@ bool tp_number(tp *p, bool *is_float, int64_t *i, double *f)
 	}
 	if (e < p->n && (is_word_char((unsigned char)p->s[e]) || p->s[e] == '.'))
 		return tp_expected(p, b, "a number");
+	/* Up to 18 digits always fit in int64: no strtoll needed. */
+	if (!*is_float && digits <= 18) {
+		bool neg = p->s[b] == '-';
+		int64_t v = 0;
+		for (size_t k = b + (neg || p->s[b] == '+'); k < e; k++)
+			v = v * 10 + (p->s[k] - '0');
+		*i = neg ? -v : v;
+		p->pos = e;
+		return true;
+	}
 	char tmp[400];
 	if (e - b >= sizeof tmp)
 		return tp_error_at(p, b, "expected a number of at most %zu characters", sizeof tmp - 1);

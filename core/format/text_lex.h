@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "passrun/program.h"
 #include "passrun/strbuf.h"
@@ -51,19 +52,47 @@ bool tp_error_line(tp *p, uint32_t line, uint32_t col, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 bool tp_expected(tp *p, size_t pos, const char *what);
 
-/* Scanning. tp_ws skips blanks and a comment, never the newline. */
+/* Scanning. tp_ws skips blanks and a comment, never the newline. It, peek
+ * and accept run between every two tokens: inline, the common case (no blank
+ * here) is one compare. */
 /* The value of hex digit c (either case), or -1. */
 int tp_hex_digit(int c);
-void tp_ws(tp *p);
-int tp_peek(tp *p);                     /* after tp_ws; -1 at the end */
-bool tp_accept(tp *p, char c);          /* after tp_ws */
+void tp_ws_slow(tp *p);
+
+static inline void tp_ws(tp *p)
+{
+	if (p->pos < p->n) {
+		char c = p->s[p->pos];
+		if (c == ' ' || c == '\t' || c == '\r' || c == '#')
+			tp_ws_slow(p);
+	}
+}
+
+static inline int tp_peek(tp *p)        /* after tp_ws; -1 at the end */
+{
+	tp_ws(p);
+	return p->pos < p->n ? (unsigned char)p->s[p->pos] : -1;
+}
+
+static inline bool tp_accept(tp *p, char c)   /* after tp_ws */
+{
+	if (tp_peek(p) == (unsigned char)c) {
+		p->pos++;
+		return true;
+	}
+	return false;
+}
+
 bool tp_expect(tp *p, char c, const char *what);
 bool tp_at_eol(tp *p);
 bool tp_end_stmt(tp *p, const char *after);
 void tp_skip_blank_lines(tp *p);
 /* An identifier [A-Za-z_][A-Za-z0-9_]*: its length, 0 if none (no error). */
 size_t tp_word(tp *p, const char **start);
-bool tp_word_is(const char *w, size_t k, const char *lit);
+static inline bool tp_word_is(const char *w, size_t k, const char *lit)
+{
+	return strlen(lit) == k && memcmp(w, lit, k) == 0;
+}
 /* A name after '%' or '@' ([A-Za-z0-9_.]+), copied into p->scratch. */
 bool tp_name(tp *p, const char *what);
 /* A double-quoted string with escapes; malloc'd into *out. */

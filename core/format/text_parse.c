@@ -853,7 +853,15 @@ static bool tp_check_utf8(tp *p)
 {
 	const unsigned char *s = (const unsigned char *)p->s;
 	size_t i = 0;
+	const uint64_t lows = 0x0101010101010101u, highs = 0x8080808080808080u;
 	while (i < p->n) {
+		/* Eight printable ASCII bytes at a time: none with the high bit,
+		 * none below 0x20 (the subtraction borrows into its high bit). */
+		uint64_t w;
+		if (p->n - i >= 8 && (memcpy(&w, s + i, 8), !((w | (w - 0x20 * lows)) & highs))) {
+			i += 8;
+			continue;
+		}
 		if (s[i] >= 0x20 && s[i] < 0x80) {
 			i++;
 			continue;

@@ -16,6 +16,7 @@
 
 #include "passrun/data.h"
 #include "passrun/format.h"
+#include "passrun/strbuf.h"
 #include "testutil.h"
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -92,6 +93,25 @@ static char *print(const pr_program *p)
 }
 
 /* ---- round trips --------------------------------------------------------- */
+
+/* p written and loaded back (copied) prints as p does, and its text holds
+ * want (what the test is about); frees p. */
+static void expect_same_text_after_round_trip(pr_program *p, const char *what, const char *want)
+{
+	uint8_t *bin;
+	size_t len;
+	write_ok(p, &bin, &len, what);
+	pr_program *q = load_ok(bin, len, false, what);
+	char *a = print(p), *b = print(q);
+	cr_expect_str_eq(b, a);
+	cr_expect(strstr(a, want), "%s: the test wants %s in the text: %s", what, want, a);
+	free(a);
+	free(b);
+	free(bin);
+	pr_program_free(q);
+	pr_program_free(p);
+}
+
 
 Test(binary, round_trip_of_every_program_gives_identical_text)
 {
@@ -466,16 +486,28 @@ Test(binary, strings_keep_any_byte_the_text_can_escape)
 				 "  %y: f32[2] = custom::tag(%x, \"\\x80\\t\")\n"
 				 "  return %y, %x -> input \"a\\xffb\\n\\\"\"\n"
 				 "}\n");
-	uint8_t *bin;
-	size_t len;
-	write_ok(p, &bin, &len, "strings");
-	pr_program *q = load_ok(bin, len, false, "strings");
-	char *a = print(p), *b = print(q);
-	cr_expect_str_eq(b, a);
-	cr_expect(strstr(a, "\\xff"), "the test wants an escaped byte in the text: %s", a);
-	free(a);
-	free(b);
-	free(bin);
-	pr_program_free(q);
-	pr_program_free(p);
+	expect_same_text_after_round_trip(p, "strings", "\\xff");
+}
+
+/* The loader checks and parses each distinct device once and reuses the
+ * result for the same bytes: more devices than it keeps (8), in an order
+ * that replaces them, in specs and memory arenas alike, all load as
+ * written. */
+Test(binary, many_devices_load_as_written)
+{
+	pr_strbuf t;
+	pr_strbuf_init(&t);
+	pr_strbuf_puts(&t, "passrun 1\nop t::id(Tensor self) -> Tensor\nmethod @m {\n"
+			   "  %x: f32[2] = input user \"x\"\n");
+	for (int i = 0; i < 40; i++) {
+		int dev = (i * 7) % 13;   /* cuda:0 .. cuda:12, revisited out of order */
+		char prev[16] = "x";
+		if (i)
+			snprintf(prev, sizeof prev, "v%d", i - 1);
+		pr_strbuf_printf(&t, "  %%v%d: f32[2]@cuda:%d{mem=npu_2:%d:%d} = t::id(%%%s)\n", i,
+				 dev, 12 - dev, 64 * i, prev);
+	}
+	pr_strbuf_puts(&t, "  return %v39\n}\n");
+	expect_same_text_after_round_trip(tu_parse(t.data), "devices", "@cuda:12{mem=npu_2:0:");
+	pr_strbuf_free(&t);
 }

@@ -579,3 +579,60 @@ Test(text, every_error_names_file_line_column_and_what_was_expected)
 		pr_err_free(e);
 	}
 }
+
+/* The lexer reads integers of up to 18 digits itself and hands longer ones,
+ * and floats, to the C library: both sides of that line, and the signs. */
+Test(text, integers_on_both_sides_of_the_fast_path_read_exactly)
+{
+	pr_program *p = tu_parse("passrun 1\n"
+				 "op t::f(int[] v) -> int\n"
+				 "method @m {\n"
+				 "  %a: int = t::f([999999999999999999, 1000000000000000000, "
+				 "-999999999999999999, -9223372036854775808, +9223372036854775807, "
+				 "+12, 0, -0, - inf, nan])\n"
+				 "  return %a\n"
+				 "}\n");
+	cr_assert_not_null(p);
+	const pr_arg *v = &p->methods[0]->first->args[0];
+	cr_assert_eq(v->u.list.n, 10);
+	const pr_arg *it = v->u.list.items;
+	cr_expect_eq(it[0].u.i, INT64_C(999999999999999999));
+	cr_expect_eq(it[1].u.i, INT64_C(1000000000000000000));
+	cr_expect_eq(it[2].u.i, -INT64_C(999999999999999999));
+	cr_expect_eq(it[3].u.i, INT64_MIN);
+	cr_expect_eq(it[4].u.i, INT64_MAX);
+	cr_expect_eq(it[5].u.i, 12);
+	cr_expect(it[6].kind == PR_ARG_INT && it[6].u.i == 0 && it[7].u.i == 0);
+	cr_expect(it[8].kind == PR_ARG_FLOAT && isinf(it[8].u.f) && it[8].u.f < 0,
+		  "a sign, blanks, then inf is still a float");
+	cr_expect(it[9].kind == PR_ARG_FLOAT && isnan(it[9].u.f));
+	pr_program_free(p);
+	pr_program *q = NULL;
+	const char *big = "passrun 1\nop t::f(int v) -> int\nmethod @m {\n"
+			  "  %a: int = t::f(9223372036854775808)\n  return %a\n}\n";
+	pr_err *e = pr_text_parse("t.pg", big, strlen(big), &q);
+	cr_assert_not_null(e, "a 19-digit integer past int64 must be refused");
+	cr_expect(strstr(pr_err_message(e), "t.pg:4:"), "%s", pr_err_message(e));
+	cr_expect(strstr(pr_err_message(e), "fits in 64 bits"), "%s", pr_err_message(e));
+	pr_err_free(e);
+}
+
+/* The UTF-8 check takes printable ASCII eight bytes at a time: a bad byte
+ * at every place in such a block is still found, at its column. */
+Test(text, a_bad_byte_is_found_wherever_it_falls_in_an_eight_byte_block)
+{
+	for (int at = 0; at < 8; at++) {
+		char text[128];
+		int n = snprintf(text, sizeof text, "passrun 1\n# abcdefgh%.*s", at, "12345678");
+		text[n] = (char)0xff;
+		snprintf(text + n + 1, sizeof text - (size_t)n - 1, "abcdefghijklmnop\n");
+		pr_program *p = NULL;
+		pr_err *e = pr_text_parse("t.pg", text, strlen(text), &p);
+		cr_assert_not_null(e, "0xff after %d bytes was not found", at);
+		char want[64];
+		snprintf(want, sizeof want, "t.pg:2:%d: ", n - 10 + 1);
+		cr_expect(strstr(pr_err_message(e), want) && strstr(pr_err_message(e), "0xff"),
+			  "'%s' lacks '%s'", pr_err_message(e), want);
+		pr_err_free(e);
+	}
+}
