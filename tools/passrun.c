@@ -925,6 +925,8 @@ void session_init(session *s, const opts *o)
 	pr_diags_init(&s->diags, o->program);
 	s->diags.werror = o->werror;
 	s->diags.print_limit = o->all_diagnostics ? 0 : DIAGS_PRINTED_PER_CODE;
+	/* Only --stats=json reads the messages that are not printed. */
+	pr_diags_keep_messages(&s->diags, o->stats_json);
 	pr_pass_report_init(&s->rep);
 }
 
