@@ -225,12 +225,22 @@ static void ptr_map_free(ptr_map *m)
 	free(m->vals);
 }
 
+/* A hash of the name eight bytes a round (names are long and alike:
+ * "layers.12.attention.wq.weight"). */
 static size_t name_slot(const char *s, size_t cap)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return (size_t)(h ^ (h >> 32)) & (cap - 1);
+	const uint64_t mul = 0xff51afd7ed558ccdull;
+	size_t n = strlen(s);
+	uint64_t h = n * 0x9e3779b97f4a7c15ull, w;
+	for (; n >= 8; n -= 8, s += 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * mul;
+		h ^= h >> 32;
+	}
+	w = 0;
+	memcpy(&w, s, n);
+	h = (h ^ w) * mul;
+	return (size_t)(h ^ (h >> 29)) & (cap - 1);
 }
 
 /* The slot of the input named name, or the free slot where it would go. */
@@ -693,7 +703,7 @@ static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool w
 			continue;
 		bool host = pr_device_is_host(s->device);
 		if (want_host ? host_addressable(s->device) :
-				(same_device(&s->device, &want) || (also_host && host)))
+				((also_host && host) || same_device(&s->device, &want)))
 			continue;
 		pr_node *v = args[i].u.value;
 		report(c, "E-PLACEMENT", v, "%s reads %s (%s, %" PRId64 " bytes); %s, expected "
@@ -712,7 +722,7 @@ static void check_result_on(vctx *c, pr_node *n, bool want_host, pr_device want,
 		    n->type.kind == PR_TYPE_TUPLE ? n->type.n_elems : 0;
 	for (int i = 0; i < count; i++) {
 		pr_spec *s = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : &n->type.elems[i];
-		bool ok = want_host ? pr_device_is_host(s->device) : pr_device_equal(s->device, want);
+		bool ok = want_host ? pr_device_is_host(s->device) : same_device(&s->device, &want);
 		if (ok)
 			continue;
 		report(c, "E-PLACEMENT", n, "%s%s is %s; %s, expected it on %s", label(n, ln),
@@ -848,7 +858,7 @@ static void check_getitem(vctx *c, pr_node *n)
 		report(c, "E-GETITEM", n, "getitem %s is %s; expected %s, element %" PRId64
 		       " of %s", label(n, ln), spec_str(&n->type.tensor, s1), spec_str(e, s2),
 		       n->index, label(t, lv));
-	else if (!pr_device_equal(n->type.tensor.device, e->device))
+	else if (!same_device(&n->type.tensor.device, &e->device))
 		report(c, c->body ? "E-GETITEM" : "E-PLACEMENT", n, "getitem %s is %s but "
 		       "element %" PRId64 " of %s is %s; expected a getitem on the device of "
 		       "the element it reads",
