@@ -9,7 +9,8 @@
  *
  * Structure (methods and delegate bodies):
  *   - every argument value (list items included) is a node of the same graph,
- *     has a result and comes before its reader in graph order (pr_node_before);
+ *     has a result and comes before its reader in graph order (node order
+ *     numbers, renumbered first when stale);
  *   - use lists agree with the arguments: each use names an argument slot of
  *     its user that reads the value, no slot twice, and as many uses as slots
  *     read the value. Linear time, each use looked at once: every slot that
