@@ -392,6 +392,8 @@ static bool same_dtype_shape(const pr_spec *a, const pr_spec *b)
 {
 	if (a->dtype != b->dtype || a->rank != b->rank)
 		return false;
+	if (a->shape == b->shape)
+		return true;   /* interned: the same dims share the array */
 	for (int i = 0; i < a->rank && i < PR_MAX_RANK; i++)
 		if (a->shape[i] != b->shape[i])
 			return false;
