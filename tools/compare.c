@@ -194,6 +194,7 @@ static void run_cell(const opts *po, cell_row *row)
 #endif
 	session s;
 	session_init(&s, po);
+	s.wants_provenance = true;   /* every row has its provenance */
 	size_t log_len;
 	s.log = po->diagnostics ? open_memstream(&row->log, &log_len) : NULL;
 	if (s.log)

@@ -591,7 +591,8 @@ static int list_passes(session *s)
 static int load_program(session *s)
 {
 	double t0 = pr_now_ms();
-	pr_err *e = pr_file_fnv1a64(s->o->program, s->program_hash);
+	/* Before anything is written: -o may name the program file itself. */
+	pr_err *e = s->wants_provenance ? pr_file_fnv1a64(s->o->program, s->program_hash) : NULL;
 	if (!e)
 		e = pr_program_load_file(s->o->program, &s->prog);
 	/* --check runs, and --dot-changes compares with, the program as it was
@@ -925,6 +926,9 @@ void session_init(session *s, const opts *o)
 	pr_diags_init(&s->diags, o->program);
 	s->diags.werror = o->werror;
 	s->diags.print_limit = o->all_diagnostics ? 0 : DIAGS_PRINTED_PER_CODE;
+	/* Only --stats=json reads the messages that are not printed. */
+	pr_diags_keep_messages(&s->diags, o->stats_json);
+	s->wants_provenance = o->stats_json;
 	pr_pass_report_init(&s->rep);
 }
 

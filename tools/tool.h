@@ -94,6 +94,8 @@ typedef struct session {
 	FILE *log;              /* diagnostics and messages; NULL: kept, not printed */
 	char error[320];        /* the first message of a failed step; "" when none */
 	char program_hash[17];  /* FNV-1a 64 of the program file; "" until read */
+	bool wants_provenance;  /* hash the program as it loads: a provenance record
+				   (--stats=json, compare's rows) will name it */
 	bool placed;            /* every pass of the pipeline ran */
 } session;
 

@@ -9,13 +9,17 @@
  *
  * Structure (methods and delegate bodies):
  *   - every argument value (list items included) is a node of the same graph,
- *     has a result and comes before its reader in graph order (pr_node_before);
+ *     has a result and comes before its reader in graph order (node order
+ *     numbers, renumbered first when stale);
  *   - use lists agree with the arguments: each use names an argument slot of
  *     its user that reads the value, no slot twice, and as many uses as slots
- *     read the value. Linear time: the walk counts the readers of each value
- *     in an array (node->scratch points at its counter while the verifier
- *     runs, and gets its old value back), then each use list is compared with
- *     its count;
+ *     read the value. Linear time, each use looked at once: every slot that
+ *     reads a value of the graph must find itself in that value's use list
+ *     at its use_index, and the slots together as many as the graph's use
+ *     lists hold; then each entry is some slot's, and only once. When that
+ *     fails, a second walk counts the readers of each value in an array
+ *     (node->scratch points at its counter meanwhile, and gets its old value
+ *     back) and compares each use list with its count, to say what is wrong;
  *   - op calls against their schema: argument count (too many, or a missing
  *     one without a default), argument kinds (Tensor <- tensor value, int <-
  *     integer or int value, T[] <- list, ...), and the result kind;
@@ -87,7 +91,6 @@
  * The diagnostic's node is the node with the problem, except for a placement
  * error about a tensor that is read: then it is that tensor (with its size),
  * and the message names the reader. */
-#define _GNU_SOURCE  /* vasprintf */
 #include "passrun/verify.h"
 #include "view_bounds.h"
 
@@ -96,26 +99,53 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
 /* ---- context and reporting ------------------------------------------- */
 
 /* What a delegate call is checked against, computed once per delegate. */
 typedef struct dinfo {
-	pr_delegate *d;       /* the key of the hash */
+	pr_delegate *d;
 	int n_inputs;
 	pr_node **inputs;     /* the body's inputs, in order */
 	pr_node *ret;         /* the body's first return node, or NULL */
 	bool device_known;    /* target_device absent, or a registered device */
 	pr_device device;     /* host when absent */
-	UT_hash_handle hh;
 } dinfo;
 
-typedef struct named_input {
-	const char *key;      /* the quoted name */
-	pr_node *node;
-	UT_hash_handle hh;
-} named_input;
+typedef enum base_kind { B_TENSOR, B_INT, B_FLOAT, B_BOOL, B_SCALAR, B_STR, B_OTHER } base_kind;
+
+typedef struct arg_type {
+	base_kind base;
+	bool optional;       /* the whole argument may be none */
+	bool list;
+	bool fixed_len;      /* T[N]: a single T is accepted too (PyTorch broadcasts it) */
+	bool elem_optional;  /* Tensor?[] */
+} arg_type;
+
+/* What op calls are checked against, read once per schema: its argument
+ * types parsed, its result kind, whether it writes, its view geometry. */
+typedef struct sinfo {
+	arg_type *args;           /* one per schema argument */
+	bool result_known;        /* schema_result_kind said which */
+	pr_type_kind result;
+	bool writes;              /* some argument is written: in-place results */
+	pr_view_geometry view;
+} sinfo;
+
+/* Open addressing from a pointer (a schema, a delegate) to an index: what
+ * each call of it looks up, a multiply and a compare. */
+typedef struct ptr_map {
+	const void **keys;
+	int *vals;
+	size_t cap, n;        /* cap a power of two, more than twice n */
+} ptr_map;
+
+/* The quoted names of a method's inputs, by a hash of the name: each input
+ * and each write-back looks its name up once. */
+typedef struct name_map {
+	pr_node **nodes;      /* NULL: free slot */
+	size_t cap;           /* a power of two, more than twice the inputs */
+} name_map;
 
 typedef struct vctx {
 	pr_program *p;
@@ -123,20 +153,110 @@ typedef struct vctx {
 	const char *pass;
 	int errors;
 	dinfo *dinfos;        /* one per p->delegates[i] */
-	dinfo *by_delegate;   /* uthash of dinfos by delegate pointer */
+	ptr_map by_delegate;  /* delegate -> index in dinfos (the first, if twice) */
+	sinfo *sinfos;        /* one per schema that op calls name, as met */
+	int n_sinfos, cap_sinfos;
+	ptr_map by_schema;    /* schema -> index in sinfos */
 	/* per graph */
 	pr_graph *g;
 	bool body;            /* g is a delegate body */
-	int64_t *readers;     /* per node of g: argument slots that read it */
-	void **saved_scratch; /* node->scratch points at readers[i] while we run */
+	int64_t uses;         /* entries in the use lists of g's nodes */
+	int64_t slots;        /* argument slots of g that read a value of g */
+	bool uses_suspect;    /* a slot not at its use_index: check_uses says why */
 	const pr_arg **sorted;/* room to sort one use list */
 	size_t sorted_cap;
-	named_input *inputs;  /* uthash by quoted name */
-	named_input *input_store;
-	int n_input_store;
+	name_map inputs;
 	int n_returns;
 	bool has_copies;      /* g holds an h2d or d2h op: placement has run */
 } vctx;
+
+/* ---- tables --------------------------------------------------------------- */
+
+static size_t ptr_slot(const void *k, size_t cap)
+{
+	uint64_t x = (uint64_t)(uintptr_t)k * 0x9e3779b97f4a7c15ull;
+	return (size_t)(x >> 29) & (cap - 1);
+}
+
+/* The index stored for k, or -1. */
+static int ptr_map_get(const ptr_map *m, const void *k)
+{
+	if (!m->cap)
+		return -1;
+	for (size_t i = ptr_slot(k, m->cap);; i = (i + 1) & (m->cap - 1)) {
+		if (m->keys[i] == k)
+			return m->vals[i];
+		if (!m->keys[i])
+			return -1;
+	}
+}
+
+static void ptr_map_put(ptr_map *m, const void *k, int v);
+
+static void ptr_map_grow(ptr_map *m)
+{
+	ptr_map old = *m;
+	m->cap = old.cap ? old.cap * 2 : 64;
+	m->n = 0;
+	m->keys = pr_xcalloc(m->cap, sizeof *m->keys);
+	m->vals = pr_xmalloc(m->cap * sizeof *m->vals);
+	for (size_t i = 0; i < old.cap; i++)
+		if (old.keys[i])
+			ptr_map_put(m, old.keys[i], old.vals[i]);
+	free(old.keys);
+	free(old.vals);
+}
+
+/* k must not be there yet. */
+static void ptr_map_put(ptr_map *m, const void *k, int v)
+{
+	if (2 * (m->n + 1) >= m->cap)
+		ptr_map_grow(m);
+	size_t i = ptr_slot(k, m->cap);
+	while (m->keys[i])
+		i = (i + 1) & (m->cap - 1);
+	m->keys[i] = k;
+	m->vals[i] = v;
+	m->n++;
+}
+
+static void ptr_map_free(ptr_map *m)
+{
+	free(m->keys);
+	free(m->vals);
+}
+
+/* A hash of the name eight bytes a round (names are long and alike:
+ * "layers.12.attention.wq.weight"). */
+static size_t name_slot(const char *s, size_t cap)
+{
+	const uint64_t mul = 0xff51afd7ed558ccdull;
+	size_t n = strlen(s);
+	uint64_t h = n * 0x9e3779b97f4a7c15ull, w;
+	for (; n >= 8; n -= 8, s += 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * mul;
+		h ^= h >> 32;
+	}
+	w = 0;
+	memcpy(&w, s, n);
+	h = (h ^ w) * mul;
+	return (size_t)(h ^ (h >> 29)) & (cap - 1);
+}
+
+/* The slot of the input named name, or the free slot where it would go. */
+static pr_node **name_map_at(const name_map *m, const char *name)
+{
+	size_t i = name_slot(name, m->cap);
+	while (m->nodes[i] && strcmp(m->nodes[i]->input_name, name))
+		i = (i + 1) & (m->cap - 1);
+	return &m->nodes[i];
+}
+
+static pr_node *name_map_get(const name_map *m, const char *name)
+{
+	return m->cap ? *name_map_at(m, name) : NULL;
+}
 
 static const char *diag_node_name(const pr_node *n)
 {
@@ -157,15 +277,12 @@ static int64_t node_bytes(pr_node *n)
 	return s ? pr_spec_nbytes(s) : -1;
 }
 
+__attribute__((format(printf, 5, 0)))
 static void vreport(vctx *c, const char *code, const char *node, int64_t bytes,
 		    const char *fmt, va_list ap)
 {
-	char *msg = NULL;
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
-	pr_diags_add(c->diags, PR_SEV_ERROR, code, c->pass, c->g ? c->g->name : NULL,
-		     node, bytes, "%s", msg ? msg : fmt);
-	free(msg);
+	pr_diags_addv(c->diags, PR_SEV_ERROR, code, c->pass, c->g ? c->g->name : NULL,
+		      node, bytes, fmt, ap);
 	c->errors++;
 }
 
@@ -275,6 +392,8 @@ static bool same_dtype_shape(const pr_spec *a, const pr_spec *b)
 {
 	if (a->dtype != b->dtype || a->rank != b->rank)
 		return false;
+	if (a->shape == b->shape)
+		return true;   /* interned: the same dims share the array */
 	for (int i = 0; i < a->rank && i < PR_MAX_RANK; i++)
 		if (a->shape[i] != b->shape[i])
 			return false;
@@ -300,8 +419,13 @@ static pr_node *check_value(vctx *c, pr_node *user, pr_arg *a)
 		       c->g->name);
 		return NULL;
 	}
-	(*(int64_t *)v->scratch)++;   /* this slot is in v's use list, well placed or not */
-	if (!pr_node_before(v, user)) {
+	/* This slot belongs in v's use list, well placed or not, at its use_index. */
+	c->slots++;
+	int k = a->use_index;
+	if (k < 0 || k >= v->n_uses || v->uses[k].arg != a || v->uses[k].user != user ||
+	    a->owner != user)
+		c->uses_suspect = true;
+	if (v->order >= user->order) {   /* check_links renumbered a stale graph */
 		report(c, "E-UNDEFINED", user, "%s reads %s before it is defined; expected "
 		       "every value to be defined before its readers (graph order)",
 		       label(user, lu), label(v, lv));
@@ -389,17 +513,20 @@ static void check_uses(vctx *c, pr_node *n, int64_t readers)
 		       readers == 1 ? "" : "s", label(n, ln), valid - repeats);
 }
 
+/* Counts, in the counter each value's scratch points at, the slots of args
+ * that read a value of g: the slots check_value takes for its use list. */
+static void count_readers(pr_graph *g, pr_arg *args, int n)
+{
+	for (int i = 0; i < n; i++) {
+		pr_arg *a = &args[i];
+		if (a->kind == PR_ARG_LIST)
+			count_readers(g, a->u.list.items, a->u.list.n);
+		else if (a->kind == PR_ARG_VALUE && a->u.value && a->u.value->graph == g)
+			(*(int64_t *)a->u.value->scratch)++;
+	}
+}
+
 /* ---- op calls against their schema ------------------------------------ */
-
-typedef enum base_kind { B_TENSOR, B_INT, B_FLOAT, B_BOOL, B_SCALAR, B_STR, B_OTHER } base_kind;
-
-typedef struct arg_type {
-	base_kind base;
-	bool optional;       /* the whole argument may be none */
-	bool list;
-	bool fixed_len;      /* T[N]: a single T is accepted too (PyTorch broadcasts it) */
-	bool elem_optional;  /* Tensor?[] */
-} arg_type;
 
 static base_kind base_of(const char *s, size_t n)
 {
@@ -476,7 +603,7 @@ static bool arg_fits(const arg_type *t, const pr_arg *a)
 	return true;
 }
 
-static void check_op_args(vctx *c, pr_node *n)
+static void check_op_args(vctx *c, pr_node *n, const sinfo *si)
 {
 	char ln[LABEL_MAX];
 	const pr_schema *s = n->schema;
@@ -489,8 +616,7 @@ static void check_op_args(vctx *c, pr_node *n)
 			       "default; expected %s", label(n, ln), i,
 			       s->args[i].name ? s->args[i].name : "?", s->args[i].type);
 	for (int i = 0; i < n->n_args && i < s->n_args; i++) {
-		arg_type t = parse_arg_type(s->args[i].type);
-		if (!arg_fits(&t, &n->args[i]))
+		if (!arg_fits(&si->args[i], &n->args[i]))
 			report(c, "E-TYPE", n, "argument %d '%s' of %s is %s; expected %s",
 			       i, s->args[i].name ? s->args[i].name : "?", label(n, ln),
 			       arg_kind_str(&n->args[i]), s->args[i].type);
@@ -515,12 +641,12 @@ static bool schema_result_kind(const pr_schema *s, pr_type_kind *out)
 	return true;
 }
 
-static void check_op_result(vctx *c, pr_node *n)
+static void check_op_result(vctx *c, pr_node *n, const sinfo *si)
 {
 	char ln[LABEL_MAX];
 	const pr_schema *s = n->schema;
-	pr_type_kind want;
-	if (n->type.kind == PR_TYPE_NONE || !schema_result_kind(s, &want))
+	pr_type_kind want = si->result;
+	if (n->type.kind == PR_TYPE_NONE || !si->result_known)
 		return;  /* a statement may drop any result */
 	if (want == PR_TYPE_NONE)
 		report(c, "E-TYPE", n, "%s has a result, but %s returns nothing; expected a "
@@ -549,8 +675,16 @@ static pr_spec *arg_spec(pr_arg *a)
  * registered as host addressable (device.h)? */
 static bool host_addressable(pr_device d)
 {
+	if (pr_device_is_host(d))
+		return true;
 	const pr_device_type *t = pr_device_type_find(d.type);
-	return pr_device_is_host(d) || (t && t->host_addressable);
+	return t && t->host_addressable;
+}
+
+/* pr_device_equal, with the common case (the very same device) first. */
+static bool same_device(const pr_device *a, const pr_device *b)
+{
+	return (a->index == b->index && !strcmp(a->type, b->type)) || pr_device_equal(*a, *b);
 }
 
 /* Every tensor n reads (list items included) must be on the host (want_host:
@@ -572,7 +706,7 @@ static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool w
 			continue;
 		bool host = pr_device_is_host(s->device);
 		if (want_host ? host_addressable(s->device) :
-				(pr_device_equal(s->device, want) || (also_host && host)))
+				((also_host && host) || same_device(&s->device, &want)))
 			continue;
 		pr_node *v = args[i].u.value;
 		report(c, "E-PLACEMENT", v, "%s reads %s (%s, %" PRId64 " bytes); %s, expected "
@@ -591,7 +725,7 @@ static void check_result_on(vctx *c, pr_node *n, bool want_host, pr_device want,
 		    n->type.kind == PR_TYPE_TUPLE ? n->type.n_elems : 0;
 	for (int i = 0; i < count; i++) {
 		pr_spec *s = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : &n->type.elems[i];
-		bool ok = want_host ? pr_device_is_host(s->device) : pr_device_equal(s->device, want);
+		bool ok = want_host ? pr_device_is_host(s->device) : same_device(&s->device, &want);
 		if (ok)
 			continue;
 		report(c, "E-PLACEMENT", n, "%s%s is %s; %s, expected it on %s", label(n, ln),
@@ -631,10 +765,12 @@ static void check_op_placement(vctx *c, pr_node *n)
 }
 
 /* An in-place result has the spec of the tensor it writes. */
-static void check_inplace(vctx *c, pr_node *n)
+static void check_inplace(vctx *c, pr_node *n, const sinfo *si)
 {
 	char ln[LABEL_MAX], lv[LABEL_MAX], s1[SPEC_MAX], s2[SPEC_MAX];
 	const pr_schema *s = n->schema;
+	if (!si->writes)
+		return;
 	int count = n->type.kind == PR_TYPE_TENSOR ? 1 :
 		    n->type.kind == PR_TYPE_TUPLE ? n->type.n_elems : 0;
 	for (int r = 0; r < count && r < s->n_returns; r++) {
@@ -654,6 +790,27 @@ static void check_inplace(vctx *c, pr_node *n)
 
 /* ---- node kinds --------------------------------------------------------- */
 
+/* s's sinfo, read from s the first time a call names it. The pointer lasts
+ * until the next new schema. */
+static const sinfo *schema_info(vctx *c, const pr_schema *s)
+{
+	int k = ptr_map_get(&c->by_schema, s);
+	if (k >= 0)
+		return &c->sinfos[k];
+	PR_GROW(c->sinfos, c->n_sinfos, c->cap_sinfos);
+	sinfo *si = &c->sinfos[c->n_sinfos];
+	si->args = s->n_args > 0 ? pr_xmalloc((size_t)s->n_args * sizeof *si->args) : NULL;
+	si->writes = false;
+	for (int i = 0; i < s->n_args; i++) {
+		si->args[i] = parse_arg_type(s->args[i].type);
+		si->writes |= pr_schema_arg_writes(s, i);
+	}
+	si->result_known = schema_result_kind(s, &si->result);
+	pr_view_geometry_of(s, &si->view);
+	ptr_map_put(&c->by_schema, s, c->n_sinfos++);
+	return si;
+}
+
 static void check_op(vctx *c, pr_node *n)
 {
 	if (!n->schema) {
@@ -661,11 +818,12 @@ static void check_op(vctx *c, pr_node *n)
 		       "call to name a declared op");
 		return;
 	}
-	check_op_args(c, n);
-	check_op_result(c, n);
-	check_inplace(c, n);
+	const sinfo *si = schema_info(c, n->schema);
+	check_op_args(c, n, si);
+	check_op_result(c, n, si);
+	check_inplace(c, n, si);
 	char msg[320];
-	if (!pr_view_within_storage(n, msg, sizeof msg))
+	if (!pr_view_within_storage(n, &si->view, msg, sizeof msg))
 		report(c, "E-VIEW", n, "%%%s %s", diag_node_name(n), msg);
 	if (!c->body)
 		check_op_placement(c, n);
@@ -703,7 +861,7 @@ static void check_getitem(vctx *c, pr_node *n)
 		report(c, "E-GETITEM", n, "getitem %s is %s; expected %s, element %" PRId64
 		       " of %s", label(n, ln), spec_str(&n->type.tensor, s1), spec_str(e, s2),
 		       n->index, label(t, lv));
-	else if (!pr_device_equal(n->type.tensor.device, e->device))
+	else if (!same_device(&n->type.tensor.device, &e->device))
 		report(c, c->body ? "E-GETITEM" : "E-PLACEMENT", n, "getitem %s is %s but "
 		       "element %" PRId64 " of %s is %s; expected a getitem on the device of "
 		       "the element it reads",
@@ -713,9 +871,8 @@ static void check_getitem(vctx *c, pr_node *n)
 
 static dinfo *find_dinfo(vctx *c, pr_delegate *d)
 {
-	dinfo *di = NULL;
-	HASH_FIND_PTR(c->by_delegate, &d, di);
-	return di;
+	int k = ptr_map_get(&c->by_delegate, d);
+	return k < 0 ? NULL : &c->dinfos[k];
 }
 
 static void check_delegate_args(vctx *c, pr_node *n, const dinfo *di)
@@ -847,17 +1004,13 @@ static void check_input(vctx *c, pr_node *n)
 		       "parameter, buffer or constant", label(n, ln), c->g->name);
 	if (!n->input_name || c->body)
 		return;
-	named_input *e;
-	HASH_FIND_STR(c->inputs, n->input_name, e);
-	if (e) {
+	pr_node **at = name_map_at(&c->inputs, n->input_name);
+	if (*at) {
 		report(c, "E-INPUT", n, "input %s is named \"%s\", like %s; expected unique "
-		       "input names", label(n, ln), n->input_name, label(e->node, le));
+		       "input names", label(n, ln), n->input_name, label(*at, le));
 		return;
 	}
-	e = &c->input_store[c->n_input_store++];
-	e->key = n->input_name;
-	e->node = n;
-	HASH_ADD_KEYPTR(hh, c->inputs, e->key, strlen(e->key), e);
+	*at = n;
 }
 
 static const char *input_kind_str(pr_input_kind k)
@@ -884,15 +1037,13 @@ static void check_writeback(vctx *c, pr_node *ret, int i)
 		       kw, wb->target ? wb->target : "");
 		return;
 	}
-	named_input *e = NULL;
-	if (wb->target)
-		HASH_FIND_STR(c->inputs, wb->target, e);
+	pr_node *e = wb->target ? name_map_get(&c->inputs, wb->target) : NULL;
 	pr_input_kind want = buffer ? PR_INPUT_BUFFER : PR_INPUT_USER;
-	if (!e || e->node->input_kind != want) {
+	if (!e || e->input_kind != want) {
 		char what[LABEL_MAX + 48];
 		if (e)
-			snprintf(what, sizeof what, "which is %s, a %s input", label(e->node, lt),
-				 input_kind_str(e->node->input_kind));
+			snprintf(what, sizeof what, "which is %s, a %s input", label(e, lt),
+				 input_kind_str(e->input_kind));
 		else
 			snprintf(what, sizeof what, "which names no input");
 		report(c, "E-WRITEBACK", ret, "return value %d is written back to %s \"%s\", %s; "
@@ -901,12 +1052,12 @@ static void check_writeback(vctx *c, pr_node *ret, int i)
 		return;
 	}
 	pr_spec *v = arg_spec(&ret->args[i]);
-	pr_spec *t = pr_node_spec(e->node);
+	pr_spec *t = pr_node_spec(e);
 	if (v && t && !same_dtype_shape(v, t))
 		report(c, "E-WRITEBACK", ret, "return value %d, %s (%s), is written back to %s "
 		       "\"%s\" (%s, %s); expected the same dtype and shape", i,
 		       label(ret->args[i].u.value, lv), spec_str(v, s1), kw, wb->target,
-		       label(e->node, lt), spec_str(t, s2));
+		       label(e, lt), spec_str(t, s2));
 }
 
 static void check_return(vctx *c, pr_node *n)
@@ -969,6 +1120,8 @@ static int64_t check_links(vctx *c, pr_graph *g)
 			return -1;
 		}
 		inputs += n->kind == PR_NODE_INPUT;
+		c->uses += n->n_uses;
+		c->uses_suspect |= n->n_uses < 0;
 		if (n->kind == PR_NODE_OP && n->schema && (n->schema->h2d || n->schema->d2h))
 			c->has_copies = true;
 	}
@@ -981,43 +1134,68 @@ static int64_t check_links(vctx *c, pr_graph *g)
 	return inputs;
 }
 
+/* Every use list of g against the argument slots that read its node, when
+ * check_value found a slot away from its use_index or the counts differ:
+ * each node's readers are counted in an array that its scratch points into
+ * meanwhile (no hashing, and the pass's scratch is given back). */
+static void check_all_uses(vctx *c, pr_graph *g)
+{
+	size_t nn = (size_t)g->n_nodes;
+	int64_t *readers = pr_xcalloc(nn ? nn : 1, sizeof *readers);
+	void **saved = pr_xmalloc((nn ? nn : 1) * sizeof *saved);
+	size_t i = 0;
+	pr_graph_for_each(g, n) {
+		saved[i] = n->scratch;
+		n->scratch = &readers[i++];
+	}
+	pr_graph_for_each(g, n)
+		count_readers(g, n->args, n->n_args);
+	i = 0;
+	pr_graph_for_each(g, n) {
+		check_uses(c, n, readers[i]);
+		n->scratch = saved[i++];
+	}
+	free(readers);
+	free(saved);
+}
+
+/* Room for a method's inputs by name: a power of two over twice their count. */
+static void name_map_init(name_map *m, int64_t inputs)
+{
+	m->cap = 0;
+	m->nodes = NULL;
+	if (!inputs)
+		return;
+	m->cap = 4;
+	while (m->cap < (size_t)inputs * 2 + 1)
+		m->cap *= 2;
+	m->nodes = pr_xcalloc(m->cap, sizeof *m->nodes);
+}
+
 static void check_graph(vctx *c, pr_graph *g, bool body)
 {
 	c->g = g;
 	c->body = body;
 	c->n_returns = 0;
 	c->has_copies = false;
-	c->inputs = NULL;
+	c->uses = c->slots = 0;
+	c->uses_suspect = false;
 	int64_t inputs = check_links(c, g);
 	if (inputs < 0)
 		return;
-	c->input_store = inputs ? pr_xcalloc((size_t)inputs, sizeof *c->input_store) : NULL;
-	c->n_input_store = 0;
-	/* Readers are counted in an array that each node's scratch points into
-	 * while we run: no hashing, and the pass's scratch is given back. */
-	size_t nn = (size_t)g->n_nodes;
-	c->readers = pr_xcalloc(nn ? nn : 1, sizeof *c->readers);
-	c->saved_scratch = pr_xmalloc((nn ? nn : 1) * sizeof *c->saved_scratch);
-	size_t i = 0;
-	pr_graph_for_each(g, n) {
-		c->saved_scratch[i] = n->scratch;
-		n->scratch = &c->readers[i++];
-	}
+	name_map_init(&c->inputs, body ? 0 : inputs);
 	pr_graph_for_each(g, n)
 		check_node(c, n);
 	if (!c->n_returns)
 		report(c, "E-RETURN", NULL, "@%s has no return; expected exactly one, as "
 		       "its last node", g->name);
-	i = 0;
-	pr_graph_for_each(g, n) {
-		check_uses(c, n, c->readers[i]);
-		n->scratch = c->saved_scratch[i++];
-	}
-	HASH_CLEAR(hh, c->inputs);
-	free(c->input_store);
-	free(c->readers);
-	free(c->saved_scratch);
-	c->input_store = NULL;
+	/* Each slot found itself in its value's list, and there are as many
+	 * slots as entries: every entry is one slot's, once. */
+	if (c->uses_suspect || c->uses != c->slots)
+		check_all_uses(c, g);
+	free(c->inputs.nodes);
+	c->inputs.nodes = NULL;
+	c->inputs.cap = 0;
 }
 
 /* ---- delegates ---------------------------------------------------------- */
@@ -1030,9 +1208,8 @@ static void build_dinfo(vctx *c, int i)
 	pr_err *err = pr_delegate_device(d, &di->device);
 	di->device_known = !err;
 	pr_err_free(err);
-	dinfo *dup = find_dinfo(c, d);
-	if (!dup)
-		HASH_ADD_PTR(c->by_delegate, d, di);
+	if (!find_dinfo(c, d))
+		ptr_map_put(&c->by_delegate, d, i);
 	if (!d->body)
 		return;
 	/* Bounded by the node count: a broken list is check_links' to report. */
@@ -1099,9 +1276,13 @@ int pr_verify(pr_program *p, pr_diags *diags, const char *pass_name)
 	check_recursion(&c);
 	for (int i = 0; i < p->n_methods; i++)
 		check_graph(&c, p->methods[i], false);
-	HASH_CLEAR(hh, c.by_delegate);   /* before the entries it threads go */
+	ptr_map_free(&c.by_delegate);
+	ptr_map_free(&c.by_schema);
 	for (int i = 0; i < p->n_delegates; i++)
 		free(c.dinfos[i].inputs);
+	for (int i = 0; i < c.n_sinfos; i++)
+		free(c.sinfos[i].args);
+	free(c.sinfos);
 	free(c.dinfos);
 	free(c.sorted);
 	return c.errors;

@@ -29,14 +29,15 @@ static int schema_arg(const pr_schema *s, const char *name)
 	return -1;
 }
 
-static bool is_strided_view(const pr_schema *s, int *size, int *stride, int *offset)
+void pr_view_geometry_of(const pr_schema *s, pr_view_geometry *out)
 {
+	*out = (pr_view_geometry){false, -1, -1, -1};
 	if (s->n_returns != 1 || pr_schema_return_alias(s, 0) != 0 || pr_schema_arg_writes(s, 0))
-		return false;
-	*size = schema_arg(s, "size");
-	*stride = schema_arg(s, "stride");
-	*offset = schema_arg(s, "storage_offset");
-	return *size > 0 && *stride > 0;
+		return;
+	out->size = schema_arg(s, "size");
+	out->stride = schema_arg(s, "stride");
+	out->offset = schema_arg(s, "storage_offset");
+	out->strided = out->size > 0 && out->stride > 0;
 }
 
 /* The values of a constant int list argument; -1 when it is not one. */
@@ -91,12 +92,11 @@ static bool last_element(const int64_t *size, const int64_t *stride, int rank, i
 	return true;
 }
 
-bool pr_view_within_storage(const pr_node *n, char *msg, size_t cap)
+bool pr_view_within_storage(const pr_node *n, const pr_view_geometry *g, char *msg, size_t cap)
 {
-	int is, ist, io;
-	if (!n->schema || !is_strided_view(n->schema, &is, &ist, &io) || n->n_args < 1 ||
-	    n->args[0].kind != PR_ARG_VALUE || !n->args[0].u.value)
+	if (!g->strided || n->n_args < 1 || n->args[0].kind != PR_ARG_VALUE || !n->args[0].u.value)
 		return true;
+	int is = g->size, ist = g->stride, io = g->offset;
 	int64_t size[PR_MAX_RANK], stride[PR_MAX_RANK], offset = 0;
 	int rank = const_ints(n, is, size, PR_MAX_RANK);
 	if (rank < 0 || const_ints(n, ist, stride, PR_MAX_RANK) != rank)

@@ -3,7 +3,10 @@
  * Printing keeps a tally per code, so that a program with 300,000 copies of
  * one warning prints print_limit of them and then one summary line, not
  * 300,000 lines nobody reads; the list itself keeps every one (--stats=json
- * prints them all). */
+ * prints them all). Adding counts per code too: a list that does not keep
+ * messages formats only those of the first print_limit notes and warnings of
+ * each code (and of every error), the only ones pr_diags_print can print,
+ * since it prints in the order added. */
 #include "passrun/diag.h"
 
 #include <stdarg.h>
@@ -13,15 +16,18 @@
 
 #include "passrun/error.h"
 
-/* Per code: how many pr_diags_print printed and how many it left out. */
+/* Per code: how many notes and warnings were added, how many
+ * pr_diags_print printed and how many it left out. */
 typedef struct tally_entry {
 	char *code;
-	int printed, omitted;
+	int added, printed, omitted;
 } tally_entry;
 
 struct pr_diag_tally {
 	int n, cap;
 	tally_entry *items;
+	bool drop_unprinted;  /* !pr_diags_keep_messages */
+	int last;             /* the entry found last: one code comes in runs */
 };
 
 void pr_diags_init(pr_diags *d, const char *file)
@@ -31,16 +37,29 @@ void pr_diags_init(pr_diags *d, const char *file)
 	d->tally = pr_xcalloc(1, sizeof *d->tally);
 }
 
+static tally_entry *tally_find(pr_diag_tally *t, const char *code)
+{
+	if (t->last < t->n && !strcmp(t->items[t->last].code, code))
+		return &t->items[t->last];
+	for (int i = 0; i < t->n; i++)
+		if (!strcmp(t->items[i].code, code)) {
+			t->last = i;
+			return &t->items[i];
+		}
+	return NULL;
+}
+
 static tally_entry *tally_of(pr_diag_tally *t, const char *code)
 {
-	for (int i = 0; i < t->n; i++)
-		if (!strcmp(t->items[i].code, code))
-			return &t->items[i];
+	tally_entry *e = tally_find(t, code);
+	if (e)
+		return e;
 	if (t->n == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 8;
 		t->items = pr_xrealloc(t->items, (size_t)t->cap * sizeof *t->items);
 	}
-	t->items[t->n] = (tally_entry){pr_xstrdup(code), 0, 0};
+	t->items[t->n] = (tally_entry){pr_xstrdup(code), 0, 0, 0};
+	t->last = t->n;
 	return &t->items[t->n++];
 }
 
@@ -75,24 +94,54 @@ static char *dup_or_null(const char *s)
 	return s ? pr_xstrdup(s) : NULL;
 }
 
-void pr_diags_add(pr_diags *d, pr_severity sev, const char *code, const char *pass,
-		  const char *method, const char *node, int64_t bytes, const char *fmt, ...)
+void pr_diags_keep_messages(pr_diags *d, bool keep)
 {
+	if (d->tally)
+		d->tally->drop_unprinted = !keep;
+}
+
+/* Would the next diagnostic of code be within print_limit (added counts
+ * the ones before it)? */
+static bool within_limit(const pr_diags *d, pr_severity sev, int added)
+{
+	return d->print_limit <= 0 || sev == PR_SEV_ERROR || added < d->print_limit;
+}
+
+bool pr_diags_wants_message(const pr_diags *d, pr_severity sev, const char *code)
+{
+	if (!d->tally || !d->tally->drop_unprinted)
+		return true;
+	const tally_entry *t = tally_find(d->tally, code ? code : "");
+	return within_limit(d, sev, t ? t->added : 0);
+}
+
+void pr_diags_addv(pr_diags *d, pr_severity sev, const char *code, const char *pass,
+		   const char *method, const char *node, int64_t bytes, const char *fmt,
+		   va_list ap)
+{
+	code = code ? code : "";
+	bool wanted = pr_diags_wants_message(d, sev, code);
+	if (sev != PR_SEV_ERROR && d->tally)
+		tally_of(d->tally, code)->added++;
 	PR_GROW(d->items, d->n, d->cap);
 	pr_diag *x = &d->items[d->n++];
 	x->severity = sev;
-	x->code = pr_xstrdup(code ? code : "");
+	x->code = pr_xstrdup(code);
 	x->pass = pr_xstrdup(pass ? pass : "");
 	x->method = dup_or_null(method);
 	x->node = dup_or_null(node);
 	x->bytes = bytes;
 	x->flags = 0;
+	x->message = wanted ? pr_xvasprintf(fmt, ap) : NULL;
+}
+
+void pr_diags_add(pr_diags *d, pr_severity sev, const char *code, const char *pass,
+		  const char *method, const char *node, int64_t bytes, const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	pr_err *tmp = pr_err_newv(fmt, ap);
+	pr_diags_addv(d, sev, code, pass, method, node, bytes, fmt, ap);
 	va_end(ap);
-	x->message = pr_xstrdup(pr_err_message(tmp));
-	pr_err_free(tmp);
 }
 
 void pr_diags_flag_last(pr_diags *d, unsigned flags)
@@ -127,13 +176,14 @@ int pr_diags_errors(const pr_diags *d)
 	return n;
 }
 
-/* Whether print_limit leaves x out (and count it either way). */
+/* Whether print_limit leaves x out (and count it either way). A message
+ * that was not kept is past the limit by construction. */
 static bool left_out(const pr_diags *d, const pr_diag *x)
 {
 	if (d->print_limit <= 0 || x->severity == PR_SEV_ERROR || !d->tally)
 		return false;
 	tally_entry *t = tally_of(d->tally, x->code);
-	if (t->printed < d->print_limit) {
+	if (t->printed < d->print_limit && x->message) {
 		t->printed++;
 		return false;
 	}

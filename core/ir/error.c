@@ -10,7 +10,7 @@ struct pr_err {
 	char *message;
 };
 
-static char *vformat(const char *fmt, va_list ap)
+char *pr_xvasprintf(const char *fmt, va_list ap)
 {
 	va_list copy;
 	va_copy(copy, ap);
@@ -25,7 +25,7 @@ static char *vformat(const char *fmt, va_list ap)
 pr_err *pr_err_newv(const char *fmt, va_list ap)
 {
 	pr_err *e = pr_xmalloc(sizeof *e);
-	e->message = vformat(fmt, ap);
+	e->message = pr_xvasprintf(fmt, ap);
 	return e;
 }
 
@@ -44,7 +44,7 @@ pr_err *pr_err_wrap(pr_err *err, const char *fmt, ...)
 		return NULL;
 	va_list ap;
 	va_start(ap, fmt);
-	char *prefix = vformat(fmt, ap);
+	char *prefix = pr_xvasprintf(fmt, ap);
 	va_end(ap);
 	char *msg = pr_xasprintf("%s: %s", prefix, err->message);
 	free(prefix);
@@ -113,7 +113,7 @@ char *pr_xasprintf(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *s = vformat(fmt, ap);
+	char *s = pr_xvasprintf(fmt, ap);
 	va_end(ap);
 	return s;
 }

@@ -164,12 +164,14 @@ void pr_pass_diag(pr_pass_ctx *ctx, pr_severity sev, const char *code, const cha
 {
 	va_list ap;
 	va_start(ap, fmt);
-	pr_err *msg = pr_err_newv(fmt, ap);
+	pr_diags_addv(ctx->diags, sev, code, pr_pass_name(ctx), method, node, bytes, fmt, ap);
 	va_end(ap);
-	pr_diags_add(ctx->diags, sev, code, pr_pass_name(ctx), method, node, bytes, "%s",
-		     pr_err_message(msg));
-	pr_err_free(msg);
 	ctx->last_diag = ctx->diags->n - 1;
+}
+
+bool pr_pass_diag_wanted(pr_pass_ctx *ctx, pr_severity sev, const char *code)
+{
+	return pr_diags_wants_message(ctx->diags, sev, code);
 }
 
 void pr_pass_diag_flag(pr_pass_ctx *ctx, unsigned flags)

@@ -35,17 +35,39 @@ const char *pr_version_git(void)
 	return PASSRUN_GIT_DESCRIBE;
 }
 
+/* FNV-1a over p[0, n), eight bytes a round: the same hash, without a loop
+ * test per byte (the multiply chain is what it costs). */
+static uint64_t fnv1a64(uint64_t h, const unsigned char *p, size_t n)
+{
+	const uint64_t prime = 0x100000001b3ull;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		h = (h ^ p[i]) * prime;
+		h = (h ^ p[i + 1]) * prime;
+		h = (h ^ p[i + 2]) * prime;
+		h = (h ^ p[i + 3]) * prime;
+		h = (h ^ p[i + 4]) * prime;
+		h = (h ^ p[i + 5]) * prime;
+		h = (h ^ p[i + 6]) * prime;
+		h = (h ^ p[i + 7]) * prime;
+	}
+	for (; i < n; i++)
+		h = (h ^ p[i]) * prime;
+	return h;
+}
+
 pr_err *pr_file_fnv1a64(const char *path, char hex[17])
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return pr_err_new("%s: cannot read: %s", path, strerror(errno));
 	uint64_t h = 0xcbf29ce484222325ull;
-	unsigned char chunk[65536];
+	const size_t size = (size_t)1 << 20;
+	unsigned char *chunk = pr_xmalloc(size);
 	size_t got;
-	while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
-		for (size_t i = 0; i < got; i++)
-			h = (h ^ chunk[i]) * 0x100000001b3ull;
+	while ((got = fread(chunk, 1, size, f)) > 0)
+		h = fnv1a64(h, chunk, got);
+	free(chunk);
 	bool bad = ferror(f);
 	fclose(f);
 	if (bad)

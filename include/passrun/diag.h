@@ -8,6 +8,7 @@
 #ifndef PASSRUN_DIAG_H
 #define PASSRUN_DIAG_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,7 +31,8 @@ typedef struct pr_diag {
 	char *method;   /* method or delegate name; may be NULL */
 	char *node;     /* the tensor or node it is about; may be NULL */
 	int64_t bytes;  /* the tensor's size; -1 when none */
-	char *message;
+	char *message;  /* NULL when nobody asked for it: past print_limit of its code
+			   while the list does not keep messages (pr_diags_keep_messages) */
 	unsigned flags; /* PR_DIAG_* bits; 0 unless the reporter set some */
 } pr_diag;
 
@@ -48,9 +50,21 @@ typedef struct pr_diags {
 
 void pr_diags_init(pr_diags *d, const char *file);
 void pr_diags_free(pr_diags *d);
+/* Whether every message is kept (the default: --stats=json, the Python API
+ * and tests read them all). When not, a note or warning past print_limit of
+ * its code is counted with its node and bytes, and its message is neither
+ * formatted nor kept: pr_diags_print would not print it, and formatting
+ * 300,000 of them costs more than the pass that found them. */
+void pr_diags_keep_messages(pr_diags *d, bool keep);
+/* Whether a diagnostic of this severity and code added next gets its
+ * message: callers that build a message in pieces ask first. */
+bool pr_diags_wants_message(const pr_diags *d, pr_severity sev, const char *code);
 void pr_diags_add(pr_diags *d, pr_severity sev, const char *code, const char *pass,
 		  const char *method, const char *node, int64_t bytes,
 		  const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+void pr_diags_addv(pr_diags *d, pr_severity sev, const char *code, const char *pass,
+		   const char *method, const char *node, int64_t bytes,
+		   const char *fmt, va_list ap) __attribute__((format(printf, 8, 0)));
 /* Adds PR_DIAG_* flags to the diagnostic added last (there must be one). */
 void pr_diags_flag_last(pr_diags *d, unsigned flags);
 const char *pr_severity_name(pr_severity s);   /* "warning" */

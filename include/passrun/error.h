@@ -36,6 +36,7 @@ void *pr_xrealloc(void *p, size_t n);
 char *pr_xstrdup(const char *s);
 char *pr_xstrndup(const char *s, size_t n);
 char *pr_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *pr_xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* Makes room for one more element at arr[n]: when n has reached cap, cap
  * doubles (from 8) and arr is reallocated. The growth code of every array

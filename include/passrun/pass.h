@@ -178,10 +178,14 @@ void *pr_pass_analysis(pr_pass_ctx *ctx, const char *name, pr_graph *g);
 void pr_pass_invalidate(pr_pass_ctx *ctx, pr_graph *g);
 
 /* Reports a diagnostic tagged with the running pass. method/node may be NULL;
- * bytes -1 when no tensor is involved. */
+ * bytes -1 when no tensor is involved. The message is formatted only when
+ * someone will read it (pr_diags_keep_messages): count and bytes always. */
 void pr_pass_diag(pr_pass_ctx *ctx, pr_severity sev, const char *code,
 		  const char *method, const char *node, int64_t bytes,
 		  const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+/* Whether pr_pass_diag would format a message of this severity and code now:
+ * a pass that builds part of a message itself asks first. */
+bool pr_pass_diag_wanted(pr_pass_ctx *ctx, pr_severity sev, const char *code);
 /* Adds PR_DIAG_* flags (diag.h) to the diagnostic this pass reported last
  * (with none reported yet, a contract error that fails the pass). */
 void pr_pass_diag_flag(pr_pass_ctx *ctx, unsigned flags);
