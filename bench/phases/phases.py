@@ -26,7 +26,8 @@ For each size: examples/gen/gen_decoder.py --nodes N writes X.pg and
   whole run exactly. The phase a dump belongs to is decided by the order of
   the triggers, not by inlining-dependent inclusive costs.
 
-PIPELINE (default cuda) names the pipeline. Python 3 standard library only;
+FORMATS (default "bin pg") chooses the formats measured at all, PIPELINE
+(default cuda) the pipeline. Python 3 standard library only;
 valgrind only when CALLGRIND is not empty.
 """
 import glob
@@ -43,6 +44,7 @@ import measure  # noqa: E402
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 RUNS = int(os.environ.get("RUNS", "3"))
 CALLGRIND = os.environ.get("CALLGRIND", "bin pg").split()
+FORMATS = os.environ.get("FORMATS", "bin pg").split()
 PIPELINE = os.environ.get("PIPELINE", "cuda")
 
 # A --time-passes row: ms, percent, changed, name ("(load program)" for a
@@ -205,6 +207,8 @@ def size(passrun, n, work, passes):
     subprocess.run([passrun, "convert", pg, bin_], check=True, stdout=subprocess.DEVNULL)
     results = {}
     for fmt, prog in (("bin", bin_), ("pg", pg)):
+        if fmt not in FORMATS:
+            continue
         out = os.path.join(work, "out." + fmt)
         ms, whole = wall_phases(passrun, prog, out, work) if RUNS else (None, None)
         ir = cg_phase(passrun, prog, out, work, passes) if fmt in CALLGRIND else None

@@ -5,7 +5,8 @@
 #   bench/phases/run.sh PASSRUN NODES...
 #
 # One markdown table per size; phases.py says what each row measures.
-# Environment: RUNS (default 3), CALLGRIND (formats counted under callgrind,
-# default "bin pg"; "" for none), PIPELINE (default cuda), TMPDIR.
+# Environment: RUNS (default 3), FORMATS (default "bin pg"), CALLGRIND
+# (formats counted under callgrind, default "bin pg"; "" for none), PIPELINE
+# (default cuda), TMPDIR.
 set -eu
 exec python3 "$(dirname "$0")/phases.py" "$@"
