@@ -24,6 +24,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True   # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(HERE, ".."))
 import measure  # noqa: E402
 
