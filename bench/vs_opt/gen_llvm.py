@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""gen_llvm.py: write an LLVM IR module (.ll text) of exactly N instructions,
+shaped like examples/gen/gen_decoder.py's decoder, for bench/vs_opt.
+
+    gen_llvm.py --nodes N [-o FILE]
+
+Where the decoder has one method of N nodes calling shared cuda:0
+delegates, the module has one function per layer (LLVM's passes run per
+function, and a layer is the unit a compiler would see) called in order by
+@step, and the delegates are small shared functions:
+
+  - each layer's 11 inputs are 11 loads: its 9 weights and the hidden state
+    and mask (the weights and KV caches are the layer's own globals, as the
+    decoder's parameters and buffers are its own inputs);
+  - the delegate calls are calls: @attn_norm, @proj for q, k, v and the
+    output projection, @attention, @mlp;
+  - custom::kv_update is a getelementptr and a store into the layer's cache;
+  - the residual adds are fadds, and the layer stores the hidden state back.
+
+A layer is 27 instructions in its function and its call in @step: 28, as
+the decoder's layer is 28 nodes. Every instruction is counted (the shared
+functions' bodies, @step's, every ret); @step's tail adds fmuls to make N
+exactly. There is no dead code: opt's dce and adce walk everything and
+remove nothing, as passrun's cuda pipeline removes nothing. Typed pointers
+(LLVM 14's default). Streamed: memory does not grow with N. Python 3
+standard library only.
+"""
+import argparse
+import sys
+
+V = "<4 x float>"
+P = "<4 x float>*"
+CACHE = "[4 x <4 x float>]"
+WEIGHTS = ("attn_norm", "wq", "wk", "wv", "wo", "ffn_norm", "w1", "w3", "w2")
+LAYER_NODES = 28
+
+SHARED = """\
+define internal %(V)s @attn_norm(%(V)s %%x, %(V)s %%w) noinline {
+  %%n = fmul %(V)s %%x, %%w
+  ret %(V)s %%n
+}
+
+define internal %(V)s @proj(%(V)s %%x, %(V)s %%w) noinline {
+  %%y = fmul %(V)s %%x, %%w
+  %%z = fadd %(V)s %%y, %%x
+  ret %(V)s %%z
+}
+
+define internal %(V)s @attention(%(V)s %%q, %(C)s* %%k, %(C)s* %%v, %(V)s %%mask) noinline {
+  %%kp = getelementptr %(C)s, %(C)s* %%k, i64 0, i64 0
+  %%vp = getelementptr %(C)s, %(C)s* %%v, i64 0, i64 0
+  %%k0 = load %(V)s, %(P)s %%kp
+  %%v0 = load %(V)s, %(P)s %%vp
+  %%s = fmul %(V)s %%q, %%k0
+  %%sm = fadd %(V)s %%s, %%mask
+  %%o = fmul %(V)s %%sm, %%v0
+  ret %(V)s %%o
+}
+
+define internal %(V)s @mlp(%(V)s %%x, %(V)s %%nw, %(V)s %%w1, %(V)s %%w3, %(V)s %%w2) noinline {
+  %%n = fmul %(V)s %%x, %%nw
+  %%g = fmul %(V)s %%n, %%w1
+  %%u = fmul %(V)s %%n, %%w3
+  %%gu = fmul %(V)s %%g, %%u
+  %%down = fmul %(V)s %%gu, %%w2
+  %%y = fadd %(V)s %%x, %%down
+  ret %(V)s %%y
+}
+
+""" % {"V": V, "P": P, "C": CACHE}
+SHARED_INSTRUCTIONS = 2 + 3 + 8 + 7
+STEP_FIXED = 2   # @step's load of the result and its ret
+
+
+def layer(L, out):
+    """Layer L's globals and function: 27 instructions."""
+    g = "@l%d_" % L
+    for w in WEIGHTS:
+        out.write("%s%s = internal global %s zeroinitializer\n" % (g, w, V))
+    for c in ("k_cache", "v_cache"):
+        out.write("%s%s = internal global %s zeroinitializer\n" % (g, c, CACHE))
+    pos = L % 4
+    rows = ["%%%s = load %s, %s %s%s" % (w, V, P, g, w) for w in WEIGHTS]
+    rows += ["%%x = load %s, %s %%h" % (V, P), "%%mask = load %s, %s %%m" % (V, P),
+             "%%n = call %s @attn_norm(%s %%x, %s %%attn_norm)" % (V, V, V)]
+    rows += ["%%%s = call %s @proj(%s %%n, %s %%w%s)" % (r, V, V, V, r) for r in "qkv"]
+    for r in "kv":
+        rows += ["%%%sslot = getelementptr %s, %s* %s%s_cache, i64 0, i64 %d"
+                 % (r, CACHE, CACHE, g, r, pos),
+                 "store %s %%%s, %s %%%sslot" % (V, r, P, r)]
+    rows += ["%%a = call %s @attention(%s %%q, %s* %sk_cache, %s* %sv_cache, %s %%mask)"
+             % (V, V, CACHE, g, CACHE, g, V),
+             "%%o = call %s @proj(%s %%a, %s %%wo)" % (V, V, V),
+             "%%r = fadd %s %%o, %%x" % V,
+             "%%y = call %s @mlp(%s %%r, %s %%ffn_norm, %s %%w1, %s %%w3, %s %%w2)"
+             % (V, V, V, V, V, V),
+             "%%s = fadd %s %%y, %%r" % V,
+             "%%t = fmul %s %%s, <float 0.5, float 0.5, float 0.5, float 0.5>" % V,
+             "store %s %%t, %s %%h" % (V, P), "ret void"]
+    assert len(rows) == LAYER_NODES - 1
+    out.write("define internal void @layer%d(%s %%h, %s %%m) noinline {\n" % (L, P, P))
+    out.write("".join("  %s\n" % r for r in rows))
+    out.write("}\n\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--nodes", type=int, required=True, help="instructions in the module")
+    ap.add_argument("-o", "--output", help="write here instead of standard output")
+    a = ap.parse_args()
+    fixed = SHARED_INSTRUCTIONS + STEP_FIXED
+    if a.nodes < fixed:
+        sys.exit("gen_llvm.py: --nodes must be at least %d" % fixed)
+    layers = (a.nodes - fixed) // LAYER_NODES
+    pad = a.nodes - fixed - layers * LAYER_NODES
+    out = open(a.output, "w") if a.output else sys.stdout
+    out.write("; Generated by bench/vs_opt/gen_llvm.py --nodes %d: %d layers, %d "
+              "instructions\n\n" % (a.nodes, layers, a.nodes))
+    out.write(SHARED)
+    for L in range(layers):
+        layer(L, out)
+    out.write("define %s @step(%s %%h, %s %%m) {\n" % (V, P, P))
+    for L in range(layers):
+        out.write("  call void @layer%d(%s %%h, %s %%m)\n" % (L, P, P))
+    out.write("  %%v0 = load %s, %s %%h\n" % (V, P))
+    for i in range(pad):
+        out.write("  %%v%d = fmul %s %%v%d, %%v%d\n" % (i + 1, V, i, i))
+    out.write("  ret %s %%v%d\n}\n" % (V, pad))
+    if a.output:
+        out.close()
+
+
+if __name__ == "__main__":
+    main()
