@@ -16,12 +16,19 @@
  * address of a static empty array.
  *
  * One mutex guards both (the Python API calls in from several threads with
- * the GIL released). A destructor frees everything at exit, so leak checkers
- * see no memory left behind; it resets the table, so a later call (another
- * destructor's) still works, at the price of that memory. */
+ * the GIL released). A program has few distinct layouts and a loader asks
+ * for the same ones again and again, so each thread first looks in a small
+ * cache of its own (the addresses it was last given, by hash), which needs
+ * no lock: what it points at never changes.
+ *
+ * A destructor frees everything at exit, so leak checkers see no memory
+ * left behind; it resets the table and moves to a new generation, which
+ * empties every thread's cache, so a later call (another destructor's) still
+ * works, at the price of that memory. */
 #include "passrun/program.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +57,12 @@ static struct {
 
 static const int64_t no_dims[1];
 
+/* Entries of another generation than the table's are empty. */
+#define RECENT 16
+static _Atomic unsigned generation = 1;
+static _Thread_local slot recent[RECENT];
+static _Thread_local unsigned recent_generation[RECENT];
+
 /* The rank and every number take part, so that a shape and its strides
  * swapped (or a transpose) land in different slots. */
 static uint64_t dims_hash(int rank, const int64_t *shape, const int64_t *strides)
@@ -59,15 +72,19 @@ static uint64_t dims_hash(int rank, const int64_t *shape, const int64_t *strides
 		h = (h ^ (uint64_t)shape[i]) * 0x100000001b3u;
 		h = (h ^ (uint64_t)strides[i]) * 0x100000001b3u;
 	}
-	return h ^ (h >> 29);
+	h = (h ^ (h >> 33)) * 0xff51afd7ed558ccdu;   /* so the low bits (the slot) */
+	return h ^ (h >> 33);                       /* depend on every bit */
 }
 
 static bool slot_holds(const slot *e, uint64_t hash, int rank, const int64_t *shape,
 		       const int64_t *strides)
 {
-	size_t n = sizeof(int64_t) * (size_t)rank;
-	return e->hash == hash && e->rank == rank && !memcmp(e->dims, shape, n) &&
-	       !memcmp(e->dims + rank, strides, n);
+	if (e->hash != hash || e->rank != rank)
+		return false;
+	for (int i = 0; i < rank; i++)   /* a few numbers: no memcmp call */
+		if (e->dims[i] != shape[i] || e->dims[rank + i] != strides[i])
+			return false;
+	return true;
 }
 
 /* The slot that holds the layout, or the empty one where it belongs. */
@@ -112,12 +129,9 @@ static int64_t *take_dims(size_t n)
 	return d;
 }
 
-const int64_t *pr_layout_intern(int rank, const int64_t *shape, const int64_t *strides)
+static const int64_t *intern_locked(uint64_t hash, int rank, const int64_t *shape,
+				    const int64_t *strides)
 {
-	PR_ASSERT(rank >= 0 && rank <= PR_MAX_RANK);
-	if (rank == 0)
-		return no_dims;
-	uint64_t hash = dims_hash(rank, shape, strides);
 	pthread_mutex_lock(&table.lock);
 	if (2 * (table.n + 1) > table.cap)
 		grow_slots();
@@ -131,6 +145,22 @@ const int64_t *pr_layout_intern(int rank, const int64_t *shape, const int64_t *s
 	}
 	const int64_t *dims = e->dims;
 	pthread_mutex_unlock(&table.lock);
+	return dims;
+}
+
+const int64_t *pr_layout_intern(int rank, const int64_t *shape, const int64_t *strides)
+{
+	PR_ASSERT(rank >= 0 && rank <= PR_MAX_RANK);
+	if (rank == 0)
+		return no_dims;
+	uint64_t hash = dims_hash(rank, shape, strides);
+	unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
+	size_t r = hash % RECENT;
+	if (recent_generation[r] == gen && slot_holds(&recent[r], hash, rank, shape, strides))
+		return recent[r].dims;
+	const int64_t *dims = intern_locked(hash, rank, shape, strides);
+	recent[r] = (slot){.dims = dims, .hash = hash, .rank = rank};
+	recent_generation[r] = gen;
 	return dims;
 }
 
@@ -153,5 +183,6 @@ __attribute__((destructor)) static void layouts_free(void)
 	free(table.slots);
 	table.slots = NULL;
 	table.cap = table.n = 0;
+	atomic_fetch_add(&generation, 1);
 	pthread_mutex_unlock(&table.lock);
 }
