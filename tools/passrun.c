@@ -856,6 +856,7 @@ int process_program(session *s)
 
 static int write_result(session *s)
 {
+	double t0 = pr_now_ms();
 	if (s->o->print) {
 		size_t len;
 		char *text = pr_text_print(s->prog, &len);
@@ -863,6 +864,8 @@ static int write_result(session *s)
 		free(text);
 	}
 	pr_err *e = s->o->output ? pr_program_save_file(s->prog, s->o->output) : NULL;
+	if (s->o->print || s->o->output)
+		pr_pass_report_add(&s->rep, "write program", pr_now_ms() - t0, false, false);
 	return e ? session_fail(s, EXIT_USAGE, e) : EXIT_OK;
 }
 

@@ -417,8 +417,11 @@ static pr_err *run_one(pr_pass_ctx *ctx, pm_run *run, pm_instruments *ins, int i
 static pr_err *verify_result(pm_run *run)
 {
 	int before = run->diags->n;
+	double t0 = pr_now_ms();
 	int bad = pr_verify(run->program, run->diags, "verifier");
 	bad += pr_plan_check(run->program, run->diags, "verifier");
+	if (run->rep)
+		pr_pass_report_add(run->rep, "verify result", pr_now_ms() - t0, false, false);
 	if (run->opts->diag_out)
 		pr_diags_print(run->diags, before, run->opts->diag_out);
 	if (!bad)
