@@ -58,6 +58,8 @@ static void report_split_classes(pr_pass_ctx *ctx, pr_graph *g, const pr_lifetim
 	for (int64_t i = 0; i < lt->n_values; i++) {
 		const pr_plan_value *v = &lt->values[i];
 		const pr_plan_class *c = &lt->classes[v->cls];
+		if (v->spec == c->spec)
+			continue;   /* the class's device is its base's */
 		pr_device d = pr_device_canonical(v->spec->device);
 		if (pr_device_equal(d, c->device))
 			continue;

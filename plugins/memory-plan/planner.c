@@ -83,6 +83,8 @@ typedef struct engine {
 	int64_t *offset;          /* per item id, for the run in progress */
 	struct span *found;       /* memory of the overlapping placed items */
 	int64_t n_found, cap_found;
+	int64_t *hits;            /* find_overlapping's answer: by_start indices */
+	int64_t n_hits, cap_hits;
 	int64_t base;             /* where the greedy starts (above the stack) */
 	int64_t base_top;         /* the stack's last byte */
 	int64_t work;
@@ -113,25 +115,74 @@ static int cmp_span(const void *a, const void *b)
 	return x->hi < y->hi ? -1 : x->hi > y->hi;
 }
 
+/* By (lo, hi): insertion sort for the few spans an item usually overlaps
+ * (qsort's call and comparison overhead dominate there), qsort beyond. Equal
+ * spans are interchangeable, so either gives the same sequence. */
+static void sort_spans(span *a, int64_t n)
+{
+	if (n > 16) {
+		qsort(a, (size_t)n, sizeof *a, cmp_span);
+		return;
+	}
+	for (int64_t i = 1; i < n; i++) {
+		span x = a[i];
+		int64_t j = i;
+		for (; j > 0 && cmp_span(&a[j - 1], &x) > 0; j--)
+			a[j] = a[j - 1];
+		a[j] = x;
+	}
+}
+
 static int64_t round_up(int64_t x, int64_t align)
 {
 	return (x + align - 1) & ~(align - 1);
 }
 
-static void collect(engine *e, int64_t node, int64_t lo, int64_t hi, int64_t P, int64_t s)
+/* The placed items in the prefix [0, P) of the start order whose end is >= s,
+ * as indices into by_start, appended to e->hits (e->n_hits of them), left to
+ * right. An explicit stack, not recursion: the descent is the planner's
+ * inner loop, and children are tested before they are pushed. Every subtree
+ * entered (under the prefix, max end >= s) counts as one unit of work, leaf
+ * or not. */
+static void find_overlapping(engine *e, int64_t P, int64_t s)
 {
-	if (lo >= P || e->tree[node] < s)
-		return;
-	e->work++;
-	if (node >= e->M) {
-		PR_GROW(e->found, e->n_found, e->cap_found);
-		int64_t id = e->by_start[node - e->M];
-		e->found[e->n_found++] = (span){ e->offset[id], e->offset[id] + e->asize[id] };
-		return;
+	int64_t stack[64 + 1][2]; /* node, its first leaf; a pop pushes <= 2 */
+	int sp = 0;
+	e->n_hits = 0;
+	if (P > 0 && e->tree[1] >= s)
+		stack[sp][0] = 1, stack[sp][1] = 0, sp++;
+	while (sp) {
+		sp--;
+		int64_t node = stack[sp][0], lo = stack[sp][1];
+		e->work++;
+		if (node >= e->M) {
+			PR_GROW(e->hits, e->n_hits, e->cap_hits);
+			e->hits[e->n_hits++] = node - e->M;
+			continue;
+		}
+		/* a child's width: M over 2^(depth + 1); the left child starts at
+		 * lo, under the prefix like its parent */
+		int64_t half = e->M >> (64 - __builtin_clzll((uint64_t)node));
+		if (lo + half < P && e->tree[2 * node + 1] >= s)
+			stack[sp][0] = 2 * node + 1, stack[sp][1] = lo + half, sp++;
+		if (e->tree[2 * node] >= s)
+			stack[sp][0] = 2 * node, stack[sp][1] = lo, sp++;
 	}
-	int64_t mid = lo + (hi - lo) / 2;
-	collect(e, 2 * node, lo, mid, P, s);
-	collect(e, 2 * node + 1, mid, hi, P, s);
+}
+
+/* The memory of the placed items overlapping [s, t] in time, into e->found. */
+static void collect(engine *e, int64_t P, int64_t s)
+{
+	find_overlapping(e, P, s);
+	if (e->n_hits > e->cap_found) {
+		e->cap_found = e->cap_hits;
+		e->found = pr_xrealloc(e->found, (size_t)e->cap_found * sizeof *e->found);
+	}
+	for (int64_t i = 0; i < e->n_hits; i++) {
+		int64_t id = e->by_start[e->hits[i]];
+		e->found[i] = (span){ e->offset[id], e->offset[id] + e->asize[id] };
+	}
+	e->n_found = e->n_hits;
 }
 
 /* Number of greedy items with start <= t: a table over positions, so that a
@@ -146,8 +197,7 @@ static int64_t count_started(const engine *e, int64_t t)
 /* Best fit among the gaps of the overlapping items, else on top of them. */
 static int64_t choose_offset(engine *e, int64_t need)
 {
-	if (e->n_found > 1)
-		qsort(e->found, (size_t)e->n_found, sizeof *e->found, cmp_span);
+	sort_spans(e->found, e->n_found);
 	e->work += e->n_found;
 	int64_t top = e->base, best = -1, best_gap = INT64_MAX;
 	for (int64_t i = 0; i < e->n_found; i++) {
@@ -162,14 +212,14 @@ static int64_t choose_offset(engine *e, int64_t need)
 	return best >= 0 ? best : top;
 }
 
+/* Placing only raises maxima: the walk up stops at the first ancestor that
+ * already holds the item's end or more (so do all above it). */
 static void mark_placed(engine *e, int64_t id)
 {
-	int64_t x = e->M + e->slot[id];
-	e->tree[x] = e->items[id].end;
-	for (x /= 2; x >= 1; x /= 2) {
-		int64_t l = e->tree[2 * x], r = e->tree[2 * x + 1];
-		e->tree[x] = l > r ? l : r;
-	}
+	int64_t x = e->M + e->slot[id], end = e->items[id].end;
+	e->tree[x] = end;
+	for (x /= 2; x >= 1 && e->tree[x] < end; x /= 2)
+		e->tree[x] = end;
 }
 
 /* The top of item id at offset off: its raw size, not the rounded one (the
@@ -196,7 +246,7 @@ static int64_t run_greedy(engine *e, const sort_key *order)
 		}
 		const mp_item *it = &e->items[id];
 		e->n_found = 0;
-		collect(e, 1, 0, e->M, count_started(e, it->end), it->start);
+		collect(e, count_started(e, it->end), it->start);
 		int64_t off = choose_offset(e, e->asize[id]);
 		e->offset[id] = off;
 		mark_placed(e, id);
@@ -406,6 +456,7 @@ static void engine_free(engine *e)
 	free(e->tree);
 	free(e->offset);
 	free(e->found);
+	free(e->hits);
 }
 
 /* ---- local search ------------------------------------------------------ */
@@ -440,28 +491,14 @@ static void set_placed(engine *e, int64_t id, bool placed)
 /* The ids of the placed items live somewhere in [s, t]. */
 static int64_t collect_ids(engine *e, int64_t s, int64_t t, int64_t **ids, int64_t *cap)
 {
-	int64_t n = 0;
-	int64_t P = count_started(e, t);
-	/* an explicit stack: the same descent as collect(), keeping ids */
-	int64_t stack[128][3];
-	int sp = 0;
-	stack[sp][0] = 1, stack[sp][1] = 0, stack[sp][2] = e->M, sp++;
-	while (sp) {
-		sp--;
-		int64_t node = stack[sp][0], lo = stack[sp][1], hi = stack[sp][2];
-		if (lo >= P || e->tree[node] < s)
-			continue;
-		e->work++;
-		if (node >= e->M) {
-			PR_GROW(*ids, n, *cap);
-			(*ids)[n++] = e->by_start[node - e->M];
-			continue;
-		}
-		int64_t mid = lo + (hi - lo) / 2;
-		stack[sp][0] = 2 * node, stack[sp][1] = lo, stack[sp][2] = mid, sp++;
-		stack[sp][0] = 2 * node + 1, stack[sp][1] = mid, stack[sp][2] = hi, sp++;
+	find_overlapping(e, count_started(e, t), s);
+	if (e->n_hits > *cap) {
+		*cap = e->n_hits;
+		*ids = pr_xrealloc(*ids, (size_t)*cap * sizeof **ids);
 	}
-	return n;
+	for (int64_t i = 0; i < e->n_hits; i++)
+		(*ids)[i] = e->by_start[e->hits[i]];
+	return e->n_hits;
 }
 
 /* Places ids[0..n) again, in order of their sizes scaled by noise. */
@@ -482,7 +519,7 @@ static void replace_items(engine *e, const int64_t *ids, int64_t n, uint64_t see
 		int64_t id = keys[i].id;
 		const mp_item *it = &e->items[id];
 		e->n_found = 0;
-		collect(e, 1, 0, e->M, count_started(e, it->end), it->start);
+		collect(e, count_started(e, it->end), it->start);
 		e->offset[id] = choose_offset(e, e->asize[id]);
 		set_placed(e, id, true);
 	}
@@ -690,17 +727,21 @@ mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
 
 typedef struct arena_set {
 	int n;
+	int last;                 /* the arena arena_of found last */
 	pr_device devices[MP_MAX_ARENAS];
 } arena_set;
 
+/* Neighbouring classes are mostly on one device: the last answer first. */
 static int arena_of(arena_set *s, pr_device d)
 {
+	if (s->n && pr_device_equal(s->devices[s->last], d))
+		return s->last;
 	for (int i = 0; i < s->n; i++)
 		if (pr_device_equal(s->devices[i], d))
-			return i;
+			return s->last = i;
 	PR_ASSERT(s->n < MP_MAX_ARENAS);
 	s->devices[s->n] = d;
-	return s->n++;
+	return s->last = s->n++;
 }
 
 /* M1 and M2: who gets planned memory. */
