@@ -26,15 +26,24 @@
 
 /* ---- usage ------------------------------------------------------------ */
 
-/* Index of arena d in the list, adding it when new. */
-static int arena_index(pr_device **arenas, int *n, pr_device d)
+/* The arenas met so far; neighbouring classes mostly share one, so the
+ * last one found is tried first. */
+typedef struct arena_list {
+	pr_device *d;
+	int n, last;
+} arena_list;
+
+/* Index of arena d (canonical) in the list, adding it when new. */
+static int arena_index(arena_list *l, pr_device d)
 {
-	for (int i = 0; i < *n; i++)
-		if (pr_device_equal((*arenas)[i], d))
-			return i;
-	*arenas = pr_xrealloc(*arenas, (size_t)(*n + 1) * sizeof **arenas);
-	(*arenas)[*n] = d;
-	return (*n)++;
+	if (l->n && pr_device_equal(l->d[l->last], d))
+		return l->last;
+	for (int i = 0; i < l->n; i++)
+		if (pr_device_equal(l->d[i], d))
+			return l->last = i;
+	l->d = pr_xrealloc(l->d, (size_t)(l->n + 1) * sizeof *l->d);
+	l->d[l->n] = d;
+	return l->last = l->n++;
 }
 
 static int64_t peak_live_bytes(const pr_lifetimes *lt, const int *arena_of, int arena)
@@ -64,16 +73,16 @@ int pr_plan_usage(pr_graph *g, pr_arena_usage **out)
 {
 	*out = NULL;
 	pr_lifetimes *lt = pr_lifetimes_compute(g);
-	pr_device *arenas = NULL;
-	int n_arenas = 0;
+	arena_list arenas = { 0 };
 	int *arena_of = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena_of);
 	for (int64_t i = 0; i < lt->n_classes; i++) {
 		const pr_spec *s = lt->classes[i].spec;
-		arena_of[i] = s->has_mem ? arena_index(&arenas, &n_arenas, pr_device_canonical(s->mem_arena)) : -1;
+		arena_of[i] = s->has_mem ? arena_index(&arenas, pr_device_canonical(s->mem_arena)) : -1;
 	}
+	int n_arenas = arenas.n;
 	pr_arena_usage *u = n_arenas ? pr_xcalloc((size_t)n_arenas, sizeof *u) : NULL;
 	for (int a = 0; a < n_arenas; a++) {
-		u[a].arena = arenas[a];
+		u[a].arena = arenas.d[a];
 		u[a].lower_bound_bytes = peak_live_bytes(lt, arena_of, a);
 	}
 	for (int64_t i = 0; i < lt->n_classes; i++) {
@@ -85,7 +94,7 @@ int pr_plan_usage(pr_graph *g, pr_arena_usage **out)
 		if (top > u[arena_of[i]].planned_bytes)
 			u[arena_of[i]].planned_bytes = top;
 	}
-	free(arenas);
+	free(arenas.d);
 	free(arena_of);
 	pr_lifetimes_free(lt);
 	*out = u;
@@ -94,12 +103,22 @@ int pr_plan_usage(pr_graph *g, pr_arena_usage **out)
 
 /* ---- the checker ------------------------------------------------------ */
 
+/* A class with planned memory, for the overlap sweep. */
+typedef struct planned_class {
+	int64_t cls;
+	int arena;
+	int64_t offset;
+} planned_class;
+
 typedef struct check_ctx {
 	pr_diags *diags;
 	const char *pass;
 	const char *method;
 	const pr_lifetimes *lt;
 	int errors;
+	planned_class *pcs;   /* the classes the sweep checks, in class order */
+	int64_t n_pcs;
+	arena_list arenas;
 } check_ctx;
 
 static void plan_error(check_ctx *k, const pr_plan_value *v, const char *msg)
@@ -115,8 +134,7 @@ static bool same_mem(const pr_spec *a, const pr_spec *b)
 {
 	if (a->has_mem != b->has_mem)
 		return false;
-	return !a->has_mem || (pr_device_equal(pr_device_canonical(a->mem_arena), pr_device_canonical(b->mem_arena)) &&
-			       a->mem_offset == b->mem_offset);
+	return !a->has_mem || (a->mem_offset == b->mem_offset && pr_device_equal(a->mem_arena, b->mem_arena));
 }
 
 /* "cuda:0:128", or "none". */
@@ -131,30 +149,53 @@ static const char *mem_str(const pr_spec *s, char *buf, size_t cap)
 	return buf;
 }
 
-/* Arena, alias and constant rules, one value at a time. */
-static void check_value(check_ctx *k, const pr_plan_value *v)
+/* The arena and offset rules of a value with planned memory. */
+static void check_placed(check_ctx *k, const pr_plan_value *v)
 {
-	const pr_plan_class *c = &k->lt->classes[v->cls];
 	const pr_spec *s = v->spec;
-	char msg[512], dev[PR_DEVICE_STR_MAX], mem[64], base_mem[64], base[128];
-	if (s->has_mem && !pr_device_equal(pr_device_canonical(s->mem_arena), pr_device_canonical(s->device))) {
+	char msg[512], dev[PR_DEVICE_STR_MAX], mem[64];
+	if (!pr_device_equal(s->mem_arena, s->device)) {
 		snprintf(msg, sizeof msg, "is on %s but planned in another arena (mem=%s)",
 			 pr_device_str(pr_device_canonical(s->device), dev), mem_str(s, mem, sizeof mem));
 		plan_error(k, v, msg);
 	}
-	if (s->has_mem && s->mem_offset < 0) {
+	if (s->mem_offset < 0) {
 		snprintf(msg, sizeof msg, "has a negative offset (mem=%s)", mem_str(s, mem, sizeof mem));
 		plan_error(k, v, msg);
 	}
 	int64_t end;
-	if (s->has_mem && s->mem_offset >= 0 &&
-	    __builtin_add_overflow(s->mem_offset, pr_spec_storage_bytes(s), &end)) {
+	if (s->mem_offset >= 0 && __builtin_add_overflow(s->mem_offset, pr_spec_storage_bytes(s), &end)) {
 		snprintf(msg, sizeof msg, "ends past the largest offset an arena can have (mem=%s and "
 			 "%lld bytes overflow int64); expected offset + size of at most %lld",
 			 mem_str(s, mem, sizeof mem), (long long)pr_spec_storage_bytes(s),
 			 (long long)INT64_MAX);
 		plan_error(k, v, msg);
 	}
+}
+
+/* Keeps class cls for the overlap sweep when it holds memory at a real
+ * offset (check_placed reports one that is not), read here while its spec
+ * is in cache rather than in a second walk over the nodes. */
+static void note_planned(check_ctx *k, int64_t cls)
+{
+	const pr_plan_class *c = &k->lt->classes[cls];
+	int64_t end;
+	if (!c->spec->has_mem || c->bytes <= 0 || c->spec->mem_offset < 0 ||
+	    __builtin_add_overflow(c->spec->mem_offset, c->bytes, &end))
+		return;
+	k->pcs[k->n_pcs++] = (planned_class){ cls, arena_index(&k->arenas, pr_device_canonical(c->spec->mem_arena)),
+					      c->spec->mem_offset };
+}
+
+/* Arena, alias and constant rules, one value at a time. A class's own value
+ * without memory (most of a program before planning) has nothing to check. */
+static void check_value(check_ctx *k, const pr_plan_value *v)
+{
+	const pr_plan_class *c = &k->lt->classes[v->cls];
+	const pr_spec *s = v->spec;
+	char msg[512], mem[64], base_mem[64], base[128];
+	if (s->has_mem)
+		check_placed(k, v);
 	if (v->spec != c->spec && !same_mem(s, c->spec)) {
 		snprintf(msg, sizeof msg, "shares the memory of %%%s (an in-place result, view or getitem of it) but is planned apart (mem=%s, %%%s has mem=%s)",
 			 pr_plan_value_name(c->node, c->elem, base, sizeof base), mem_str(s, mem, sizeof mem),
@@ -166,6 +207,8 @@ static void check_value(check_ctx *k, const pr_plan_value *v)
 			 mem_str(s, mem, sizeof mem));
 		plan_error(k, v, msg);
 	}
+	if (v->spec == c->spec)
+		note_planned(k, v->cls);
 }
 
 /* A Fenwick tree of 0/1 counts over ranks, for the sweep's live set. */
@@ -173,6 +216,7 @@ typedef struct fenwick {
 	int64_t n;
 	int64_t *t;
 	int64_t count;
+	int64_t top;   /* the largest power of two <= n: fw_kth's first step */
 } fenwick;
 
 static void fw_add(fenwick *f, int64_t i, int64_t d)
@@ -192,10 +236,8 @@ static int64_t fw_prefix(const fenwick *f, int64_t i) /* sum over [0, i) */
 
 static int64_t fw_kth(const fenwick *f, int64_t k) /* rank of the k-th (1-based) live */
 {
-	int64_t pos = 0, step = 1;
-	while (step * 2 <= f->n)
-		step *= 2;
-	for (; step; step /= 2)
+	int64_t pos = 0;
+	for (int64_t step = f->top; step; step /= 2)
 		if (pos + step <= f->n && f->t[pos + step] < k) {
 			pos += step;
 			k -= f->t[pos];
@@ -203,20 +245,36 @@ static int64_t fw_kth(const fenwick *f, int64_t k) /* rank of the k-th (1-based)
 	return pos;
 }
 
-typedef struct planned_class {
-	int64_t cls;
-	int arena;
-	int64_t offset;
-} planned_class;
-
-static int cmp_planned(const void *a, const void *b)
+/* Byte b of the sort key (arena, offset), least significant first: bytes 0-7
+ * the offset (>= 0), 8-11 the arena index (>= 0). */
+static unsigned planned_byte(const planned_class *p, int b)
 {
-	const planned_class *x = a, *y = b;
-	if (x->arena != y->arena)
-		return x->arena < y->arena ? -1 : 1;
-	if (x->offset != y->offset)
-		return x->offset < y->offset ? -1 : 1;
-	return x->cls < y->cls ? -1 : x->cls > y->cls;
+	uint64_t v = b < 8 ? (uint64_t)p->offset : (uint64_t)(uint32_t)p->arena;
+	return (unsigned)(v >> (8 * (b & 7))) & 255;
+}
+
+/* Sorts by (arena, offset), stable, so that equal keys stay in class order:
+ * an LSD radix sort skipping the bytes every key shares (most of the
+ * offset's high bytes). qsort's comparisons cost more than the sweep. */
+static void sort_planned(planned_class *a, int64_t n)
+{
+	planned_class *tmp = pr_xmalloc((size_t)(n + 1) * sizeof *tmp);
+	for (int b = 0; b < 12; b++) {
+		int64_t count[257] = { 0 };
+		for (int64_t i = 0; i < n; i++)
+			count[planned_byte(&a[i], b) + 1]++;
+		bool trivial = false;
+		for (int v = 1; v <= 256; v++)
+			trivial |= count[v] == n;
+		if (trivial)
+			continue;
+		for (int v = 1; v <= 256; v++)
+			count[v] += count[v - 1];
+		for (int64_t i = 0; i < n; i++)
+			tmp[count[planned_byte(&a[i], b)]++] = a[i];
+		memcpy(a, tmp, (size_t)n * sizeof *a);
+	}
+	free(tmp);
 }
 
 static bool pc_overlap(const check_ctx *k, const planned_class *a, const planned_class *b)
@@ -265,20 +323,9 @@ static void sweep_insert(check_ctx *k, fenwick *f, const planned_class *pcs, int
 static void check_overlaps(check_ctx *k)
 {
 	const pr_lifetimes *lt = k->lt;
-	pr_device *arenas = NULL;
-	int n_arenas = 0;
-	int64_t n = 0;
-	planned_class *pcs = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *pcs);
-	for (int64_t i = 0; i < lt->n_classes; i++) {
-		const pr_plan_class *c = &lt->classes[i];
-		int64_t end;
-		if (!c->spec->has_mem || c->bytes <= 0 || c->spec->mem_offset < 0 ||
-		    __builtin_add_overflow(c->spec->mem_offset, c->bytes, &end))
-			continue;   /* check_value reported an offset that is not one */
-		pcs[n++] = (planned_class){ i, arena_index(&arenas, &n_arenas, pr_device_canonical(c->spec->mem_arena)),
-					    c->spec->mem_offset };
-	}
-	qsort(pcs, (size_t)n, sizeof *pcs, cmp_planned);
+	int64_t n = k->n_pcs;
+	planned_class *pcs = k->pcs;
+	sort_planned(pcs, n);
 	/* Bucket the ranks by start and by end position (counting sort). */
 	int64_t T = lt->n_positions;
 	int64_t *start_head = pr_xmalloc((size_t)(T + 1) * sizeof *start_head);
@@ -294,7 +341,9 @@ static void check_overlaps(check_ctx *k)
 		next_end[r] = end_head[c->end];
 		end_head[c->end] = r;
 	}
-	fenwick f = { n, pr_xcalloc((size_t)n + 1, sizeof(int64_t)), 0 };
+	fenwick f = { n, pr_xcalloc((size_t)n + 1, sizeof(int64_t)), 0, 1 };
+	while (f.top * 2 <= n)
+		f.top *= 2;
 	bool *live = pr_xcalloc((size_t)n + 1, sizeof *live);
 	for (int64_t t = 0; t < T; t++) {
 		for (int64_t r = start_head[t]; r >= 0; r = next_start[r]) {
@@ -314,8 +363,21 @@ static void check_overlaps(check_ctx *k)
 	free(end_head);
 	free(next_start);
 	free(next_end);
-	free(pcs);
-	free(arenas);
+}
+
+/* Every rule over one method's lifetimes, computed once. */
+static void check_method(check_ctx *k)
+{
+	const pr_lifetimes *lt = k->lt;
+	k->pcs = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *k->pcs);
+	for (int64_t i = 0; i < lt->n_values; i++) {
+		if (i + 8 < lt->n_values)   /* the specs are all over the heap */
+			__builtin_prefetch(&lt->values[i + 8].spec->has_mem);
+		check_value(k, &lt->values[i]);
+	}
+	check_overlaps(k);
+	free(k->pcs);
+	free(k->arenas.d);
 }
 
 int pr_plan_check(pr_program *p, pr_diags *diags, const char *pass_name)
@@ -323,11 +385,9 @@ int pr_plan_check(pr_program *p, pr_diags *diags, const char *pass_name)
 	int errors = 0;
 	for (int m = 0; m < p->n_methods; m++) {
 		pr_graph *g = p->methods[m];
-		check_ctx k = { diags, pass_name ? pass_name : "verifier", g->name, NULL, 0 };
+		check_ctx k = { .diags = diags, .pass = pass_name ? pass_name : "verifier", .method = g->name };
 		k.lt = pr_lifetimes_compute(g);
-		for (int64_t i = 0; i < k.lt->n_values; i++)
-			check_value(&k, &k.lt->values[i]);
-		check_overlaps(&k);
+		check_method(&k);
 		errors += k.errors;
 		pr_lifetimes_free((pr_lifetimes *)k.lt);
 	}
