@@ -26,6 +26,7 @@ typedef struct lt_builder {
 	int64_t *first_value;   /* per position: its first value, or -1 */
 	pr_node **nodes;        /* per position */
 	uint64_t order0, gap;   /* node->order == order0 + pos * gap */
+	pr_mutable_buffers *mutable_buffers; /* the graph's, for the inputs' flags */
 } lt_builder;
 
 /* The position of n, or -1 when it is not a node of the graph. */
@@ -39,6 +40,28 @@ static int64_t node_pos(const lt_builder *b, const pr_node *n)
 	return (int64_t)pos;
 }
 
+static unsigned input_flags(const pr_node *in, const pr_mutable_buffers *mutable_buffers)
+{
+	switch (in->input_kind) {
+	case PR_INPUT_POSITIONAL:
+	case PR_INPUT_USER:
+		return PR_CLASS_USER_INPUT;
+	case PR_INPUT_BUFFER:
+		if (pr_mutable_buffers_has(mutable_buffers, in))
+			return PR_CLASS_MUTABLE | PR_CLASS_WHOLE;
+		/* fall through */
+	case PR_INPUT_PARAMETER:
+	case PR_INPUT_CONSTANT:
+		break;
+	}
+	unsigned f = PR_CLASS_CONSTANT;
+	if (in->type.kind == PR_TYPE_TENSOR && !pr_device_is_host(in->type.tensor.device))
+		f |= PR_CLASS_WHOLE;
+	return f;
+}
+
+/* A new class, its first value n's element elem (-1: the tensor). An
+ * input's flags are set here, while the node is in cache. */
 static int64_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int64_t pos)
 {
 	pr_lifetimes *lt = b->lt;
@@ -50,7 +73,7 @@ static int64_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int
 	c->device = pr_device_canonical(spec->device);
 	c->bytes = 0;
 	c->start = c->end = pos;
-	c->flags = 0;
+	c->flags = elem < 0 && n->kind == PR_NODE_INPUT ? input_flags(n, b->mutable_buffers) : 0;
 	return lt->n_classes++;
 }
 
@@ -144,26 +167,6 @@ static void read_arg(lt_builder *b, const pr_arg *a, int64_t pos, unsigned flags
 	}
 }
 
-static unsigned input_flags(const pr_node *in, const pr_mutable_buffers *mutable_buffers)
-{
-	switch (in->input_kind) {
-	case PR_INPUT_POSITIONAL:
-	case PR_INPUT_USER:
-		return PR_CLASS_USER_INPUT;
-	case PR_INPUT_BUFFER:
-		if (pr_mutable_buffers_has(mutable_buffers, in))
-			return PR_CLASS_MUTABLE | PR_CLASS_WHOLE;
-		/* fall through */
-	case PR_INPUT_PARAMETER:
-	case PR_INPUT_CONSTANT:
-		break;
-	}
-	unsigned f = PR_CLASS_CONSTANT;
-	if (in->type.kind == PR_TYPE_TENSOR && !pr_device_is_host(in->type.tensor.device))
-		f |= PR_CLASS_WHOLE;
-	return f;
-}
-
 static void read_args(lt_builder *b, pr_node *n, int64_t pos)
 {
 	for (int i = 0; i < n->n_args; i++) {
@@ -179,19 +182,16 @@ static void read_args(lt_builder *b, pr_node *n, int64_t pos)
 	}
 }
 
-static void finish_classes(pr_lifetimes *lt, const pr_graph *g)
+/* Classes live for the whole method span every position, known at the end. */
+static void finish_classes(pr_lifetimes *lt)
 {
-	pr_mutable_buffers *mutable_buffers = pr_graph_mutable_buffers(g);
 	for (int64_t i = 0; i < lt->n_classes; i++) {
 		pr_plan_class *c = &lt->classes[i];
-		if (c->elem < 0 && c->node->kind == PR_NODE_INPUT)
-			c->flags |= input_flags(c->node, mutable_buffers);
 		if (c->flags & PR_CLASS_WHOLE) {
 			c->start = 0;
 			c->end = lt->n_positions - 1;
 		}
 	}
-	pr_mutable_buffers_free(mutable_buffers);
 }
 
 /* The graph is a linked list of large nodes: on a big method every first
@@ -203,12 +203,14 @@ static void finish_classes(pr_lifetimes *lt, const pr_graph *g)
  * into the nodes. */
 
 /* Every cache line of the node that the walk reads: the spec's head, shape
- * and strides, the links and arguments. */
+ * and strides, the links and arguments (and the first line of the argument
+ * array). */
 static void prefetch_node(const pr_node *n)
 {
 	const char *p = (const char *)n;
 	for (size_t off = 0; off < sizeof *n; off += 64)
 		__builtin_prefetch(p + off);
+	__builtin_prefetch(n->args);
 }
 
 static void builder_grow(lt_builder *b, int64_t *cap)
@@ -256,14 +258,17 @@ static void builder_reset(lt_builder *b)
 	free(b->lt->classes);
 	memset(b->lt, 0, sizeof *b->lt);
 	pr_lifetimes *lt = b->lt;
+	pr_mutable_buffers *mutable_buffers = b->mutable_buffers;
 	memset(b, 0, sizeof *b);
 	b->lt = lt;
+	b->mutable_buffers = mutable_buffers;
 }
 
 pr_lifetimes *pr_lifetimes_compute(pr_graph *g)
 {
 	lt_builder b = { 0 };
 	b.lt = pr_xcalloc(1, sizeof *b.lt);
+	b.mutable_buffers = pr_graph_mutable_buffers(g);
 	if (g->order_stale)
 		pr_graph_renumber(g);
 	if (!walk_nodes(&b, g)) {
@@ -271,7 +276,8 @@ pr_lifetimes *pr_lifetimes_compute(pr_graph *g)
 		pr_graph_renumber(g);
 		PR_ASSERT(walk_nodes(&b, g));
 	}
-	finish_classes(b.lt, g);
+	finish_classes(b.lt);
+	pr_mutable_buffers_free(b.mutable_buffers);
 	free(b.first_value);
 	free(b.nodes);
 	return b.lt;
