@@ -261,15 +261,16 @@ static unsigned planned_byte(const planned_class *p, int b)
 static void sort_planned(planned_class *a, int64_t n)
 {
 	planned_class *tmp = pr_xmalloc((size_t)(n + 1) * sizeof *tmp);
+	unsigned varying[12] = { 0 };   /* per byte: the bits some key has unlike the first */
+	for (int64_t i = 1; i < n; i++)
+		for (int b = 0; b < 12; b++)
+			varying[b] |= planned_byte(&a[i], b) ^ planned_byte(&a[0], b);
 	for (int b = 0; b < 12; b++) {
+		if (!varying[b])
+			continue;   /* every key has this byte */
 		int64_t count[257] = { 0 };
 		for (int64_t i = 0; i < n; i++)
 			count[planned_byte(&a[i], b) + 1]++;
-		bool trivial = false;
-		for (int v = 1; v <= 256; v++)
-			trivial |= count[v] == n;
-		if (trivial)
-			continue;
 		for (int v = 1; v <= 256; v++)
 			count[v] += count[v - 1];
 		for (int64_t i = 0; i < n; i++)

@@ -146,27 +146,26 @@ static int64_t round_up(int64_t x, int64_t align)
  * or not. */
 static void find_overlapping(engine *e, int64_t P, int64_t s)
 {
-	int64_t stack[64 + 1][2]; /* node, its first leaf; a pop pushes <= 2 */
+	int64_t stack[64 + 1][3]; /* node, its first leaf, its children's width;
+				   * a pop pushes <= 2 */
 	int sp = 0;
 	e->n_hits = 0;
 	if (P > 0 && e->tree[1] >= s)
-		stack[sp][0] = 1, stack[sp][1] = 0, sp++;
+		stack[sp][0] = 1, stack[sp][1] = 0, stack[sp][2] = e->M / 2, sp++;
 	while (sp) {
 		sp--;
-		int64_t node = stack[sp][0], lo = stack[sp][1];
+		int64_t node = stack[sp][0], lo = stack[sp][1], half = stack[sp][2];
 		e->work++;
 		if (node >= e->M) {
 			PR_GROW(e->hits, e->n_hits, e->cap_hits);
 			e->hits[e->n_hits++] = node - e->M;
 			continue;
 		}
-		/* a child's width: M over 2^(depth + 1); the left child starts at
-		 * lo, under the prefix like its parent */
-		int64_t half = e->M >> (64 - __builtin_clzll((uint64_t)node));
+		/* the left child starts at lo, under the prefix like its parent */
 		if (lo + half < P && e->tree[2 * node + 1] >= s)
-			stack[sp][0] = 2 * node + 1, stack[sp][1] = lo + half, sp++;
+			stack[sp][0] = 2 * node + 1, stack[sp][1] = lo + half, stack[sp][2] = half / 2, sp++;
 		if (e->tree[2 * node] >= s)
-			stack[sp][0] = 2 * node, stack[sp][1] = lo, sp++;
+			stack[sp][0] = 2 * node, stack[sp][1] = lo, stack[sp][2] = half / 2, sp++;
 	}
 }
 
@@ -305,19 +304,26 @@ static uint64_t key_field(const sort_key *k, int field)
 	return (uint64_t)v ^ (1ull << 63); /* signed order as unsigned */
 }
 
+/* The bits of field in which some key differs from the first. */
+static uint64_t varying_bits(const sort_key *a, int64_t n, int field)
+{
+	uint64_t first = n ? key_field(&a[0], field) : 0, diff = 0;
+	for (int64_t i = 1; i < n; i++)
+		diff |= key_field(&a[i], field) ^ first;
+	return diff;
+}
+
 static void radix_sort_keys(sort_key *a, int64_t n)
 {
 	sort_key *tmp = pr_xmalloc((size_t)(n + 1) * sizeof *tmp);
 	for (int field = 2; field >= 0; field--) {
+		uint64_t varying = varying_bits(a, n, field);
 		for (int shift = 0; shift < 64; shift += 8) {
+			if (!((varying >> shift) & 255))
+				continue;   /* every key has this byte */
 			int64_t count[257] = { 0 };
 			for (int64_t i = 0; i < n; i++)
 				count[((key_field(&a[i], field) >> shift) & 255) + 1]++;
-			bool trivial = false;
-			for (int b = 1; b <= 256; b++)
-				trivial |= count[b] == n;
-			if (trivial)
-				continue;
 			for (int b = 1; b <= 256; b++)
 				count[b] += count[b - 1];
 			for (int64_t i = 0; i < n; i++)
