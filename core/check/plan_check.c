@@ -261,12 +261,13 @@ static unsigned planned_byte(const planned_class *p, int b)
 static void sort_planned(planned_class *a, int64_t n)
 {
 	planned_class *tmp = pr_xmalloc((size_t)(n + 1) * sizeof *tmp);
-	unsigned varying[12] = { 0 };   /* per byte: the bits some key has unlike the first */
-	for (int64_t i = 1; i < n; i++)
-		for (int b = 0; b < 12; b++)
-			varying[b] |= planned_byte(&a[i], b) ^ planned_byte(&a[0], b);
+	uint64_t offsets = 0, arenas = 0;   /* the bits some key has unlike the first */
+	for (int64_t i = 1; i < n; i++) {
+		offsets |= (uint64_t)(a[i].offset ^ a[0].offset);
+		arenas |= (uint64_t)(uint32_t)(a[i].arena ^ a[0].arena);
+	}
 	for (int b = 0; b < 12; b++) {
-		if (!varying[b])
+		if (!(((b < 8 ? offsets : arenas) >> (8 * (b & 7))) & 255))
 			continue;   /* every key has this byte */
 		int64_t count[257] = { 0 };
 		for (int64_t i = 0; i < n; i++)
