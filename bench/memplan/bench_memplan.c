@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "passrun/format.h"
 #include "passrun/passrun.h"
 #include "passrun/plan.h"
 #include "passrun/verify.h"
