@@ -9,7 +9,6 @@
  * core's own types are the table's first entries. */
 #include "passrun/device.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,25 +22,58 @@ pr_device pr_device_host(void)
 	return d;
 }
 
+/* "" or "cpu", compared in place: placement asks this of every value. */
+static bool type_is_host(const char *t)
+{
+	return t[0] == 0 || (t[0] == 'c' && t[1] == 'p' && t[2] == 'u' && t[3] == 0);
+}
+
+/* Two type names, at most PR_DEVICE_TYPE_MAX bytes each. */
+static bool same_type_name(const char *a, const char *b)
+{
+	for (int i = 0; i < PR_DEVICE_TYPE_MAX; i++) {
+		if (a[i] != b[i])
+			return false;
+		if (a[i] == 0)
+			return true;
+	}
+	return true;
+}
+
 bool pr_device_is_host(pr_device d)
 {
-	return d.type[0] == 0 || !strcmp(d.type, "cpu");
+	return type_is_host(d.type);
 }
 
 pr_device pr_device_canonical(pr_device d)
 {
-	if (pr_device_is_host(d))
+	if (type_is_host(d.type))
 		return pr_device_host();
 	if (d.index < 0)
 		d.index = 0;
 	return d;
 }
 
+/* pr_device_canonical's equality without building the canonical values. */
 bool pr_device_equal(pr_device a, pr_device b)
 {
-	a = pr_device_canonical(a);
-	b = pr_device_canonical(b);
-	return !strcmp(a.type, b.type) && a.index == b.index;
+	bool ha = type_is_host(a.type), hb = type_is_host(b.type);
+	if (ha || hb)
+		return ha == hb;
+	return (a.index < 0 ? 0 : a.index) == (b.index < 0 ? 0 : b.index) &&
+	       same_type_name(a.type, b.type);
+}
+
+/* ASCII classes, not <ctype.h>'s: a device's syntax does not depend on the
+ * locale, and these run per value the loaders read. */
+static bool is_alpha(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static bool is_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
 }
 
 /* The TYPE of TYPE[:INDEX], lower-cased into out; its length, 0 if none. */
@@ -50,9 +82,9 @@ static size_t parse_type(const char *s, size_t n, char out[PR_DEVICE_TYPE_MAX])
 	size_t i = 0;
 	for (; i < n && s[i] != ':'; i++) {
 		unsigned char c = (unsigned char)s[i];
-		if (!(isalpha(c) || (i > 0 && (isdigit(c) || c == '_'))) || i + 1 >= PR_DEVICE_TYPE_MAX)
+		if (!(is_alpha(c) || (i > 0 && (is_digit(c) || c == '_'))) || i + 1 >= PR_DEVICE_TYPE_MAX)
 			return 0;
-		out[i] = (char)tolower(c);
+		out[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
 	}
 	out[i] = 0;
 	return i;
@@ -70,7 +102,7 @@ bool pr_device_parse(const char *s, size_t n, pr_device *out)
 			return false;
 		int64_t index = 0;
 		for (; i < n; i++) {
-			if (!isdigit((unsigned char)s[i]) || index > 100000)
+			if (!is_digit((unsigned char)s[i]) || index > 100000)
 				return false;
 			index = index * 10 + (s[i] - '0');
 		}
@@ -80,27 +112,63 @@ bool pr_device_parse(const char *s, size_t n, pr_device *out)
 	return true;
 }
 
+/* Written by hand, not by snprintf: copies and arenas name their device per
+ * value. A canonical index is 0..INT32_MAX, so "TYPE:INDEX" fits. */
 const char *pr_device_str(pr_device d, char *buf)
 {
 	d = pr_device_canonical(d);
-	if (pr_device_is_host(d))
-		snprintf(buf, PR_DEVICE_STR_MAX, "cpu");
-	else
-		snprintf(buf, PR_DEVICE_STR_MAX, "%s:%d", d.type, (int)d.index);
+	if (type_is_host(d.type)) {
+		memcpy(buf, "cpu", 4);
+		return buf;
+	}
+	size_t n = 0;
+	while (n + 1 < PR_DEVICE_TYPE_MAX && d.type[n])
+		n++;
+	memcpy(buf, d.type, n);
+	buf[n++] = ':';
+	char digits[12];
+	int k = 0;
+	uint32_t v = (uint32_t)d.index;
+	do {
+		digits[k++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (k)
+		buf[n++] = digits[--k];
+	buf[n] = 0;
 	return buf;
 }
 
 /* ---- the device a delegate runs on ----------------------------------- */
 
+/* target_device read and checked: a device of a registered type, or not. */
+static bool parse_target(const char *td, pr_device *out)
+{
+	pr_device dev;
+	if (!pr_device_parse(td, strlen(td), &dev) || !pr_device_type_find(dev.type))
+		return false;
+	*out = dev;
+	return true;
+}
+
+/* The answer is kept in the delegate (device_known, device), because passes
+ * ask it per call and per argument; pr_delegate_set_spec and _remove_spec,
+ * the only writers of the specs, forget it. The registry only grows, so a
+ * type found once stays found; a value refused once is checked again, as its
+ * type may have been registered since. The cache is not part of the
+ * delegate's value, hence the cast. */
 pr_err *pr_delegate_device(const pr_delegate *d, pr_device *out)
 {
+	if (d->device_known) {
+		*out = d->device;
+		return NULL;
+	}
 	*out = pr_device_host();
 	const char *td = pr_delegate_spec(d, "target_device");
-	if (!td)
-		return NULL;
-	pr_device dev;
-	if (pr_device_parse(td, strlen(td), &dev) && pr_device_type_find(dev.type)) {
-		*out = dev;
+	if (!td || parse_target(td, out)) {
+		pr_delegate *cache = (pr_delegate *)d;
+		cache->device = *out;
+		cache->device_known = true;
 		return NULL;
 	}
 	char types[PR_DEVICE_TYPES_STR_MAX];
@@ -184,7 +252,7 @@ const pr_device_type *pr_device_type_find(const char *name)
 	if (parse_type(name, n, lower) != n)
 		return NULL;
 	for (int i = 0; i < n_types; i++)
-		if (!strcmp(types[i].name, lower))
+		if (same_type_name(types[i].name, lower))
 			return &types[i].t;
 	return NULL;
 }

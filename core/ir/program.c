@@ -1308,6 +1308,7 @@ pr_delegate *pr_program_find_delegate(const pr_program *p, const char *name)
 
 void pr_delegate_set_spec(pr_delegate *d, const char *key, const char *value)
 {
+	d->device_known = false;
 	for (int i = 0; i < d->n_specs; i++) {
 		if (!strcmp(d->specs[i].key, key)) {
 			free(d->specs[i].value);
@@ -1323,6 +1324,7 @@ void pr_delegate_set_spec(pr_delegate *d, const char *key, const char *value)
 
 bool pr_delegate_remove_spec(pr_delegate *d, const char *key)
 {
+	d->device_known = false;
 	for (int i = 0; i < d->n_specs; i++) {
 		if (strcmp(d->specs[i].key, key))
 			continue;

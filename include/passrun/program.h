@@ -334,8 +334,13 @@ typedef struct pr_kv {
 struct pr_delegate {
 	char *name;
 	int n_specs;
-	pr_kv *specs;         /* compile specs, in the order written */
+	pr_kv *specs;         /* compile specs, in the order written; change them
+				 only with pr_delegate_set_spec/_remove_spec */
 	pr_graph *body;
+	/* pr_delegate_device's answer once asked (device.h); the two spec
+	 * writers forget it. */
+	bool device_known;
+	pr_device device;
 };
 
 typedef struct pr_program {

@@ -8,9 +8,12 @@
 
 /* ---- devices -------------------------------------------------------------- */
 
+/* pr_delegate_device keeps its answer in the delegate, so this is cheap per
+ * call and argument; only a host answer asks whether target_device was
+ * written at all (cpu, a device in the baseline) or left out (host code). */
 pl_where pl_delegate_where(const pr_delegate *d, bool cpu_is_device, pr_device *out)
 {
-	if (!d || !pr_delegate_spec(d, "target_device"))
+	if (!d)
 		return PL_HOST_CODE;
 	pr_device dev;
 	pr_err *err = pr_delegate_device(d, &dev);
@@ -18,11 +21,16 @@ pl_where pl_delegate_where(const pr_delegate *d, bool cpu_is_device, pr_device *
 		pr_err_free(err);
 		return PL_BAD_DEVICE;
 	}
+	if (!pr_device_is_host(dev)) {
+		if (out)
+			*out = dev;
+		return PL_ON_DEVICE;
+	}
+	if (!pr_delegate_spec(d, "target_device"))
+		return PL_HOST_CODE;
 	if (out)
 		*out = dev;
-	if (pr_device_is_host(dev))
-		return cpu_is_device ? PL_ON_DEVICE : PL_HOST_CODE;
-	return PL_ON_DEVICE;
+	return cpu_is_device ? PL_ON_DEVICE : PL_HOST_CODE;
 }
 
 bool pl_call_device(const pr_node *n, bool cpu_is_device, pr_device *out)

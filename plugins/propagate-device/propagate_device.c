@@ -56,6 +56,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "host_writes.h"
 #include "plugin_common.h"
@@ -76,6 +77,14 @@ static const pr_option_decl propagate_options[] = {
 
 static const char *const propagate_requires[] = {PR_HOST_WRITES, NULL};
 
+/* v's readers that need a copy, kept across values so that a run allocates
+ * them once, not per value. */
+typedef struct reader_buf {
+	int cap;
+	pr_use *uses;         /* in graph order once sorted */
+	pr_node **copies;     /* copies[k] is made for uses[k] */
+} reader_buf;
+
 typedef struct place_ctx {
 	pr_pass_ctx *pass;
 	pr_program *p;
@@ -84,12 +93,25 @@ typedef struct place_ctx {
 	bool copy_placed;       /* !read_placed_args: copy device tensors too */
 	pr_mutable_buffers *buffers;   /* the method's mutable buffers */
 	bool *changed;
+	pr_schema *h2d, *d2h;   /* declared by the run's first copy of each kind */
+	reader_buf readers;
 } place_ctx;
 
 /* ---- copies ------------------------------------------------------------------ */
 
 #define H2D_SCHEMA "et_copy::_h2d_copy(Tensor self) -> Tensor {h2d}"
 #define D2H_SCHEMA "et_copy::_d2h_copy(Tensor self) -> Tensor {d2h}"
+
+/* The copy op's schema, declared once per run: declaring it per copy would
+ * look its text up per copy. Declared when the first copy needs it, so that
+ * a program that gets no copies gets no new op. */
+static pr_err *copy_schema(place_ctx *c, bool h2d, pr_schema **out)
+{
+	pr_schema **s = h2d ? &c->h2d : &c->d2h;
+	pr_err *e = *s ? NULL : pr_program_declare_op(c->p, h2d ? H2D_SCHEMA : D2H_SCHEMA, s);
+	*out = *s;
+	return e;
+}
 
 /* "cuda:0" -> "cuda0", for node names. */
 static void device_tag(pr_device d, char *buf)
@@ -103,42 +125,57 @@ static void device_tag(pr_device d, char *buf)
 	buf[j] = 0;
 }
 
-/* A new, detached copy of src onto dev (h2d) or the host (d2h). Its output
- * moves the bytes as stored: same dtype, shape and strides as src, on the
- * destination device, with no memory (planned later) and never a constant
- * (it is an op's result). Its argument is set by copy_attach, so that a
- * caller moving many readers can order the use-list edits. *next (may be
- * NULL) is the naming cursor of pr_graph_fresh_name_next. */
-static pr_node *copy_new_named(pr_program *p, pr_node *src, bool h2d, pr_device dev, int *next,
-			       pr_err **err)
+/* The base name of src's copies: "x_h2d_cuda0" for h2d onto dev, "x_d2h"
+ * for d2h; "t" for a src without a name. Concatenated, not formatted: a run
+ * names one base per value it copies. */
+static char *copy_base(const pr_node *src, bool h2d, pr_device dev)
 {
-	pr_schema *s = NULL;
-	*err = pr_program_declare_op(p, h2d ? H2D_SCHEMA : D2H_SCHEMA, &s);
-	if (*err)
-		return NULL;
-	char tag[PR_DEVICE_STR_MAX], *base;
-	device_tag(dev, tag);
+	char tag[PR_DEVICE_STR_MAX] = "";
 	if (h2d)
-		base = pr_xasprintf("%s_h2d_%s", src->name ? src->name : "t", tag);
-	else
-		base = pr_xasprintf("%s_d2h", src->name ? src->name : "t");
-	char *name = pr_graph_fresh_name_next(src->graph, base, next);
-	free(base);
-	pr_node *c = pr_node_new(PR_NODE_OP, name);
-	free(name);
-	c->schema = s;
-	c->type.kind = PR_TYPE_TENSOR;
-	c->type.tensor = *pr_node_spec(src);
-	c->type.tensor.device = h2d ? dev : pr_device_host();
-	c->type.tensor.has_mem = false;
-	c->type.tensor.mem_arena = pr_device_host();
-	c->type.tensor.mem_offset = 0;
-	return c;
+		device_tag(dev, tag);
+	const char *name = src->name ? src->name : "t", *mid = h2d ? "_h2d_" : "_d2h";
+	size_t a = strlen(name), b = strlen(mid), t = strlen(tag);
+	char *base = pr_xmalloc(a + b + t + 1);
+	memcpy(base, name, a);
+	memcpy(base + a, mid, b);
+	memcpy(base + a + b, tag, t + 1);
+	return base;
 }
 
-static pr_node *copy_new(pr_program *p, pr_node *src, bool h2d, pr_device dev, pr_err **err)
+/* A new, detached copy of src onto dev (h2d) or the host (d2h), named base
+ * or the next free name after it (*next, may be NULL, is the naming cursor
+ * of pr_graph_fresh_name_next). Its output moves the bytes as stored: same
+ * dtype, shape and strides as src, on the destination device, with no memory
+ * (planned later) and never a constant (it is an op's result). Its argument
+ * is set by copy_attach, so that a caller moving many readers can order the
+ * use-list edits. */
+static pr_node *copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device dev,
+			       const char *base, int *next, pr_err **err)
 {
-	return copy_new_named(p, src, h2d, dev, NULL, err);
+	pr_schema *s = NULL;
+	*err = copy_schema(c, h2d, &s);
+	if (*err)
+		return NULL;
+	char *name = pr_graph_fresh_name_next(src->graph, base, next);
+	pr_node *n = pr_node_new(PR_NODE_OP, name);
+	free(name);
+	n->schema = s;
+	n->type.kind = PR_TYPE_TENSOR;
+	n->type.tensor = *pr_node_spec(src);
+	n->type.tensor.device = h2d ? dev : pr_device_host();
+	n->type.tensor.has_mem = false;
+	n->type.tensor.mem_arena = pr_device_host();
+	n->type.tensor.mem_offset = 0;
+	return n;
+}
+
+/* src's one host copy (%x_d2h). */
+static pr_node *copy_to_host(place_ctx *c, pr_node *src, pr_err **err)
+{
+	char *base = copy_base(src, false, pr_device_host());
+	pr_node *n = copy_new_named(c, src, false, pr_device_host(), base, NULL, err);
+	free(base);
+	return n;
 }
 
 static void copy_attach(pr_node *c, pr_node *src)
@@ -169,66 +206,92 @@ static bool needs_copy(const pr_use *u, pr_node *v, bool cpu_is_device, bool cop
 		!pr_device_equal(*dev, pr_node_spec(v)->device));
 }
 
-/* v's readers that need a copy, in graph order (use lists have no order, so
- * that the copies get the same names whatever the edits before); their
- * argument slots in *args. Returns how many. */
-static int copy_readers(pr_node *v, bool cpu_is_device, bool copy_placed, pl_nodes *readers,
-			pr_arg ***args)
+/* v's readers that need a copy, into c->readers.uses in graph order (use
+ * lists have no order, so that the copies get the same names whatever the
+ * edits before; the sort is stable, so one reader's two slots keep their
+ * use-list order). Returns how many. */
+static int copy_readers(place_ctx *c, pr_node *v, bool cpu_is_device)
 {
-	pr_use *uses = pr_xmalloc((size_t)(v->n_uses ? v->n_uses : 1) * sizeof *uses);
+	reader_buf *r = &c->readers;
+	if (v->n_uses > r->cap) {
+		r->cap = v->n_uses > 2 * r->cap ? v->n_uses : 2 * r->cap;
+		r->uses = pr_xrealloc(r->uses, (size_t)r->cap * sizeof *r->uses);
+		r->copies = pr_xrealloc(r->copies, (size_t)r->cap * sizeof *r->copies);
+	}
 	int n = 0;
 	for (int i = 0; i < v->n_uses; i++) {
 		pr_device dev;
-		if (needs_copy(&v->uses[i], v, cpu_is_device, copy_placed, &dev))
-			uses[n++] = v->uses[i];
+		if (needs_copy(&v->uses[i], v, cpu_is_device, c->copy_placed, &dev))
+			r->uses[n++] = v->uses[i];
 	}
-	if (v->graph->order_stale)
-		pr_graph_renumber(v->graph);
-	qsort(uses, (size_t)n, sizeof *uses, use_by_order);
-	*args = pr_xmalloc((size_t)(n ? n : 1) * sizeof **args);
-	for (int k = 0; k < n; k++) {
-		pl_nodes_push(readers, uses[k].user);
-		(*args)[k] = uses[k].arg;
+	if (n > 1) {
+		if (v->graph->order_stale)
+			pr_graph_renumber(v->graph);
+		qsort(r->uses, (size_t)n, sizeof *r->uses, use_by_order);
 	}
-	free(uses);
 	return n;
+}
+
+/* The copies of one value onto one device: named from one base, first
+ * reader first (%x_h2d_cuda0, then %x_h2d_cuda0_1, ...). */
+typedef struct copy_group {
+	pr_device dev;
+	char *base;
+	int next;     /* pr_graph_fresh_name_next's cursor */
+} copy_group;
+
+#define MAX_GROUPS 8
+
+/* The group of dev among g[0, *n), added when there is room; NULL when
+ * there is none (such a copy is named on its own). */
+static copy_group *group_of(copy_group *g, int *n, const pr_node *v, pr_device dev)
+{
+	for (int d = 0; d < *n; d++)
+		if (pr_device_equal(g[d].dev, dev))
+			return &g[d];
+	if (*n == MAX_GROUPS)
+		return NULL;
+	g[*n] = (copy_group){.dev = dev, .base = copy_base(v, true, dev)};
+	return &g[(*n)++];
+}
+
+/* One new _h2d_copy of v onto dev, inserted before reader. */
+static pr_node *copy_for_reader(place_ctx *c, pr_node *v, pr_node *reader, copy_group *grp,
+				pr_device dev, pr_err **e)
+{
+	char *own = grp ? NULL : copy_base(v, true, dev);
+	pr_node *n = copy_new_named(c, v, true, dev, grp ? grp->base : own, grp ? &grp->next : NULL, e);
+	free(own);
+	if (!*e)
+		*e = pr_graph_insert_before(reader, n);
+	return *e ? NULL : n;
 }
 
 /* B1 for one value: every device delegate reading v off its device (or on
  * it, with copy_placed) reads its own new _h2d_copy of v, placed right
- * before it. */
-static pr_err *copy_to_readers(pr_program *p, pr_node *v, bool cpu_is_device, bool copy_placed,
-			       bool *changed)
+ * before it. The readers move after all copies exist, last first, then the
+ * copies read v: the use-list edits are in that order whatever the count. */
+static pr_err *copy_to_readers(place_ctx *c, pr_node *v, bool cpu_is_device)
 {
-	pl_nodes readers = {0}, copies = {0};
-	pr_arg **args;
-	copy_readers(v, cpu_is_device, copy_placed, &readers, &args);
+	reader_buf *r = &c->readers;
+	int n = copy_readers(c, v, cpu_is_device), made = 0, n_groups = 0;
+	copy_group groups[MAX_GROUPS];
 	pr_err *e = NULL;
-	pr_device devs[8];
-	int next[8] = {0}, n_devs = 0;
-	/* Named first reader first (%x_h2d_cuda0, then %x_h2d_cuda0_1, ...). */
-	for (int k = 0; k < readers.n && !e; k++) {
+	for (; made < n; made++) {
 		pr_device dev;
-		pl_call_device(readers.items[k], cpu_is_device, &dev);
-		int d = 0;
-		while (d < n_devs && !pr_device_equal(devs[d], dev))
-			d++;
-		if (d == n_devs && n_devs < 8)
-			devs[n_devs++] = dev;
-		pr_node *c = copy_new_named(p, v, true, dev, d < 8 ? &next[d] : NULL, &e);
-		if (!e)
-			e = pr_graph_insert_before(readers.items[k], c);
-		if (!e)
-			pl_nodes_push(&copies, c);
+		pl_call_device(r->uses[made].user, cpu_is_device, &dev);
+		copy_group *grp = group_of(groups, &n_groups, v, dev);
+		r->copies[made] = copy_for_reader(c, v, r->uses[made].user, grp, dev, &e);
+		if (e)
+			break;
 	}
-	for (int k = copies.n - 1; k >= 0; k--)
-		pr_arg_set_value(args[k], copies.items[k]);
-	for (int k = 0; k < copies.n; k++)
-		copy_attach(copies.items[k], v);
-	*changed |= copies.n > 0;
-	pl_nodes_free(&copies);
-	pl_nodes_free(&readers);
-	free(args);
+	for (int k = made - 1; k >= 0; k--)
+		pr_arg_set_value(r->uses[k].arg, r->copies[k]);
+	for (int k = 0; k < made; k++)
+		copy_attach(r->copies[k], v);
+	for (int d = 0; d < n_groups; d++)
+		free(groups[d].base);
+	*c->changed |= made > 0;
 	return e;
 }
 
@@ -264,7 +327,7 @@ static pr_err *copy_getitem_to_host(place_ctx *c, pr_node *gi)
 	if (n == 0 || (c->skip_d2h && n == 1 && only_output))
 		return NULL;
 	pr_err *e = NULL;
-	pr_node *copy = copy_new(c->p, gi, false, pr_device_host(), &e);
+	pr_node *copy = copy_to_host(c, gi, &e);
 	if (e)
 		return e;
 	e = pr_graph_insert_after(gi, copy);
@@ -449,7 +512,7 @@ static pr_err *share_input(place_ctx *c, pr_node *v, pr_device dev)
 	if (!first_off)
 		return NULL;
 	pr_err *e = NULL;
-	pr_node *copy = copy_new(c->p, v, false, pr_device_host(), &e);
+	pr_node *copy = copy_to_host(c, v, &e);
 	if (e)
 		return e;
 	e = pr_graph_insert_before(first_off, copy);
@@ -459,7 +522,7 @@ static pr_err *share_input(place_ctx *c, pr_node *v, pr_device dev)
 		if (!reads_on_device(c, &v->uses[i], dev))
 			pr_arg_set_value(v->uses[i].arg, copy);
 	copy_attach(copy, v);
-	return copy_to_readers(c->p, copy, true, c->copy_placed, c->changed);
+	return copy_to_readers(c, copy, true);
 }
 
 static pr_err *place_shared_input(place_ctx *c, pr_node *v, const pr_use *first, pr_device dev)
@@ -487,7 +550,7 @@ static pr_err *place_value(place_ctx *c, pr_node *v)
 	if (c->copy_constants && pl_is_constant(v, c->buffers)) {
 		if (!constant_copyable(c, v, first, dev))
 			return NULL;
-		return copy_to_readers(c->p, v, true, c->copy_placed, c->changed);
+		return copy_to_readers(c, v, true);
 	}
 	if (c->skip_h2d && v->kind == PR_NODE_INPUT) {
 		if (c->share_inputs && pl_is_method_input(v, c->buffers))
@@ -495,7 +558,7 @@ static pr_err *place_value(place_ctx *c, pr_node *v)
 		tag_skipped_input(c, v, first, dev);
 		return NULL;
 	}
-	return copy_to_readers(c->p, v, true, c->copy_placed, c->changed);
+	return copy_to_readers(c, v, true);
 }
 
 static pr_err *walk_arguments(place_ctx *c)
@@ -529,6 +592,8 @@ static pr_err *propagate_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool 
 	if (!e)
 		e = walk_arguments(&c);
 	pr_mutable_buffers_free(c.buffers);
+	free(c.readers.uses);
+	free(c.readers.copies);
 	return e ? pr_err_wrap(e, "propagate-device, method '%s'", g->name) : NULL;
 }
 

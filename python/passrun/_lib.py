@@ -113,7 +113,7 @@ class Kv(Structure):
 
 class Delegate(Structure):
     _fields_ = [("name", c_char_p), ("n_specs", c_int), ("specs", POINTER(Kv)),
-                ("body", POINTER(Graph))]
+                ("body", POINTER(Graph)), ("device_known", c_bool), ("device", Device)]
 
 
 Node._fields_ = [("kind", c_int), ("name", c_char_p), ("type", Type),

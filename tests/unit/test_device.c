@@ -105,6 +105,51 @@ Test(device, delegate_device_reads_target_device)
 	}
 }
 
+/* The answer is kept in the delegate: each spec writer must make it stale. */
+Test(device, delegate_device_follows_its_specs)
+{
+	pr_program *p = with_delegate(" target_device=\"cuda:1\"");
+	pr_delegate *dl = p->delegates[0];
+	pr_device d;
+	cr_assert_null(pr_delegate_device(dl, &d));
+	cr_assert_str_eq(str(d), "cuda:1");
+	pr_delegate_set_spec(dl, "target_device", "CUDA:3");
+	cr_assert_null(pr_delegate_device(dl, &d));
+	cr_assert_str_eq(str(d), "cuda:3", "set_spec forgets the kept device");
+	cr_assert(pr_delegate_remove_spec(dl, "target_device"));
+	cr_assert_null(pr_delegate_device(dl, &d));
+	cr_assert(pr_device_is_host(d), "remove_spec forgets it too");
+	pr_delegate_set_spec(dl, "target_device", "tpu:0");
+	pr_err *err = pr_delegate_device(dl, &d);
+	cr_assert_not_null(err, "a refused value is not kept as the host");
+	pr_err_free(err);
+	err = pr_delegate_device(dl, &d);
+	cr_assert_not_null(err, "and is refused again");
+	pr_err_free(err);
+	pr_program_free(p);
+}
+
+/* Equality and printing read only up to the type's 0: a value built by hand
+ * may hold anything after it. */
+Test(device, compares_and_prints_by_the_type_name)
+{
+	pr_device junk;
+	memset(&junk, 'x', sizeof junk);
+	memcpy(junk.type, "cuda", 5);
+	junk.index = 2147483647;
+	cr_assert_str_eq(str(junk), "cuda:2147483647");
+	pr_device two = {.type = "cuda", .index = 2147483647};
+	cr_assert(pr_device_equal(junk, two) && pr_device_equal(two, junk));
+	junk.index = 7;
+	cr_assert(!pr_device_equal(junk, two));
+	pr_device cpu = {.type = "", .index = 4};
+	cr_assert(pr_device_equal(cpu, pr_device_host()), "an empty type is the host");
+	cr_assert(!pr_device_equal(cpu, parse("cuda")));
+	cr_assert(!pr_device_equal(parse("cudax"), parse("cuda")));
+	cr_assert(!pr_device_equal(parse("cpux"), pr_device_host()), "only cpu itself is the host");
+	cr_assert_str_eq(str(parse("abcdefghijklmno:10")), "abcdefghijklmno:10");
+}
+
 Test(device, registry_holds_cpu_and_cuda)
 {
 	const pr_device_type *cpu = pr_device_type_find("CPU"), *cuda = pr_device_type_find("cuda");
