@@ -95,6 +95,8 @@ typedef struct place_ctx {
 	bool *changed;
 	pr_schema *h2d, *d2h;   /* declared by the run's first copy of each kind */
 	reader_buf readers;
+	pr_device tag_dev;      /* the device last named, and its tag */
+	char tag[PR_DEVICE_STR_MAX];
 } place_ctx;
 
 /* ---- copies ------------------------------------------------------------------ */
@@ -113,33 +115,51 @@ static pr_err *copy_schema(place_ctx *c, bool h2d, pr_schema **out)
 	return e;
 }
 
-/* "cuda:0" -> "cuda0", for node names. */
-static void device_tag(pr_device d, char *buf)
+/* "cuda:0" -> "cuda0", for node names; the last one is kept, as a run's
+ * copies are mostly onto one device. */
+static const char *device_tag(place_ctx *c, pr_device d)
 {
+	if (c->tag[0] && pr_device_equal(c->tag_dev, d))
+		return c->tag;
 	char s[PR_DEVICE_STR_MAX];
 	pr_device_str(d, s);
 	size_t j = 0;
 	for (size_t i = 0; s[i] && j + 1 < PR_DEVICE_STR_MAX; i++)
 		if (s[i] != ':')
-			buf[j++] = s[i];
-	buf[j] = 0;
+			c->tag[j++] = s[i];
+	c->tag[j] = 0;
+	c->tag_dev = d;
+	return c->tag;
 }
+
+/* A copy's base name, in place when it fits (most do), else on the heap. */
+typedef struct copy_name {
+	char buf[96];
+	char *heap;
+} copy_name;
 
 /* The base name of src's copies: "x_h2d_cuda0" for h2d onto dev, "x_d2h"
  * for d2h; "t" for a src without a name. Concatenated, not formatted: a run
- * names one base per value it copies. */
-static char *copy_base(const pr_node *src, bool h2d, pr_device dev)
+ * names one base per value it copies. Free it with copy_name_free. */
+static const char *copy_base(place_ctx *c, const pr_node *src, bool h2d, pr_device dev,
+			     copy_name *out)
 {
-	char tag[PR_DEVICE_STR_MAX] = "";
-	if (h2d)
-		device_tag(dev, tag);
 	const char *name = src->name ? src->name : "t", *mid = h2d ? "_h2d_" : "_d2h";
+	const char *tag = h2d ? device_tag(c, dev) : "";
 	size_t a = strlen(name), b = strlen(mid), t = strlen(tag);
-	char *base = pr_xmalloc(a + b + t + 1);
+	char *base = out->buf;
+	out->heap = NULL;
+	if (a + b + t + 1 > sizeof out->buf)
+		base = out->heap = pr_xmalloc(a + b + t + 1);
 	memcpy(base, name, a);
 	memcpy(base + a, mid, b);
 	memcpy(base + a + b, tag, t + 1);
 	return base;
+}
+
+static void copy_name_free(copy_name *n)
+{
+	free(n->heap);
 }
 
 /* A new, detached copy of src onto dev (h2d) or the host (d2h), named base
@@ -157,7 +177,9 @@ static pr_node *copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device d
 	if (*err)
 		return NULL;
 	char *name = pr_graph_fresh_name_next(src->graph, base, next);
-	pr_node *n = pr_node_new(PR_NODE_OP, name);
+	/* In the graph's slab, its argument in graph storage: no malloc of
+	 * their own for the many copies a run makes. */
+	pr_node *n = pr_graph_new_node(src->graph, PR_NODE_OP, name);
 	free(name);
 	n->schema = s;
 	n->type.kind = PR_TYPE_TENSOR;
@@ -172,25 +194,30 @@ static pr_node *copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device d
 /* src's one host copy (%x_d2h). */
 static pr_node *copy_to_host(place_ctx *c, pr_node *src, pr_err **err)
 {
-	char *base = copy_base(src, false, pr_device_host());
-	pr_node *n = copy_new_named(c, src, false, pr_device_host(), base, NULL, err);
-	free(base);
+	copy_name base;
+	pr_node *n = copy_new_named(c, src, false, pr_device_host(),
+				    copy_base(c, src, false, pr_device_host(), &base), NULL, err);
+	copy_name_free(&base);
 	return n;
 }
 
 static void copy_attach(pr_node *c, pr_node *src)
 {
-	pr_arg *a = pr_xcalloc(1, sizeof *a);
+	pr_arg *a = pr_graph_new_args(c->graph, 1);
 	a->kind = PR_ARG_VALUE;
 	a->u.value = src;
-	pr_node_set_args(c, a, 1);
+	pr_node_set_graph_args(c, a, 1);
 }
 
-/* Orders uses by their readers' graph order (the graph must be numbered). */
+/* Orders uses by their readers' graph order (the graph must be numbered),
+ * one reader's slots by their place in the use list. */
 static int use_by_order(const void *a, const void *b)
 {
-	const pr_node *x = ((const pr_use *)a)->user, *y = ((const pr_use *)b)->user;
-	return x->order < y->order ? -1 : x->order > y->order;
+	const pr_use *u = a, *w = b;
+	const pr_node *x = u->user, *y = w->user;
+	if (x->order != y->order)
+		return x->order < y->order ? -1 : 1;
+	return (u->arg->use_index > w->arg->use_index) - (u->arg->use_index < w->arg->use_index);
 }
 
 /* Does delegate reader u need v copied to its device (set in *dev)? A v
@@ -208,9 +235,9 @@ static bool needs_copy(const pr_use *u, pr_node *v, bool cpu_is_device, bool cop
 
 /* v's readers that need a copy, into c->readers.uses in graph order (use
  * lists have no order, so that the copies get the same names whatever the
- * edits before; the sort is stable, so one reader's two slots keep their
- * use-list order). Returns how many. */
-static int copy_readers(place_ctx *c, pr_node *v, bool cpu_is_device)
+ * edits before). Returns how many. Every reader is asked with cpu_is_device:
+ * a target_device=cpu delegate still here is the baseline's (F7). */
+static int copy_readers(place_ctx *c, pr_node *v)
 {
 	reader_buf *r = &c->readers;
 	if (v->n_uses > r->cap) {
@@ -221,7 +248,7 @@ static int copy_readers(place_ctx *c, pr_node *v, bool cpu_is_device)
 	int n = 0;
 	for (int i = 0; i < v->n_uses; i++) {
 		pr_device dev;
-		if (needs_copy(&v->uses[i], v, cpu_is_device, c->copy_placed, &dev))
+		if (needs_copy(&v->uses[i], v, true, c->copy_placed, &dev))
 			r->uses[n++] = v->uses[i];
 	}
 	if (n > 1) {
@@ -236,7 +263,7 @@ static int copy_readers(place_ctx *c, pr_node *v, bool cpu_is_device)
  * reader first (%x_h2d_cuda0, then %x_h2d_cuda0_1, ...). */
 typedef struct copy_group {
 	pr_device dev;
-	char *base;
+	copy_name base;
 	int next;     /* pr_graph_fresh_name_next's cursor */
 } copy_group;
 
@@ -244,14 +271,17 @@ typedef struct copy_group {
 
 /* The group of dev among g[0, *n), added when there is room; NULL when
  * there is none (such a copy is named on its own). */
-static copy_group *group_of(copy_group *g, int *n, const pr_node *v, pr_device dev)
+static copy_group *group_of(place_ctx *c, copy_group *g, int *n, const pr_node *v,
+			    pr_device dev)
 {
 	for (int d = 0; d < *n; d++)
 		if (pr_device_equal(g[d].dev, dev))
 			return &g[d];
 	if (*n == MAX_GROUPS)
 		return NULL;
-	g[*n] = (copy_group){.dev = dev, .base = copy_base(v, true, dev)};
+	g[*n].dev = dev;
+	g[*n].next = 0;
+	copy_base(c, v, true, dev, &g[*n].base);
 	return &g[(*n)++];
 }
 
@@ -259,28 +289,37 @@ static copy_group *group_of(copy_group *g, int *n, const pr_node *v, pr_device d
 static pr_node *copy_for_reader(place_ctx *c, pr_node *v, pr_node *reader, copy_group *grp,
 				pr_device dev, pr_err **e)
 {
-	char *own = grp ? NULL : copy_base(v, true, dev);
-	pr_node *n = copy_new_named(c, v, true, dev, grp ? grp->base : own, grp ? &grp->next : NULL, e);
-	free(own);
-	if (!*e)
-		*e = pr_graph_insert_before(reader, n);
-	return *e ? NULL : n;
+	copy_name own;
+	const char *base = grp ? (grp->base.heap ? grp->base.heap : grp->base.buf)
+			       : copy_base(c, v, true, dev, &own);
+	pr_node *n = copy_new_named(c, v, true, dev, base, grp ? &grp->next : NULL, e);
+	if (!grp)
+		copy_name_free(&own);
+	if (*e)
+		return NULL;
+	*e = pr_graph_insert_before(reader, n);
+	if (*e) {
+		pr_graph_erase(n);   /* made in the slab, never linked */
+		return NULL;
+	}
+	return n;
 }
 
 /* B1 for one value: every device delegate reading v off its device (or on
- * it, with copy_placed) reads its own new _h2d_copy of v, placed right
- * before it. The readers move after all copies exist, last first, then the
- * copies read v: the use-list edits are in that order whatever the count. */
-static pr_err *copy_to_readers(place_ctx *c, pr_node *v, bool cpu_is_device)
+ * it, with copy_placed), the n in c->readers, reads its own new _h2d_copy of
+ * v, placed right before it. The readers move after all copies exist, last
+ * first, then the copies read v: the use-list edits are in that order
+ * whatever the count. */
+static pr_err *copy_collected(place_ctx *c, pr_node *v, int n)
 {
 	reader_buf *r = &c->readers;
-	int n = copy_readers(c, v, cpu_is_device), made = 0, n_groups = 0;
+	int made = 0, n_groups = 0;
 	copy_group groups[MAX_GROUPS];
 	pr_err *e = NULL;
 	for (; made < n; made++) {
 		pr_device dev;
-		pl_call_device(r->uses[made].user, cpu_is_device, &dev);
-		copy_group *grp = group_of(groups, &n_groups, v, dev);
+		pl_call_device(r->uses[made].user, true, &dev);
+		copy_group *grp = group_of(c, groups, &n_groups, v, dev);
 		r->copies[made] = copy_for_reader(c, v, r->uses[made].user, grp, dev, &e);
 		if (e)
 			break;
@@ -290,9 +329,14 @@ static pr_err *copy_to_readers(place_ctx *c, pr_node *v, bool cpu_is_device)
 	for (int k = 0; k < made; k++)
 		copy_attach(r->copies[k], v);
 	for (int d = 0; d < n_groups; d++)
-		free(groups[d].base);
+		copy_name_free(&groups[d].base);
 	*c->changed |= made > 0;
 	return e;
+}
+
+static pr_err *copy_to_readers(place_ctx *c, pr_node *v)
+{
+	return copy_collected(c, v, copy_readers(c, v));
 }
 
 /* ---- walk 1: results ---------------------------------------------------------- */
@@ -331,8 +375,10 @@ static pr_err *copy_getitem_to_host(place_ctx *c, pr_node *gi)
 	if (e)
 		return e;
 	e = pr_graph_insert_after(gi, copy);
-	if (e)
+	if (e) {
+		pr_graph_erase(copy);
 		return e;
+	}
 	for (int i = gi->n_uses - 1; i >= 0; i--)
 		if (needs_host_copy(&gi->uses[i]))
 			pr_arg_set_value(gi->uses[i].arg, copy);
@@ -396,21 +442,6 @@ static pr_err *walk_results(place_ctx *c)
 }
 
 /* ---- walk 2: arguments ------------------------------------------------------- */
-
-/* The first reader of v (graph order) that needs v on its device. */
-static const pr_use *first_device_reader(const place_ctx *c, pr_node *v, pr_device *dev)
-{
-	const pr_use *first = NULL;
-	for (int i = 0; i < v->n_uses; i++) {
-		pr_device d;
-		if (needs_copy(&v->uses[i], v, true, c->copy_placed, &d) &&
-		    (!first || pr_node_before(v->uses[i].user, first->user))) {
-			first = &v->uses[i];
-			*dev = d;
-		}
-	}
-	return first;
-}
 
 static int distinct_readers(const pr_node *v)
 {
@@ -516,13 +547,15 @@ static pr_err *share_input(place_ctx *c, pr_node *v, pr_device dev)
 	if (e)
 		return e;
 	e = pr_graph_insert_before(first_off, copy);
-	if (e)
+	if (e) {
+		pr_graph_erase(copy);
 		return e;
+	}
 	for (int i = v->n_uses - 1; i >= 0; i--)
 		if (!reads_on_device(c, &v->uses[i], dev))
 			pr_arg_set_value(v->uses[i].arg, copy);
 	copy_attach(copy, v);
-	return copy_to_readers(c, copy, true);
+	return copy_to_readers(c, copy);
 }
 
 static pr_err *place_shared_input(place_ctx *c, pr_node *v, const pr_use *first, pr_device dev)
@@ -541,24 +574,29 @@ static pr_err *place_shared_input(place_ctx *c, pr_node *v, const pr_use *first,
 	return share_input(c, v, dev);
 }
 
+/* v's readers that need it on their device are found once: the first of
+ * them (graph order) decides, and they are the ones copy_collected copies
+ * to. */
 static pr_err *place_value(place_ctx *c, pr_node *v)
 {
-	pr_device dev;
-	const pr_use *first = first_device_reader(c, v, &dev);
-	if (!first)
+	int n = copy_readers(c, v);
+	if (n == 0)
 		return NULL;
+	pr_use first = c->readers.uses[0];   /* a copy: share_input reuses the buffer */
+	pr_device dev;
+	pl_call_device(first.user, true, &dev);
 	if (c->copy_constants && pl_is_constant(v, c->buffers)) {
-		if (!constant_copyable(c, v, first, dev))
+		if (!constant_copyable(c, v, &first, dev))
 			return NULL;
-		return copy_to_readers(c, v, true);
+		return copy_collected(c, v, n);
 	}
 	if (c->skip_h2d && v->kind == PR_NODE_INPUT) {
 		if (c->share_inputs && pl_is_method_input(v, c->buffers))
-			return place_shared_input(c, v, first, dev);
-		tag_skipped_input(c, v, first, dev);
+			return place_shared_input(c, v, &first, dev);
+		tag_skipped_input(c, v, &first, dev);
 		return NULL;
 	}
-	return copy_to_readers(c, v, true);
+	return copy_collected(c, v, n);
 }
 
 static pr_err *walk_arguments(place_ctx *c)
