@@ -157,13 +157,18 @@ static const char *copy_base(place_ctx *c, const pr_node *src, bool h2d, pr_devi
 	return base;
 }
 
+static const char *copy_name_str(const copy_name *n)
+{
+	return n->heap ? n->heap : n->buf;
+}
+
 static void copy_name_free(copy_name *n)
 {
 	free(n->heap);
 }
 
-/* A new, detached copy of src onto dev (h2d) or the host (d2h), named base
- * or the next free name after it (*next, may be NULL, is the naming cursor
+/* A new copy of src onto dev (h2d) or the host (d2h), made in src's graph
+ * but not linked into it, named base or the next free name after it (*next, may be NULL, is the naming cursor
  * of pr_graph_fresh_name_next). Its output moves the bytes as stored: same
  * dtype, shape and strides as src, on the destination device, with no memory
  * (planned later) and never a constant (it is an op's result). Its argument
@@ -290,8 +295,7 @@ static pr_node *copy_for_reader(place_ctx *c, pr_node *v, pr_node *reader, copy_
 				pr_device dev, pr_err **e)
 {
 	copy_name own;
-	const char *base = grp ? (grp->base.heap ? grp->base.heap : grp->base.buf)
-			       : copy_base(c, v, true, dev, &own);
+	const char *base = grp ? copy_name_str(&grp->base) : copy_base(c, v, true, dev, &own);
 	pr_node *n = copy_new_named(c, v, true, dev, base, grp ? &grp->next : NULL, e);
 	if (!grp)
 		copy_name_free(&own);
