@@ -57,20 +57,35 @@ static const char *name_of(const pr_node *n)
 	return n->input_name ? n->input_name : n->name;
 }
 
+/* Whether the message of the diagnostic reported next is kept. The pieces of
+ * a message this pass builds itself (reader descriptions, device names) are
+ * built only then: with hundreds of thousands of copies, building them costs
+ * more than finding the copies. pr_pass_diag formats every message it is
+ * given today, so every message is kept. */
+static bool message_wanted(pr_pass_ctx *ctx, pr_severity sev, const char *code)
+{
+	(void)ctx, (void)sev, (void)code;
+	return true;
+}
+
 static void report_constant(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_node *h)
 {
 	pr_node *c = pl_copy_src(h);
 	bool err = f->error && f->skip_h2d;
-	char ds[PR_DEVICE_STR_MAX], r[160] = "no reader";
-	if (h->n_uses)
-		pl_describe_use(pl_first_use(h), r, sizeof r);
-	pr_pass_diag(ctx, err ? PR_SEV_ERROR : PR_SEV_WARNING,
-		     err ? "E-CONSTANT-COPY" : "W-CONSTANT-COPY", g->name, c->name, pl_bytes(c),
+	pr_severity sev = err ? PR_SEV_ERROR : PR_SEV_WARNING;
+	const char *code = err ? "E-CONSTANT-COPY" : "W-CONSTANT-COPY";
+	char ds[PR_DEVICE_STR_MAX] = "", r[160] = "no reader";
+	if (message_wanted(ctx, sev, code)) {
+		if (h->n_uses)
+			pl_describe_use(pl_first_use(h), r, sizeof r);
+		pr_device_str(h->type.tensor.device, ds);
+	}
+	int64_t bytes = pl_bytes(c);
+	pr_pass_diag(ctx, sev, code, g->name, c->name, bytes,
 		     "Constant '%s' (%s %%%s, %" PRId64 " bytes) is copied to %s on every call "
 		     "(%%%s, read by %s): its data is stored on the host, and "
 		     "skip_h2d_for_method_inputs does not apply to constants%s%s",
-		     name_of(c), pl_input_kind_word(c, f->buffers), c->name, pl_bytes(c),
-		     pr_device_str(h->type.tensor.device, ds), h->name, r,
+		     name_of(c), pl_input_kind_word(c, f->buffers), c->name, bytes, ds, h->name, r,
 		     f->skip_const ? "" : "; skip_h2d_for_constants keeps a constant that only one "
 					   "device's delegates read in device memory",
 		     err ? RAISED : "");
@@ -113,25 +128,38 @@ static void input_extras(const pr_node *c, char *buf, size_t len)
 		}
 }
 
-static void report_input(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_node *c)
+/* The readers report_input names: onr on the device, offr off it, and extra,
+ * where the copy goes on to and whether the method returns it. */
+static void input_readers(const pr_node *v, const pr_node *c, char onr[160], char offr[160],
+			  char extra[512])
 {
-	pr_node *v = pl_copy_src(c);
 	const pr_use *on = device_reader(v), *off = pl_first_use(c);
-	char ds[PR_DEVICE_STR_MAX], onr[160] = "a delegate", offr[160] = "a reader", extra[512];
 	if (on)
-		pl_describe_use(on, onr, sizeof onr);
+		pl_describe_use(on, onr, 160);
 	if (off && pl_is_h2d(off->user) && off->user->n_uses)
 		off = pl_first_use(off->user);   /* the delegate on another device, not its copy */
 	if (off)
-		pl_describe_use(off, offr, sizeof offr);
-	input_extras(c, extra, sizeof extra);
-	pr_pass_diag(ctx, f->error ? PR_SEV_ERROR : PR_SEV_WARNING,
-		     f->error ? "E-INPUT-COPY" : "W-INPUT-COPY", g->name, v->name, pl_bytes(v),
+		pl_describe_use(off, offr, 160);
+	input_extras(c, extra, 512);
+}
+
+static void report_input(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_node *c)
+{
+	pr_node *v = pl_copy_src(c);
+	pr_severity sev = f->error ? PR_SEV_ERROR : PR_SEV_WARNING;
+	const char *code = f->error ? "E-INPUT-COPY" : "W-INPUT-COPY";
+	char ds[PR_DEVICE_STR_MAX] = "", onr[160] = "a delegate", offr[160] = "a reader";
+	char extra[512] = "";
+	if (message_wanted(ctx, sev, code)) {
+		input_readers(v, c, onr, offr, extra);
+		pr_device_str(v->type.tensor.device, ds);
+	}
+	int64_t bytes = pl_bytes(v);
+	pr_pass_diag(ctx, sev, code, g->name, v->name, bytes,
 		     "Method input '%s' (%s%%%s, %" PRId64 " bytes) stays on %s for %s, but %s "
 		     "reads it off the device: it is copied to the host on every call (%%%s)%s%s",
 		     name_of(v), v->input_kind == PR_INPUT_USER ? "" : "mutable buffer ", v->name,
-		     pl_bytes(v), pr_device_str(v->type.tensor.device, ds), onr, offr, c->name, extra,
-		     f->error ? RAISED : "");
+		     bytes, ds, onr, offr, c->name, extra, f->error ? RAISED : "");
 	pr_pass_diag_flag(ctx, PR_DIAG_PER_CALL_COPY);
 }
 
@@ -150,6 +178,30 @@ static pr_node *written_output_copy(const pr_host_writes *hw, pr_node *v, pr_nod
 	return *writer ? root : NULL;
 }
 
+static void report_output(pr_pass_ctx *ctx, pr_graph *g, const flags *f, int slot, pr_node *v,
+			  pr_node *copy, pr_node *writer)
+{
+	pr_severity sev = f->error ? PR_SEV_ERROR : PR_SEV_WARNING;
+	const char *code = f->error ? "E-OUTPUT-ON-HOST" : "W-OUTPUT-ON-HOST";
+	pr_node *x = pl_copy_src(copy);
+	char ds[PR_DEVICE_STR_MAX] = "", w[160] = "";
+	if (message_wanted(ctx, sev, code)) {
+		pl_describe_node(writer, w, sizeof w);
+		pr_device_str(pr_node_spec(x)->device, ds);
+	}
+	const char *out_name = v == copy ? x->name : v->name;   /* the user's tensor */
+	int64_t bytes = pl_bytes(v);
+	pr_pass_diag(ctx, sev, code, g->name, v->name, bytes,
+		     "Method output %d ('%s', %" PRId64 " bytes) comes from %s, but %s writes it "
+		     "in place on the host after its copy (%%%s): it is returned from host "
+		     "memory, copied from the device on every call, and the method's metadata "
+		     "says so; a caller who passes its own output buffers must pass a host "
+		     "buffer for it; move that op into the delegate to keep the output on the "
+		     "device%s",
+		     slot, out_name, bytes, ds, w, copy->name, f->error ? RAISED : "");
+	pr_pass_diag_flag(ctx, PR_DIAG_PER_CALL_COPY);
+}
+
 static void report_outputs(pr_pass_ctx *ctx, pr_graph *g, const flags *f,
 			   const pr_host_writes *hw)
 {
@@ -161,25 +213,8 @@ static void report_outputs(pr_pass_ctx *ctx, pr_graph *g, const flags *f,
 			continue;
 		pr_node *v = a->u.value, *writer = NULL;
 		pr_node *copy = written_output_copy(hw, v, &writer);
-		if (!copy)
-			continue;
-		char ds[PR_DEVICE_STR_MAX], w[160];
-		pl_describe_node(writer, w, sizeof w);
-		pr_node *x = pl_copy_src(copy);
-		pr_spec *xs = pr_node_spec(x);
-		const char *out_name = v == copy ? x->name : v->name;   /* the user's tensor */
-		pr_pass_diag(ctx, f->error ? PR_SEV_ERROR : PR_SEV_WARNING,
-			     f->error ? "E-OUTPUT-ON-HOST" : "W-OUTPUT-ON-HOST", g->name, v->name,
-			     pl_bytes(v),
-			     "Method output %d ('%s', %" PRId64 " bytes) comes from %s, but %s writes it "
-			     "in place on the host after its copy (%%%s): it is returned from host "
-			     "memory, copied from the device on every call, and the method's metadata "
-			     "says so; a caller who passes its own output buffers must pass a host "
-			     "buffer for it; move that op into the delegate to keep the output on the "
-			     "device%s",
-			     i, out_name, pl_bytes(v), pr_device_str(xs->device, ds), w, copy->name,
-			     f->error ? RAISED : "");
-		pr_pass_diag_flag(ctx, PR_DIAG_PER_CALL_COPY);
+		if (copy)
+			report_output(ctx, g, f, i, v, copy, writer);
 	}
 }
 
