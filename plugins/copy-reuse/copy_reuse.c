@@ -83,14 +83,31 @@ static bool reuse_value(const pr_host_writes *hw, pr_node *s)
 	return merged > 0;
 }
 
-/* Values that two or more copies read: copies themselves never are, so no
- * value on the list is erased while the list is walked. */
-static bool copied_twice(const pr_node *n)
+/* A value's scratch while the values are collected: one copy of it seen, or
+ * two (it is on the list). Neither is a node, so no value is taken for a
+ * copy that reuse_copies_of marked. */
+static char seen_once, listed;
+
+/* The values that two or more copies read, found from the copies: each node
+ * is visited once and only a copy's source besides it, never every reader of
+ * every node. A value comes before its readers, so its scratch was cleared
+ * before a copy of it is seen. Copies themselves are never such values, so
+ * no value on the list is erased while the list is walked; the order of the
+ * list does not matter, since the values share no copy. */
+static void collect_copied_twice(pr_graph *g, pl_nodes *values)
 {
-	int copies = 0;
-	for (int i = 0; i < n->n_uses && copies < 2; i++)
-		copies += pl_is_h2d(n->uses[i].user);
-	return copies >= 2;
+	pr_graph_for_each(g, n) {
+		n->scratch = NULL;
+		pr_node *s = pl_is_h2d(n) ? pl_copy_src(n) : NULL;
+		if (!s || s->scratch == &listed)
+			continue;
+		if (s->scratch == &seen_once) {
+			s->scratch = &listed;
+			pl_nodes_push(values, s);
+		} else {
+			s->scratch = &seen_once;
+		}
+	}
 }
 
 /* Per method: a copy is reused only by readers of its own method. */
@@ -101,11 +118,7 @@ static pr_err *reuse_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *cha
 	if (g->order_stale)
 		pr_graph_renumber(g);
 	pl_nodes values = {0};
-	pr_graph_for_each(g, n) {
-		n->scratch = NULL;
-		if (copied_twice(n))
-			pl_nodes_push(&values, n);
-	}
+	collect_copied_twice(g, &values);
 	for (int i = 0; i < values.n; i++)
 		*changed |= reuse_value(hw, values.items[i]);
 	pl_nodes_free(&values);
