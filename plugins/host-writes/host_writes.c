@@ -17,6 +17,7 @@
  * when the host copy is written before it is copied back. */
 #include "host_writes.h"
 
+#include <stdint.h>
 #include <uthash.h>
 
 #include "plugin_common.h"
@@ -96,13 +97,37 @@ static int n_writers(const pr_host_writes *hw, pr_node *t)
 	return e ? e->writers.n : 0;
 }
 
+/* Whether a schema writes any argument, remembered per schema: a graph has
+ * a few schemas and many ops, and most schemas write nothing, so most ops
+ * cost one look here instead of one question per argument. */
+#define SCHEMA_MEMO 64
+
+typedef struct schema_memo {
+	const pr_schema *schema[SCHEMA_MEMO];
+	bool writes[SCHEMA_MEMO];
+} schema_memo;
+
+static bool schema_writes(schema_memo *m, const pr_schema *s)
+{
+	size_t at = ((uintptr_t)s / sizeof(void *)) % SCHEMA_MEMO;
+	if (m->schema[at] != s) {
+		bool any = false;
+		for (int i = 0; i < s->n_args && !any; i++)
+			any = pr_schema_arg_writes(s, i);
+		m->schema[at] = s;
+		m->writes[at] = any;
+	}
+	return m->writes[at];
+}
+
 static void *host_writes_compute(pr_pass_ctx *ctx, pr_graph *g)
 {
 	(void)ctx;
 	writes_impl *w = pr_xcalloc(1, sizeof *w);
 	w->graph = g;
+	schema_memo memo = {0};
 	pr_graph_for_each(g, n) {
-		if (n->kind != PR_NODE_OP || !n->schema)
+		if (n->kind != PR_NODE_OP || !n->schema || !schema_writes(&memo, n->schema))
 			continue;
 		for (int i = 0; i < n->n_args && i < n->schema->n_args; i++)
 			if (pr_schema_arg_writes(n->schema, i))
