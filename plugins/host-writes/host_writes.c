@@ -18,33 +18,71 @@
 #include "host_writes.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <uthash.h>
 
 #include "plugin_common.h"
 
+/* One storage root's writers: ops[first .. first + n) of the analysis, in
+ * graph order. Entries live in blocks and the writers of every root in one
+ * array, so the analysis makes a few allocations however many tensors are
+ * written (a decoder writes one cache per layer). */
 typedef struct writes_entry {
 	const pr_node *root;
-	pl_nodes writers;       /* in graph order */
+	int first, n;
+	const pr_node *last_op;  /* while collecting: the op noted last, to note it once */
 	UT_hash_handle hh;
 } writes_entry;
+
+#define ENTRY_BLOCK 256
+
+typedef struct entry_block {
+	struct entry_block *next;
+	int used;
+	writes_entry items[ENTRY_BLOCK];
+} entry_block;
+
+/* While collecting: each write as its root's entry and the op, in graph order. */
+typedef struct write_note {
+	writes_entry *entry;
+	pr_node *op;
+} write_note;
 
 typedef struct writes_impl {
 	pr_graph *graph;
 	writes_entry *by_root;
+	entry_block *blocks;
+	pr_node **ops;
+	int n_notes, cap_notes;
+	write_note *notes;
 } writes_impl;
+
+static writes_entry *new_entry(writes_impl *w, const pr_node *root)
+{
+	if (!w->blocks || w->blocks->used == ENTRY_BLOCK) {
+		entry_block *b = pr_xcalloc(1, sizeof *b);
+		b->next = w->blocks;
+		w->blocks = b;
+	}
+	writes_entry *e = &w->blocks->items[w->blocks->used++];
+	e->root = root;
+	HASH_ADD_PTR(w->by_root, root, e);
+	return e;
+}
 
 static void note_write(writes_impl *w, pr_node *op, pr_node *target)
 {
 	pr_node *root = pl_alias_root(target);
 	writes_entry *e = NULL;
 	HASH_FIND_PTR(w->by_root, &root, e);
-	if (!e) {
-		e = pr_xcalloc(1, sizeof *e);
-		e->root = root;
-		HASH_ADD_PTR(w->by_root, root, e);
-	}
-	if (e->writers.n == 0 || e->writers.items[e->writers.n - 1] != op)
-		pl_nodes_push(&e->writers, op);
+	if (!e)
+		e = new_entry(w, root);
+	if (e->last_op == op)
+		return;
+	e->last_op = op;
+	e->n++;
+	PR_GROW(w->notes, w->n_notes, w->cap_notes);
+	w->notes[w->n_notes++] = (write_note){e, op};
 }
 
 static void note_arg_writes(writes_impl *w, pr_node *op, const pr_arg *a)
@@ -54,6 +92,27 @@ static void note_arg_writes(writes_impl *w, pr_node *op, const pr_arg *a)
 	else if (a->kind == PR_ARG_LIST)
 		for (int i = 0; i < a->u.list.n; i++)
 			note_arg_writes(w, op, &a->u.list.items[i]);
+}
+
+/* Lays each root's writers out in ops, in the order they were noted (graph
+ * order): a counting sort of the notes by root. */
+static void lay_out_writers(writes_impl *w)
+{
+	int at = 0;
+	for (entry_block *b = w->blocks; b; b = b->next)
+		for (int i = 0; i < b->used; i++) {
+			b->items[i].first = at;
+			at += b->items[i].n;
+			b->items[i].n = 0;
+		}
+	w->ops = pr_xmalloc((size_t)(at > 0 ? at : 1) * sizeof *w->ops);
+	for (int i = 0; i < w->n_notes; i++) {
+		writes_entry *e = w->notes[i].entry;
+		w->ops[e->first + e->n++] = w->notes[i].op;
+	}
+	free(w->notes);
+	w->notes = NULL;
+	w->n_notes = w->cap_notes = 0;
 }
 
 static writes_entry *entry_of(const writes_impl *w, pr_node *t)
@@ -73,19 +132,20 @@ static pr_node *writer_between(const pr_host_writes *hw, pr_node *t, const pr_no
 		return NULL;
 	if (w->graph->order_stale)
 		pr_graph_renumber(w->graph);
-	int lo = 0, hi = e->writers.n;
+	pr_node **writers = w->ops + e->first;
+	int lo = 0, hi = e->n;
 	if (after) {
 		while (lo < hi) {   /* first writer that runs after `after` */
 			int mid = lo + (hi - lo) / 2;
-			if (e->writers.items[mid]->order <= after->order)
+			if (writers[mid]->order <= after->order)
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
 	}
-	if (lo >= e->writers.n)
+	if (lo >= e->n)
 		return NULL;
-	pr_node *first = e->writers.items[lo];
+	pr_node *first = writers[lo];
 	if (before && first->order >= before->order)
 		return NULL;
 	return first;
@@ -94,7 +154,7 @@ static pr_node *writer_between(const pr_host_writes *hw, pr_node *t, const pr_no
 static int n_writers(const pr_host_writes *hw, pr_node *t)
 {
 	writes_entry *e = entry_of(hw->impl, t);
-	return e ? e->writers.n : 0;
+	return e ? e->n : 0;
 }
 
 /* Whether a schema writes any argument, remembered per schema: a graph has
@@ -133,6 +193,7 @@ static void *host_writes_compute(pr_pass_ctx *ctx, pr_graph *g)
 			if (pr_schema_arg_writes(n->schema, i))
 				note_arg_writes(w, n, &n->args[i]);
 	}
+	lay_out_writers(w);
 	pr_host_writes *hw = pr_xcalloc(1, sizeof *hw);
 	hw->struct_size = sizeof *hw;
 	hw->writer_between = writer_between;
@@ -145,12 +206,12 @@ static void host_writes_destroy(void *result)
 {
 	pr_host_writes *hw = result;
 	writes_impl *w = hw->impl;
-	writes_entry *e, *tmp;
-	HASH_ITER(hh, w->by_root, e, tmp) {
-		HASH_DEL(w->by_root, e);
-		pl_nodes_free(&e->writers);
-		free(e);
+	HASH_CLEAR(hh, w->by_root);
+	for (entry_block *b = w->blocks, *next; b; b = next) {
+		next = b->next;
+		free(b);
 	}
+	free(w->ops);
 	free(w);
 	free(hw);
 }
