@@ -61,7 +61,7 @@ static const char *name_of(const pr_node *n)
  * a message this pass builds itself (reader descriptions, device names) are
  * built only then: with hundreds of thousands of copies, building them costs
  * more than finding the copies. pr_pass_diag formats every message it is
- * given today, so every message is kept. */
+ * given, so every message is kept. */
 static bool message_wanted(pr_pass_ctx *ctx, pr_severity sev, const char *code)
 {
 	(void)ctx, (void)sev, (void)code;
