@@ -19,7 +19,6 @@
 
 #include <stdint.h>
 #include <stdlib.h>
-#include <uthash.h>
 
 #include "plugin_common.h"
 
@@ -31,7 +30,6 @@ typedef struct writes_entry {
 	const pr_node *root;
 	int first, n;
 	const pr_node *last_op;  /* while collecting: the op noted last, to note it once */
-	UT_hash_handle hh;
 } writes_entry;
 
 #define ENTRY_BLOCK 256
@@ -48,14 +46,47 @@ typedef struct write_note {
 	pr_node *op;
 } write_note;
 
+/* The root -> entry index: open addressing on the root's address, so a
+ * question about a tensor nobody writes (most of them) reads one slot. */
+typedef struct root_slot {
+	const pr_node *root;     /* NULL: empty */
+	writes_entry *entry;
+} root_slot;
+
 typedef struct writes_impl {
 	pr_graph *graph;
-	writes_entry *by_root;
+	root_slot *slots;
+	size_t cap, count;       /* cap: 0 or a power of two, at most half full */
 	entry_block *blocks;
 	pr_node **ops;
 	int n_notes, cap_notes;
 	write_note *notes;
 } writes_impl;
+
+static root_slot *slot_of(root_slot *slots, size_t cap, const pr_node *root)
+{
+	size_t at = (size_t)(((uint64_t)(uintptr_t)root * 0x9E3779B97F4A7C15u) >> 32) & (cap - 1);
+	while (slots[at].root && slots[at].root != root)
+		at = (at + 1) & (cap - 1);
+	return &slots[at];
+}
+
+static writes_entry *find_entry(const writes_impl *w, const pr_node *root)
+{
+	return w->cap ? slot_of(w->slots, w->cap, root)->entry : NULL;
+}
+
+static void grow_slots(writes_impl *w)
+{
+	size_t cap = w->cap ? w->cap * 2 : 64;
+	root_slot *slots = pr_xcalloc(cap, sizeof *slots);
+	for (size_t i = 0; i < w->cap; i++)
+		if (w->slots[i].root)
+			*slot_of(slots, cap, w->slots[i].root) = w->slots[i];
+	free(w->slots);
+	w->slots = slots;
+	w->cap = cap;
+}
 
 static writes_entry *new_entry(writes_impl *w, const pr_node *root)
 {
@@ -66,15 +97,17 @@ static writes_entry *new_entry(writes_impl *w, const pr_node *root)
 	}
 	writes_entry *e = &w->blocks->items[w->blocks->used++];
 	e->root = root;
-	HASH_ADD_PTR(w->by_root, root, e);
+	if (2 * (w->count + 1) > w->cap)
+		grow_slots(w);
+	*slot_of(w->slots, w->cap, root) = (root_slot){root, e};
+	w->count++;
 	return e;
 }
 
 static void note_write(writes_impl *w, pr_node *op, pr_node *target)
 {
 	pr_node *root = pl_alias_root(target);
-	writes_entry *e = NULL;
-	HASH_FIND_PTR(w->by_root, &root, e);
+	writes_entry *e = find_entry(w, root);
 	if (!e)
 		e = new_entry(w, root);
 	if (e->last_op == op)
@@ -117,10 +150,7 @@ static void lay_out_writers(writes_impl *w)
 
 static writes_entry *entry_of(const writes_impl *w, pr_node *t)
 {
-	pr_node *root = pl_alias_root(t);
-	writes_entry *e = NULL;
-	HASH_FIND_PTR(w->by_root, &root, e);
-	return e;
+	return find_entry(w, pl_alias_root(t));
 }
 
 static pr_node *writer_between(const pr_host_writes *hw, pr_node *t, const pr_node *after,
@@ -206,7 +236,7 @@ static void host_writes_destroy(void *result)
 {
 	pr_host_writes *hw = result;
 	writes_impl *w = hw->impl;
-	HASH_CLEAR(hh, w->by_root);
+	free(w->slots);
 	for (entry_block *b = w->blocks, *next; b; b = next) {
 		next = b->next;
 		free(b);
