@@ -25,7 +25,12 @@
  * F9: error_on_per_call_copies turns each report into an error under the
  * conditions above. Set without either skip flag it can never fire, and the
  * pass says so (W-POLICY-NO-EFFECT) instead of staying silent. Without this
- * pass, nothing reports copies that run on every call. */
+ * pass, nothing reports copies that run on every call.
+ *
+ * A report builds the pieces of its message (reader descriptions, device
+ * names) only when pr_pass_diag_wanted says the message is kept: a large
+ * program has hundreds of thousands of such copies, and building pieces
+ * nobody reads would cost more than finding the copies. */
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -57,17 +62,6 @@ static const char *name_of(const pr_node *n)
 	return n->input_name ? n->input_name : n->name;
 }
 
-/* Whether the message of the diagnostic reported next is kept. The pieces of
- * a message this pass builds itself (reader descriptions, device names) are
- * built only then: with hundreds of thousands of copies, building them costs
- * more than finding the copies. pr_pass_diag formats every message it is
- * given, so every message is kept. */
-static bool message_wanted(pr_pass_ctx *ctx, pr_severity sev, const char *code)
-{
-	(void)ctx, (void)sev, (void)code;
-	return true;
-}
-
 static void report_constant(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_node *h)
 {
 	pr_node *c = pl_copy_src(h);
@@ -75,7 +69,7 @@ static void report_constant(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_no
 	pr_severity sev = err ? PR_SEV_ERROR : PR_SEV_WARNING;
 	const char *code = err ? "E-CONSTANT-COPY" : "W-CONSTANT-COPY";
 	char ds[PR_DEVICE_STR_MAX] = "", r[160] = "no reader";
-	if (message_wanted(ctx, sev, code)) {
+	if (pr_pass_diag_wanted(ctx, sev, code)) {
 		if (h->n_uses)
 			pl_describe_use(pl_first_use(h), r, sizeof r);
 		pr_device_str(h->type.tensor.device, ds);
@@ -150,7 +144,7 @@ static void report_input(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_node 
 	const char *code = f->error ? "E-INPUT-COPY" : "W-INPUT-COPY";
 	char ds[PR_DEVICE_STR_MAX] = "", onr[160] = "a delegate", offr[160] = "a reader";
 	char extra[512] = "";
-	if (message_wanted(ctx, sev, code)) {
+	if (pr_pass_diag_wanted(ctx, sev, code)) {
 		input_readers(v, c, onr, offr, extra);
 		pr_device_str(v->type.tensor.device, ds);
 	}
@@ -185,7 +179,7 @@ static void report_output(pr_pass_ctx *ctx, pr_graph *g, const flags *f, int slo
 	const char *code = f->error ? "E-OUTPUT-ON-HOST" : "W-OUTPUT-ON-HOST";
 	pr_node *x = pl_copy_src(copy);
 	char ds[PR_DEVICE_STR_MAX] = "", w[160] = "";
-	if (message_wanted(ctx, sev, code)) {
+	if (pr_pass_diag_wanted(ctx, sev, code)) {
 		pl_describe_node(writer, w, sizeof w);
 		pr_device_str(pr_node_spec(x)->device, ds);
 	}
