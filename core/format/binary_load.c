@@ -41,6 +41,15 @@ typedef struct rd_known_device {
 	pr_device dev;
 } rd_known_device;
 
+#define RD_KNOWN_LAYOUTS 64   /* a power of two */
+
+/* A layout as the file spells it and as it was interned (rd_layout_known). */
+typedef struct rd_known_layout {
+	size_t len;             /* 0: empty */
+	uint8_t raw[4 + 16 * PR_MAX_RANK];
+	const int64_t *shape, *strides;
+} rd_known_layout;
+
 typedef struct rd {
 	const char *file;
 	const uint8_t *buf;
@@ -49,6 +58,7 @@ typedef struct rd {
 	const char *section;    /* that section's name, for messages */
 	bool borrow;
 	pr_program *prog;
+	pr_graph *graph;        /* the graph being read: its args come from its storage */
 	pr_blob **blobs;        /* by index */
 	size_t n_blobs;
 	uint64_t data_off, data_size;   /* the DATA section */
@@ -56,6 +66,7 @@ typedef struct rd {
 	char *scratch;          /* the last name read (rd_name) */
 	rd_known_device known[RD_KNOWN_DEVICES];   /* devices already checked (rd_device_known) */
 	int n_known;
+	rd_known_layout *layouts;   /* RD_KNOWN_LAYOUTS, by a hash of their bytes */
 	size_t scratch_cap;
 	pr_err *err;
 } rd;
@@ -203,21 +214,25 @@ static bool rd_string(rd *r, const char *what, bool optional, char **out)
 	return true;
 }
 
+/* [A-Za-z0-9_.] as a bit set over ASCII: one shift and mask per byte of
+ * every node's name. */
+static const uint64_t name_chars[2] = {
+	0x03ff400000000000ull,   /* '.', '0'-'9' */
+	0x07fffffe87fffffeull,   /* 'A'-'Z', '_', 'a'-'z' */
+};
+
 static inline bool is_name_char(unsigned char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '_' || c == '.';
+	return c < 128 && (name_chars[c >> 6] >> (c & 63)) & 1;
 }
 
-/* A name as the text format writes after '%' or '@': [A-Za-z0-9_.]+. Every
- * name is copied again by what receives it (program.h), so *out is a
- * NUL-terminated copy in r->scratch, valid until the next rd_name: no
- * allocation per name. */
-static bool rd_name(rd *r, const char *what, bool optional, const char **out)
+/* A name as the text format writes after '%' or '@': [A-Za-z0-9_.]+, left in
+ * the file: *out points at its *len bytes (no NUL). */
+static bool rd_name_span(rd *r, const char *what, bool optional, const char **out, uint32_t *len)
 {
 	size_t at = r->pos;
 	const char *s;
-	uint32_t n;
+	uint32_t n = 0;
 	*out = NULL;
 	if (!rd_span(r, what, optional, &s, &n))
 		return false;
@@ -228,6 +243,23 @@ static bool rd_name(rd *r, const char *what, bool optional, const char **out)
 		ok = is_name_char((unsigned char)s[i]);
 	if (!ok)
 		return rd_fail(r, at, "%s is not a name, expected one or more of A-Z a-z 0-9 _ .", what);
+	*out = s;
+	*len = n;
+	return true;
+}
+
+/* The same as a NUL-terminated copy in r->scratch, valid until the next
+ * rd_name, for the few names handed to functions that take a C string
+ * (every one copies it): no allocation per name. */
+static bool rd_name(rd *r, const char *what, bool optional, const char **out)
+{
+	const char *s;
+	uint32_t n;
+	*out = NULL;
+	if (!rd_name_span(r, what, optional, &s, &n))
+		return false;
+	if (!s)
+		return true;
 	if (n >= r->scratch_cap) {
 		r->scratch_cap = (size_t)n + 64;
 		free(r->scratch);
@@ -339,8 +371,62 @@ static bool rd_dims(rd *r, const char *what, int rank, int64_t *v)
 	return true;
 }
 
-static bool rd_spec(rd *r, pr_spec *s)
+/* The file's bytes of a layout (dtype, rank, flags, reserved, shape,
+ * strides) as they were read before, checked and interned: most of a
+ * program's specs repeat a few layouts, and reading one again then costs a
+ * hash and a compare instead of its checks and an intern. */
+static size_t layout_bytes(const uint8_t *at)
 {
+	return 4 + 16 * (size_t)at[1];
+}
+
+static rd_known_layout *layout_slot(rd *r, const uint8_t *at, size_t len)
+{
+	uint32_t head;
+	memcpy(&head, at, 4);
+	uint64_t h = head, w;
+	for (size_t i = 4; i < len; i += 8) {
+		memcpy(&w, at + i, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 29;
+	}
+	return &r->layouts[(h >> 32) & (RD_KNOWN_LAYOUTS - 1)];
+}
+
+static bool rd_layout_known(rd *r, pr_spec *s)
+{
+	const uint8_t *at = r->buf + r->pos;
+	if (r->end - r->pos < 4 || at[1] > PR_MAX_RANK || r->end - r->pos < layout_bytes(at))
+		return false;
+	size_t len = layout_bytes(at);
+	const rd_known_layout *k = layout_slot(r, at, len);
+	if (k->len != len || memcmp(k->raw, at, len))
+		return false;
+	memset(s, 0, sizeof *s);
+	s->dtype = (pr_dtype)at[0];
+	s->rank = at[1];
+	s->shape = k->shape;
+	s->strides = k->strides;
+	r->pos += len;
+	return true;
+}
+
+static void rd_layout_remember(rd *r, size_t at, const pr_spec *s)
+{
+	const uint8_t *raw = r->buf + at;
+	size_t len = layout_bytes(raw);
+	rd_known_layout *k = layout_slot(r, raw, len);
+	k->len = len;
+	memcpy(k->raw, raw, len);
+	k->shape = s->shape;
+	k->strides = s->strides;
+}
+
+/* A spec's layout: dtype, rank, flags and dims, all checked. */
+static bool rd_layout(rd *r, pr_spec *s)
+{
+	if (rd_layout_known(r, s))
+		return true;
 	size_t at = r->pos;
 	uint8_t dtype, rank, flags, reserved;
 	if (!rd_u8(r, "a dtype", &dtype) || !rd_u8(r, "a rank", &rank) ||
@@ -363,9 +449,18 @@ static bool rd_spec(rd *r, pr_spec *s)
 	    !rd_spec_sizes(r, at, &read))
 		return false;
 	pr_spec_set_layout(s, rank, shape, strides);
+	rd_layout_remember(r, at, s);
+	return true;
+}
+
+static bool rd_spec(rd *r, pr_spec *s)
+{
+	size_t at = r->pos;
+	if (!rd_layout(r, s))
+		return false;
 	if (!rd_device(r, "the tensor's device", &s->device))
 		return false;
-	s->has_mem = flags & PRB_SPEC_HAS_MEM;
+	s->has_mem = r->buf[at + 2] & PRB_SPEC_HAS_MEM;   /* the flags, checked */
 	if (!s->has_mem)
 		return true;
 	size_t oat;
@@ -407,17 +502,6 @@ static bool rd_type(rd *r, pr_type *t)
 }
 
 /* ---- arguments ---------------------------------------------------------------- */
-
-static void args_free(pr_arg *args, int n)
-{
-	for (int i = 0; i < n; i++) {
-		if (args[i].kind == PR_ARG_STRING)
-			free(args[i].u.s);
-		else if (args[i].kind == PR_ARG_LIST)
-			args_free(args[i].u.list.items, args[i].u.list.n);
-	}
-	free(args);
-}
 
 static bool rd_args(rd *r, pr_node **nodes, uint64_t self, pr_arg **out, int *n_out);
 
@@ -468,10 +552,14 @@ static bool rd_arg(rd *r, pr_node **nodes, uint64_t self, pr_arg *a)
 		break;
 	case PR_ARG_NONE:
 		break;
-	case PR_ARG_STRING:
-		if (!rd_string(r, "a string argument", false, &a->u.s))
+	case PR_ARG_STRING: {
+		const char *str;
+		uint32_t len;
+		if (!rd_span(r, "a string argument", false, &str, &len))
 			return false;
+		a->u.s = (char *)pr_program_intern(r->prog, str, len);   /* graph args' strings */
 		break;
+	}
 	case PR_ARG_LIST:
 		if (r->depth >= PRB_MAX_LIST_DEPTH)
 			return rd_fail(r, at, "argument lists nest deeper than %d, expected at most %d levels",
@@ -487,18 +575,17 @@ static bool rd_arg(rd *r, pr_node **nodes, uint64_t self, pr_arg *a)
 	return true;
 }
 
+/* Arguments are the graph's storage (pr_graph_new_args): no malloc per node,
+ * and nothing to free on error, the graph owns them. */
 static bool rd_args(rd *r, pr_node **nodes, uint64_t self, pr_arg **out, int *n_out)
 {
 	uint32_t n;
 	if (!rd_count(r, "the argument count", PRB_MIN_ARG, &n))
 		return false;
-	pr_arg *args = pr_xcalloc(n ? n : 1, sizeof *args);
-	for (uint32_t i = 0; i < n; i++) {
-		if (!rd_arg(r, nodes, self, &args[i])) {
-			args_free(args, (int)i);
+	pr_arg *args = pr_graph_new_args(r->graph, (int)n);
+	for (uint32_t i = 0; i < n; i++)
+		if (!rd_arg(r, nodes, self, &args[i]))
 			return false;
-		}
-	}
 	*out = args;
 	*n_out = (int)n;
 	return true;
@@ -678,7 +765,7 @@ static bool rd_node_args(rd *r, pr_node **nodes, uint64_t self, pr_node *n)
 	int count;
 	if (!rd_args(r, nodes, self, &args, &count))
 		return false;
-	pr_node_set_args(n, args, count);
+	pr_node_set_graph_args(n, args, count);
 	return true;
 }
 
@@ -773,14 +860,16 @@ static bool rd_node_rest(rd *r, pr_node **nodes, uint64_t self, pr_node *n)
 	return false;
 }
 
-/* A node is appended to its graph as soon as its name and type are known, so
- * that whatever is read into it later is freed with the program on error. */
+/* A node is appended to its graph as soon as its name is known, so that
+ * whatever is read into it later is freed with the program on error. Its
+ * name is interned straight from the file's bytes and hashed once: the
+ * append's own probe is the duplicate check. */
 static bool rd_node(rd *r, pr_graph *g, pr_node **nodes, uint64_t self, uint64_t count)
 {
 	size_t at = r->pos;
 	uint8_t kind;
 	const char *name;
-	pr_type type;
+	uint32_t len;
 	if (!rd_u8(r, "a node kind", &kind))
 		return false;
 	if (kind > PR_NODE_RETURN)
@@ -791,22 +880,21 @@ static bool rd_node(rd *r, pr_graph *g, pr_node **nodes, uint64_t self, uint64_t
 			       "of the graph", (unsigned long long)self, (unsigned long long)count,
 			       kind == PR_NODE_RETURN ? "a return" : "not a return");
 	size_t name_at = r->pos;
-	if (!rd_name(r, "the node's name", true, &name))
+	if (!rd_name_span(r, "the node's name", true, &name, &len))
 		return false;
-	if (name && pr_graph_find(g, name)) {
-		return rd_fail(r, name_at, "%%%s is defined twice in @%s, expected unique names", name,
-			       g->name);
-	}
-	if (!rd_type(r, &type)) {
-		free(type.elems);
-		return false;
-	}
-	pr_node *n = pr_graph_new_node(g, (pr_node_kind)kind, name);
-	n->type = type;
+	pr_node *n = pr_graph_new_node(g, (pr_node_kind)kind, NULL);
+	if (name)   /* what pr_graph_new_node(g, kind, name) leaves, without a strlen and a hash */
+		n->name = pr_program_intern(r->prog, name, len);
 	pr_err *e = pr_graph_append(g, n);
-	PR_ASSERT(!e);   /* the name was checked above */
+	if (e) {   /* the one way it fails: the name is taken */
+		pr_err_free(e);
+		rd_fail(r, name_at, "%%%s is defined twice in @%s, expected unique names", n->name,
+			g->name);
+		pr_graph_erase(n);
+		return false;
+	}
 	nodes[self] = n;
-	return rd_node_rest(r, nodes, self, n);
+	return rd_type(r, &n->type) && rd_node_rest(r, nodes, self, n);
 }
 
 static bool rd_graph(rd *r, pr_graph *g)
@@ -824,6 +912,7 @@ static bool rd_graph(rd *r, pr_graph *g)
 		return rd_fail(r, at, "@%s has no nodes, expected at least its return node", g->name);
 	pr_node **nodes = pr_xcalloc((size_t)count, sizeof *nodes);
 	pr_graph_reserve_nodes(g, (size_t)count);
+	r->graph = g;
 	bool ok = true;
 	for (uint64_t i = 0; i < count && ok; i++)
 		ok = rd_node(r, g, nodes, i, count);
@@ -1080,12 +1169,14 @@ pr_err *pr_binary_load(const char *filename, const uint8_t *buf, size_t len, boo
 	r.data_off = secs[PRB_SEC_DATA].off;
 	r.data_size = secs[PRB_SEC_DATA].size;
 	r.prog = pr_program_new();
+	r.layouts = pr_xcalloc(RD_KNOWN_LAYOUTS, sizeof *r.layouts);
 	bool ok = rd_section(&r, secs, PRB_SEC_SCHEMAS, rd_schemas) &&
 		  rd_section(&r, secs, PRB_SEC_BLOBS, rd_blobs) &&
 		  rd_section(&r, secs, PRB_SEC_DELEGATES, rd_delegates) &&
 		  rd_section(&r, secs, PRB_SEC_METHODS, rd_methods);
 	free(r.blobs);
 	free(r.scratch);
+	free(r.layouts);
 	if (!ok) {
 		pr_program_free(r.prog);
 		return r.err;
