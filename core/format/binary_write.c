@@ -9,8 +9,12 @@
  * DATA. DATA is then appended at the next 64-byte boundary, and the header and
  * section table are filled in last, when every size is known.
  *
- * Nodes, schemas, delegates and blobs are referred to by index; a pointer ->
- * index table (open addressing) keeps that linear in the program's size.
+ * Nodes, schemas, delegates and blobs are referred to by index. A node's
+ * index is in its scratch while its graph is written (one load per value
+ * read, no hash: at a million nodes a table misses the cache on every
+ * read); the graph's scratch values are saved first and put back after, so
+ * a caller's survive. Schemas, delegates and blobs, few, go through a
+ * pointer -> index table (open addressing).
  * Value references must point backwards (a value is defined before it is
  * read), which the loader relies on, so the writer refuses a graph that is out
  * of order rather than write a file the loader would reject. */
@@ -170,7 +174,7 @@ static bool pm_get(const ptrmap *m, const void *k, uint64_t *v)
 typedef struct writer {
 	const pr_program *prog;
 	ptrmap schemas, delegates, blobs;
-	ptrmap nodes;          /* of the graph being written */
+	const pr_graph *graph; /* being written; its nodes' scratch holds index + 1 once written */
 	wbuf data;             /* the DATA section */
 	pr_err *err;
 } writer;
@@ -301,6 +305,15 @@ static bool w_data(writer *w, wbuf *b, const pr_node *n)
 	return true;
 }
 
+/* The index of v, a node written before in the graph being written. */
+static inline bool node_index(const writer *w, const pr_node *v, uint64_t *ix)
+{
+	if (!v || v->graph != w->graph || !v->scratch)
+		return false;
+	*ix = (uint64_t)(uintptr_t)v->scratch - 1;
+	return true;
+}
+
 static bool w_args(writer *w, wbuf *b, const pr_node *n, const pr_arg *args, int count)
 {
 	wb_u32(b, (uint32_t)count);
@@ -310,7 +323,7 @@ static bool w_args(writer *w, wbuf *b, const pr_node *n, const pr_arg *args, int
 		uint64_t ix;
 		switch (a->kind) {
 		case PR_ARG_VALUE:
-			if (!pm_get(&w->nodes, a->u.value, &ix))
+			if (!node_index(w, a->u.value, &ix))
 				return w_fail(w, pr_err_new("cannot write @%s: %%%s reads a value that is "
 							    "not defined before it in the graph",
 							    n->graph->name, n->name ? n->name : "(a statement)"));
@@ -389,21 +402,42 @@ static bool w_graph_shape(writer *w, const pr_graph *g, uint64_t *count)
 	return true;
 }
 
+/* Each node's scratch into saved (count of them), cleared: not written yet. */
+static void scratch_save(const pr_graph *g, void **saved)
+{
+	size_t i = 0;
+	pr_graph_for_each(g, n) {
+		saved[i++] = n->scratch;
+		n->scratch = NULL;
+	}
+}
+
+static void scratch_restore(const pr_graph *g, void *const *saved)
+{
+	size_t i = 0;
+	pr_graph_for_each(g, n)
+		n->scratch = saved[i++];
+}
+
 static bool w_graph(writer *w, wbuf *b, const pr_graph *g)
 {
 	uint64_t count;
 	if (!w_graph_shape(w, g, &count))
 		return false;
 	wb_u64(b, count);
-	pm_init(&w->nodes, (size_t)count);
-	uint64_t i = 0;
+	void **saved = pr_xmalloc((size_t)count * sizeof *saved);
+	scratch_save(g, saved);
+	w->graph = g;
+	uintptr_t i = 0;
 	bool ok = true;
 	pr_graph_for_each(g, n) {
 		if (!(ok = w_node(w, b, n)))
 			break;
-		pm_put(&w->nodes, n, i++);
+		n->scratch = (void *)++i;
 	}
-	pm_free(&w->nodes);
+	w->graph = NULL;
+	scratch_restore(g, saved);
+	free(saved);
 	return ok;
 }
 
