@@ -73,30 +73,57 @@ static bool tp_keyword(tp *p, const char *w, size_t k, const char *kw)
 	return tp_word_is(w, k, kw) && !(p->pos + 1 < p->n && p->s[p->pos] == ':' && p->s[p->pos + 1] == ':');
 }
 
-static void tp_args_free(pr_arg *a, int n)
-{
-	for (int i = 0; i < n; i++) {
-		if (a[i].kind == PR_ARG_STRING)
-			free(a[i].u.s);
-		else if (a[i].kind == PR_ARG_LIST)
-			tp_args_free(a[i].u.list.items, a[i].u.list.n);
-	}
-	free(a);
-}
-
 /* ---- arguments -------------------------------------------------------- */
 
+/* Arguments being read, on the stack while they fit in inl; once complete
+ * they move into the graph's storage (tp_args_to_graph), as do list items,
+ * and string arguments are interned: nothing of them is malloc'd per node,
+ * and nothing is left to free on an error. */
+#define TP_INLINE_ARGS 8
+
 typedef struct tp_args {
-	pr_arg *v;
+	pr_arg *v;            /* inl, or malloc'd once more are read */
 	int n, cap;
+	pr_arg inl[TP_INLINE_ARGS];
 } tp_args;
+
+static void tp_args_init(tp_args *a)
+{
+	a->v = a->inl;
+	a->n = 0;
+	a->cap = TP_INLINE_ARGS;
+}
 
 static pr_arg *tp_args_push(tp_args *a)
 {
-	PR_GROW(a->v, a->n, a->cap);
+	if (a->n == a->cap) {
+		a->cap *= 2;
+		if (a->v == a->inl)
+			a->v = memcpy(pr_xmalloc((size_t)a->cap * sizeof *a->v), a->inl, sizeof a->inl);
+		else
+			a->v = pr_xrealloc(a->v, (size_t)a->cap * sizeof *a->v);
+	}
 	pr_arg *x = &a->v[a->n++];
 	memset(x, 0, sizeof *x);
 	return x;
+}
+
+static void tp_args_done(tp_args *a)
+{
+	if (a->v != a->inl)
+		free(a->v);
+	tp_args_init(a);
+}
+
+/* The args read, as g's storage (pr_graph_new_args); a is emptied. */
+static pr_arg *tp_args_to_graph(pr_graph *g, tp_args *a, int *n)
+{
+	pr_arg *out = pr_graph_new_args(g, a->n);
+	if (a->n)
+		memcpy(out, a->v, (size_t)a->n * sizeof *out);
+	*n = a->n;
+	tp_args_done(a);
+	return out;
 }
 
 /* '%' NAME: the value it names, which must be defined earlier in g. */
@@ -120,7 +147,8 @@ static bool tp_list(tp *p, pr_graph *g, pr_arg *a, size_t at)
 	if (++p->depth > TP_MAX_LIST_DEPTH)
 		return tp_error_at(p, at, "expected lists nested at most %d deep, found deeper nesting",
 				   TP_MAX_LIST_DEPTH);
-	tp_args items = {0};
+	tp_args items;
+	tp_args_init(&items);
 	bool ok = true;
 	a->kind = PR_ARG_LIST;
 	if (!tp_accept(p, ']')) {
@@ -129,8 +157,7 @@ static bool tp_list(tp *p, pr_graph *g, pr_arg *a, size_t at)
 		while (ok && tp_accept(p, ','));
 		ok = ok && tp_expect(p, ']', "',' or ']' in a list");
 	}
-	a->u.list.n = items.n;
-	a->u.list.items = items.v;
+	a->u.list.items = tp_args_to_graph(g, &items, &a->u.list.n);
 	p->depth--;
 	return ok;
 }
@@ -144,8 +171,13 @@ static bool tp_arg(tp *p, pr_graph *g, pr_arg *a)
 		return (a->u.value = tp_value_ref(p, g)) != NULL;
 	}
 	if (c == '"') {
-		a->kind = PR_ARG_STRING;
-		return tp_string(p, &a->u.s);
+		char *str;
+		if (!tp_string(p, &str))
+			return false;
+		a->kind = PR_ARG_STRING;   /* graph args' strings are interned */
+		a->u.s = (char *)pr_program_intern(p->prog, str, strlen(str));
+		free(str);
+		return true;
 	}
 	if (c == '[') {
 		p->pos++;
@@ -257,6 +289,14 @@ static bool tp_append(tp *p, pr_graph *g, pr_node *n, size_t at)
 	return false;
 }
 
+/* n's args: what a read, in g's storage. */
+static void tp_set_args(pr_graph *g, pr_node *n, tp_args *a)
+{
+	int count;
+	pr_arg *args = tp_args_to_graph(g, a, &count);
+	pr_node_set_graph_args(n, args, count);
+}
+
 /* OP(args) with the op name at the cursor; n has its name and type. */
 static bool tp_op_call(tp *p, pr_graph *g, pr_node *n)
 {
@@ -266,17 +306,18 @@ static bool tp_op_call(tp *p, pr_graph *g, pr_node *n)
 	/* Usually declared already; otherwise keep the name for the end. */
 	pr_schema *s = pr_program_find_schema(p->prog, p->scratch.data);
 	char *op = s ? NULL : pr_xstrdup(p->scratch.data);
-	tp_args args = {0};
+	tp_args args;
+	tp_args_init(&args);
 	bool ok = tp_call_args(p, g, &args);
 	if (!ok) {
-		tp_args_free(args.v, args.n);
+		tp_args_done(&args);
 		free(op);
 		return false;
 	}
-	pr_node_set_args(n, args.v, args.n);
+	tp_set_args(g, n, &args);
 	n->schema = s;
 	if (s)
-		ok = tp_check_arity(p, s, args.n, p->line, tp_col(p, at));
+		ok = tp_check_arity(p, s, n->n_args, p->line, tp_col(p, at));
 	else
 		tp_pend(p, TP_PEND_OP, n, op, at);
 	free(op);
@@ -450,10 +491,10 @@ static bool tp_getitem(tp *p, pr_graph *g, pr_node *n)
 		return false;
 	if (n->index < 0)
 		return tp_expected(p, at, "an index (an integer >= 0)");
-	pr_arg *a = pr_xcalloc(1, sizeof *a);
+	pr_arg *a = pr_graph_new_args(g, 1);
 	a->kind = PR_ARG_VALUE;
 	a->u.value = v;
-	pr_node_set_args(n, a, 1);
+	pr_node_set_graph_args(n, a, 1);
 	return true;
 }
 
@@ -464,15 +505,16 @@ static bool tp_delegate_call(tp *p, pr_graph *g, pr_node *n)
 	if (!tp_expect(p, '@', "'@' and the delegate's name") || !tp_name(p, "a delegate name after '@'"))
 		return false;
 	char *name = pr_xstrdup(p->scratch.data);
-	tp_args args = {0};
+	tp_args args;
+	tp_args_init(&args);
 	bool ok = tp_call_args(p, g, &args);
 	if (ok) {
-		pr_node_set_args(n, args.v, args.n);
+		tp_set_args(g, n, &args);
 		n->delegate = pr_program_find_delegate(p->prog, name);
 		if (!n->delegate)
 			tp_pend(p, TP_PEND_DELEGATE, n, name, at);
 	} else {
-		tp_args_free(args.v, args.n);
+		tp_args_done(&args);
 	}
 	free(name);
 	return ok;
@@ -504,11 +546,13 @@ static bool tp_value_stmt(tp *p, pr_graph *g)
 	p->pos++;
 	if (!tp_name(p, "a value name after '%'"))
 		return false;
-	pr_node *old = pr_graph_find(g, p->scratch.data);
+	const char *name = pr_program_intern(p->prog, p->scratch.data, p->scratch.len);
+	pr_node *old = pr_graph_find(g, name);
 	if (old)
 		return tp_error_at(p, at, "duplicate name '%%%s': expected a name not yet used in '@%s' "
-				   "(first defined at line %u)", p->scratch.data, g->name, old->line);
-	pr_node *n = pr_node_new(PR_NODE_OP, p->scratch.data);
+				   "(first defined at line %u)", name, g->name, old->line);
+	pr_node *n = pr_graph_new_node(g, PR_NODE_OP, NULL);
+	n->name = name;   /* what pr_graph_new_node(g, kind, name) leaves, without interning it again */
 	bool ok = tp_expect(p, ':', "':' and the value's type") && tp_type(p, &n->type) &&
 		  tp_expect(p, '=', "'=' after the type") && tp_rhs(p, g, n);
 	/* Appended even after an error, so the program frees it with the rest. */
@@ -520,7 +564,7 @@ static bool tp_value_stmt(tp *p, pr_graph *g)
 static bool tp_call_stmt(tp *p, pr_graph *g)
 {
 	size_t at = p->pos;
-	pr_node *n = pr_node_new(PR_NODE_OP, NULL);
+	pr_node *n = pr_graph_new_node(g, PR_NODE_OP, NULL);
 	n->type.kind = PR_TYPE_NONE;
 	bool ok = tp_op_call(p, g, n);
 	return tp_append(p, g, n, at) && ok && tp_end_stmt(p, "the op call");
@@ -530,7 +574,8 @@ static bool tp_call_stmt(tp *p, pr_graph *g)
 static bool tp_return_stmt(tp *p, pr_graph *g)
 {
 	size_t at = p->pos;
-	tp_args args = {0};
+	tp_args args;
+	tp_args_init(&args);
 	pr_writeback *wb = NULL;
 	bool ok = true;
 	if (!tp_at_eol(p)) {
@@ -559,8 +604,8 @@ static bool tp_return_stmt(tp *p, pr_graph *g)
 			}
 		} while (ok && tp_accept(p, ','));
 	}
-	pr_node *n = pr_node_new(PR_NODE_RETURN, NULL);
-	pr_node_set_args(n, args.v, args.n);
+	pr_node *n = pr_graph_new_node(g, PR_NODE_RETURN, NULL);
+	tp_set_args(g, n, &args);
 	n->writebacks = wb;
 	if (!tp_append(p, g, n, at))
 		return false;
