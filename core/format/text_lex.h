@@ -29,6 +29,7 @@ typedef struct tp_pending {
 } tp_pending;
 
 typedef struct tp_seen tp_seen;
+typedef struct tp_known_shape tp_known_shape;
 
 typedef struct tp {
 	const char *file;
@@ -43,6 +44,7 @@ typedef struct tp {
 	tp_seen *seen;        /* top-level names -> the line that defined them */
 	pr_strbuf scratch;    /* a NUL-terminated copy of the last name read */
 	int depth;            /* list nesting */
+	tp_known_shape *shapes;   /* text_parse_type.c's cache, or NULL; freed with p */
 } tp;
 
 /* Errors. */

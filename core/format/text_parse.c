@@ -951,6 +951,7 @@ pr_err *pr_text_parse(const char *filename, const char *text, size_t len, pr_pro
 	free(p.pend);
 	tp_seen_free(&p);
 	pr_strbuf_free(&p.scratch);
+	free(p.shapes);
 	if (!ok) {
 		pr_program_free(p.prog);
 		return p.err ? p.err : pr_err_new("%s: cannot parse", p.file);

@@ -165,10 +165,70 @@ static bool tp_check_span(tp *p, size_t at, const pr_spec *s)
 	return true;
 }
 
-static bool tp_spec(tp *p, pr_spec *s)
+/* A DTYPE[DIMS] text parsed before, as its bytes and the contiguous spec it
+ * gave: a program spells a few shapes a million times, and a shape seen
+ * before then costs a hash and a compare instead of its parse, checks and
+ * intern. Only a parse that succeeded is kept, so equal bytes give the same
+ * spec and end at the same place (at their first ']'). */
+#define TP_KNOWN_SHAPES 64     /* a power of two */
+#define TP_SHAPE_TEXT_MAX 56   /* longer texts are always parsed */
+
+struct tp_known_shape {
+	uint32_t len;           /* 0: empty */
+	char text[TP_SHAPE_TEXT_MAX];
+	pr_spec spec;
+};
+
+static tp_known_shape *shape_slot(tp *p, const char *t, size_t len)
 {
-	const char *w;
+	if (!p->shapes)
+		p->shapes = pr_xcalloc(TP_KNOWN_SHAPES, sizeof *p->shapes);
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)t[i]) * 0x100000001b3ull;
+	return &p->shapes[(h >> 32) & (TP_KNOWN_SHAPES - 1)];
+}
+
+/* The length of the text from the cursor to its first ']' (included) when
+ * it is short enough to be a known shape's, else 0. */
+static size_t shape_text_len(const tp *p)
+{
+	size_t room = p->n - p->pos < TP_SHAPE_TEXT_MAX ? p->n - p->pos : TP_SHAPE_TEXT_MAX;
+	const char *end = memchr(p->s + p->pos, ']', room);
+	return end ? (size_t)(end - (p->s + p->pos)) + 1 : 0;
+}
+
+static bool tp_shape_known(tp *p, pr_spec *s)
+{
+	size_t len = shape_text_len(p);
+	if (!len)
+		return false;
+	const tp_known_shape *k = shape_slot(p, p->s + p->pos, len);
+	if (k->len != len || memcmp(k->text, p->s + p->pos, len))
+		return false;
+	*s = k->spec;
+	p->pos += len;
+	return true;
+}
+
+static void tp_shape_remember(tp *p, size_t at, const pr_spec *s)
+{
+	size_t len = p->pos - at;
+	if (len > TP_SHAPE_TEXT_MAX || p->s[p->pos - 1] != ']')
+		return;
+	tp_known_shape *k = shape_slot(p, p->s + at, len);
+	k->len = (uint32_t)len;
+	memcpy(k->text, p->s + at, len);
+	k->spec = *s;
+}
+
+/* DTYPE[DIMS]: a contiguous spec on the host. */
+static bool tp_shape(tp *p, pr_spec *s)
+{
 	size_t at = (tp_ws(p), p->pos);
+	if (tp_shape_known(p, s))
+		return true;
+	const char *w;
 	size_t k = tp_word(p, &w);
 	pr_dtype dt;
 	if (!k || !pr_dtype_parse(w, k, &dt)) {
@@ -176,7 +236,7 @@ static bool tp_spec(tp *p, pr_spec *s)
 		return tp_expected(p, at, "a type (a dtype f32 f16 bf16 f64 i64 i32 i16 i8 u8 bool with a "
 				   "shape like f32[2,3], a tuple (T, ...) or int)");
 	}
-	int64_t shape[PR_MAX_RANK], strides[PR_MAX_RANK];
+	int64_t shape[PR_MAX_RANK];
 	int rank;
 	size_t over;
 	if (!tp_int_list(p, "a dimension", shape, &rank, &over))
@@ -187,6 +247,16 @@ static bool tp_spec(tp *p, pr_spec *s)
 	if (!tp_check_shape(p, at, dt, shape, rank))
 		return false;
 	pr_spec_init(s, dt, rank, shape);
+	tp_shape_remember(p, at, s);
+	return true;
+}
+
+static bool tp_spec(tp *p, pr_spec *s)
+{
+	size_t at = (tp_ws(p), p->pos);
+	if (!tp_shape(p, s))
+		return false;
+	int64_t strides[PR_MAX_RANK];
 	if (tp_accept(p, '@') && !tp_device(p, &s->device))
 		return false;
 	bool has_strides = false;

@@ -151,6 +151,40 @@ Test(text, types)
 	pr_program_free(p);
 }
 
+/* The parser keeps the shapes it has read and hands a repeated one out
+ * again: each use still gets its own device and strides, and text that
+ * differs only in blanks gives an equal spec. */
+Test(text, repeated_shapes_keep_their_own_attributes)
+{
+	const char *src = "passrun 1\nmethod @m {\n"
+		"  %a: f32[2,3] = input user \"a\"\n"
+		"  %b: f32[2,3]@cuda:1 = input user \"b\"\n"
+		"  %c: f32[2,3]{strides=[1,2]} = input user \"c\"\n"
+		"  %d: f32[ 2, 3 ] = input user \"d\"\n"
+		"  %e: f32[2,3] = input user \"e\"\n"
+		"  %f: i64[2,3] = input user \"f\"\n"
+		"  return %a, %b, %c, %d, %e, %f\n}\n";
+	pr_program *p = NULL;
+	pr_err *e = pr_text_parse("t.pg", src, strlen(src), &p);
+	cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
+	pr_graph *g = p->methods[0];
+	const pr_spec *a = &node(g, "a")->type.tensor, *b = &node(g, "b")->type.tensor;
+	const pr_spec *c = &node(g, "c")->type.tensor, *d = &node(g, "d")->type.tensor;
+	const pr_spec *s = &node(g, "e")->type.tensor, *f = &node(g, "f")->type.tensor;
+	cr_expect(pr_device_is_host(a->device) && pr_device_is_host(s->device));
+	cr_expect_str_eq(b->device.type, "cuda");
+	cr_expect_eq(b->device.index, 1);
+	cr_expect(pr_spec_same_layout(a, b) && pr_spec_is_contiguous(b));
+	cr_expect(!pr_spec_is_contiguous(c));
+	cr_expect_eq(c->strides[0], 1);
+	cr_expect_eq(c->strides[1], 2);
+	cr_expect(pr_spec_equal(a, d) && pr_spec_equal(a, s));
+	cr_expect(pr_spec_is_contiguous(s), "the strides of %%c are not kept for a later f32[2,3]");
+	cr_expect_eq(f->dtype, PR_I64);
+	cr_expect(!pr_spec_equal(a, f));
+	pr_program_free(p);
+}
+
 Test(text, data)
 {
 	pr_program *p = parse_src("tests/text/data.pg");
