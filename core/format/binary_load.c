@@ -860,6 +860,20 @@ static bool rd_node_rest(rd *r, pr_node **nodes, uint64_t self, pr_node *n)
 	return false;
 }
 
+/* Inputs, delegate calls and getitems always have a result, and the text
+ * writes it only as %NAME: TYPE = ...; an op may be a statement without one,
+ * and a return has none. */
+static bool needs_name(pr_node_kind kind)
+{
+	return kind == PR_NODE_INPUT || kind == PR_NODE_DELEGATE || kind == PR_NODE_GETITEM;
+}
+
+static const char *node_kind_word(pr_node_kind kind)
+{
+	return kind == PR_NODE_INPUT ? "an input" : kind == PR_NODE_DELEGATE ? "a delegate call"
+									: "a getitem";
+}
+
 /* A node is appended to its graph as soon as its name is known, so that
  * whatever is read into it later is freed with the program on error. Its
  * name is interned straight from the file's bytes and hashed once: the
@@ -882,6 +896,10 @@ static bool rd_node(rd *r, pr_graph *g, pr_node **nodes, uint64_t self, uint64_t
 	size_t name_at = r->pos;
 	if (!rd_name_span(r, "the node's name", true, &name, &len))
 		return false;
+	if (!name && needs_name((pr_node_kind)kind))
+		return rd_fail(r, name_at, "node %llu (%s) has no name, expected one: its result is "
+			       "read by name (the text's %%NAME: TYPE = ...)", (unsigned long long)self,
+			       node_kind_word((pr_node_kind)kind));
 	pr_node *n = pr_graph_new_node(g, (pr_node_kind)kind, NULL);
 	if (name)   /* what pr_graph_new_node(g, kind, name) leaves, without a strlen and a hash */
 		n->name = pr_program_intern(r->prog, name, len);

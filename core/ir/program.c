@@ -474,7 +474,8 @@ static pr_use *use_block_get(pr_graph_store *st, int k)
 	pr_use *b = st->free_uses[k];
 	if (b) {
 		UNPOISON(b, sizeof *b << k);
-		memcpy(&st->free_uses[k], b, sizeof(pr_use *));
+		const void *link = b;   /* a free block's first bytes hold the next one */
+		memcpy(&st->free_uses[k], link, sizeof st->free_uses[k]);
 		return b;
 	}
 	return arena_alloc(&st->mem, sizeof *b << k, _Alignof(pr_use));
@@ -483,7 +484,8 @@ static pr_use *use_block_get(pr_graph_store *st, int k)
 static void use_block_put(pr_graph_store *st, pr_use *b, int cap)
 {
 	int k = use_class(cap);
-	memcpy(b, &st->free_uses[k], sizeof(pr_use *));
+	void *link = b;
+	memcpy(link, &st->free_uses[k], sizeof st->free_uses[k]);
 	st->free_uses[k] = b;
 	POISON((char *)b + sizeof(pr_use *), (sizeof *b << k) - sizeof(pr_use *));
 }
