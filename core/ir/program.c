@@ -345,11 +345,11 @@ typedef struct strtab {
 	arena mem;
 } strtab;
 
-static const char *strtab_intern(strtab *t, const char *s, size_t n)
+/* s's copy in t, h being str_hash(s, n). */
+static const char *strtab_intern_hashed(strtab *t, const char *s, size_t n, uint32_t h)
 {
 	PR_ASSERT(n < UINT32_MAX);
 	hslots_fit(&t->slots, &t->mask, STRINGS_FIRST, t->n + 1);
-	uint32_t h = str_hash(s, n);
 	uint32_t i = h & t->mask;
 	for (; t->slots[i].key; i = (i + 1) & t->mask) {
 		const char *old = t->slots[i].key;
@@ -365,6 +365,11 @@ static const char *strtab_intern(strtab *t, const char *s, size_t n)
 	t->slots[i] = (hslot){.key = copy, .hash = h};
 	t->n++;
 	return copy;
+}
+
+static const char *strtab_intern(strtab *t, const char *s, size_t n)
+{
+	return strtab_intern_hashed(t, s, n, str_hash(s, n));
 }
 
 static void strtab_free(strtab *t)
@@ -902,25 +907,81 @@ static void name_remove(pr_graph *g, pr_node *n)
 		names_delete(st, s);
 }
 
-char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next)
+/* Room a fresh-name suffix takes: "_" and the digits of an int. */
+#define FRESH_SUFFIX_MAX 12
+
+static bool name_taken(const pr_graph_store *st, const char *name, uint32_t h)
+{
+	return st->names_n && names_probe(st, name, h)->key;
+}
+
+/* Writes "_i" at s; returns its length. */
+static size_t put_suffix(char *s, int i)
+{
+	char digits[FRESH_SUFFIX_MAX];
+	size_t n = 0, len = 0;
+	unsigned v = (unsigned)i;
+	do
+		digits[n++] = (char)('0' + v % 10);
+	while (v /= 10);
+	s[len++] = '_';
+	while (n)
+		s[len++] = digits[--n];
+	s[len] = 0;
+	return len;
+}
+
+/* Turns buf (base, base_len bytes, with FRESH_SUFFIX_MAX + 1 bytes of room
+ * after it) into the first name not used in st: base itself when *next is
+ * 0, else base_i for i from *next (1 at least); *next (may be NULL) is left
+ * after it. Returns the name's length, its hash in *h: each candidate is
+ * hashed once. */
+static size_t fresh_name_in(const pr_graph_store *st, char *buf, size_t base_len, int *next,
+			    uint32_t *h)
 {
 	int from = next ? *next : 0;
-	if (from == 0 && !pr_graph_find(g, base)) {
+	buf[base_len] = 0;
+	*h = str_hash(buf, base_len);
+	if (from == 0 && !name_taken(st, buf, *h)) {
 		if (next)
 			*next = 1;
-		return pr_xstrdup(base);
+		return base_len;
 	}
-	size_t len = strlen(base), room = len + 16;
-	char *name = pr_xmalloc(room);
-	memcpy(name, base, len);
 	for (int i = from > 0 ? from : 1;; i++) {
-		snprintf(name + len, room - len, "_%d", i);
-		if (!pr_graph_find(g, name)) {
+		size_t len = base_len + put_suffix(buf + base_len, i);
+		*h = str_hash(buf, len);
+		if (!name_taken(st, buf, *h)) {
 			if (next)
 				*next = i + 1;
-			return name;
+			return len;
 		}
 	}
+}
+
+char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next)
+{
+	size_t len = strlen(base);
+	char *name = pr_xmalloc(len + FRESH_SUFFIX_MAX + 1);
+	uint32_t h;
+	memcpy(name, base, len);
+	fresh_name_in(g->store, name, len, next, &h);
+	return name;
+}
+
+pr_node *pr_graph_new_node_fresh(pr_graph *g, pr_node_kind kind, const char *base,
+				 size_t base_len, int *next)
+{
+	char stack[128], *buf = stack;
+	if (base_len + FRESH_SUFFIX_MAX + 1 > sizeof stack)
+		buf = pr_xmalloc(base_len + FRESH_SUFFIX_MAX + 1);
+	memcpy(buf, base, base_len);
+	uint32_t h;
+	size_t len = fresh_name_in(g->store, buf, base_len, next, &h);
+	pr_node *n = pr_graph_new_node(g, kind, NULL);
+	n->name = strtab_intern_hashed(strings_of(g->program), buf, len, h);
+	if (buf != stack)
+		free(buf);
+	return n;
 }
 
 char *pr_graph_fresh_name(const pr_graph *g, const char *base)
