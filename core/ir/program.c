@@ -756,14 +756,24 @@ pr_node *pr_node_alias_value(const pr_node *n, int r)
 
 /* ---- mutable buffers ------------------------------------------------------ */
 
-typedef struct buffer_name {
-	const char *name;       /* the return node's own string */
-	UT_hash_handle hh;
-} buffer_name;
-
+/* The write-back targets' names, borrowed from the return node, in an
+ * open-addressing table by their hash: no malloc per name, one hash and
+ * (mostly) one slot per question. */
 struct pr_mutable_buffers {
-	buffer_name *set;
+	hslot *slots;
+	uint32_t mask, n;
 };
+
+/* The slot of name (hash h), or the empty slot where it would go. */
+static hslot *buffer_slot(const pr_mutable_buffers *b, const char *name, uint32_t h)
+{
+	uint32_t i = h & b->mask;
+	for (;; i = (i + 1) & b->mask) {
+		hslot *s = &b->slots[i];
+		if (!s->key || (s->hash == h && !strcmp(s->key, name)))
+			return s;
+	}
+}
 
 pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g)
 {
@@ -771,37 +781,33 @@ pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g)
 	const pr_node *ret = pr_graph_return(g);
 	for (int i = 0; ret && ret->writebacks && i < ret->n_args; i++) {
 		const pr_writeback *w = &ret->writebacks[i];
-		buffer_name *e = NULL;
 		if (w->kind != PR_WRITEBACK_BUFFER || !w->target)
 			continue;
-		HASH_FIND_STR(b->set, w->target, e);
-		if (e)
-			continue;
-		e = pr_xmalloc(sizeof *e);
-		e->name = w->target;
-		HASH_ADD_KEYPTR(hh, b->set, e->name, strlen(e->name), e);
+		hslots_fit(&b->slots, &b->mask, NAMES_FIRST, b->n + 1);
+		uint32_t h = str_hash(w->target, strlen(w->target));
+		hslot *s = buffer_slot(b, w->target, h);
+		if (!s->key) {
+			*s = (hslot){.key = w->target, .hash = h};
+			b->n++;
+		}
 	}
 	return b;
 }
 
 bool pr_mutable_buffers_has(const pr_mutable_buffers *b, const pr_node *in)
 {
-	buffer_name *e = NULL;
-	if (in->kind != PR_NODE_INPUT || in->input_kind != PR_INPUT_BUFFER || !in->input_name)
+	if (!b->n || in->kind != PR_NODE_INPUT || in->input_kind != PR_INPUT_BUFFER ||
+	    !in->input_name)
 		return false;
-	HASH_FIND_STR(b->set, in->input_name, e);
-	return e != NULL;
+	const char *name = in->input_name;
+	return buffer_slot(b, name, str_hash(name, strlen(name)))->key != NULL;
 }
 
 void pr_mutable_buffers_free(pr_mutable_buffers *b)
 {
 	if (!b)
 		return;
-	buffer_name *e, *tmp;
-	HASH_ITER(hh, b->set, e, tmp) {
-		HASH_DEL(b->set, e);
-		free(e);
-	}
+	free(b->slots);
 	free(b);
 }
 
