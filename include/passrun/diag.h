@@ -46,6 +46,7 @@ typedef struct pr_diags {
 	int print_limit;       /* pr_diags_print prints at most this many notes and
 				  warnings of one code (errors always); 0: all */
 	pr_diag_tally *tally;  /* private: what was printed and left out, per code */
+	struct pr_diag_chunk *strings;  /* private: where the items' strings live */
 } pr_diags;
 
 void pr_diags_init(pr_diags *d, const char *file);
