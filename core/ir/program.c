@@ -779,11 +779,14 @@ pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g)
 {
 	pr_mutable_buffers *b = pr_xcalloc(1, sizeof *b);
 	const pr_node *ret = pr_graph_return(g);
-	for (int i = 0; ret && ret->writebacks && i < ret->n_args; i++) {
+	if (!ret || !ret->writebacks)
+		return b;
+	/* sized once for every return value: no rehash while they come */
+	hslots_fit(&b->slots, &b->mask, NAMES_FIRST, (size_t)ret->n_args);
+	for (int i = 0; i < ret->n_args; i++) {
 		const pr_writeback *w = &ret->writebacks[i];
 		if (w->kind != PR_WRITEBACK_BUFFER || !w->target)
 			continue;
-		hslots_fit(&b->slots, &b->mask, NAMES_FIRST, b->n + 1);
 		uint32_t h = str_hash(w->target, strlen(w->target));
 		hslot *s = buffer_slot(b, w->target, h);
 		if (!s->key) {
