@@ -73,25 +73,60 @@ static void tally_free(pr_diag_tally *t)
 	free(t);
 }
 
+/* The items' code, pass, method and node strings, copied into chunks that
+ * are freed together: a pass reporting 300,000 warnings makes no malloc per
+ * string. */
+struct pr_diag_chunk {
+	struct pr_diag_chunk *next;
+	size_t used, cap;
+	char data[];
+};
+
+#define DIAG_CHUNK 16384
+
+static char *strings_copy(pr_diags *d, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	struct pr_diag_chunk *c = d->strings;
+	if (!c || c->cap - c->used < n) {
+		size_t cap = n > DIAG_CHUNK ? n : DIAG_CHUNK;
+		c = pr_xmalloc(sizeof *c + cap);
+		*c = (struct pr_diag_chunk){.next = d->strings, .cap = cap};
+		d->strings = c;
+	}
+	char *out = c->data + c->used;
+	memcpy(out, s, n);
+	c->used += n;
+	return out;
+}
+
+/* s's copy, or prev's when they are equal: one pass reports runs of one
+ * code, pass and method. */
+static char *string_like(pr_diags *d, const char *s, char *prev)
+{
+	if (!s)
+		return NULL;
+	return prev && (prev == s || !strcmp(prev, s)) ? prev : strings_copy(d, s);
+}
+
+static void strings_free(pr_diags *d)
+{
+	while (d->strings) {
+		struct pr_diag_chunk *next = d->strings->next;
+		free(d->strings);
+		d->strings = next;
+	}
+}
+
 void pr_diags_free(pr_diags *d)
 {
-	for (int i = 0; i < d->n; i++) {
-		pr_diag *x = &d->items[i];
-		free(x->code);
-		free(x->pass);
-		free(x->method);
-		free(x->node);
-		free(x->message);
-	}
+	for (int i = 0; i < d->n; i++)
+		free(d->items[i].message);
 	free(d->items);
 	free(d->file);
 	tally_free(d->tally);
+	strings_free(d);
 	memset(d, 0, sizeof *d);
-}
-
-static char *dup_or_null(const char *s)
-{
-	return s ? pr_xstrdup(s) : NULL;
 }
 
 void pr_diags_keep_messages(pr_diags *d, bool keep)
@@ -120,19 +155,23 @@ void pr_diags_addv(pr_diags *d, pr_severity sev, const char *code, const char *p
 		   va_list ap)
 {
 	code = code ? code : "";
-	bool wanted = pr_diags_wants_message(d, sev, code);
-	if (sev != PR_SEV_ERROR && d->tally)
-		tally_of(d->tally, code)->added++;
+	tally_entry *t = sev != PR_SEV_ERROR && d->tally ? tally_of(d->tally, code) : NULL;
+	bool wanted = !d->tally || !d->tally->drop_unprinted ||
+		      within_limit(d, sev, t ? t->added : 0);
+	if (t)
+		t->added++;
 	PR_GROW(d->items, d->n, d->cap);
-	pr_diag *x = &d->items[d->n++];
+	const pr_diag *prev = d->n ? &d->items[d->n - 1] : NULL;
+	pr_diag *x = &d->items[d->n];
 	x->severity = sev;
-	x->code = pr_xstrdup(code);
-	x->pass = pr_xstrdup(pass ? pass : "");
-	x->method = dup_or_null(method);
-	x->node = dup_or_null(node);
+	x->code = string_like(d, code, prev ? prev->code : NULL);
+	x->pass = string_like(d, pass ? pass : "", prev ? prev->pass : NULL);
+	x->method = string_like(d, method, prev ? prev->method : NULL);
+	x->node = string_like(d, node, NULL);
 	x->bytes = bytes;
 	x->flags = 0;
 	x->message = wanted ? pr_xvasprintf(fmt, ap) : NULL;
+	d->n++;
 }
 
 void pr_diags_add(pr_diags *d, pr_severity sev, const char *code, const char *pass,

@@ -345,11 +345,11 @@ typedef struct strtab {
 	arena mem;
 } strtab;
 
-static const char *strtab_intern(strtab *t, const char *s, size_t n)
+/* s's copy in t, h being str_hash(s, n). */
+static const char *strtab_intern_hashed(strtab *t, const char *s, size_t n, uint32_t h)
 {
 	PR_ASSERT(n < UINT32_MAX);
 	hslots_fit(&t->slots, &t->mask, STRINGS_FIRST, t->n + 1);
-	uint32_t h = str_hash(s, n);
 	uint32_t i = h & t->mask;
 	for (; t->slots[i].key; i = (i + 1) & t->mask) {
 		const char *old = t->slots[i].key;
@@ -365,6 +365,11 @@ static const char *strtab_intern(strtab *t, const char *s, size_t n)
 	t->slots[i] = (hslot){.key = copy, .hash = h};
 	t->n++;
 	return copy;
+}
+
+static const char *strtab_intern(strtab *t, const char *s, size_t n)
+{
+	return strtab_intern_hashed(t, s, n, str_hash(s, n));
 }
 
 static void strtab_free(strtab *t)
@@ -753,52 +758,61 @@ pr_node *pr_node_alias_value(const pr_node *n, int r)
 
 /* ---- mutable buffers ------------------------------------------------------ */
 
-typedef struct buffer_name {
-	const char *name;       /* the return node's own string */
-	UT_hash_handle hh;
-} buffer_name;
-
+/* The write-back targets' names, borrowed from the return node, in an
+ * open-addressing table by their hash: no malloc per name, one hash and
+ * (mostly) one slot per question. */
 struct pr_mutable_buffers {
-	buffer_name *set;
+	hslot *slots;
+	uint32_t mask, n;
 };
+
+/* The slot of name (hash h), or the empty slot where it would go. */
+static hslot *buffer_slot(const pr_mutable_buffers *b, const char *name, uint32_t h)
+{
+	uint32_t i = h & b->mask;
+	for (;; i = (i + 1) & b->mask) {
+		hslot *s = &b->slots[i];
+		if (!s->key || (s->hash == h && !strcmp(s->key, name)))
+			return s;
+	}
+}
 
 pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g)
 {
 	pr_mutable_buffers *b = pr_xcalloc(1, sizeof *b);
 	const pr_node *ret = pr_graph_return(g);
-	for (int i = 0; ret && ret->writebacks && i < ret->n_args; i++) {
+	if (!ret || !ret->writebacks)
+		return b;
+	/* sized once for every return value: no rehash while they come */
+	hslots_fit(&b->slots, &b->mask, NAMES_FIRST, (size_t)ret->n_args);
+	for (int i = 0; i < ret->n_args; i++) {
 		const pr_writeback *w = &ret->writebacks[i];
-		buffer_name *e = NULL;
 		if (w->kind != PR_WRITEBACK_BUFFER || !w->target)
 			continue;
-		HASH_FIND_STR(b->set, w->target, e);
-		if (e)
-			continue;
-		e = pr_xmalloc(sizeof *e);
-		e->name = w->target;
-		HASH_ADD_KEYPTR(hh, b->set, e->name, strlen(e->name), e);
+		uint32_t h = str_hash(w->target, strlen(w->target));
+		hslot *s = buffer_slot(b, w->target, h);
+		if (!s->key) {
+			*s = (hslot){.key = w->target, .hash = h};
+			b->n++;
+		}
 	}
 	return b;
 }
 
 bool pr_mutable_buffers_has(const pr_mutable_buffers *b, const pr_node *in)
 {
-	buffer_name *e = NULL;
-	if (in->kind != PR_NODE_INPUT || in->input_kind != PR_INPUT_BUFFER || !in->input_name)
+	if (!b->n || in->kind != PR_NODE_INPUT || in->input_kind != PR_INPUT_BUFFER ||
+	    !in->input_name)
 		return false;
-	HASH_FIND_STR(b->set, in->input_name, e);
-	return e != NULL;
+	const char *name = in->input_name;
+	return buffer_slot(b, name, str_hash(name, strlen(name)))->key != NULL;
 }
 
 void pr_mutable_buffers_free(pr_mutable_buffers *b)
 {
 	if (!b)
 		return;
-	buffer_name *e, *tmp;
-	HASH_ITER(hh, b->set, e, tmp) {
-		HASH_DEL(b->set, e);
-		free(e);
-	}
+	free(b->slots);
 	free(b);
 }
 
@@ -904,25 +918,81 @@ static void name_remove(pr_graph *g, pr_node *n)
 		names_delete(st, s);
 }
 
-char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next)
+/* Room a fresh-name suffix takes: "_" and the digits of an int. */
+#define FRESH_SUFFIX_MAX 12
+
+static bool name_taken(const pr_graph_store *st, const char *name, uint32_t h)
+{
+	return st->names_n && names_probe(st, name, h)->key;
+}
+
+/* Writes "_i" at s; returns its length. */
+static size_t put_suffix(char *s, int i)
+{
+	char digits[FRESH_SUFFIX_MAX];
+	size_t n = 0, len = 0;
+	unsigned v = (unsigned)i;
+	do
+		digits[n++] = (char)('0' + v % 10);
+	while (v /= 10);
+	s[len++] = '_';
+	while (n)
+		s[len++] = digits[--n];
+	s[len] = 0;
+	return len;
+}
+
+/* Turns buf (base, base_len bytes, with FRESH_SUFFIX_MAX + 1 bytes of room
+ * after it) into the first name not used in st: base itself when *next is
+ * 0, else base_i for i from *next (1 at least); *next (may be NULL) is left
+ * after it. Returns the name's length, its hash in *h: each candidate is
+ * hashed once. */
+static size_t fresh_name_in(const pr_graph_store *st, char *buf, size_t base_len, int *next,
+			    uint32_t *h)
 {
 	int from = next ? *next : 0;
-	if (from == 0 && !pr_graph_find(g, base)) {
+	buf[base_len] = 0;
+	*h = str_hash(buf, base_len);
+	if (from == 0 && !name_taken(st, buf, *h)) {
 		if (next)
 			*next = 1;
-		return pr_xstrdup(base);
+		return base_len;
 	}
-	size_t len = strlen(base), room = len + 16;
-	char *name = pr_xmalloc(room);
-	memcpy(name, base, len);
 	for (int i = from > 0 ? from : 1;; i++) {
-		snprintf(name + len, room - len, "_%d", i);
-		if (!pr_graph_find(g, name)) {
+		size_t len = base_len + put_suffix(buf + base_len, i);
+		*h = str_hash(buf, len);
+		if (!name_taken(st, buf, *h)) {
 			if (next)
 				*next = i + 1;
-			return name;
+			return len;
 		}
 	}
+}
+
+char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next)
+{
+	size_t len = strlen(base);
+	char *name = pr_xmalloc(len + FRESH_SUFFIX_MAX + 1);
+	uint32_t h;
+	memcpy(name, base, len);
+	fresh_name_in(g->store, name, len, next, &h);
+	return name;
+}
+
+pr_node *pr_graph_new_node_fresh(pr_graph *g, pr_node_kind kind, const char *base,
+				 size_t base_len, int *next)
+{
+	char stack[128], *buf = stack;
+	if (base_len + FRESH_SUFFIX_MAX + 1 > sizeof stack)
+		buf = pr_xmalloc(base_len + FRESH_SUFFIX_MAX + 1);
+	memcpy(buf, base, base_len);
+	uint32_t h;
+	size_t len = fresh_name_in(g->store, buf, base_len, next, &h);
+	pr_node *n = pr_graph_new_node(g, kind, NULL);
+	n->name = strtab_intern_hashed(strings_of(g->program), buf, len, h);
+	if (buf != stack)
+		free(buf);
+	return n;
 }
 
 char *pr_graph_fresh_name(const pr_graph *g, const char *base)

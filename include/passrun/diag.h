@@ -4,7 +4,9 @@
  * and method it came from, the node (tensor) it is about and its size in bytes.
  * Printed, one line each (docs/diagnostics.md):
  *   FILE: severity[CODE] pass 'NAME' method 'M': message
- * The list keeps the order they were reported in; --stats=json prints it too. */
+ * The list keeps the order they were reported in; --stats=json prints it too.
+ * Its strings belong to the list (items may share them): read them, never
+ * free or keep them past pr_diags_free. */
 #ifndef PASSRUN_DIAG_H
 #define PASSRUN_DIAG_H
 
@@ -46,6 +48,7 @@ typedef struct pr_diags {
 	int print_limit;       /* pr_diags_print prints at most this many notes and
 				  warnings of one code (errors always); 0: all */
 	pr_diag_tally *tally;  /* private: what was printed and left out, per code */
+	struct pr_diag_chunk *strings;  /* private: where the items' strings live */
 } pr_diags;
 
 void pr_diags_init(pr_diags *d, const char *file);

@@ -411,6 +411,11 @@ pr_node *pr_node_new(pr_node_kind kind, const char *name);
 /* The same, in g's slab (no malloc of its own, name interned): link it into
  * g only (append/insert), or erase it. */
 pr_node *pr_graph_new_node(pr_graph *g, pr_node_kind kind, const char *name);
+/* The same, named as pr_graph_fresh_name_next(g, base, next) would name it
+ * (base is base_len bytes, no NUL needed), in one step: each candidate
+ * hashed once, no malloc for the name. */
+pr_node *pr_graph_new_node_fresh(pr_graph *g, pr_node_kind kind, const char *base,
+				 size_t base_len, int *next);
 /* Room for count more nodes in g's slab in one chunk, for a loader that
  * knows how many it will make. */
 void pr_graph_reserve_nodes(pr_graph *g, size_t count);

@@ -136,13 +136,14 @@ static const char *device_tag(place_ctx *c, pr_device d)
 typedef struct copy_name {
 	char buf[96];
 	char *heap;
+	size_t len;
 } copy_name;
 
 /* The base name of src's copies: "x_h2d_cuda0" for h2d onto dev, "x_d2h"
  * for d2h; "t" for a src without a name. Concatenated, not formatted: a run
  * names one base per value it copies. Free it with copy_name_free. */
-static const char *copy_base(place_ctx *c, const pr_node *src, bool h2d, pr_device dev,
-			     copy_name *out)
+static void copy_base(place_ctx *c, const pr_node *src, bool h2d, pr_device dev,
+		      copy_name *out)
 {
 	const char *name = src->name ? src->name : "t", *mid = h2d ? "_h2d_" : "_d2h";
 	const char *tag = h2d ? device_tag(c, dev) : "";
@@ -154,7 +155,7 @@ static const char *copy_base(place_ctx *c, const pr_node *src, bool h2d, pr_devi
 	memcpy(base, name, a);
 	memcpy(base + a, mid, b);
 	memcpy(base + a + b, tag, t + 1);
-	return base;
+	out->len = a + b + t;
 }
 
 static const char *copy_name_str(const copy_name *n)
@@ -175,17 +176,16 @@ static void copy_name_free(copy_name *n)
  * is set by copy_attach, so that a caller moving many readers can order the
  * use-list edits. */
 static pr_node *copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device dev,
-			       const char *base, int *next, pr_err **err)
+			       const copy_name *base, int *next, pr_err **err)
 {
 	pr_schema *s = NULL;
 	*err = copy_schema(c, h2d, &s);
 	if (*err)
 		return NULL;
-	char *name = pr_graph_fresh_name_next(src->graph, base, next);
 	/* In the graph's slab, its argument in graph storage: no malloc of
 	 * their own for the many copies a run makes. */
-	pr_node *n = pr_graph_new_node(src->graph, PR_NODE_OP, name);
-	free(name);
+	pr_node *n = pr_graph_new_node_fresh(src->graph, PR_NODE_OP, copy_name_str(base),
+					     base->len, next);
 	n->schema = s;
 	n->type.kind = PR_TYPE_TENSOR;
 	n->type.tensor = *pr_node_spec(src);
@@ -200,8 +200,8 @@ static pr_node *copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device d
 static pr_node *copy_to_host(place_ctx *c, pr_node *src, pr_err **err)
 {
 	copy_name base;
-	pr_node *n = copy_new_named(c, src, false, pr_device_host(),
-				    copy_base(c, src, false, pr_device_host(), &base), NULL, err);
+	copy_base(c, src, false, pr_device_host(), &base);
+	pr_node *n = copy_new_named(c, src, false, pr_device_host(), &base, NULL, err);
 	copy_name_free(&base);
 	return n;
 }
@@ -295,8 +295,10 @@ static pr_node *copy_for_reader(place_ctx *c, pr_node *v, pr_node *reader, copy_
 				pr_device dev, pr_err **e)
 {
 	copy_name own;
-	const char *base = grp ? copy_name_str(&grp->base) : copy_base(c, v, true, dev, &own);
-	pr_node *n = copy_new_named(c, v, true, dev, base, grp ? &grp->next : NULL, e);
+	if (!grp)
+		copy_base(c, v, true, dev, &own);
+	pr_node *n = copy_new_named(c, v, true, dev, grp ? &grp->base : &own,
+				    grp ? &grp->next : NULL, e);
 	if (!grp)
 		copy_name_free(&own);
 	if (*e)

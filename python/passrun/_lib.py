@@ -150,7 +150,8 @@ class Diag(Structure):
 
 class Diags(Structure):
     _fields_ = [("n", c_int), ("cap", c_int), ("items", POINTER(Diag)), ("file", c_char_p),
-                ("werror", c_bool), ("print_limit", c_int), ("tally", c_void_p)]
+                ("werror", c_bool), ("print_limit", c_int), ("tally", c_void_p),
+                ("strings", c_void_p)]
 
 
 class PassRecord(Structure):

@@ -48,7 +48,8 @@ int main(void)
 	S(pr_diag, F(pr_diag, severity) F(pr_diag, code) F(pr_diag, pass) F(pr_diag, method)
 	  F(pr_diag, node) F(pr_diag, bytes) F(pr_diag, message) F(pr_diag, flags));
 	S(pr_diags, F(pr_diags, n) F(pr_diags, cap) F(pr_diags, items) F(pr_diags, file)
-	  F(pr_diags, werror) F(pr_diags, print_limit) F(pr_diags, tally));
+	  F(pr_diags, werror) F(pr_diags, print_limit) F(pr_diags, tally)
+	  F(pr_diags, strings));
 	S(pr_pass_record, F(pr_pass_record, name) F(pr_pass_record, ms) F(pr_pass_record, changed)
 	  F(pr_pass_record, is_pass));
 	S(pr_pass_report, F(pr_pass_report, n) F(pr_pass_report, cap) F(pr_pass_report, items));
