@@ -79,11 +79,12 @@ typedef struct engine {
 	int64_t T;                /* positions */
 	int64_t *slot;            /* item id -> index in by_start */
 	int64_t M;                /* leaves of the segment tree (power of two) */
+	int depth;                /* log2(M): the leaves' depth */
 	int64_t *tree;            /* max end of placed items per subtree; -1 none */
 	int64_t *offset;          /* per item id, for the run in progress */
 	struct span *found;       /* memory of the overlapping placed items */
 	int64_t n_found, cap_found;
-	int64_t *hits;            /* find_overlapping's answer: by_start indices */
+	int64_t *hits;            /* find_overlapping's answer: item ids */
 	int64_t n_hits, cap_hits;
 	int64_t base;             /* where the greedy starts (above the stack) */
 	int64_t base_top;         /* the stack's last byte */
@@ -138,34 +139,61 @@ static int64_t round_up(int64_t x, int64_t align)
 	return (x + align - 1) & ~(align - 1);
 }
 
-/* The placed items in the prefix [0, P) of the start order whose end is >= s,
- * as indices into by_start, appended to e->hits (e->n_hits of them), left to
- * right. An explicit stack, not recursion: the descent is the planner's
- * inner loop, and children are tested before they are pushed. Every subtree
- * entered (under the prefix, max end >= s) counts as one unit of work, leaf
- * or not. */
-static void find_overlapping(engine *e, int64_t P, int64_t s)
+static void add_hit(engine *e, int64_t leaf)
 {
-	int64_t stack[64 + 1][3]; /* node, its first leaf, its children's width;
-				   * a pop pushes <= 2 */
+	PR_GROW(e->hits, e->n_hits, e->cap_hits);
+	e->hits[e->n_hits++] = e->by_start[leaf];
+}
+
+/* The hits under root, a subtree wholly under the prefix and entered: only
+ * maxima to test. */
+static void descend_inside(engine *e, int64_t root, int64_t s)
+{
+	int64_t stack[64 + 1]; /* a pop pushes <= 2: at most depth + 1 entries */
 	int sp = 0;
-	e->n_hits = 0;
-	if (P > 0 && e->tree[1] >= s)
-		stack[sp][0] = 1, stack[sp][1] = 0, stack[sp][2] = e->M / 2, sp++;
+	const int64_t *tree = e->tree, M = e->M;
+	stack[sp++] = root;
 	while (sp) {
-		sp--;
-		int64_t node = stack[sp][0], lo = stack[sp][1], half = stack[sp][2];
+		int64_t node = stack[--sp];
 		e->work++;
-		if (node >= e->M) {
-			PR_GROW(e->hits, e->n_hits, e->cap_hits);
-			e->hits[e->n_hits++] = node - e->M;
+		if (node >= M) {
+			add_hit(e, node - M);
 			continue;
 		}
-		/* the left child starts at lo, under the prefix like its parent */
-		if (lo + half < P && e->tree[2 * node + 1] >= s)
-			stack[sp][0] = 2 * node + 1, stack[sp][1] = lo + half, stack[sp][2] = half / 2, sp++;
-		if (e->tree[2 * node] >= s)
-			stack[sp][0] = 2 * node, stack[sp][1] = lo, stack[sp][2] = half / 2, sp++;
+		if (tree[2 * node + 1] >= s)
+			stack[sp++] = 2 * node + 1;
+		if (tree[2 * node] >= s)
+			stack[sp++] = 2 * node;
+	}
+}
+
+/* The placed items in the prefix [0, P) of the start order whose end is >= s:
+ * their ids appended to e->hits (e->n_hits of them), left to right. The
+ * nodes entered are those whose first leaf is under the prefix and whose max
+ * end is >= s, each counted as one unit of work, leaf or not (a property of
+ * the set, not of the walk). They are the path from the root to leaf P - 1
+ * and, where that path turns right, the subtree on its left, wholly under the
+ * prefix: walking the path apart leaves the subtrees a descent that tests
+ * only maxima, one node per stack entry. The descent is the planner's inner
+ * loop: an explicit stack, children tested before they are pushed. */
+static void find_overlapping(engine *e, int64_t P, int64_t s)
+{
+	e->n_hits = 0;
+	if (P <= 0)
+		return;
+	int64_t last = e->M + P - 1; /* the prefix's last leaf */
+	for (int d = e->depth; d >= 0; d--) {
+		int64_t node = last >> d;
+		if (e->tree[node] < s)
+			return;   /* nothing below it reaches s */
+		e->work++;
+		if (d == 0) {
+			add_hit(e, node - e->M);
+			return;
+		}
+		int64_t next = last >> (d - 1);
+		if ((next & 1) && e->tree[next - 1] >= s)
+			descend_inside(e, next - 1, s);
 	}
 }
 
@@ -178,7 +206,7 @@ static void collect(engine *e, int64_t P, int64_t s)
 		e->found = pr_xrealloc(e->found, (size_t)e->cap_found * sizeof *e->found);
 	}
 	for (int64_t i = 0; i < e->n_hits; i++) {
-		int64_t id = e->by_start[e->hits[i]];
+		int64_t id = e->hits[i];
 		e->found[i] = (span){ e->offset[id], e->offset[id] + e->asize[id] };
 	}
 	e->n_found = e->n_hits;
@@ -448,7 +476,7 @@ static void engine_init(engine *e, mp_item *items, const int64_t *asize, int64_t
 		e->started[t] += e->started[t - 1];
 	free(keys);
 	e->M = 1;
-	while (e->M < e->m)
+	for (e->depth = 0; e->M < e->m; e->depth++)
 		e->M *= 2;
 	e->tree = pr_xmalloc((size_t)(2 * e->M) * sizeof *e->tree);
 	e->offset = pr_xcalloc((size_t)n + 1, sizeof *e->offset);
@@ -503,7 +531,7 @@ static int64_t collect_ids(engine *e, int64_t s, int64_t t, int64_t **ids, int64
 		*ids = pr_xrealloc(*ids, (size_t)*cap * sizeof **ids);
 	}
 	for (int64_t i = 0; i < e->n_hits; i++)
-		(*ids)[i] = e->by_start[e->hits[i]];
+		(*ids)[i] = e->hits[i];
 	return e->n_hits;
 }
 
