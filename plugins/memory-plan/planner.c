@@ -83,6 +83,7 @@ typedef struct engine {
 	int64_t *tree;            /* max end of placed items per subtree; -1 none */
 	int64_t *offset;          /* per item id, for the run in progress */
 	struct span *found;       /* memory of the overlapping placed items */
+	struct span *found_tmp;   /* sort_spans' room, as large as found */
 	int64_t n_found, cap_found;
 	int64_t *hits;            /* find_overlapping's answer: item ids */
 	int64_t n_hits, cap_hits;
@@ -108,29 +109,43 @@ static int cmp_key(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static int cmp_span(const void *a, const void *b)
+static bool span_less(const span *x, const span *y)
 {
-	const span *x = a, *y = b;
-	if (x->lo != y->lo)
-		return x->lo < y->lo ? -1 : 1;
-	return x->hi < y->hi ? -1 : x->hi > y->hi;
+	return x->lo != y->lo ? x->lo < y->lo : x->hi < y->hi;
 }
 
-/* By (lo, hi): insertion sort for the few spans an item usually overlaps
- * (qsort's call and comparison overhead dominate there), qsort beyond. Equal
- * spans are interchangeable, so either gives the same sequence. */
-static void sort_spans(span *a, int64_t n)
+static void insertion_sort_spans(span *a, int64_t n)
 {
-	if (n > 16) {
-		qsort(a, (size_t)n, sizeof *a, cmp_span);
-		return;
-	}
 	for (int64_t i = 1; i < n; i++) {
 		span x = a[i];
 		int64_t j = i;
-		for (; j > 0 && cmp_span(&a[j - 1], &x) > 0; j--)
+		for (; j > 0 && span_less(&x, &a[j - 1]); j--)
 			a[j] = a[j - 1];
 		a[j] = x;
+	}
+}
+
+/* By (lo, hi). Equal spans are interchangeable, so any sort gives the same
+ * sequence: insertion sort for the few spans an item usually overlaps, runs
+ * of 16 so sorted and then merged through tmp (room for n) beyond, every
+ * comparison inline (qsort's calls cost more than the comparisons). */
+static void sort_spans(span *a, int64_t n, span *tmp)
+{
+	enum { RUN = 16 };
+	for (int64_t i = 0; i < n; i += RUN)
+		insertion_sort_spans(a + i, n - i < RUN ? n - i : RUN);
+	for (int64_t w = RUN; w < n; w *= 2) {
+		for (int64_t lo = 0; lo < n; lo += 2 * w) {
+			int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+			int64_t i = lo, j = mid, k = lo;
+			while (i < mid && j < hi)
+				tmp[k++] = span_less(&a[j], &a[i]) ? a[j++] : a[i++];
+			while (i < mid)
+				tmp[k++] = a[i++];
+			while (j < hi)
+				tmp[k++] = a[j++];
+		}
+		memcpy(a, tmp, (size_t)n * sizeof *a);
 	}
 }
 
@@ -204,6 +219,7 @@ static void collect(engine *e, int64_t P, int64_t s)
 	if (e->n_hits > e->cap_found) {
 		e->cap_found = e->cap_hits;
 		e->found = pr_xrealloc(e->found, (size_t)e->cap_found * sizeof *e->found);
+		e->found_tmp = pr_xrealloc(e->found_tmp, (size_t)e->cap_found * sizeof *e->found_tmp);
 	}
 	for (int64_t i = 0; i < e->n_hits; i++) {
 		int64_t id = e->hits[i];
@@ -224,7 +240,7 @@ static int64_t count_started(const engine *e, int64_t t)
 /* Best fit among the gaps of the overlapping items, else on top of them. */
 static int64_t choose_offset(engine *e, int64_t need)
 {
-	sort_spans(e->found, e->n_found);
+	sort_spans(e->found, e->n_found, e->found_tmp);
 	e->work += e->n_found;
 	int64_t top = e->base, best = -1, best_gap = INT64_MAX;
 	for (int64_t i = 0; i < e->n_found; i++) {
@@ -490,6 +506,7 @@ static void engine_free(engine *e)
 	free(e->tree);
 	free(e->offset);
 	free(e->found);
+	free(e->found_tmp);
 	free(e->hits);
 }
 
