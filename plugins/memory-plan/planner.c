@@ -357,10 +357,12 @@ static uint64_t varying_bits(const sort_key *a, int64_t n, int field)
 	return diff;
 }
 
-static void radix_sort_keys(sort_key *a, int64_t n)
+/* Sorts on the first n_fields fields only: the rest must be the order the
+ * keys come in (the sort is stable). */
+static void radix_sort_keys(sort_key *a, int64_t n, int n_fields)
 {
 	sort_key *tmp = pr_xmalloc((size_t)(n + 1) * sizeof *tmp);
-	for (int field = 2; field >= 0; field--) {
+	for (int field = n_fields - 1; field >= 0; field--) {
 		uint64_t varying = varying_bits(a, n, field);
 		for (int shift = 0; shift < 64; shift += 8) {
 			if (!((varying >> shift) & 255))
@@ -415,7 +417,10 @@ static void make_order(const engine *e, int which, const range_max *profile, sor
 		}
 		out[i] = k;
 	}
-	radix_sort_keys(out, e->m); /* ties keep the order of their starts */
+	/* The keys come by (start, id), and all but the start order have the
+	 * start as k3: a stable sort on k1, k2 leaves each tie in that order,
+	 * which is what sorting on k3 and then id would give. */
+	radix_sort_keys(out, e->m, which == 4 ? 3 : 2);
 }
 
 /* ---- bounds and the stack --------------------------------------------- */
