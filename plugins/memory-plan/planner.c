@@ -125,27 +125,39 @@ static void insertion_sort_spans(span *a, int64_t n)
 	}
 }
 
-/* By (lo, hi). Equal spans are interchangeable, so any sort gives the same
- * sequence: insertion sort for the few spans an item usually overlaps, runs
- * of 16 so sorted and then merged through tmp (room for n) beyond, every
- * comparison inline (qsort's calls cost more than the comparisons). */
+/* One stable LSD pass of radix 256 on byte shift / 8 of lo (or hi), a into
+ * tmp. Offsets are >= 0, so unsigned order is theirs. */
+static void span_radix_pass(const span *a, span *tmp, int64_t n, bool on_hi, int shift)
+{
+	int64_t count[257] = { 0 };
+	for (int64_t i = 0; i < n; i++)
+		count[(((uint64_t)(on_hi ? a[i].hi : a[i].lo) >> shift) & 255) + 1]++;
+	for (int b = 1; b <= 256; b++)
+		count[b] += count[b - 1];
+	for (int64_t i = 0; i < n; i++)
+		tmp[count[((uint64_t)(on_hi ? a[i].hi : a[i].lo) >> shift) & 255]++] = a[i];
+}
+
+/* By (lo, hi): insertion sort for the few spans an item usually overlaps,
+ * an LSD radix sort (hi, then lo, skipping the bytes every span shares)
+ * for the rare item overlapping thousands; tmp has room for n. Either gives
+ * the one sorted sequence (equal spans are equal values). */
 static void sort_spans(span *a, int64_t n, span *tmp)
 {
-	enum { RUN = 16 };
-	for (int64_t i = 0; i < n; i += RUN)
-		insertion_sort_spans(a + i, n - i < RUN ? n - i : RUN);
-	for (int64_t w = RUN; w < n; w *= 2) {
-		for (int64_t lo = 0; lo < n; lo += 2 * w) {
-			int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-			int64_t i = lo, j = mid, k = lo;
-			while (i < mid && j < hi)
-				tmp[k++] = span_less(&a[j], &a[i]) ? a[j++] : a[i++];
-			while (i < mid)
-				tmp[k++] = a[i++];
-			while (j < hi)
-				tmp[k++] = a[j++];
+	if (n <= 64) {
+		insertion_sort_spans(a, n);
+		return;
+	}
+	for (int on_hi = 1; on_hi >= 0; on_hi--) {
+		uint64_t diff = 0;
+		for (int64_t i = 1; i < n; i++)
+			diff |= (uint64_t)(on_hi ? a[i].hi ^ a[0].hi : a[i].lo ^ a[0].lo);
+		for (int shift = 0; shift < 64; shift += 8) {
+			if (!((diff >> shift) & 255))
+				continue;
+			span_radix_pass(a, tmp, n, on_hi, shift);
+			memcpy(a, tmp, (size_t)n * sizeof *a);
 		}
-		memcpy(a, tmp, (size_t)n * sizeof *a);
 	}
 }
 
