@@ -799,11 +799,16 @@ typedef struct arena_set {
 	pr_device devices[MP_MAX_ARENAS];
 } arena_set;
 
-/* Neighbouring classes are mostly on one device: the last answer first. */
+/* Neighbouring classes are mostly on one device: the last answer first,
+ * and the same bytes before pr_device_equal (the same bytes are the same
+ * device; other bytes may still name it, so it decides then). */
 static int arena_of(arena_set *s, pr_device d)
 {
-	if (s->n && pr_device_equal(s->devices[s->last], d))
+	if (s->n && !memcmp(&s->devices[s->last], &d, sizeof d))
 		return s->last;
+	for (int i = 0; i < s->n; i++)
+		if (!memcmp(&s->devices[i], &d, sizeof d))
+			return s->last = i;
 	for (int i = 0; i < s->n; i++)
 		if (pr_device_equal(s->devices[i], d))
 			return s->last = i;
