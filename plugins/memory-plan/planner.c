@@ -79,11 +79,13 @@ typedef struct engine {
 	int64_t T;                /* positions */
 	int64_t *slot;            /* item id -> index in by_start */
 	int64_t M;                /* leaves of the segment tree (power of two) */
+	int depth;                /* log2(M): the leaves' depth */
 	int64_t *tree;            /* max end of placed items per subtree; -1 none */
 	int64_t *offset;          /* per item id, for the run in progress */
 	struct span *found;       /* memory of the overlapping placed items */
+	struct span *found_tmp;   /* sort_spans' room, as large as found */
 	int64_t n_found, cap_found;
-	int64_t *hits;            /* find_overlapping's answer: by_start indices */
+	int64_t *hits;            /* find_overlapping's answer: item ids */
 	int64_t n_hits, cap_hits;
 	int64_t base;             /* where the greedy starts (above the stack) */
 	int64_t base_top;         /* the stack's last byte */
@@ -107,29 +109,55 @@ static int cmp_key(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static int cmp_span(const void *a, const void *b)
+static bool span_less(const span *x, const span *y)
 {
-	const span *x = a, *y = b;
-	if (x->lo != y->lo)
-		return x->lo < y->lo ? -1 : 1;
-	return x->hi < y->hi ? -1 : x->hi > y->hi;
+	return x->lo != y->lo ? x->lo < y->lo : x->hi < y->hi;
 }
 
-/* By (lo, hi): insertion sort for the few spans an item usually overlaps
- * (qsort's call and comparison overhead dominate there), qsort beyond. Equal
- * spans are interchangeable, so either gives the same sequence. */
-static void sort_spans(span *a, int64_t n)
+static void insertion_sort_spans(span *a, int64_t n)
 {
-	if (n > 16) {
-		qsort(a, (size_t)n, sizeof *a, cmp_span);
-		return;
-	}
 	for (int64_t i = 1; i < n; i++) {
 		span x = a[i];
 		int64_t j = i;
-		for (; j > 0 && cmp_span(&a[j - 1], &x) > 0; j--)
+		for (; j > 0 && span_less(&x, &a[j - 1]); j--)
 			a[j] = a[j - 1];
 		a[j] = x;
+	}
+}
+
+/* One stable LSD pass of radix 256 on byte shift / 8 of lo (or hi), a into
+ * tmp. Offsets are >= 0, so unsigned order is theirs. */
+static void span_radix_pass(const span *a, span *tmp, int64_t n, bool on_hi, int shift)
+{
+	int64_t count[257] = { 0 };
+	for (int64_t i = 0; i < n; i++)
+		count[(((uint64_t)(on_hi ? a[i].hi : a[i].lo) >> shift) & 255) + 1]++;
+	for (int b = 1; b <= 256; b++)
+		count[b] += count[b - 1];
+	for (int64_t i = 0; i < n; i++)
+		tmp[count[((uint64_t)(on_hi ? a[i].hi : a[i].lo) >> shift) & 255]++] = a[i];
+}
+
+/* By (lo, hi): insertion sort for the few spans an item usually overlaps,
+ * an LSD radix sort (hi, then lo, skipping the bytes every span shares)
+ * for the rare item overlapping thousands; tmp has room for n. Either gives
+ * the one sorted sequence (equal spans are equal values). */
+static void sort_spans(span *a, int64_t n, span *tmp)
+{
+	if (n <= 64) {
+		insertion_sort_spans(a, n);
+		return;
+	}
+	for (int on_hi = 1; on_hi >= 0; on_hi--) {
+		uint64_t diff = 0;
+		for (int64_t i = 1; i < n; i++)
+			diff |= (uint64_t)(on_hi ? a[i].hi ^ a[0].hi : a[i].lo ^ a[0].lo);
+		for (int shift = 0; shift < 64; shift += 8) {
+			if (!((diff >> shift) & 255))
+				continue;
+			span_radix_pass(a, tmp, n, on_hi, shift);
+			memcpy(a, tmp, (size_t)n * sizeof *a);
+		}
 	}
 }
 
@@ -138,34 +166,61 @@ static int64_t round_up(int64_t x, int64_t align)
 	return (x + align - 1) & ~(align - 1);
 }
 
-/* The placed items in the prefix [0, P) of the start order whose end is >= s,
- * as indices into by_start, appended to e->hits (e->n_hits of them), left to
- * right. An explicit stack, not recursion: the descent is the planner's
- * inner loop, and children are tested before they are pushed. Every subtree
- * entered (under the prefix, max end >= s) counts as one unit of work, leaf
- * or not. */
-static void find_overlapping(engine *e, int64_t P, int64_t s)
+static void add_hit(engine *e, int64_t leaf)
 {
-	int64_t stack[64 + 1][3]; /* node, its first leaf, its children's width;
-				   * a pop pushes <= 2 */
+	PR_GROW(e->hits, e->n_hits, e->cap_hits);
+	e->hits[e->n_hits++] = e->by_start[leaf];
+}
+
+/* The hits under root, a subtree wholly under the prefix and entered: only
+ * maxima to test. */
+static void descend_inside(engine *e, int64_t root, int64_t s)
+{
+	int64_t stack[64 + 1]; /* a pop pushes <= 2: at most depth + 1 entries */
 	int sp = 0;
-	e->n_hits = 0;
-	if (P > 0 && e->tree[1] >= s)
-		stack[sp][0] = 1, stack[sp][1] = 0, stack[sp][2] = e->M / 2, sp++;
+	const int64_t *tree = e->tree, M = e->M;
+	stack[sp++] = root;
 	while (sp) {
-		sp--;
-		int64_t node = stack[sp][0], lo = stack[sp][1], half = stack[sp][2];
+		int64_t node = stack[--sp];
 		e->work++;
-		if (node >= e->M) {
-			PR_GROW(e->hits, e->n_hits, e->cap_hits);
-			e->hits[e->n_hits++] = node - e->M;
+		if (node >= M) {
+			add_hit(e, node - M);
 			continue;
 		}
-		/* the left child starts at lo, under the prefix like its parent */
-		if (lo + half < P && e->tree[2 * node + 1] >= s)
-			stack[sp][0] = 2 * node + 1, stack[sp][1] = lo + half, stack[sp][2] = half / 2, sp++;
-		if (e->tree[2 * node] >= s)
-			stack[sp][0] = 2 * node, stack[sp][1] = lo, stack[sp][2] = half / 2, sp++;
+		if (tree[2 * node + 1] >= s)
+			stack[sp++] = 2 * node + 1;
+		if (tree[2 * node] >= s)
+			stack[sp++] = 2 * node;
+	}
+}
+
+/* The placed items in the prefix [0, P) of the start order whose end is >= s:
+ * their ids appended to e->hits (e->n_hits of them), left to right. The
+ * nodes entered are those whose first leaf is under the prefix and whose max
+ * end is >= s, each counted as one unit of work, leaf or not (a property of
+ * the set, not of the walk). They are the path from the root to leaf P - 1
+ * and, where that path turns right, the subtree on its left, wholly under the
+ * prefix: walking the path apart leaves the subtrees a descent that tests
+ * only maxima, one node per stack entry. The descent is the planner's inner
+ * loop: an explicit stack, children tested before they are pushed. */
+static void find_overlapping(engine *e, int64_t P, int64_t s)
+{
+	e->n_hits = 0;
+	if (P <= 0)
+		return;
+	int64_t last = e->M + P - 1; /* the prefix's last leaf */
+	for (int d = e->depth; d >= 0; d--) {
+		int64_t node = last >> d;
+		if (e->tree[node] < s)
+			return;   /* nothing below it reaches s */
+		e->work++;
+		if (d == 0) {
+			add_hit(e, node - e->M);
+			return;
+		}
+		int64_t next = last >> (d - 1);
+		if ((next & 1) && e->tree[next - 1] >= s)
+			descend_inside(e, next - 1, s);
 	}
 }
 
@@ -176,9 +231,10 @@ static void collect(engine *e, int64_t P, int64_t s)
 	if (e->n_hits > e->cap_found) {
 		e->cap_found = e->cap_hits;
 		e->found = pr_xrealloc(e->found, (size_t)e->cap_found * sizeof *e->found);
+		e->found_tmp = pr_xrealloc(e->found_tmp, (size_t)e->cap_found * sizeof *e->found_tmp);
 	}
 	for (int64_t i = 0; i < e->n_hits; i++) {
-		int64_t id = e->by_start[e->hits[i]];
+		int64_t id = e->hits[i];
 		e->found[i] = (span){ e->offset[id], e->offset[id] + e->asize[id] };
 	}
 	e->n_found = e->n_hits;
@@ -196,7 +252,7 @@ static int64_t count_started(const engine *e, int64_t t)
 /* Best fit among the gaps of the overlapping items, else on top of them. */
 static int64_t choose_offset(engine *e, int64_t need)
 {
-	sort_spans(e->found, e->n_found);
+	sort_spans(e->found, e->n_found, e->found_tmp);
 	e->work += e->n_found;
 	int64_t top = e->base, best = -1, best_gap = INT64_MAX;
 	for (int64_t i = 0; i < e->n_found; i++) {
@@ -313,10 +369,12 @@ static uint64_t varying_bits(const sort_key *a, int64_t n, int field)
 	return diff;
 }
 
-static void radix_sort_keys(sort_key *a, int64_t n)
+/* Sorts on the first n_fields fields only: the rest must be the order the
+ * keys come in (the sort is stable). */
+static void radix_sort_keys(sort_key *a, int64_t n, int n_fields)
 {
 	sort_key *tmp = pr_xmalloc((size_t)(n + 1) * sizeof *tmp);
-	for (int field = 2; field >= 0; field--) {
+	for (int field = n_fields - 1; field >= 0; field--) {
 		uint64_t varying = varying_bits(a, n, field);
 		for (int shift = 0; shift < 64; shift += 8) {
 			if (!((varying >> shift) & 255))
@@ -371,7 +429,10 @@ static void make_order(const engine *e, int which, const range_max *profile, sor
 		}
 		out[i] = k;
 	}
-	radix_sort_keys(out, e->m); /* ties keep the order of their starts */
+	/* The keys come by (start, id), and all but the start order have the
+	 * start as k3: a stable sort on k1, k2 leaves each tie in that order,
+	 * which is what sorting on k3 and then id would give. */
+	radix_sort_keys(out, e->m, which == 4 ? 3 : 2);
 }
 
 /* ---- bounds and the stack --------------------------------------------- */
@@ -448,7 +509,7 @@ static void engine_init(engine *e, mp_item *items, const int64_t *asize, int64_t
 		e->started[t] += e->started[t - 1];
 	free(keys);
 	e->M = 1;
-	while (e->M < e->m)
+	for (e->depth = 0; e->M < e->m; e->depth++)
 		e->M *= 2;
 	e->tree = pr_xmalloc((size_t)(2 * e->M) * sizeof *e->tree);
 	e->offset = pr_xcalloc((size_t)n + 1, sizeof *e->offset);
@@ -462,6 +523,7 @@ static void engine_free(engine *e)
 	free(e->tree);
 	free(e->offset);
 	free(e->found);
+	free(e->found_tmp);
 	free(e->hits);
 }
 
@@ -503,7 +565,7 @@ static int64_t collect_ids(engine *e, int64_t s, int64_t t, int64_t **ids, int64
 		*ids = pr_xrealloc(*ids, (size_t)*cap * sizeof **ids);
 	}
 	for (int64_t i = 0; i < e->n_hits; i++)
-		(*ids)[i] = e->by_start[e->hits[i]];
+		(*ids)[i] = e->hits[i];
 	return e->n_hits;
 }
 
@@ -737,11 +799,16 @@ typedef struct arena_set {
 	pr_device devices[MP_MAX_ARENAS];
 } arena_set;
 
-/* Neighbouring classes are mostly on one device: the last answer first. */
+/* Neighbouring classes are mostly on one device: the last answer first,
+ * and the same bytes before pr_device_equal (the same bytes are the same
+ * device; other bytes may still name it, so it decides then). */
 static int arena_of(arena_set *s, pr_device d)
 {
-	if (s->n && pr_device_equal(s->devices[s->last], d))
+	if (s->n && !memcmp(&s->devices[s->last], &d, sizeof d))
 		return s->last;
+	for (int i = 0; i < s->n; i++)
+		if (!memcmp(&s->devices[i], &d, sizeof d))
+			return s->last = i;
 	for (int i = 0; i < s->n; i++)
 		if (pr_device_equal(s->devices[i], d))
 			return s->last = i;
