@@ -226,28 +226,10 @@ static void ptr_map_free(ptr_map *m)
 	free(m->vals);
 }
 
-/* A hash of the name eight bytes a round (names are long and alike:
- * "layers.12.attention.wq.weight"). */
-static size_t name_slot(const char *s, size_t cap)
-{
-	const uint64_t mul = 0xff51afd7ed558ccdull;
-	size_t n = strlen(s);
-	uint64_t h = n * 0x9e3779b97f4a7c15ull, w;
-	for (; n >= 8; n -= 8, s += 8) {
-		memcpy(&w, s, 8);
-		h = (h ^ w) * mul;
-		h ^= h >> 32;
-	}
-	w = 0;
-	memcpy(&w, s, n);
-	h = (h ^ w) * mul;
-	return (size_t)(h ^ (h >> 29)) & (cap - 1);
-}
-
 /* The slot of the input named name, or the free slot where it would go. */
 static pr_node **name_map_at(const name_map *m, const char *name)
 {
-	size_t i = name_slot(name, m->cap);
+	size_t i = pr_str_hash(name, strlen(name)) & (m->cap - 1);
 	while (m->nodes[i] && strcmp(m->nodes[i]->input_name, name))
 		i = (i + 1) & (m->cap - 1);
 	return &m->nodes[i];

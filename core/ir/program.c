@@ -274,7 +274,7 @@ static void arena_free(arena *a)
 }
 
 /* 32 bits of a multiply-xorshift hash over 8-byte words. */
-static uint32_t str_hash(const char *s, size_t n)
+uint32_t pr_str_hash(const char *s, size_t n)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
 	size_t i = 0;
@@ -345,7 +345,7 @@ typedef struct strtab {
 	arena mem;
 } strtab;
 
-/* s's copy in t, h being str_hash(s, n). */
+/* s's copy in t, h being pr_str_hash(s, n). */
 static const char *strtab_intern_hashed(strtab *t, const char *s, size_t n, uint32_t h)
 {
 	PR_ASSERT(n < UINT32_MAX);
@@ -369,7 +369,7 @@ static const char *strtab_intern_hashed(strtab *t, const char *s, size_t n, uint
 
 static const char *strtab_intern(strtab *t, const char *s, size_t n)
 {
-	return strtab_intern_hashed(t, s, n, str_hash(s, n));
+	return strtab_intern_hashed(t, s, n, pr_str_hash(s, n));
 }
 
 static void strtab_free(strtab *t)
@@ -789,7 +789,7 @@ pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g)
 		const pr_writeback *w = &ret->writebacks[i];
 		if (w->kind != PR_WRITEBACK_BUFFER || !w->target)
 			continue;
-		uint32_t h = str_hash(w->target, strlen(w->target));
+		uint32_t h = pr_str_hash(w->target, strlen(w->target));
 		hslot *s = buffer_slot(b, w->target, h);
 		if (!s->key) {
 			*s = (hslot){.key = w->target, .hash = h};
@@ -805,7 +805,7 @@ bool pr_mutable_buffers_has(const pr_mutable_buffers *b, const pr_node *in)
 	    !in->input_name)
 		return false;
 	const char *name = in->input_name;
-	return buffer_slot(b, name, str_hash(name, strlen(name)))->key != NULL;
+	return buffer_slot(b, name, pr_str_hash(name, strlen(name)))->key != NULL;
 }
 
 void pr_mutable_buffers_free(pr_mutable_buffers *b)
@@ -890,7 +890,7 @@ pr_node *pr_graph_find(const pr_graph *g, const char *name)
 	const pr_graph_store *st = g->store;
 	if (!st->names_n)
 		return NULL;
-	return names_probe(st, name, str_hash(name, strlen(name)))->key;
+	return names_probe(st, name, pr_str_hash(name, strlen(name)))->key;
 }
 
 /* Indexes n under interned (n's name, or the one it is about to get): one
@@ -952,7 +952,7 @@ static size_t fresh_name_in(const pr_graph_store *st, char *buf, size_t base_len
 {
 	int from = next ? *next : 0;
 	buf[base_len] = 0;
-	*h = str_hash(buf, base_len);
+	*h = pr_str_hash(buf, base_len);
 	if (from == 0 && !name_taken(st, buf, *h)) {
 		if (next)
 			*next = 1;
@@ -960,7 +960,7 @@ static size_t fresh_name_in(const pr_graph_store *st, char *buf, size_t base_len
 	}
 	for (int i = from > 0 ? from : 1;; i++) {
 		size_t len = base_len + put_suffix(buf + base_len, i);
-		*h = str_hash(buf, len);
+		*h = pr_str_hash(buf, len);
 		if (!name_taken(st, buf, *h)) {
 			if (next)
 				*next = i + 1;

@@ -405,6 +405,10 @@ char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next);
 /* The program's copy of the n bytes at s, NUL-terminated: the same bytes
  * give the same pointer for the program's life. */
 const char *pr_program_intern(pr_program *p, const char *s, size_t n);
+/* The hash the string table and the name index use (8 bytes a round, as
+ * names are long and alike: "layers.12.attention.wq.weight"), for other
+ * tables of names. */
+uint32_t pr_str_hash(const char *s, size_t n);
 
 /* A detached node; name may be NULL. Args are set with pr_node_set_args. */
 pr_node *pr_node_new(pr_node_kind kind, const char *name);
