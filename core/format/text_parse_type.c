@@ -183,10 +183,7 @@ static tp_known_shape *shape_slot(tp *p, const char *t, size_t len)
 {
 	if (!p->shapes)
 		p->shapes = pr_xcalloc(TP_KNOWN_SHAPES, sizeof *p->shapes);
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)t[i]) * 0x100000001b3ull;
-	return &p->shapes[(h >> 32) & (TP_KNOWN_SHAPES - 1)];
+	return &p->shapes[pr_str_hash(t, len) & (TP_KNOWN_SHAPES - 1)];
 }
 
 /* The length of the text from the cursor to its first ']' (included) when
