@@ -1,13 +1,17 @@
 /* binary_write.c: serializing a program into the binary format (.bin).
  *
  * The layout is docs/binary-format.md. The writer appends the metadata
- * sections, in order, to the one buffer that becomes the file (sized up front
- * from the node count, after room for the header and section table), and
- * builds the DATA section alongside: every blob's bytes and the materialized
+ * sections, in order, after room for the header and section table, to an
+ * outbuf (outbuf.h): the one buffer that becomes the file
+ * (pr_binary_write, sized up front from the node count), or a chunk handed
+ * to a file sink as it fills (pr_binary_write_sink). It builds the DATA
+ * section alongside, in memory: every blob's bytes and the materialized
  * storage bytes of every constant with logical data go there as segments
- * aligned to 64 bytes, and the metadata refers to them by their offset inside
- * DATA. DATA is then appended at the next 64-byte boundary, and the header and
- * section table are filled in last, when every size is known.
+ * aligned to 64 bytes, and the metadata refers to them by their offset
+ * inside DATA. DATA is then appended at the next 64-byte boundary, and the
+ * header and section table are written last, when every size is known: into
+ * the buffer, or over the file's first bytes (a target that cannot seek gets
+ * the file made in memory).
  *
  * Nodes, schemas, delegates and blobs are referred to by index. A node's
  * index is in its scratch while its graph is written (one load per value
@@ -29,30 +33,20 @@
 /* ---- output buffer ------------------------------------------------------- */
 
 typedef struct wbuf {
-	uint8_t *p;
-	size_t len, cap;
+	outbuf o;
 	size_t too_long;   /* the length of the first string over PRB_MAX_STRING, or 0 */
 } wbuf;
 
-static void wb_reserve(wbuf *b, size_t n)
-{
-	void *p = b->p;
-	out_reserve(&p, &b->cap, b->len, n);
-	b->p = p;
-}
-
-/* Room for n more bytes at b->p + b->len (outbuf.h). */
+/* Room for n more bytes at the cursor (outbuf.h). */
 static inline uint8_t *wb_room(wbuf *b, size_t n)
 {
-	if (__builtin_expect(b->cap - b->len < n, 0))
-		wb_reserve(b, n);
-	return b->p + b->len;
+	return out_room(&b->o, n);
 }
 
 static inline void *wb_grow(wbuf *b, size_t n)
 {
 	void *at = wb_room(b, n);
-	b->len += n;
+	b->o.len += n;
 	return at;
 }
 
@@ -71,8 +65,7 @@ static inline uint8_t *put_le(uint8_t *q, uint64_t v, int n)
 
 static inline void wb_bytes(wbuf *b, const void *s, size_t n)
 {
-	if (n)
-		memcpy(wb_grow(b, n), s, n);
+	out_bytes(&b->o, s, n);
 }
 
 static inline void wb_le(wbuf *b, uint64_t v, int n)
@@ -102,7 +95,7 @@ static void wb_str(wbuf *b, const char *s)
 	}
 	uint8_t *q = put_le(wb_room(b, 4 + n), n, 4);
 	memcpy(q, s, n);
-	b->len += 4 + n;
+	b->o.len += 4 + n;
 }
 
 static void wb_ostr(wbuf *b, const char *s)
@@ -115,7 +108,7 @@ static void wb_ostr(wbuf *b, const char *s)
 
 static void wb_pad(wbuf *b, size_t align)
 {
-	size_t pad = (align - b->len % align) % align;
+	size_t pad = (align - out_pos(&b->o) % align) % align;
 	if (pad)
 		memset(wb_grow(b, pad), 0, pad);
 }
@@ -218,7 +211,7 @@ static void w_spec(wbuf *b, const pr_spec *s)
 		q = put_device(q, s->mem_arena);
 		q = put_le(q, (uint64_t)s->mem_offset, 8);
 	}
-	b->len += (size_t)(q - q0);
+	b->o.len += (size_t)(q - q0);
 }
 
 static void w_type(wbuf *b, const pr_type *t)
@@ -237,7 +230,7 @@ static void w_type(wbuf *b, const pr_type *t)
 static uint64_t w_segment(writer *w, const uint8_t *bytes, size_t n)
 {
 	wb_pad(&w->data, PRB_ALIGN);
-	uint64_t at = w->data.len;
+	uint64_t at = out_pos(&w->data.o);
 	wb_bytes(&w->data, bytes, n);
 	return at;
 }
@@ -511,25 +504,26 @@ static void w_index_program(writer *w)
 		pm_put(&w->blobs, bl, i++);
 }
 
-/* Header and section table, at the start of out, once the metadata sections
- * (ends[i] is where section i ends in out) and DATA (data_len bytes at
- * data_off) have their places. */
-static void w_header(wbuf *out, const size_t *ends, size_t data_off, size_t data_len)
+#define W_HEAD_SIZE (PRB_HEADER_SIZE + PRB_SEC_COUNT * PRB_SECTION_ENTRY_SIZE)
+
+/* Header and section table, the file's first W_HEAD_SIZE bytes, once the
+ * metadata sections (ends[i] is where section i ends in the file) and DATA
+ * (data_len bytes at data_off, the file's end) have their places. */
+static void w_header(uint8_t *q, const size_t *ends, size_t data_off, size_t data_len)
 {
 	static const uint32_t kinds[PRB_SEC_COUNT] = {
 		PRB_SEC_SCHEMAS, PRB_SEC_BLOBS, PRB_SEC_DELEGATES, PRB_SEC_METHODS, PRB_SEC_DATA,
 	};
-	uint8_t *q = out->p;
 	memcpy(q, PR_BINARY_MAGIC, 8);
 	q = put_le(q + 8, PRB_VERSION, 4);
 	q = put_le(q, PRB_BYTE_ORDER, 4);
-	q = put_le(q, (uint64_t)out->len, 8);
+	q = put_le(q, (uint64_t)(data_off + data_len), 8);
 	q = put_le(q, PRB_HEADER_SIZE, 8);
 	q = put_le(q, PRB_SEC_COUNT, 4);
 	q = put_le(q, PRB_SECTION_ENTRY_SIZE, 4);
 	memset(q, 0, PRB_HEADER_SIZE - 40);   /* reserved */
 	q += PRB_HEADER_SIZE - 40;
-	size_t at = PRB_HEADER_SIZE + PRB_SEC_COUNT * PRB_SECTION_ENTRY_SIZE;
+	size_t at = W_HEAD_SIZE;
 	for (int i = 0; i < PRB_SEC_COUNT; i++) {
 		size_t off = i < PRB_SEC_COUNT - 1 ? at : data_off;
 		size_t size = i < PRB_SEC_COUNT - 1 ? ends[i] - at : data_len;
@@ -542,52 +536,83 @@ static void w_header(wbuf *out, const size_t *ends, size_t data_off, size_t data
 	}
 }
 
-/* The metadata sections go straight into the file's buffer after room for
- * the header and section table; DATA, built alongside, is appended, and the
- * header written last, when every size is known. */
+/* The metadata sections, after room for the header and section table; DATA,
+ * built alongside, follows them at the next 64-byte boundary (w_finish). */
 static bool w_sections(writer *w, wbuf *out, size_t *ends)
 {
+	memset(wb_grow(out, W_HEAD_SIZE), 0, W_HEAD_SIZE);
 	w_schemas(w, out);
-	ends[0] = out->len;
+	ends[0] = out_pos(&out->o);
 	w_blobs(w, out);
-	ends[1] = out->len;
+	ends[1] = out_pos(&out->o);
 	if (!w_delegates(w, out))
 		return false;
-	ends[2] = out->len;
+	ends[2] = out_pos(&out->o);
 	if (!w_methods(w, out))
 		return false;
-	ends[3] = out->len;
+	ends[3] = out_pos(&out->o);
 	if (out->too_long)
 		return w_fail(w, pr_err_new("a string of %zu bytes, more than the %u bytes a string may "
 					    "hold", out->too_long, PRB_MAX_STRING));
 	return true;
 }
 
-pr_err *pr_binary_write(const pr_program *p, uint8_t **out, size_t *len)
+/* Writes the whole program to file (its sink, if any, gets every byte but
+ * the header, which is left to the caller: head). */
+static pr_err *w_program(const pr_program *p, wbuf *file, uint8_t *head)
 {
 	writer w = {.prog = p};
-	wbuf file = {0};
 	size_t ends[PRB_SEC_COUNT - 1];
 	w_index_program(&w);
-	wb_room(&file, 65536 + out_node_count(p) * 128);   /* a node takes about 100 */
-	memset(wb_grow(&file, PRB_HEADER_SIZE + PRB_SEC_COUNT * PRB_SECTION_ENTRY_SIZE), 0,
-	       PRB_HEADER_SIZE + PRB_SEC_COUNT * PRB_SECTION_ENTRY_SIZE);
-	bool ok = w_sections(&w, &file, ends);
+	bool ok = w_sections(&w, file, ends);
 	if (ok) {
-		wb_pad(&file, PRB_ALIGN);
-		size_t data_off = file.len;
-		wb_bytes(&file, w.data.p, w.data.len);
-		w_header(&file, ends, data_off, w.data.len);
+		wb_pad(file, PRB_ALIGN);
+		size_t data_off = out_pos(&file->o);
+		wb_bytes(file, w.data.o.p, w.data.o.len);
+		w_header(head, ends, data_off, w.data.o.len);
 	}
-	free(w.data.p);
+	free(w.data.o.p);
 	pm_free(&w.schemas);
 	pm_free(&w.delegates);
 	pm_free(&w.blobs);
-	if (!ok) {
-		free(file.p);
-		return w.err;
+	return ok ? NULL : w.err;
+}
+
+pr_err *pr_binary_write(const pr_program *p, uint8_t **out, size_t *len)
+{
+	wbuf file = {0};
+	uint8_t head[W_HEAD_SIZE];
+	out_reserve(&file.o, 65536 + out_node_count(p) * 128);   /* a node takes about 100 */
+	pr_err *e = w_program(p, &file, head);
+	if (e) {
+		free(file.o.p);
+		return e;
 	}
-	*out = file.p;
-	*len = file.len;
+	memcpy(file.o.p, head, W_HEAD_SIZE);
+	*out = file.o.p;
+	*len = file.o.len;
 	return NULL;
+}
+
+/* A target that cannot seek (a device, a FIFO) gets the file in one piece,
+ * made in memory: its header, which comes first, is known last. */
+pr_err *pr_binary_write_sink(const pr_program *p, pr_file_sink *sink)
+{
+	if (!pr_file_sink_can_seek(sink)) {
+		uint8_t *bytes;
+		size_t len;
+		pr_err *e = pr_binary_write(p, &bytes, &len);
+		if (!e)
+			pr_file_sink_write(sink, bytes, len);
+		free(bytes);
+		return e;
+	}
+	wbuf file = {.o = {.sink = sink}};
+	uint8_t head[W_HEAD_SIZE];
+	out_reserve(&file.o, OUT_CHUNK);
+	pr_err *e = w_program(p, &file, head);
+	out_finish(&file.o);
+	if (!e)
+		pr_file_sink_write_at(sink, 0, head, W_HEAD_SIZE);
+	return e;
 }

@@ -5,11 +5,14 @@
  * bytes point into the mapping, which the program then owns
  * (program->mapping; pr_program_free unmaps it). Anything else is text.
  *
- * Saving is pr_file_write_atomic (fileio.h), the one writer of every file
- * passrun writes: a regular target is replaced atomically through a
- * temporary file in its folder (fsync, rename, fsync of the folder), a
- * symbolic link is followed and its target replaced, a device or FIFO is
- * written in place. On any error the target is left as it was. */
+ * Saving is a pr_file_sink (fileio.h), the one writer of every file passrun
+ * writes, which pr_file_write_atomic wraps for bytes already in memory: a
+ * regular target is replaced atomically through a temporary file in its
+ * folder (fsync, rename, fsync of the folder), a symbolic link is followed
+ * and its target replaced, a device or FIFO is written in place. On any
+ * error the target is left as it was. Programs are saved through a sink as
+ * they are written (pr_binary_write_sink, pr_text_print_sink), so that the
+ * file is never held whole in memory. */
 #define _GNU_SOURCE   /* fstatat, dirfd */
 #include <dirent.h>
 #include <errno.h>
@@ -24,6 +27,8 @@
 
 #include "passrun/fileio.h"
 #include "passrun/format.h"
+#include "binary_format.h"
+#include "outbuf.h"
 
 /* ---- loading ------------------------------------------------------------- */
 
@@ -40,6 +45,47 @@ static pr_err *load_text(const char *path, const uint8_t *bytes, size_t len, pr_
 	return e;
 }
 
+/* The DATA section of a binary file that loaded: the one part of the mapping
+ * the program may still read (blob bytes and constants' storage borrow from
+ * it; names and everything else were copied). */
+static uint64_t le_at(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void data_section(const uint8_t *map, size_t *off, size_t *end)
+{
+	for (unsigned i = 0; i < PRB_SEC_COUNT; i++) {
+		const uint8_t *e = map + PRB_HEADER_SIZE + i * PRB_SECTION_ENTRY_SIZE;
+		uint64_t o = le_at(e + 8, 8), n = le_at(e + 16, 8);
+		if (le_at(e, 4) == PRB_SEC_DATA) {
+			*off = (size_t)o;
+			*end = (size_t)(o + n);
+			return;
+		}
+	}
+	*off = *end = 0;
+}
+
+/* Hands back the pages of the mapping outside DATA, read once by the loader
+ * and never again, so that they do not stay in the process's memory. Best
+ * effort: a page read again is read from the file, as at first. */
+static void drop_read_pages(uint8_t *map, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), off, end;
+	data_section(map, &off, &end);
+	size_t keep_from = off / page * page, keep_to = (end + page - 1) / page * page;
+	if (off == end)
+		keep_from = keep_to = 0;
+	if (keep_from)
+		madvise(map, keep_from, MADV_DONTNEED);
+	if (keep_to < len)
+		madvise(map + keep_to, len - keep_to, MADV_DONTNEED);
+}
+
 static pr_err *load_mapped(const char *path, int fd, size_t len, pr_program **out)
 {
 	void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -49,6 +95,7 @@ static pr_err *load_mapped(const char *path, int fd, size_t len, pr_program **ou
 	if (pr_binary_sniff(map, len)) {
 		e = pr_binary_load(path, map, len, true, out);
 		if (!e) {
+			drop_read_pages(map, len);
 			(*out)->mapping = map;
 			(*out)->mapping_size = len;
 			return NULL;
@@ -254,54 +301,67 @@ static void keep_mode(int fd, const struct stat *old)
 	fchmod(fd, old->st_mode & 0777);
 }
 
-static pr_err *replace_file(const char *path, const char *target, const struct stat *old,
-			    const uint8_t *bytes, size_t len)
+/* ---- the sink (fileio.h) -------------------------------------------------- */
+
+struct pr_file_sink {
+	char *path;     /* as given, for messages */
+	char *target;   /* path with its links followed: the file written */
+	char *tmp;      /* the temporary file renamed over target; NULL in place */
+	int fd;         /* -1: not open yet (a target written in place opens late) */
+	bool in_place;  /* a device or FIFO, written directly */
+	pr_err *err;    /* the first failure; every later write does nothing */
+};
+
+static void sink_fail(pr_file_sink *s, pr_err *e)
 {
-	remove_stale_temps(target);
-	char *tmp = NULL;
-	/* Replacing a file: private until it has the old file's mode. */
-	int fd = temp_next_to(target, old ? 0600 : 0666, &tmp);
-	if (fd < 0)
-		return pr_err_new("%s: cannot create a temporary file next to it: %s", path,
-				  strerror(errno));
-	if (old)
-		keep_mode(fd, old);
-	pr_err *e = write_all(fd, path, bytes, len);
-	if (!e && fsync(fd) < 0)
-		e = pr_err_new("%s: cannot flush to disk: %s", path, strerror(errno));
-	if (close(fd) < 0 && !e)
-		e = pr_err_new("%s: cannot close: %s", path, strerror(errno));
-	if (!e && rename(tmp, target) < 0)
-		e = pr_err_new("%s: cannot replace it with %s: %s", path, tmp, strerror(errno));
-	if (e)
-		unlink(tmp);
+	if (!s->err)
+		s->err = e;
 	else
-		sync_dir(target);
-	free(tmp);
-	return e;
+		pr_err_free(e);
 }
 
-/* A device, FIFO or terminal: written in place, never replaced. When the
- * name turned into a regular file since it was looked at, it is replaced
- * after all (written in place it would keep a longer old tail). */
-static pr_err *write_in_place(const char *path, const char *target, const uint8_t *bytes,
-			      size_t len)
+/* Starts the temporary file that replaces target; old is the file it
+ * replaces, NULL when there is none. */
+static void sink_start_temp(pr_file_sink *s, const struct stat *old)
 {
-	int fd = open(target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0)
-		return pr_err_new("%s: cannot open for writing: %s", path, strerror(errno));
-	struct stat st;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-		close(fd);
-		return replace_file(path, target, &st, bytes, len);
+	s->in_place = false;
+	remove_stale_temps(s->target);
+	/* Replacing a file: private until it has the old file's mode. */
+	s->fd = temp_next_to(s->target, old ? 0600 : 0666, &s->tmp);
+	if (s->fd < 0) {
+		sink_fail(s, pr_err_new("%s: cannot create a temporary file next to it: %s", s->path,
+					strerror(errno)));
+		return;
 	}
-	pr_err *e = write_all(fd, path, bytes, len);
-	if (close(fd) < 0 && !e)
-		e = pr_err_new("%s: cannot close: %s", path, strerror(errno));
-	return e;
+	if (old)
+		keep_mode(s->fd, old);
 }
 
-pr_err *pr_file_write_atomic(const char *path, const void *bytes, size_t len)
+/* A target written in place is opened at its first write (or at commit), so
+ * that a writer that fails before it has written anything leaves a FIFO
+ * unopened. When the name turned into a regular file since it was looked at,
+ * it is replaced after all (written in place it would keep a longer old
+ * tail). */
+static bool sink_ready(pr_file_sink *s)
+{
+	if (s->err)
+		return false;
+	if (s->fd >= 0)
+		return true;
+	s->fd = open(s->target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	if (s->fd < 0) {
+		sink_fail(s, pr_err_new("%s: cannot open for writing: %s", s->path, strerror(errno)));
+		return false;
+	}
+	struct stat st;
+	if (fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		close(s->fd);
+		sink_start_temp(s, &st);
+	}
+	return !s->err;
+}
+
+pr_err *pr_file_sink_open(const char *path, pr_file_sink **out)
 {
 	char *target = NULL;
 	pr_err *e = resolve_links(path, &target);
@@ -309,14 +369,128 @@ pr_err *pr_file_write_atomic(const char *path, const void *bytes, size_t len)
 		return e;
 	struct stat st;
 	bool exists = stat(target, &st) == 0;
-	if (!*base_of(target) || (exists && S_ISDIR(st.st_mode)))
-		e = pr_err_new("%s: cannot write: it is a folder", path);
-	else if (exists && !S_ISREG(st.st_mode))
-		e = write_in_place(path, target, bytes, len);
+	if (!*base_of(target) || (exists && S_ISDIR(st.st_mode))) {
+		free(target);
+		return pr_err_new("%s: cannot write: it is a folder", path);
+	}
+	pr_file_sink *s = pr_xcalloc(1, sizeof *s);
+	s->path = pr_xstrdup(path);
+	s->target = target;
+	s->fd = -1;
+	if (exists && !S_ISREG(st.st_mode))
+		s->in_place = true;
 	else
-		e = replace_file(path, target, exists ? &st : NULL, bytes, len);
-	free(target);
+		sink_start_temp(s, exists ? &st : NULL);
+	if (s->err) {
+		e = s->err;
+		s->err = NULL;
+		pr_file_sink_abort(s);
+		return e;
+	}
+	*out = s;
+	return NULL;
+}
+
+bool pr_file_sink_can_seek(const pr_file_sink *s)
+{
+	return !s->in_place;
+}
+
+void pr_file_sink_write(pr_file_sink *s, const void *bytes, size_t len)
+{
+	if (sink_ready(s))
+		sink_fail(s, write_all(s->fd, s->path, bytes, len));
+}
+
+void pr_file_sink_write_at(pr_file_sink *s, uint64_t offset, const void *bytes, size_t len)
+{
+	if (!sink_ready(s))
+		return;
+	if (s->in_place) {   /* a caller's mistake: pr_file_sink_can_seek said no */
+		sink_fail(s, pr_err_new("%s: cannot write at an offset: it is written in place",
+					s->path));
+		return;
+	}
+	const uint8_t *p = bytes;
+	while (len) {
+		ssize_t w = pwrite(s->fd, p, len, (off_t)offset);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			sink_fail(s, pr_err_new("%s: cannot write: %s", s->path,
+						w < 0 ? strerror(errno) : "no progress"));
+			return;
+		}
+		p += w;
+		len -= (size_t)w;
+		offset += (uint64_t)w;
+	}
+}
+
+static void sink_free(pr_file_sink *s)
+{
+	pr_err_free(s->err);
+	free(s->path);
+	free(s->target);
+	free(s->tmp);
+	free(s);
+}
+
+void pr_file_sink_abort(pr_file_sink *s)
+{
+	if (!s)
+		return;
+	if (s->fd >= 0)
+		close(s->fd);
+	if (s->tmp)
+		unlink(s->tmp);
+	sink_free(s);
+}
+
+/* A temporary file: flushed, closed and renamed over the target. */
+static pr_err *commit_temp(pr_file_sink *s)
+{
+	pr_err *e = NULL;
+	if (fsync(s->fd) < 0)
+		e = pr_err_new("%s: cannot flush to disk: %s", s->path, strerror(errno));
+	if (close(s->fd) < 0 && !e)
+		e = pr_err_new("%s: cannot close: %s", s->path, strerror(errno));
+	s->fd = -1;
+	if (!e && rename(s->tmp, s->target) < 0)
+		e = pr_err_new("%s: cannot replace it with %s: %s", s->path, s->tmp, strerror(errno));
+	if (e)
+		return e;
+	free(s->tmp);
+	s->tmp = NULL;   /* renamed: nothing left to remove */
+	sync_dir(s->target);
+	return NULL;
+}
+
+pr_err *pr_file_sink_commit(pr_file_sink *s)
+{
+	pr_err *e = NULL;
+	if (!sink_ready(s)) {
+		e = s->err;
+		s->err = NULL;
+	} else if (s->in_place) {
+		if (close(s->fd) < 0)
+			e = pr_err_new("%s: cannot close: %s", s->path, strerror(errno));
+		s->fd = -1;
+	} else {
+		e = commit_temp(s);
+	}
+	pr_file_sink_abort(s);   /* what is left: the temporary file of a failed commit */
 	return e;
+}
+
+pr_err *pr_file_write_atomic(const char *path, const void *bytes, size_t len)
+{
+	pr_file_sink *s;
+	pr_err *e = pr_file_sink_open(path, &s);
+	if (e)
+		return e;
+	pr_file_sink_write(s, bytes, len);
+	return pr_file_sink_commit(s);
 }
 
 /* ---- programs ------------------------------------------------------------ */
@@ -329,16 +503,20 @@ static bool has_suffix(const char *s, const char *suffix)
 
 pr_err *pr_program_save_file(const pr_program *p, const char *path)
 {
-	uint8_t *bytes;
-	size_t len;
+	pr_file_sink *s;
+	pr_err *e = pr_file_sink_open(path, &s);
+	if (e)
+		return e;
 	if (has_suffix(path, ".bin")) {
-		pr_err *e = pr_binary_write(p, &bytes, &len);
+		e = pr_binary_write_sink(p, s);
 		if (e)
-			return pr_err_wrap(e, "%s", path);
+			e = pr_err_wrap(e, "%s", path);
 	} else {
-		bytes = (uint8_t *)pr_text_print(p, &len);
+		pr_text_print_sink(p, s);
 	}
-	pr_err *e = pr_file_write_atomic(path, bytes, len);
-	free(bytes);
-	return e;
+	if (e) {
+		pr_file_sink_abort(s);
+		return e;
+	}
+	return pr_file_sink_commit(s);
 }

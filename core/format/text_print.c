@@ -18,23 +18,11 @@
 
 /* The output (outbuf.h). Numbers are formatted here rather than by
  * printf, which would cost more than everything else a node prints. */
-typedef struct tbuf {
-	char *p;
-	size_t len, cap;
-} tbuf;
-
-static void tb_reserve(tbuf *b, size_t n)
-{
-	void *p = b->p;
-	out_reserve(&p, &b->cap, b->len, n);
-	b->p = p;
-}
+typedef outbuf tbuf;
 
 static inline void tb_add(tbuf *b, const char *s, size_t n)
 {
-	if (__builtin_expect(b->cap - b->len < n, 0))
-		tb_reserve(b, n);
-	memcpy(b->p + b->len, s, n);
+	memcpy(out_room(b, n), s, n);
 	b->len += n;
 }
 
@@ -354,37 +342,50 @@ static void put_top_name(tbuf *b, const char *before, const char *name)
 	tb_puts(b, name);
 }
 
+static void put_program(tbuf *b, const pr_program *p)
+{
+	tb_puts(b, "passrun 1\n");
+	if (p->n_schemas)
+		tb_putc(b, '\n');
+	for (int i = 0; i < p->n_schemas; i++) {
+		put_top_name(b, "op ", p->schemas[i]->text);
+		tb_putc(b, '\n');
+	}
+	if (p->blobs)
+		tb_putc(b, '\n');
+	for (const pr_blob *blob = p->blobs; blob; blob = blob->next)
+		put_blob(b, blob);
+	for (int i = 0; i < p->n_delegates; i++) {
+		const pr_delegate *d = p->delegates[i];
+		put_top_name(b, "\ndelegate @", d->name);
+		for (int k = 0; k < d->n_specs; k++) {
+			put_top_name(b, " ", d->specs[k].key);
+			tb_putc(b, '=');
+			put_string(b, d->specs[k].value);
+		}
+		put_body(b, d->body);
+	}
+	for (int i = 0; i < p->n_methods; i++) {
+		put_top_name(b, "\nmethod @", p->methods[i]->name);
+		put_body(b, p->methods[i]);
+	}
+}
+
 char *pr_text_print(const pr_program *p, size_t *len)
 {
 	tbuf b = {0};
-	tb_reserve(&b, 65536 + out_node_count(p) * 96);   /* a node prints in about 80 */
-	tb_puts(&b, "passrun 1\n");
-	if (p->n_schemas)
-		tb_putc(&b, '\n');
-	for (int i = 0; i < p->n_schemas; i++) {
-		put_top_name(&b, "op ", p->schemas[i]->text);
-		tb_putc(&b, '\n');
-	}
-	if (p->blobs)
-		tb_putc(&b, '\n');
-	for (const pr_blob *blob = p->blobs; blob; blob = blob->next)
-		put_blob(&b, blob);
-	for (int i = 0; i < p->n_delegates; i++) {
-		const pr_delegate *d = p->delegates[i];
-		put_top_name(&b, "\ndelegate @", d->name);
-		for (int k = 0; k < d->n_specs; k++) {
-			put_top_name(&b, " ", d->specs[k].key);
-			tb_putc(&b, '=');
-			put_string(&b, d->specs[k].value);
-		}
-		put_body(&b, d->body);
-	}
-	for (int i = 0; i < p->n_methods; i++) {
-		put_top_name(&b, "\nmethod @", p->methods[i]->name);
-		put_body(&b, p->methods[i]);
-	}
+	out_reserve(&b, 65536 + out_node_count(p) * 96);   /* a node prints in about 80 */
+	put_program(&b, p);
 	if (len)
 		*len = b.len;
 	tb_putc(&b, 0);   /* a string, as callers print it */
-	return b.p;
+	return (char *)b.p;
+}
+
+void pr_text_print_sink(const pr_program *p, pr_file_sink *sink)
+{
+	tbuf b = {.sink = sink};
+	out_reserve(&b, OUT_CHUNK);
+	put_program(&b, p);
+	out_finish(&b);
 }

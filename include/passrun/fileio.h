@@ -1,7 +1,8 @@
 /* fileio.h: writing a file the way a compiler writes its output.
  *
- * Every file passrun writes (-o, --dot, convert, --output-dir) goes through
- * pr_file_write_atomic, which writes all of the bytes or changes nothing:
+ * Every file passrun writes (-o, --dot, convert, --output-dir) goes through a
+ * pr_file_sink, which writes all of the bytes or changes nothing;
+ * pr_file_write_atomic is a sink for bytes already in memory:
  *
  *   - A regular file, or a name that does not exist yet, is replaced
  *     atomically: the bytes go to a temporary file in the same folder (so
@@ -30,7 +31,9 @@
 #ifndef PASSRUN_FILEIO_H
 #define PASSRUN_FILEIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "passrun/error.h"
 
@@ -39,6 +42,27 @@ extern "C" {
 #endif
 
 pr_err *pr_file_write_atomic(const char *path, const void *bytes, size_t len);
+
+/* A file written piece by piece, with the promises above: a writer hands it
+ * its output in chunks as they fill, so that the file is never held whole in
+ * memory, then commits it (the rename) or aborts (the target stays as it
+ * was, and no temporary file remains).
+ *
+ * pr_file_sink_open checks the name (links, folders) and, for a file to
+ * replace, creates the temporary file; a device or FIFO is opened at the
+ * first write. Writes keep the first error and do nothing after it;
+ * pr_file_sink_commit returns it. pr_file_sink_write_at rewrites bytes
+ * already written (a header whose sizes are known last), which only a
+ * replaced file allows (pr_file_sink_can_seek): a device or FIFO is written
+ * in place, front to back. Commit and abort free the sink. */
+typedef struct pr_file_sink pr_file_sink;
+
+pr_err *pr_file_sink_open(const char *path, pr_file_sink **out);
+bool pr_file_sink_can_seek(const pr_file_sink *s);
+void pr_file_sink_write(pr_file_sink *s, const void *bytes, size_t len);
+void pr_file_sink_write_at(pr_file_sink *s, uint64_t offset, const void *bytes, size_t len);
+pr_err *pr_file_sink_commit(pr_file_sink *s);
+void pr_file_sink_abort(pr_file_sink *s);   /* NULL: nothing */
 
 /* The folder part of path, malloc'd: "." when it has none ("a.yaml"), "/"
  * for a name in the root ("/a.yaml"). */
