@@ -53,9 +53,39 @@ bool tp_error_line(tp *p, uint32_t line, uint32_t col, const char *fmt, ...)
 	return false;
 }
 
+/* Byte classes, looked up once per byte in the loops that run over every
+ * name and string of a file. */
+enum {
+	CH_WORD = 1,      /* [A-Za-z0-9_] */
+	CH_NAME = 2,      /* a word byte or '.': a %name or @name */
+	CH_PLAIN = 4,     /* a byte a string holds as it is (plain_in_string) */
+};
+
+static const uint8_t ch_class[256] = {
+	/* control bytes and 0x7f have no class; every byte >= 0x80 is plain */
+	[' '] = CH_PLAIN, ['!'] = CH_PLAIN, ['#'] = CH_PLAIN, ['$'] = CH_PLAIN,
+	['%'] = CH_PLAIN, ['&'] = CH_PLAIN, ['\''] = CH_PLAIN, ['('] = CH_PLAIN,
+	[')'] = CH_PLAIN, ['*'] = CH_PLAIN, ['+'] = CH_PLAIN, [','] = CH_PLAIN,
+	['-'] = CH_PLAIN, ['.'] = CH_PLAIN | CH_NAME, ['/'] = CH_PLAIN,
+	['0' ... '9'] = CH_PLAIN | CH_NAME | CH_WORD,
+	[':'] = CH_PLAIN, [';'] = CH_PLAIN, ['<'] = CH_PLAIN, ['='] = CH_PLAIN,
+	['>'] = CH_PLAIN, ['?'] = CH_PLAIN, ['@'] = CH_PLAIN,
+	['A' ... 'Z'] = CH_PLAIN | CH_NAME | CH_WORD,
+	['['] = CH_PLAIN, [']'] = CH_PLAIN, ['^'] = CH_PLAIN,
+	['_'] = CH_PLAIN | CH_NAME | CH_WORD, ['`'] = CH_PLAIN,
+	['a' ... 'z'] = CH_PLAIN | CH_NAME | CH_WORD,
+	['{'] = CH_PLAIN, ['|'] = CH_PLAIN, ['}'] = CH_PLAIN, ['~'] = CH_PLAIN,
+	[0x80 ... 0xff] = CH_PLAIN,
+};
+
 static bool is_word_char(int c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+	return ch_class[(unsigned char)c] & CH_WORD;
+}
+
+static bool is_name_char(int c)
+{
+	return ch_class[(unsigned char)c] & CH_NAME;
 }
 
 /* What is at pos, for "found ...". */
@@ -77,7 +107,7 @@ static void describe(const tp *p, size_t pos, char *buf, size_t cap)
 	size_t e = pos;
 	if (c == '%' || c == '@' || c == '-')
 		e++;
-	while (e < p->n && e - pos < 32 && (is_word_char((unsigned char)p->s[e]) || p->s[e] == '.'))
+	while (e < p->n && e - pos < 32 && is_name_char((unsigned char)p->s[e]))
 		e++;
 	if (e == pos || (e == pos + 1 && !is_word_char(c))) {
 		e = pos + 1;
@@ -170,7 +200,7 @@ size_t tp_word(tp *p, const char **start)
 bool tp_name(tp *p, const char *what)
 {
 	size_t b = p->pos;
-	while (p->pos < p->n && (is_word_char((unsigned char)p->s[p->pos]) || p->s[p->pos] == '.'))
+	while (p->pos < p->n && is_name_char((unsigned char)p->s[p->pos]))
 		p->pos++;
 	if (p->pos == b)
 		return tp_expected(p, b, what);
@@ -233,7 +263,25 @@ static bool tp_string_too_long(tp *p, size_t at)
  * (a newline is one). */
 static bool plain_in_string(unsigned char c)
 {
-	return c >= 0x20 && c != 0x7f && c != '"' && c != '\\';
+	return ch_class[c] & CH_PLAIN;
+}
+
+/* The common string, plain bytes up to the closing quote, in one copy;
+ * false (nothing consumed) when it holds an escape or a bad byte. */
+static bool tp_plain_string(tp *p, char **out)
+{
+	size_t end = p->pos;
+	while (end < p->n && plain_in_string((unsigned char)p->s[end]))
+		end++;
+	if (end >= p->n || p->s[end] != '"' || end - p->pos > PR_MAX_STRING_BYTES)
+		return false;
+	size_t len = end - p->pos;
+	char *copy = pr_xmalloc(len + 1);
+	memcpy(copy, p->s + p->pos, len);
+	copy[len] = 0;
+	*out = copy;
+	p->pos = end + 1;
+	return true;
 }
 
 bool tp_string(tp *p, char **out)
@@ -241,6 +289,8 @@ bool tp_string(tp *p, char **out)
 	size_t open = p->pos;
 	if (!tp_expect(p, '"', "a string (\"...\")"))
 		return false;
+	if (tp_plain_string(p, out))
+		return true;
 	pr_strbuf b;
 	pr_strbuf_init(&b);
 	pr_strbuf_add(&b, "", 0);
@@ -357,7 +407,7 @@ bool tp_number(tp *p, bool *is_float, int64_t *i, double *f)
 		e = x;
 		*is_float = true;
 	}
-	if (e < p->n && (is_word_char((unsigned char)p->s[e]) || p->s[e] == '.'))
+	if (e < p->n && is_name_char((unsigned char)p->s[e]))
 		return tp_expected(p, b, "a number");
 	/* Up to 18 digits always fit in int64: no strtoll needed. */
 	if (!*is_float && digits <= 18) {

@@ -56,13 +56,15 @@ bool tp_expected(tp *p, size_t pos, const char *what);
 
 /* Scanning. tp_ws skips blanks and a comment, never the newline. It, peek
  * and accept run between every two tokens: inline, the common case (no blank
- * here) is one compare. */
+ * here, or one space) is a compare or two. */
 /* The value of hex digit c (either case), or -1. */
 int tp_hex_digit(int c);
 void tp_ws_slow(tp *p);
 
 static inline void tp_ws(tp *p)
 {
+	if (p->pos < p->n && p->s[p->pos] == ' ')   /* the one space between tokens */
+		p->pos++;
 	if (p->pos < p->n) {
 		char c = p->s[p->pos];
 		if (c == ' ' || c == '\t' || c == '\r' || c == '#')
