@@ -41,7 +41,7 @@
  *     (pr_graph_new_args + pr_node_set_graph_args: loaders, no malloc per
  *     node; their list items and strings must then be graph or program
  *     storage too, which is never freed one by one).
- *   - A node is 224 bytes on 64-bit hosts (a million of them, and the
+ *   - A node is 216 bytes on 64-bit hosts (a million of them, and the
  *     free slots of erased ones, are most of a big program's memory), so
  *     only what most nodes use is in it: the facts of an input (its kind,
  *     quoted name and data, 80 bytes) are a record of its own (pr_input)
@@ -83,7 +83,7 @@ bool pr_dtype_is_float(pr_dtype t);
 
 #define PR_MAX_RANK 16
 
-/* A spec is a small value (about 80 bytes), copied freely. Its layout, the
+/* A spec is a small value (72 bytes), copied freely. Its layout, the
  * rank numbers of shape and of strides (in elements, always filled), is not
  * in it: shape and strides point at arrays of rank numbers each that are
  * immutable and, as built by the functions below, interned: the
@@ -97,11 +97,12 @@ bool pr_dtype_is_float(pr_dtype t);
  * its interned twin. Rank 0 has non-NULL pointers too. */
 typedef struct pr_spec {
 	pr_dtype dtype;
-	int rank;
+	int16_t rank;                   /* 0..PR_MAX_RANK; 16 bits so that has_mem
+					 * fits beside it: 72 bytes, not 80 */
+	bool has_mem;                   /* mem=ARENA:OFFSET was written */
 	const int64_t *shape;           /* rank numbers, immutable */
 	const int64_t *strides;         /* rank numbers, immutable */
 	pr_device device;               /* host when absent */
-	bool has_mem;                   /* mem=ARENA:OFFSET was written */
 	pr_device mem_arena;            /* arenas are named after their device */
 	int64_t mem_offset;
 } pr_spec;

@@ -22,7 +22,7 @@ import os
 import shutil
 import sys
 from ctypes import (POINTER, Structure, Union, c_bool, c_char, c_char_p, c_double, c_int,
-                    c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_uint8, c_void_p)
+                    c_int16, c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_uint8, c_void_p)
 from pathlib import Path
 
 from .errors import LibraryNotFoundError
@@ -40,9 +40,9 @@ class Device(Structure):
 # shape and strides point at rank numbers each, interned by the core and
 # immutable: read them (s.shape[:s.rank]), never write through them.
 class Spec(Structure):
-    _fields_ = [("dtype", c_int), ("rank", c_int), ("shape", POINTER(c_int64)),
-                ("strides", POINTER(c_int64)), ("device", Device), ("has_mem", c_bool),
-                ("mem_arena", Device), ("mem_offset", c_int64)]
+    _fields_ = [("dtype", c_int), ("rank", c_int16), ("has_mem", c_bool),
+                ("shape", POINTER(c_int64)), ("strides", POINTER(c_int64)),
+                ("device", Device), ("mem_arena", Device), ("mem_offset", c_int64)]
 
 
 class Type(Structure):
