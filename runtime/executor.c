@@ -433,9 +433,9 @@ static pr_err *constant_bytes(prt_exec *e, pr_node *n, pr_spec *stored, uint8_t 
 	if (err)
 		return err;
 	if (!odd)
-		return (*out = host, pr_data_materialize(&n->data, s, host));
+		return (*out = host, pr_data_materialize(&n->input->data, s, host));
 	raw = pr_xmalloc((size_t)(pr_spec_storage_bytes(s) ? pr_spec_storage_bytes(s) : 1));
-	err = pr_data_materialize(&n->data, s, raw);
+	err = pr_data_materialize(&n->input->data, s, raw);
 	if (!err) {
 		prt_tensor from = prt_tensor_from_spec(s, raw, 0), to = prt_tensor_from_spec(stored, host, 0);
 		err = prt_tensor_copy(&to, &from);
@@ -451,7 +451,7 @@ static pr_err *compile_constant(prt_exec *e, pr_node *n, uint8_t **staging)
 	const pr_spec *s = &n->type.tensor;
 	r->kind = PRT_RV_TENSOR;
 	bool on_device = !e->reference && !pr_device_is_host(s->device);
-	bool writable = n->input_kind == PR_INPUT_BUFFER;
+	bool writable = n->input->kind == PR_INPUT_BUFFER;
 	bool odd = !pr_spec_stored_as_is(s);
 	/* The copy at load moves the bytes as stored, as a per-call copy would,
 	 * and a delegate reads them with the spec's strides (F5's refusal). */
@@ -461,11 +461,11 @@ static pr_err *compile_constant(prt_exec *e, pr_node *n, uint8_t **staging)
 				  "layout is neither contiguous nor channels-last, so the program "
 				  "stores it contiguous and a delegate would read the copied bytes "
 				  "in the wrong order", n->name ? n->name : "?",
-				  n->input_name ? n->input_name : "?", pr_device_str(s->device, ds));
+				  n->input->name ? n->input->name : "?", pr_device_str(s->device, ds));
 	}
-	if (!on_device && !writable && !odd && n->data.mapped &&
-	    n->data.mapped_size == pr_spec_storage_bytes(s)) {
-		r->t = prt_tensor_from_spec(s, (void *)n->data.mapped, 0);
+	if (!on_device && !writable && !odd && n->input->data.mapped &&
+	    n->input->data.mapped_size == pr_spec_storage_bytes(s)) {
+		r->t = prt_tensor_from_spec(s, (void *)n->input->data.mapped, 0);
 		return NULL;
 	}
 	pr_spec stored;
@@ -498,7 +498,7 @@ static pr_err *compile_input(prt_exec *e, frame *f, pr_node *n, bool body, uint8
 		f->inputs[f->n_inputs++] = r;
 		return NULL;
 	}
-	if (n->input_kind != PR_INPUT_USER)
+	if (n->input->kind != PR_INPUT_USER)
 		return compile_constant(e, n, staging);
 	r->kind = PRT_RV_TENSOR;
 	pr_err *err = place_tensor(e, &n->type.tensor, -1, &r->t);
@@ -1126,11 +1126,11 @@ static void resolve_write_backs(prt_exec *e)
 	buffer_entry *table = NULL, *it, *tmp;
 	int idx = 0;
 	pr_graph_for_each(e->g, n) {
-		if (n->kind == PR_NODE_INPUT && n->input_kind != PR_INPUT_USER && n->input_name) {
-			HASH_FIND_STR(table, n->input_name, it);
+		if (n->kind == PR_NODE_INPUT && n->input->kind != PR_INPUT_USER && n->input->name) {
+			HASH_FIND_STR(table, n->input->name, it);
 			if (!it) {
 				it = pr_xcalloc(1, sizeof *it);
-				it->name = n->input_name;
+				it->name = n->input->name;
 				it->slot = &e->main.slots[idx];
 				HASH_ADD_KEYPTR(hh, table, it->name, strlen(it->name), it);
 			}
@@ -1232,7 +1232,7 @@ const pr_node *prt_exec_input(const prt_exec *e, int i) { return e->inputs[i].no
 const char *prt_exec_input_name(const prt_exec *e, int i)
 {
 	const pr_node *n = e->inputs[i].node;
-	return n->input_name ? n->input_name : n->name;
+	return n->input->name ? n->input->name : n->name;
 }
 
 pr_err *prt_exec_set_input(prt_exec *e, int i, const prt_tensor *host)

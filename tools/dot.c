@@ -154,7 +154,7 @@ static char *node_label(const pr_node *n, const pr_diag *flag)
 	const char *what = "";
 	char buf[64];
 	switch (n->kind) {
-	case PR_NODE_INPUT: what = input_kind_name(n->input_kind); break;
+	case PR_NODE_INPUT: what = input_kind_name(n->input->kind); break;
 	case PR_NODE_OP: what = n->schema ? n->schema->full_name : "op"; break;
 	case PR_NODE_DELEGATE: what = "delegate"; break;
 	case PR_NODE_GETITEM:

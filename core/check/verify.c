@@ -230,7 +230,7 @@ static void ptr_map_free(ptr_map *m)
 static pr_node **name_map_at(const name_map *m, const char *name)
 {
 	size_t i = pr_str_hash(name, strlen(name)) & (m->cap - 1);
-	while (m->nodes[i] && strcmp(m->nodes[i]->input_name, name))
+	while (m->nodes[i] && strcmp(m->nodes[i]->input->name, name))
 		i = (i + 1) & (m->cap - 1);
 	return &m->nodes[i];
 }
@@ -977,19 +977,19 @@ static void check_input(vctx *c, pr_node *n)
 	if (n->n_args)
 		report(c, "E-ARITY", n, "input %s has %d arguments; expected none", label(n, ln),
 		       n->n_args);
-	bool positional = n->input_kind == PR_INPUT_POSITIONAL;
+	bool positional = n->input->kind == PR_INPUT_POSITIONAL;
 	if (c->body && !positional)
 		report(c, "E-INPUT", n, "input %s of delegate @%s has a kind; expected a plain "
 		       "positional `input` in a delegate body", label(n, ln), c->g->name);
 	else if (!c->body && positional)
 		report(c, "E-INPUT", n, "input %s of method @%s is positional; expected user, "
 		       "parameter, buffer or constant", label(n, ln), c->g->name);
-	if (!n->input_name || c->body)
+	if (!n->input->name || c->body)
 		return;
-	pr_node **at = name_map_at(&c->inputs, n->input_name);
+	pr_node **at = name_map_at(&c->inputs, n->input->name);
 	if (*at) {
 		report(c, "E-INPUT", n, "input %s is named \"%s\", like %s; expected unique "
-		       "input names", label(n, ln), n->input_name, label(*at, le));
+		       "input names", label(n, ln), n->input->name, label(*at, le));
 		return;
 	}
 	*at = n;
@@ -1021,11 +1021,11 @@ static void check_writeback(vctx *c, pr_node *ret, int i)
 	}
 	pr_node *e = wb->target ? name_map_get(&c->inputs, wb->target) : NULL;
 	pr_input_kind want = buffer ? PR_INPUT_BUFFER : PR_INPUT_USER;
-	if (!e || e->input_kind != want) {
+	if (!e || e->input->kind != want) {
 		char what[LABEL_MAX + 48];
 		if (e)
 			snprintf(what, sizeof what, "which is %s, a %s input", label(e, lt),
-				 input_kind_str(e->input_kind));
+				 input_kind_str(e->input->kind));
 		else
 			snprintf(what, sizeof what, "which names no input");
 		report(c, "E-WRITEBACK", ret, "return value %d is written back to %s \"%s\", %s; "

@@ -629,8 +629,8 @@ static bool rd_data_bytes(rd *r, pr_node *n)
 	if (!rd_segment(r, at, off, size))
 		return false;
 	if (r->borrow && host_is_little_endian()) {
-		n->data.mapped = r->buf + r->data_off + off;
-		n->data.mapped_size = (int64_t)size;
+		n->input->data.mapped = r->buf + r->data_off + off;
+		n->input->data.mapped_size = (int64_t)size;
 	}
 	return true;
 }
@@ -643,19 +643,19 @@ static bool rd_blob_ref(rd *r, pr_node *n)
 		return false;
 	if (ix >= r->n_blobs)
 		return rd_fail(r, at, "blob index %u is out of range, expected < %zu", ix, r->n_blobs);
-	n->data.blob = r->blobs[ix];
+	n->input->data.blob = r->blobs[ix];
 	int64_t storage;
 	/* As in the text: a blob holds exactly the tensor's storage, which every
 	 * reader of the data (the runtime, the printer) relies on. */
 	if (n->type.kind == PR_TYPE_TENSOR &&
 	    (!pr_spec_storage_bytes_checked(&n->type.tensor, &storage) ||
-	     storage != n->data.blob->size))
+	     storage != n->input->data.blob->size))
 		return rd_fail(r, at, "expected a blob of %lld bytes (the tensor's storage), found "
 			       "blob %u with %lld bytes", (long long)pr_spec_storage_bytes(&n->type.tensor),
-			       ix, (long long)n->data.blob->size);
+			       ix, (long long)n->input->data.blob->size);
 	if (r->borrow && host_is_little_endian() && n->type.kind == PR_TYPE_TENSOR) {
-		n->data.mapped = n->data.blob->bytes;
-		n->data.mapped_size = storage;
+		n->input->data.mapped = n->input->data.blob->bytes;
+		n->input->data.mapped_size = storage;
 	}
 	return true;
 }
@@ -678,7 +678,7 @@ static bool rd_data(rd *r, pr_node *n)
 		return false;
 	if (kind > PR_DATA_BLOB)
 		return rd_fail(r, at, "data kind %u is unknown, expected 0..%d", kind, PR_DATA_BLOB);
-	pr_data *d = &n->data;
+	pr_data *d = &n->input->data;
 	d->kind = (pr_data_kind)kind;
 	switch (d->kind) {
 	case PR_DATA_NONE:
@@ -742,17 +742,17 @@ static bool rd_input(rd *r, pr_node *n)
 		return rd_fail(r, at, "input kind %u in %s @%s, expected %s", kind,
 			       body ? "delegate" : "method", n->graph->name,
 			       body ? "0 (positional)" : "1..4 (user, parameter, buffer, constant)");
-	n->input_kind = (pr_input_kind)kind;
+	n->input->kind = (pr_input_kind)kind;
 	size_t name_at = r->pos;
-	if (!rd_string(r, "the input's name", true, &n->input_name))
+	if (!rd_string(r, "the input's name", true, &n->input->name))
 		return false;
-	if (body && n->input_name)
+	if (body && n->input->name)
 		return rd_fail(r, name_at, "a delegate body's input has a name, expected none");
 	size_t data_at = r->pos;
 	if (!rd_data(r, n))
 		return false;
 	bool constant = kind >= PR_INPUT_PARAMETER && n->type.kind == PR_TYPE_TENSOR;
-	if (n->data.kind != PR_DATA_NONE && !constant)
+	if (n->input->data.kind != PR_DATA_NONE && !constant)
 		return rd_fail(r, data_at, "a %s has data, expected data only on a parameter, buffer or "
 			       "constant of tensor type", n->type.kind == PR_TYPE_TENSOR ?
 			       "user or positional input" : "non-tensor input");

@@ -255,7 +255,7 @@ static void w_data_segment(writer *w, wbuf *b, const pr_node *n)
 	int64_t storage = 0;
 	if (s && w_worth_storing(s, &storage)) {
 		uint8_t *bytes = pr_xmalloc((size_t)storage);
-		pr_err *e = pr_data_materialize(&n->data, s, bytes);
+		pr_err *e = pr_data_materialize(&n->input->data, s, bytes);
 		if (!e) {
 			wb_u64(b, w_segment(w, bytes, (size_t)storage));
 			wb_u64(b, (uint64_t)storage);
@@ -271,7 +271,7 @@ static void w_data_segment(writer *w, wbuf *b, const pr_node *n)
 
 static bool w_data(writer *w, wbuf *b, const pr_node *n)
 {
-	const pr_data *d = &n->data;
+	const pr_data *d = &n->input->data;
 	wb_u8(b, (unsigned)d->kind);
 	switch (d->kind) {
 	case PR_DATA_NONE:
@@ -354,8 +354,8 @@ static bool w_node(writer *w, wbuf *b, const pr_node *n)
 	w_type(b, &n->type);
 	switch (n->kind) {
 	case PR_NODE_INPUT:
-		wb_u8(b, (unsigned)n->input_kind);
-		wb_ostr(b, n->input_name);
+		wb_u8(b, (unsigned)n->input->kind);
+		wb_ostr(b, n->input->name);
 		return w_data(w, b, n);
 	case PR_NODE_OP:
 		return w_ref(w, b, &w->schemas, n->schema, n, "op schema") &&

@@ -387,7 +387,7 @@ static bool tp_paren_number(tp *p, bool want_int, double *f, int64_t *i)
 /* data=DATA for input node n (a tensor). */
 static bool tp_data(tp *p, pr_node *n)
 {
-	pr_data *d = &n->data;
+	pr_data *d = &n->input->data;
 	size_t at = (tp_ws(p), p->pos);
 	if (tp_accept(p, '[')) {
 		return tp_data_list(p, d, at, pr_spec_numel(&n->type.tensor),
@@ -439,7 +439,7 @@ static bool tp_input_kind(tp *p, pr_node *n)
 	size_t k = tp_word(p, &w);
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
 		if (tp_word_is(w, k, kinds[i].word)) {
-			n->input_kind = kinds[i].kind;
+			n->input->kind = kinds[i].kind;
 			return true;
 		}
 	}
@@ -451,16 +451,16 @@ static bool tp_input_kind(tp *p, pr_node *n)
 /* input KIND ["NAME"] [data=DATA], or plain `input` in a delegate body. */
 static bool tp_input(tp *p, pr_graph *g, pr_node *n)
 {
-	n->kind = PR_NODE_INPUT;
+	pr_node_make_input(n);
 	if (g->delegate) {
-		n->input_kind = PR_INPUT_POSITIONAL;
+		n->input->kind = PR_INPUT_POSITIONAL;
 		if (!tp_at_eol(p))
 			return tp_expected(p, p->pos, "end of line (inputs of a delegate body are plain 'input')");
 		return true;
 	}
 	if (!tp_input_kind(p, n))
 		return false;
-	if (tp_peek(p) == '"' && !tp_string(p, &n->input_name))
+	if (tp_peek(p) == '"' && !tp_string(p, &n->input->name))
 		return false;
 	if (tp_at_eol(p))
 		return true;
@@ -471,7 +471,7 @@ static bool tp_input(tp *p, pr_graph *g, pr_node *n)
 		p->pos = at;
 		return tp_expected(p, at, "end of line or data=...");
 	}
-	if (n->input_kind == PR_INPUT_USER)
+	if (n->input->kind == PR_INPUT_USER)
 		return tp_error_at(p, at, "expected end of line: data= is only for parameters, buffers "
 				   "and constants, not user inputs");
 	if (n->type.kind != PR_TYPE_TENSOR)
@@ -877,7 +877,7 @@ static bool tp_resolve_one(tp *p, tp_pending *e)
 			return tp_error_line(p, e->line, e->col, "expected a blob of %lld bytes (the tensor's "
 					     "storage), found '@%s' with %lld bytes", (long long)need, e->name,
 					     (long long)b->size);
-		n->data.blob = b;
+		n->input->data.blob = b;
 		return true;
 	}
 	}

@@ -253,12 +253,12 @@ static void put_input(tbuf *b, const pr_node *n)
 		[PR_INPUT_CONSTANT] = " constant",
 	};
 	tb_puts(b, "input");
-	tb_puts(b, kinds[n->input_kind]);
-	if (n->input_name) {
+	tb_puts(b, kinds[n->input->kind]);
+	if (n->input->name) {
 		tb_putc(b, ' ');
-		put_string(b, n->input_name);
+		put_string(b, n->input->name);
 	}
-	put_data(b, &n->data, &n->type);
+	put_data(b, &n->input->data, &n->type);
 }
 
 static void put_return(tbuf *b, const pr_node *n)

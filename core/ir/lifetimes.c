@@ -42,7 +42,7 @@ static int64_t node_pos(const lt_builder *b, const pr_node *n)
 
 static unsigned input_flags(const pr_node *in, const pr_mutable_buffers *mutable_buffers)
 {
-	switch (in->input_kind) {
+	switch (in->input->kind) {
 	case PR_INPUT_POSITIONAL:
 	case PR_INPUT_USER:
 		return PR_CLASS_USER_INPUT;

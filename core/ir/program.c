@@ -389,6 +389,7 @@ enum {
 	NODE_USES_HEAP = 16,  /* uses is malloc'd, not a pool block */
 	NODE_NAME_LOCAL = 32, /* name is not interned yet (a detached pr_node_new) */
 	NODE_NAME_HEAP = 64,  /* ... and malloc'd (renamed while detached) */
+	NODE_INPUT_HEAP = 128,/* input is malloc'd (pr_node_make_input on a detached node) */
 };
 
 typedef struct node_chunk {
@@ -410,7 +411,8 @@ struct pr_graph_store {
 			       * no tombstones */
 	uint32_t names_mask, names_n;
 	pr_use *free_uses[USE_CLASSES];
-	arena mem;            /* use blocks, and args from pr_graph_new_args */
+	pr_input *free_inputs;/* erased inputs' records, linked through their name */
+	arena mem;            /* use blocks, input records, and args from pr_graph_new_args */
 };
 
 #define NODE_CHUNK_MIN 64
@@ -464,6 +466,35 @@ static void slot_put(pr_graph_store *st, pr_node *n)
 	n->name = (const char *)(void *)st->free_nodes;
 	st->free_nodes = n;
 	POISON((char *)n + FREE_SLOT_KEPT, sizeof *n - FREE_SLOT_KEPT);
+}
+
+/* What every node that is not an input points at (see pr_node.input): const,
+ * so that a write to it faults instead of reaching every node. */
+static const pr_input no_input;
+#define NO_INPUT ((pr_input *)&no_input)
+
+static pr_input *input_take(pr_graph_store *st)
+{
+	pr_input *in = st->free_inputs;
+	if (in)
+		st->free_inputs = (pr_input *)(void *)in->name;
+	else
+		in = arena_alloc(&st->mem, sizeof *in, _Alignof(pr_input));
+	memset(in, 0, sizeof *in);
+	return in;
+}
+
+/* Gives back n's record when it is not n's malloc's: a slab node's goes on
+ * the free list, a malloc'd one is freed. */
+static void input_release(pr_graph_store *st, pr_node *n)
+{
+	if (n->mem & NODE_INPUT_HEAP) {
+		free(n->input);
+	} else if (n->input != NO_INPUT && !(n->mem & NODE_HEAP)) {
+		n->input->name = (char *)(void *)st->free_inputs;
+		st->free_inputs = n->input;
+	}
+	n->input = NO_INPUT;
 }
 
 static int use_class(int cap)
@@ -643,14 +674,18 @@ void pr_arg_set_value(pr_arg *a, pr_node *v)
 
 /* ---- nodes --------------------------------------------------------------- */
 
+/* A detached input's record follows the node in its malloc, its name after
+ * both. */
 pr_node *pr_node_new(pr_node_kind kind, const char *name)
 {
 	size_t len = name ? strlen(name) + 1 : 0;
-	pr_node *n = pr_xcalloc(1, sizeof *n + len);
+	size_t in = kind == PR_NODE_INPUT ? sizeof(pr_input) : 0;
+	pr_node *n = pr_xcalloc(1, sizeof *n + in + len);
 	n->kind = kind;
 	n->mem = NODE_HEAP;
+	n->input = in ? (pr_input *)(void *)(n + 1) : NO_INPUT;
 	if (name) {
-		char *own = (char *)(n + 1);
+		char *own = (char *)(n + 1) + in;
 		memcpy(own, name, len);
 		n->name = own;
 		n->mem |= NODE_NAME_LOCAL;
@@ -669,10 +704,23 @@ pr_node *pr_graph_new_node(pr_graph *g, pr_node_kind kind, const char *name)
 	pr_node *n = slot_take(g->store);
 	n->kind = kind;
 	n->graph = g;
+	n->input = kind == PR_NODE_INPUT ? input_take(g->store) : NO_INPUT;
 	if (name)
 		n->name = pr_program_intern(g->program, name, strlen(name));
 	n->type.kind = PR_TYPE_NONE;
 	return n;
+}
+
+void pr_node_make_input(pr_node *n)
+{
+	PR_ASSERT(n->input == NO_INPUT);
+	n->kind = PR_NODE_INPUT;
+	if (n->mem & NODE_HEAP) {
+		n->input = pr_xcalloc(1, sizeof *n->input);
+		n->mem |= NODE_INPUT_HEAP;
+	} else {
+		n->input = input_take(n->graph->store);
+	}
 }
 
 void pr_graph_reserve_nodes(pr_graph *g, size_t count)
@@ -704,8 +752,9 @@ static void node_parts_free(pr_node *n)
 	}
 	if (n->mem & NODE_NAME_HEAP)
 		free((char *)n->name);
-	free(n->input_name);
-	free(n->data.values);
+	free(n->input->name);
+	free(n->input->data.values);
+	input_release(store_of(n), n);
 	type_free(&n->type);
 }
 
@@ -801,10 +850,10 @@ pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g)
 
 bool pr_mutable_buffers_has(const pr_mutable_buffers *b, const pr_node *in)
 {
-	if (!b->n || in->kind != PR_NODE_INPUT || in->input_kind != PR_INPUT_BUFFER ||
-	    !in->input_name)
+	if (!b->n || in->kind != PR_NODE_INPUT || in->input->kind != PR_INPUT_BUFFER ||
+	    !in->input->name)
 		return false;
-	const char *name = in->input_name;
+	const char *name = in->input->name;
 	return buffer_slot(b, name, pr_str_hash(name, strlen(name)))->key != NULL;
 }
 

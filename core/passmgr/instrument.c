@@ -290,8 +290,8 @@ static uint64_t hash_node(uint64_t h, const pr_node *n)
 	h = hash_str(h, n->schema ? n->schema->full_name : NULL);
 	h = hash_str(h, n->delegate ? n->delegate->name : NULL);
 	h = hash_u64(hash_u64(h, (uint64_t)n->index), (uint64_t)n->n_uses);
-	h = hash_u64(hash_str(h, n->input_name), (uint64_t)n->input_kind);
-	h = hash_u64(hash_u64(h, (uint64_t)n->data.kind), n->data.seed);
+	h = hash_u64(hash_str(h, n->input->name), (uint64_t)n->input->kind);
+	h = hash_u64(hash_u64(h, (uint64_t)n->input->data.kind), n->input->data.seed);
 	for (int i = 0; i < n->n_args; i++) {
 		h = hash_arg(h, &n->args[i]);
 		if (n->writebacks)

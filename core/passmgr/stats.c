@@ -41,8 +41,8 @@ static void add_input(method_stats *m, pr_node *n)
 static bool is_constant(const pr_node *n)
 {
 	return n->kind == PR_NODE_INPUT &&
-	       (n->input_kind == PR_INPUT_PARAMETER || n->input_kind == PR_INPUT_BUFFER ||
-		n->input_kind == PR_INPUT_CONSTANT);
+	       (n->input->kind == PR_INPUT_PARAMETER || n->input->kind == PR_INPUT_BUFFER ||
+		n->input->kind == PR_INPUT_CONSTANT);
 }
 
 int64_t pr_copy_bytes(const pr_node *n)
@@ -68,7 +68,7 @@ static method_stats count(pr_graph *g)
 			pr_spec *s = pr_node_spec(n);
 			if (s && !pr_device_is_host(s->device))
 				m.load_bytes += pr_spec_storage_bytes(s);
-		} else if (n->kind == PR_NODE_INPUT && n->input_kind == PR_INPUT_USER) {
+		} else if (n->kind == PR_NODE_INPUT && n->input->kind == PR_INPUT_USER) {
 			add_input(&m, n);
 		}
 	}
@@ -94,7 +94,7 @@ static void put_inputs(pr_strbuf *b, const method_stats *m)
 	for (int i = 0; i < m->n_inputs; i++) {
 		pr_node *n = m->inputs[i];
 		pr_strbuf_puts(b, i ? ", {\"name\": " : "{\"name\": ");
-		pr_strbuf_json_string(b, n->input_name ? n->input_name : n->name ? n->name : "");
+		pr_strbuf_json_string(b, n->input->name ? n->input->name : n->name ? n->name : "");
 		pr_strbuf_puts(b, ", \"device\": ");
 		put_device(b, n);
 		pr_strbuf_putc(b, '}');

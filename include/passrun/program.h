@@ -41,7 +41,17 @@
  *     (pr_graph_new_args + pr_node_set_graph_args: loaders, no malloc per
  *     node; their list items and strings must then be graph or program
  *     storage too, which is never freed one by one).
- *   - A node's other parts (input_name, writebacks, data.values,
+ *   - A node is 216 bytes on 64-bit hosts (a million of them, and the
+ *     free slots of erased ones, are most of a big program's memory), so
+ *     only what most nodes use is in it: the facts of an input (its kind,
+ *     quoted name and data, 80 bytes) are a record of its own (pr_input)
+ *     that only inputs have, from the graph's storage (an erased input's
+ *     goes to the next input made) or in a detached node's malloc; other
+ *     nodes share one read-only record of zeros. The int fields sit in
+ *     pairs so that none pads. The op/delegate/getitem/return fields are
+ *     not overlaid: code reads them on every kind (NULL or 0 when not its
+ *     kind).
+ *   - A node's other parts (input->name, writebacks, input->data.values,
  *     type.elems) are malloc'd and owned by the node. */
 #ifndef PASSRUN_PROGRAM_H
 #define PASSRUN_PROGRAM_H
@@ -73,7 +83,7 @@ bool pr_dtype_is_float(pr_dtype t);
 
 #define PR_MAX_RANK 16
 
-/* A spec is a small value (about 80 bytes), copied freely. Its layout, the
+/* A spec is a small value (72 bytes), copied freely. Its layout, the
  * rank numbers of shape and of strides (in elements, always filled), is not
  * in it: shape and strides point at arrays of rank numbers each that are
  * immutable and, as built by the functions below, interned: the
@@ -87,11 +97,12 @@ bool pr_dtype_is_float(pr_dtype t);
  * its interned twin. Rank 0 has non-NULL pointers too. */
 typedef struct pr_spec {
 	pr_dtype dtype;
-	int rank;
+	int16_t rank;                   /* 0..PR_MAX_RANK; 16 bits so that has_mem
+					 * fits beside it: 72 bytes, not 80 */
+	bool has_mem;                   /* mem=ARENA:OFFSET was written */
 	const int64_t *shape;           /* rank numbers, immutable */
 	const int64_t *strides;         /* rank numbers, immutable */
 	pr_device device;               /* host when absent */
-	bool has_mem;                   /* mem=ARENA:OFFSET was written */
 	pr_device mem_arena;            /* arenas are named after their device */
 	int64_t mem_offset;
 } pr_spec;
@@ -142,8 +153,8 @@ typedef enum pr_type_kind {
 
 typedef struct pr_type {
 	pr_type_kind kind;
-	pr_spec tensor;     /* PR_TYPE_TENSOR */
 	int n_elems;        /* PR_TYPE_TUPLE */
+	pr_spec tensor;     /* PR_TYPE_TENSOR */
 	pr_spec *elems;     /* owned */
 } pr_type;
 
@@ -284,33 +295,43 @@ typedef struct pr_writeback {
 typedef struct pr_graph pr_graph;
 typedef struct pr_delegate pr_delegate;
 
+/* What only an input has. */
+typedef struct pr_input {
+	pr_input_kind kind;
+	char *name;           /* the quoted name, or NULL; owned */
+	pr_data data;
+} pr_input;
+
+/* kind, mem and name first (a free slab slot keeps them readable); the
+ * ints in pairs, so that none pads (see the top of this file). */
 struct pr_node {
 	pr_node_kind kind;
 	uint8_t mem;          /* how program.c stores the node; not for passes */
 	const char *name;     /* without '%'; NULL when the node has no result;
 			       * interned (see the top of this file) */
-	pr_type type;
 	pr_graph *graph;
 	pr_node *prev, *next;
 	uint64_t order;       /* increases along the graph; see pr_graph_renumber */
 
 	int n_args;
-	pr_arg *args;         /* owned (or graph storage); never reallocated while the node lives */
-
+	uint32_t line;        /* source line, 0 when made by a pass */
 	int n_uses, cap_uses;
+	pr_arg *args;         /* owned (or graph storage); never reallocated while the node lives */
 	pr_use *uses;         /* readers of this node's value, in no set order */
 
-	/* PR_NODE_INPUT */
-	pr_input_kind input_kind;
-	char *input_name;     /* the quoted name, or NULL */
-	pr_data data;
+	pr_type type;
+
+	/* PR_NODE_INPUT: its own record. Never NULL: a node of any other kind
+	 * points at one shared, read-only record of zeros (PR_INPUT_POSITIONAL,
+	 * no name, PR_DATA_NONE), so that reading it is right on any node; only
+	 * an input's may be written. */
+	pr_input *input;
 
 	pr_schema *schema;    /* PR_NODE_OP (owned by the program) */
 	pr_delegate *delegate;/* PR_NODE_DELEGATE */
 	int64_t index;        /* PR_NODE_GETITEM; the value is args[0] */
 	pr_writeback *writebacks; /* PR_NODE_RETURN: one per arg */
 
-	uint32_t line;        /* source line, 0 when made by a pass */
 	void *scratch;        /* free for the pass that is running */
 };
 
@@ -420,6 +441,12 @@ pr_node *pr_graph_new_node(pr_graph *g, pr_node_kind kind, const char *name);
  * hashed once, no malloc for the name. */
 pr_node *pr_graph_new_node_fresh(pr_graph *g, pr_node_kind kind, const char *base,
 				 size_t base_len, int *next);
+/* Makes n, a node made as another kind that is not an input yet, an input
+ * with a record of its own (zeroed: PR_INPUT_POSITIONAL, no name, no data),
+ * from its graph's storage (a node of pr_graph_new_node) or malloc'd (a
+ * detached one). The node makers do this for PR_NODE_INPUT themselves; a
+ * parser that learns the kind later calls it. */
+void pr_node_make_input(pr_node *n);
 /* Room for count more nodes in g's slab in one chunk, for a loader that
  * knows how many it will make. */
 void pr_graph_reserve_nodes(pr_graph *g, size_t count);

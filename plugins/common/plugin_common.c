@@ -110,18 +110,18 @@ bool pl_use_is_output(const pr_use *u)
 bool pl_is_method_input(const pr_node *n, const pr_mutable_buffers *b)
 {
 	return n->kind == PR_NODE_INPUT &&
-	       (n->input_kind == PR_INPUT_USER || pr_mutable_buffers_has(b, n));
+	       (n->input->kind == PR_INPUT_USER || pr_mutable_buffers_has(b, n));
 }
 
 bool pl_is_constant(const pr_node *n, const pr_mutable_buffers *b)
 {
-	return n->kind == PR_NODE_INPUT && n->input_kind != PR_INPUT_USER &&
-	       n->input_kind != PR_INPUT_POSITIONAL && !pr_mutable_buffers_has(b, n);
+	return n->kind == PR_NODE_INPUT && n->input->kind != PR_INPUT_USER &&
+	       n->input->kind != PR_INPUT_POSITIONAL && !pr_mutable_buffers_has(b, n);
 }
 
 const char *pl_input_kind_word(const pr_node *n, const pr_mutable_buffers *b)
 {
-	switch (n->input_kind) {
+	switch (n->input->kind) {
 	case PR_INPUT_USER: return "method input";
 	case PR_INPUT_PARAMETER: return "parameter";
 	case PR_INPUT_BUFFER: return b && pr_mutable_buffers_has(b, n) ? "mutable buffer" : "buffer";

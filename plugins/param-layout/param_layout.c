@@ -52,17 +52,17 @@ static void gather_logical(const pr_spec *old, const uint8_t *storage, uint8_t *
 
 static pr_err *rewrite_stored_bytes(pr_program *p, pr_node *n, const pr_spec *old)
 {
-	if (n->data.kind != PR_DATA_BLOB) {
+	if (n->input->data.kind != PR_DATA_BLOB) {
 		/* Values by logical index: the same under any layout. Bytes a
 		 * binary file holds for them are in the old storage order. */
-		n->data.mapped = NULL;
-		n->data.mapped_size = 0;
+		n->input->data.mapped = NULL;
+		n->input->data.mapped_size = 0;
 		return NULL;
 	}
 	int64_t sb = pr_spec_storage_bytes(old), nb = pr_spec_nbytes(old);
 	uint8_t *storage = pr_xmalloc((size_t)(sb > 0 ? sb : 1));
 	uint8_t *logical = pr_xmalloc((size_t)(nb > 0 ? nb : 1));
-	pr_err *e = pr_data_materialize(&n->data, old, storage);
+	pr_err *e = pr_data_materialize(&n->input->data, old, storage);
 	if (!e) {
 		gather_logical(old, storage, logical);
 		char *base = pr_xasprintf("%s_contiguous", n->name);
@@ -74,10 +74,10 @@ static pr_err *rewrite_stored_bytes(pr_program *p, pr_node *n, const pr_spec *ol
 		pr_blob *b = NULL;
 		e = pr_program_add_blob(p, name, logical, nb, false, &b);
 		if (!e) {
-			n->data.kind = PR_DATA_BLOB;
-			n->data.blob = b;
-			n->data.mapped = NULL;
-			n->data.mapped_size = 0;
+			n->input->data.kind = PR_DATA_BLOB;
+			n->input->data.blob = b;
+			n->input->data.mapped = NULL;
+			n->input->data.mapped_size = 0;
 		}
 		free(name);
 		free(base);
@@ -167,7 +167,7 @@ static pr_err *make_contiguous(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, pr_
 		     "%s '%s' (%%%s, %" PRId64 " bytes, on %s) had strides %s, neither contiguous "
 		     "nor channels-last: it is now stored contiguous with strides %s, and %s "
 		     "(with every other reader) reads it with that layout",
-		     pl_input_kind_word(n, NULL), n->input_name ? n->input_name : n->name, n->name,
+		     pl_input_kind_word(n, NULL), n->input->name ? n->input->name : n->name, n->name,
 		     pl_bytes(n), pr_device_str(n->type.tensor.device, ds), was, now, r);
 	return NULL;
 }
@@ -178,7 +178,7 @@ static pr_err *param_layout_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 		pr_graph *g = p->methods[m];
 		pr_graph_for_each(g, n) {
 			if (n->kind != PR_NODE_INPUT || n->type.kind != PR_TYPE_TENSOR ||
-			    n->input_kind == PR_INPUT_USER || n->input_kind == PR_INPUT_POSITIONAL ||
+			    n->input->kind == PR_INPUT_USER || n->input->kind == PR_INPUT_POSITIONAL ||
 			    !odd_layout(&n->type.tensor))
 				continue;
 			pr_err *e = make_contiguous(ctx, p, g, n);

@@ -59,7 +59,7 @@ typedef struct flags {
 
 static const char *name_of(const pr_node *n)
 {
-	return n->input_name ? n->input_name : n->name;
+	return n->input->name ? n->input->name : n->name;
 }
 
 static void report_constant(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_node *h)
@@ -152,7 +152,7 @@ static void report_input(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_node 
 	pr_pass_diag(ctx, sev, code, g->name, v->name, bytes,
 		     "Method input '%s' (%s%%%s, %" PRId64 " bytes) stays on %s for %s, but %s "
 		     "reads it off the device: it is copied to the host on every call (%%%s)%s%s",
-		     name_of(v), v->input_kind == PR_INPUT_USER ? "" : "mutable buffer ", v->name,
+		     name_of(v), v->input->kind == PR_INPUT_USER ? "" : "mutable buffer ", v->name,
 		     bytes, ds, onr, offr, c->name, extra, f->error ? RAISED : "");
 	pr_pass_diag_flag(ctx, PR_DIAG_PER_CALL_COPY);
 }

@@ -481,7 +481,7 @@ static void tag_skipped_input(place_ctx *c, pr_node *v, const pr_use *first, pr_
 	pr_pass_diag(c->pass, PR_SEV_ERROR, "E-INPUT-SHARED", c->g->name, v->name, pl_bytes(v),
 		     "%s '%s' (%%%s, %" PRId64 " bytes) feeds %s on %s, but with %s it may have no "
 		     "other reader, and %s also reads it",
-		     pl_input_kind_word(v, c->buffers), v->input_name ? v->input_name : v->name, v->name,
+		     pl_input_kind_word(v, c->buffers), v->input->name ? v->input->name : v->name, v->name,
 		     pl_bytes(v), reader, pr_device_str(dev, ds), PL_OPT_SKIP_H2D, other_reader);
 }
 
@@ -499,7 +499,7 @@ static bool constant_copyable(place_ctx *c, pr_node *v, const pr_use *first, pr_
 		     "contiguous nor channels-last: its copy would move the bytes as stored and the "
 		     "delegate would read them in the wrong order; make it contiguous first "
 		     "(the param-layout pass does)",
-		     pl_input_kind_word(v, c->buffers), v->input_name ? v->input_name : v->name, v->name,
+		     pl_input_kind_word(v, c->buffers), v->input->name ? v->input->name : v->name, v->name,
 		     pl_bytes(v), r, pr_device_str(dev, ds), st);
 	return false;
 }
@@ -532,7 +532,7 @@ static void refuse_written_input(place_ctx *c, pr_node *v, const pr_use *first, 
 		     pl_bytes(v),
 		     "%s '%s' (%%%s, %" PRId64 " bytes) would stay on %s for %s, but %s writes it "
 		     "in place on the host, which would change only a host copy%s",
-		     pl_input_kind_word(v, c->buffers), v->input_name ? v->input_name : v->name, v->name,
+		     pl_input_kind_word(v, c->buffers), v->input->name ? v->input->name : v->name, v->name,
 		     pl_bytes(v), pr_device_str(dev, ds), r, w, wb);
 }
 

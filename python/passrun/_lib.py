@@ -22,7 +22,7 @@ import os
 import shutil
 import sys
 from ctypes import (POINTER, Structure, Union, c_bool, c_char, c_char_p, c_double, c_int,
-                    c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_uint8, c_void_p)
+                    c_int16, c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_uint8, c_void_p)
 from pathlib import Path
 
 from .errors import LibraryNotFoundError
@@ -40,13 +40,13 @@ class Device(Structure):
 # shape and strides point at rank numbers each, interned by the core and
 # immutable: read them (s.shape[:s.rank]), never write through them.
 class Spec(Structure):
-    _fields_ = [("dtype", c_int), ("rank", c_int), ("shape", POINTER(c_int64)),
-                ("strides", POINTER(c_int64)), ("device", Device), ("has_mem", c_bool),
-                ("mem_arena", Device), ("mem_offset", c_int64)]
+    _fields_ = [("dtype", c_int), ("rank", c_int16), ("has_mem", c_bool),
+                ("shape", POINTER(c_int64)), ("strides", POINTER(c_int64)),
+                ("device", Device), ("mem_arena", Device), ("mem_offset", c_int64)]
 
 
 class Type(Structure):
-    _fields_ = [("kind", c_int), ("tensor", Spec), ("n_elems", c_int),
+    _fields_ = [("kind", c_int), ("n_elems", c_int), ("tensor", Spec),
                 ("elems", POINTER(Spec))]
 
 
@@ -103,6 +103,11 @@ class Data(Structure):
                 ("mapped", POINTER(c_uint8)), ("mapped_size", c_int64)]
 
 
+# A node's input record (pr_input): never NULL, read it on any node.
+class Input(Structure):
+    _fields_ = [("kind", c_int), ("name", c_char_p), ("data", Data)]
+
+
 class Writeback(Structure):
     _fields_ = [("kind", c_int), ("target", c_char_p)]
 
@@ -116,14 +121,14 @@ class Delegate(Structure):
                 ("body", POINTER(Graph)), ("device_known", c_bool), ("device", Device)]
 
 
-Node._fields_ = [("kind", c_int), ("name", c_char_p), ("type", Type),
+Node._fields_ = [("kind", c_int), ("name", c_char_p),
                  ("graph", POINTER(Graph)), ("prev", POINTER(Node)), ("next", POINTER(Node)),
-                 ("order", c_uint64), ("n_args", c_int), ("args", POINTER(Arg)),
-                 ("n_uses", c_int), ("cap_uses", c_int), ("uses", POINTER(Use)),
-                 ("input_kind", c_int), ("input_name", c_char_p), ("data", Data),
+                 ("order", c_uint64), ("n_args", c_int), ("line", c_uint32),
+                 ("n_uses", c_int), ("cap_uses", c_int), ("args", POINTER(Arg)),
+                 ("uses", POINTER(Use)), ("type", Type), ("input", POINTER(Input)),
                  ("schema", POINTER(Schema)), ("delegate", POINTER(Delegate)),
                  ("index", c_int64), ("writebacks", POINTER(Writeback)),
-                 ("line", c_uint32), ("scratch", c_void_p)]
+                 ("scratch", c_void_p)]
 
 Graph._fields_ = [("name", c_char_p), ("first", POINTER(Node)), ("last", POINTER(Node)),
                   ("n_nodes", c_int64), ("store", c_void_p), ("delegate", POINTER(Delegate)),
@@ -198,7 +203,7 @@ class RunReport(Structure):
 # The C names of the structs above, for the layout test (pass_ is `pass`).
 STRUCTS = {"pr_device": Device, "pr_spec": Spec, "pr_type": Type, "pr_alias": Alias,
            "pr_schema_arg": SchemaArg, "pr_schema": Schema, "pr_arg": Arg, "pr_use": Use,
-           "pr_data": Data, "pr_writeback": Writeback, "pr_kv": Kv, "pr_delegate": Delegate,
+           "pr_data": Data, "pr_input": Input, "pr_writeback": Writeback, "pr_kv": Kv, "pr_delegate": Delegate,
            "pr_node": Node, "pr_graph": Graph, "pr_program": Program, "pr_diag": Diag,
            "pr_diags": Diags, "pr_pass_record": PassRecord, "pr_pass_report": PassReport,
            "pr_instrument_opts": InstrumentOpts, "pr_plugin_search": PluginSearch,

@@ -163,8 +163,9 @@ def _node(c):
     kind = NODE_KINDS[c.kind]
     n = Node(kind, _lib.cstr(c.name), _type(c.type), line=c.line)
     if kind == "input":
-        n.input_kind = INPUT_KINDS[c.input_kind]
-        n.input_name = _lib.cstr(c.input_name)
+        i = c.input.contents
+        n.input_kind = INPUT_KINDS[i.kind]
+        n.input_name = _lib.cstr(i.name)
     elif kind == "op" and c.schema:
         s = c.schema.contents
         n.op = _lib.cstr(s.full_name)

@@ -15,9 +15,9 @@
 int main(void)
 {
 	S(pr_device, F(pr_device, type) F(pr_device, index));
-	S(pr_spec, F(pr_spec, dtype) F(pr_spec, rank) F(pr_spec, shape) F(pr_spec, strides)
-	  F(pr_spec, device) F(pr_spec, has_mem) F(pr_spec, mem_arena) F(pr_spec, mem_offset));
-	S(pr_type, F(pr_type, kind) F(pr_type, tensor) F(pr_type, n_elems) F(pr_type, elems));
+	S(pr_spec, F(pr_spec, dtype) F(pr_spec, rank) F(pr_spec, has_mem) F(pr_spec, shape)
+	  F(pr_spec, strides) F(pr_spec, device) F(pr_spec, mem_arena) F(pr_spec, mem_offset));
+	S(pr_type, F(pr_type, kind) F(pr_type, n_elems) F(pr_type, tensor) F(pr_type, elems));
 	S(pr_alias, F(pr_alias, set) F(pr_alias, write));
 	S(pr_schema_arg, F(pr_schema_arg, type) F(pr_schema_arg, name) F(pr_schema_arg, default_value)
 	  F(pr_schema_arg, alias) F(pr_schema_arg, kwarg_only) F(pr_schema_arg, is_tensor));
@@ -29,15 +29,16 @@ int main(void)
 	S(pr_use, F(pr_use, user) F(pr_use, arg));
 	S(pr_data, F(pr_data, kind) F(pr_data, fill) F(pr_data, seed) F(pr_data, n_values)
 	  F(pr_data, values) F(pr_data, blob) F(pr_data, mapped) F(pr_data, mapped_size));
+	S(pr_input, F(pr_input, kind) F(pr_input, name) F(pr_input, data));
 	S(pr_writeback, F(pr_writeback, kind) F(pr_writeback, target));
 	S(pr_kv, F(pr_kv, key) F(pr_kv, value));
 	S(pr_delegate, F(pr_delegate, name) F(pr_delegate, n_specs) F(pr_delegate, specs)
 	  F(pr_delegate, body) F(pr_delegate, device_known) F(pr_delegate, device));
-	S(pr_node, F(pr_node, kind) F(pr_node, name) F(pr_node, type) F(pr_node, graph)
-	  F(pr_node, prev) F(pr_node, next) F(pr_node, order) F(pr_node, n_args) F(pr_node, args)
-	  F(pr_node, n_uses) F(pr_node, cap_uses) F(pr_node, uses) F(pr_node, input_kind)
-	  F(pr_node, input_name) F(pr_node, data) F(pr_node, schema) F(pr_node, delegate)
-	  F(pr_node, index) F(pr_node, writebacks) F(pr_node, line) F(pr_node, scratch));
+	S(pr_node, F(pr_node, kind) F(pr_node, name) F(pr_node, graph) F(pr_node, prev)
+	  F(pr_node, next) F(pr_node, order) F(pr_node, n_args) F(pr_node, line)
+	  F(pr_node, n_uses) F(pr_node, cap_uses) F(pr_node, args) F(pr_node, uses)
+	  F(pr_node, type) F(pr_node, input) F(pr_node, schema) F(pr_node, delegate)
+	  F(pr_node, index) F(pr_node, writebacks) F(pr_node, scratch));
 	S(pr_graph, F(pr_graph, name) F(pr_graph, first) F(pr_graph, last) F(pr_graph, n_nodes)
 	  F(pr_graph, store) F(pr_graph, delegate) F(pr_graph, program) F(pr_graph, order_stale));
 	S(pr_program, F(pr_program, n_schemas) F(pr_program, cap_schemas) F(pr_program, schemas)

@@ -182,17 +182,17 @@ static void expect_mapped(pr_graph *g, const char *name, const uint8_t *base)
 {
 	pr_node *n = pr_graph_find(g, name);
 	cr_assert_not_null(n);
-	cr_assert_not_null(n->data.mapped, "%%%s has no mapped bytes", name);
-	cr_expect_eq(((uintptr_t)n->data.mapped - (uintptr_t)base) % 64, 0,
+	cr_assert_not_null(n->input->data.mapped, "%%%s has no mapped bytes", name);
+	cr_expect_eq(((uintptr_t)n->input->data.mapped - (uintptr_t)base) % 64, 0,
 		     "%%%s's bytes are not 64-byte aligned in the file", name);
 	int64_t size = pr_spec_storage_bytes(&n->type.tensor);
-	cr_assert_eq(n->data.mapped_size, size);
+	cr_assert_eq(n->input->data.mapped_size, size);
 	uint8_t *want = malloc((size_t)size);
-	pr_data d = n->data;
+	pr_data d = n->input->data;
 	d.mapped = NULL;   /* materialize from the description */
 	pr_err *e = pr_data_materialize(&d, &n->type.tensor, want);
 	cr_assert_null(e);
-	cr_expect(!memcmp(want, n->data.mapped, (size_t)size), "%%%s: mapped bytes differ", name);
+	cr_expect(!memcmp(want, n->input->data.mapped, (size_t)size), "%%%s: mapped bytes differ", name);
 	free(want);
 }
 
@@ -210,7 +210,7 @@ Test(binary, borrowed_load_points_constants_into_the_buffer)
 	expect_mapped(g, "a", aligned);
 	expect_mapped(g, "b", aligned);
 	expect_mapped(g, "l", aligned);
-	cr_expect_null(pr_graph_find(g, "x")->data.mapped);
+	cr_expect_null(pr_graph_find(g, "x")->input->data.mapped);
 	pr_blob *raw = pr_program_find_blob(q, "raw");
 	cr_expect(raw->borrowed);
 	cr_expect(raw->bytes > aligned && raw->bytes < aligned + len);
@@ -218,7 +218,7 @@ Test(binary, borrowed_load_points_constants_into_the_buffer)
 
 	q = load_ok(aligned, len, false, "data");
 	g = pr_program_find_method(q, "m");
-	cr_expect_null(pr_graph_find(g, "r")->data.mapped, "a copying load must not point into buf");
+	cr_expect_null(pr_graph_find(g, "r")->input->data.mapped, "a copying load must not point into buf");
 	raw = pr_program_find_blob(q, "raw");
 	cr_expect(!raw->borrowed);
 	cr_expect(raw->bytes < aligned || raw->bytes >= aligned + len);
@@ -290,10 +290,10 @@ Test(binary, loader_refuses_a_data_value_its_dtype_cannot_hold)
 			 cases[i].decl);
 		pr_program *p = tu_parse(text);
 		pr_node *c = pr_graph_find(pr_program_find_method(p, "m"), "c");
-		if (c->data.kind == PR_DATA_FILL)
-			c->data.fill = cases[i].bad;
+		if (c->input->data.kind == PR_DATA_FILL)
+			c->input->data.fill = cases[i].bad;
 		else
-			c->data.values[1] = cases[i].bad;
+			c->input->data.values[1] = cases[i].bad;
 		uint8_t *bin = NULL;
 		size_t len = 0;
 		cr_assert_null(pr_binary_write(p, &bin, &len));
@@ -354,8 +354,8 @@ Test(fileio, save_and_load_by_content_with_a_mapping)
 		if (q->mapping) {
 			cr_expect_eq(q->mapping_size, len);
 			pr_node *r = pr_graph_find(pr_program_find_method(q, "m"), "r");
-			cr_expect((const uint8_t *)r->data.mapped >= (const uint8_t *)q->mapping &&
-				  (const uint8_t *)r->data.mapped < (const uint8_t *)q->mapping + len);
+			cr_expect((const uint8_t *)r->input->data.mapped >= (const uint8_t *)q->mapping &&
+				  (const uint8_t *)r->input->data.mapped < (const uint8_t *)q->mapping + len);
 			cr_expect(pr_program_find_blob(q, "raw")->borrowed);
 		}
 		char *got = print(q);
@@ -436,7 +436,7 @@ Test(binary, broadcast_constant_keeps_only_its_description)
 	size_t len;
 	write_ok(p, &bin, &len, "broadcast");
 	pr_program *q = load_ok(bin, len, true, "broadcast");
-	cr_expect_null(pr_graph_find(pr_program_find_method(q, "m"), "c")->data.mapped);
+	cr_expect_null(pr_graph_find(pr_program_find_method(q, "m"), "c")->input->data.mapped);
 	char *a = print(p), *b = print(q);
 	cr_expect_str_eq(a, b);
 	free(a);

@@ -329,9 +329,9 @@ Test(generators, decoder_has_the_shape_the_benchmarks_need)
 		int readers = 0;
 		for (int u = 0; u < n->n_uses; u++)
 			readers += n->uses[u].user->kind == PR_NODE_DELEGATE;
-		if (n->input_kind == PR_INPUT_PARAMETER && readers > 0)
+		if (n->input->kind == PR_INPUT_PARAMETER && readers > 0)
 			constants_to_delegates++;
-		if (n->input_kind == PR_INPUT_USER && readers > max_delegate_readers)
+		if (n->input->kind == PR_INPUT_USER && readers > max_delegate_readers)
 			max_delegate_readers = readers;
 	}
 	cr_expect_gt(device_calls, 50, "only %d cuda:0 delegate calls", device_calls);
@@ -415,7 +415,7 @@ Test(generators, random_programs_without_refusals_parse_and_verify)
 				continue;
 			for (int a = 0; a < n->n_args; a++) {
 				const pr_node *b = storage_base(n->args[a].u.value);
-				cr_expect(!(b->kind == PR_NODE_INPUT && b->input_kind == PR_INPUT_BUFFER),
+				cr_expect(!(b->kind == PR_NODE_INPUT && b->input->kind == PR_INPUT_BUFFER),
 					  "random_%d.pg: device delegate %%%s reads buffer %%%s", s,
 					  n->name, b->name);
 			}

@@ -120,8 +120,8 @@ static pr_node *input(pr_graph *g, const char *name, const char *type, pr_input_
 		      const char *quoted)
 {
 	pr_node *n = add(g, PR_NODE_INPUT, name, type, NOARGS);
-	n->input_kind = k;
-	n->input_name = quoted ? strdup(quoted) : NULL;
+	n->input->kind = k;
+	n->input->name = quoted ? strdup(quoted) : NULL;
 	return n;
 }
 
@@ -712,22 +712,22 @@ Test(verify, writeback_in_a_delegate_body)
 Test(verify, positional_input_in_a_method)
 {
 	example e = build_example();
-	e.x->input_kind = PR_INPUT_POSITIONAL;
+	e.x->input->kind = PR_INPUT_POSITIONAL;
 	expect_one(e.p, "E-INPUT", "x");
 }
 
 Test(verify, named_input_in_a_delegate_body)
 {
 	example e = build_example();
-	e.d->body->first->input_kind = PR_INPUT_USER;
+	e.d->body->first->input->kind = PR_INPUT_USER;
 	expect_one(e.p, "E-INPUT", "a");
 }
 
 Test(verify, two_inputs_with_one_name)
 {
 	example e = build_example();
-	free(e.w->input_name);
-	e.w->input_name = strdup("x");
+	free(e.w->input->name);
+	e.w->input->name = strdup("x");
 	expect_one(e.p, "E-INPUT", "w");
 }
 
@@ -988,7 +988,7 @@ Test(verify, several_errors_are_all_reported)
 {
 	example e = build_example();
 	e.t->index = 3;
-	e.x->input_kind = PR_INPUT_POSITIONAL;
+	e.x->input->kind = PR_INPUT_POSITIONAL;
 	free(e.ret->writebacks[1].target);
 	e.ret->writebacks[1].target = strdup("nope");
 	cr_assert_eq(verify(e.p), 3);
