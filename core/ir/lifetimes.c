@@ -197,10 +197,14 @@ static void finish_classes(pr_lifetimes *lt)
 /* The graph is a linked list of large nodes: on a big method every first
  * touch of a node is a cache miss, so the nodes are walked once, numbering
  * and processing each, with the next node's lines prefetched. Positions come
- * from node->order: the walk checks that the orders step evenly (they do
- * after pr_graph_renumber, which it calls and starts again when they do
- * not), so a node's position is one division away and nothing is written
- * into the nodes. */
+ * from node->order: the orders must step evenly, so that a node's position
+ * is one division away. They do after pr_graph_renumber; erasing nodes since
+ * leaves holes, so from the first node off the step on, the walk writes each
+ * node the order the step gives it (the line is in cache: it was just read)
+ * instead of renumbering the whole graph first, which would walk every node
+ * once more. Orders only ever compare, so any strictly rising numbering is
+ * as good as pr_graph_renumber's; the first nodes' step is its step unless
+ * the graph was built otherwise. */
 
 /* Every cache line of the node that the walk reads: the spec's head, shape
  * and strides, the links and arguments (and the first line of the argument
@@ -220,8 +224,20 @@ static void builder_grow(lt_builder *b, int64_t *cap)
 	b->first_value = pr_xrealloc(b->first_value, (size_t)*cap * sizeof *b->first_value);
 }
 
-/* Numbers and processes every node; false (and b half done) when the orders
- * do not step evenly. */
+/* Gives node n of the walk the order the step gives it; false when that
+ * order would overflow (then the graph is renumbered and walked again). */
+static bool keep_step(lt_builder *b, pr_node *node, int64_t n)
+{
+	uint64_t order;
+	if (b->gap == 0 || __builtin_mul_overflow((uint64_t)n, b->gap, &order) ||
+	    __builtin_add_overflow(order, b->order0, &order))
+		return false;
+	node->order = order;
+	return true;
+}
+
+/* Numbers and processes every node; false (and b half done) when the
+ * orders cannot be made to step evenly. */
 static bool walk_nodes(lt_builder *b, pr_graph *g)
 {
 	int64_t cap = g->n_nodes > 0 ? g->n_nodes : 16, n = 0;
@@ -239,7 +255,8 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 			b->order0 = node->order;
 		else if (n == 1)
 			b->gap = node->order - b->order0;
-		if (n > 0 && (b->gap == 0 || node->order != b->order0 + (uint64_t)n * b->gap))
+		if (n > 0 && (b->gap == 0 || node->order != b->order0 + (uint64_t)n * b->gap) &&
+		    !keep_step(b, node, n))
 			return false;
 		b->nodes[n] = node;
 		b->lt->n_positions = n + 1;
