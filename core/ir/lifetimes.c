@@ -255,7 +255,6 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 	pr_graph_for_each(g, node) {
 		if (node->next)
 			prefetch_node(node->next);
-		pr_node_prefetch_ahead(node);
 		if (n == cap)
 			builder_grow(b, &cap);
 		if (n == 0)
