@@ -20,24 +20,33 @@
 
 /* ---- lifetimes -------------------------------------------------------- */
 
+/* What a reader needs of the node at one position, in one place: a read
+ * of a far node then costs its order's line and this record, not also its
+ * type's line and the value's. */
+typedef struct lt_pos {
+	pr_node *node;
+	int64_t first_value;    /* its first value, or -1 (none, or not yet defined) */
+	int64_t cls;            /* a tensor's class (n_elems < 0) */
+	int n_elems;            /* a tuple's elements; -1 for a tensor */
+} lt_pos;
+
 typedef struct lt_builder {
 	pr_lifetimes *lt;
 	int64_t cap_values, cap_classes;
-	int64_t *first_value;   /* per position: its first value, or -1 */
-	pr_node **nodes;        /* per position */
+	lt_pos *pos;            /* per position */
 	uint64_t order0, gap;   /* node->order == order0 + pos * gap */
 	pr_mutable_buffers *mutable_buffers; /* the graph's, for the inputs' flags */
 } lt_builder;
 
-/* The position of n, or -1 when it is not a node of the graph. */
-static int64_t node_pos(const lt_builder *b, const pr_node *n)
+/* The record of n's position, or NULL when it is not a node of the graph. */
+static const lt_pos *node_pos(const lt_builder *b, const pr_node *n)
 {
 	if (n->order < b->order0 || !b->gap)
-		return b->lt->n_positions == 1 && b->nodes[0] == n ? 0 : -1;
+		return b->lt->n_positions == 1 && b->pos[0].node == n ? &b->pos[0] : NULL;
 	uint64_t pos = (n->order - b->order0) / b->gap;
-	if (pos >= (uint64_t)b->lt->n_positions || b->nodes[pos] != n)
-		return -1;
-	return (int64_t)pos;
+	if (pos >= (uint64_t)b->lt->n_positions || b->pos[pos].node != n)
+		return NULL;
+	return &b->pos[pos];
 }
 
 static unsigned input_flags(const pr_node *in, const pr_mutable_buffers *mutable_buffers)
@@ -98,20 +107,17 @@ static int n_values_of(const pr_node *n)
 	return 0;
 }
 
-/* The value index of element elem (-1: the tensor itself) of node v, or -1. */
-static int64_t value_of(const lt_builder *b, const pr_node *v, int elem)
+/* The class of element elem (-1: the tensor itself) of node v, or -1. */
+static int64_t class_of(const lt_builder *b, const pr_node *v, int elem)
 {
-	int64_t pos = node_pos(b, v);
-	if (pos < 0)
+	const lt_pos *p = node_pos(b, v);
+	if (!p || p->first_value < 0)
 		return -1;
-	int64_t first = b->first_value[pos];
-	if (first < 0)
+	if (p->n_elems < 0)
+		return elem < 0 ? p->cls : -1;
+	if (elem < 0 || elem >= p->n_elems)
 		return -1;
-	if (v->type.kind == PR_TYPE_TENSOR)
-		return elem < 0 ? first : -1;
-	if (elem < 0 || elem >= v->type.n_elems)
-		return -1;
-	return first + elem;
+	return b->lt->values[p->first_value + elem].cls;
 }
 
 /* The class that return r of op node n shares, or -1 for a fresh one. */
@@ -120,20 +126,18 @@ static int64_t aliased_class(const lt_builder *b, const pr_node *n, int r)
 	if (n->kind == PR_NODE_GETITEM) {
 		if (n->n_args < 1 || n->args[0].kind != PR_ARG_VALUE || !n->args[0].u.value)
 			return -1;
-		int64_t v = value_of(b, n->args[0].u.value, (int)n->index);
-		return v < 0 ? -1 : b->lt->values[v].cls;
+		return class_of(b, n->args[0].u.value, (int)n->index);
 	}
 	const pr_node *base = pr_node_alias_value(n, r);
-	if (!base)
-		return -1;
-	int64_t v = value_of(b, base, -1);
-	return v < 0 ? -1 : b->lt->values[v].cls;
+	return base ? class_of(b, base, -1) : -1;
 }
 
 static void define_values(lt_builder *b, pr_node *n, int64_t pos)
 {
 	int nv = n_values_of(n);
-	b->first_value[pos] = nv ? b->lt->n_values : -1;
+	lt_pos *p = &b->pos[pos];
+	p->first_value = nv ? b->lt->n_values : -1;
+	p->n_elems = n->type.kind == PR_TYPE_TUPLE ? nv : -1;
 	for (int i = 0; i < nv; i++) {
 		int elem = n->type.kind == PR_TYPE_TUPLE ? i : -1;
 		pr_spec *spec = elem < 0 ? &n->type.tensor : &n->type.elems[i];
@@ -144,6 +148,7 @@ static void define_values(lt_builder *b, pr_node *n, int64_t pos)
 		if (pos > c->end)
 			c->end = pos;
 		add_value(b, n, elem, spec, cls);
+		p->cls = cls;
 	}
 }
 
@@ -157,10 +162,13 @@ static void read_arg(lt_builder *b, const pr_arg *a, int64_t pos, unsigned flags
 	}
 	if (a->kind != PR_ARG_VALUE || !a->u.value)
 		return;
-	const pr_node *v = a->u.value;
-	int64_t first = value_of(b, v, v->type.kind == PR_TYPE_TUPLE ? 0 : -1);
-	for (int i = 0; first >= 0 && i < n_values_of(v); i++) {
-		pr_plan_class *c = &b->lt->classes[b->lt->values[first + i].cls];
+	const lt_pos *p = node_pos(b, a->u.value);
+	if (!p || p->first_value < 0)
+		return;
+	int n = p->n_elems < 0 ? 1 : p->n_elems;
+	for (int i = 0; i < n; i++) {
+		int64_t cls = p->n_elems < 0 ? p->cls : b->lt->values[p->first_value + i].cls;
+		pr_plan_class *c = &b->lt->classes[cls];
 		if (pos > c->end)
 			c->end = pos;
 		c->flags |= flags;
@@ -197,10 +205,14 @@ static void finish_classes(pr_lifetimes *lt)
 /* The graph is a linked list of large nodes: on a big method every first
  * touch of a node is a cache miss, so the nodes are walked once, numbering
  * and processing each, with the next node's lines prefetched. Positions come
- * from node->order: the walk checks that the orders step evenly (they do
- * after pr_graph_renumber, which it calls and starts again when they do
- * not), so a node's position is one division away and nothing is written
- * into the nodes. */
+ * from node->order: the orders must step evenly, so that a node's position
+ * is one division away. They do after pr_graph_renumber; erasing nodes since
+ * leaves holes, so from the first node off the step on, the walk writes each
+ * node the order the step gives it (the line is in cache: it was just read)
+ * instead of renumbering the whole graph first, which would walk every node
+ * once more. Orders only ever compare, so any strictly rising numbering is
+ * as good as pr_graph_renumber's; the first nodes' step is its step unless
+ * the graph was built otherwise. */
 
 /* Every cache line of the node that the walk reads: the spec's head, shape
  * and strides, the links and arguments (and the first line of the argument
@@ -216,17 +228,27 @@ static void prefetch_node(const pr_node *n)
 static void builder_grow(lt_builder *b, int64_t *cap)
 {
 	*cap *= 2;
-	b->nodes = pr_xrealloc(b->nodes, (size_t)*cap * sizeof *b->nodes);
-	b->first_value = pr_xrealloc(b->first_value, (size_t)*cap * sizeof *b->first_value);
+	b->pos = pr_xrealloc(b->pos, (size_t)*cap * sizeof *b->pos);
 }
 
-/* Numbers and processes every node; false (and b half done) when the orders
- * do not step evenly. */
+/* Gives node n of the walk the order the step gives it; false when that
+ * order would overflow (then the graph is renumbered and walked again). */
+static bool keep_step(lt_builder *b, pr_node *node, int64_t n)
+{
+	uint64_t order;
+	if (b->gap == 0 || __builtin_mul_overflow((uint64_t)n, b->gap, &order) ||
+	    __builtin_add_overflow(order, b->order0, &order))
+		return false;
+	node->order = order;
+	return true;
+}
+
+/* Numbers and processes every node; false (and b half done) when the
+ * orders cannot be made to step evenly. */
 static bool walk_nodes(lt_builder *b, pr_graph *g)
 {
 	int64_t cap = g->n_nodes > 0 ? g->n_nodes : 16, n = 0;
-	b->nodes = pr_xmalloc((size_t)cap * sizeof *b->nodes);
-	b->first_value = pr_xmalloc((size_t)cap * sizeof *b->first_value);
+	b->pos = pr_xmalloc((size_t)cap * sizeof *b->pos);
 	b->cap_values = b->cap_classes = cap;
 	b->lt->values = pr_xmalloc((size_t)b->cap_values * sizeof *b->lt->values);
 	b->lt->classes = pr_xmalloc((size_t)b->cap_classes * sizeof *b->lt->classes);
@@ -239,9 +261,10 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 			b->order0 = node->order;
 		else if (n == 1)
 			b->gap = node->order - b->order0;
-		if (n > 0 && (b->gap == 0 || node->order != b->order0 + (uint64_t)n * b->gap))
+		if (n > 0 && (b->gap == 0 || node->order != b->order0 + (uint64_t)n * b->gap) &&
+		    !keep_step(b, node, n))
 			return false;
-		b->nodes[n] = node;
+		b->pos[n] = (lt_pos){ node, -1, -1, -1 }; /* a node reading itself reads nothing */
 		b->lt->n_positions = n + 1;
 		read_args(b, node, n);
 		define_values(b, node, n);
@@ -252,8 +275,7 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 
 static void builder_reset(lt_builder *b)
 {
-	free(b->nodes);
-	free(b->first_value);
+	free(b->pos);
 	free(b->lt->values);
 	free(b->lt->classes);
 	memset(b->lt, 0, sizeof *b->lt);
@@ -278,8 +300,7 @@ pr_lifetimes *pr_lifetimes_compute(pr_graph *g)
 	}
 	finish_classes(b.lt);
 	pr_mutable_buffers_free(b.mutable_buffers);
-	free(b.first_value);
-	free(b.nodes);
+	free(b.pos);
 	return b.lt;
 }
 

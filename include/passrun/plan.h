@@ -69,9 +69,10 @@ typedef struct pr_lifetimes {
 	pr_plan_class *classes;  /* in order of their base's definition */
 } pr_lifetimes;
 
-/* Computes the storage classes of method g. Writes nothing into the graph,
- * except that it renumbers node->order (pr_graph_renumber) when the orders do
- * not step evenly, as pr_node_before would. */
+/* Computes the storage classes of method g. Writes nothing into the graph
+ * but node->order: when the orders do not step evenly, the nodes from the
+ * first one off the step get the orders the step gives them (a stale graph
+ * is renumbered first, as pr_node_before would), so that they do after. */
 pr_lifetimes *pr_lifetimes_compute(pr_graph *g);
 void pr_lifetimes_free(pr_lifetimes *lt);
 /* May the class get planned memory at all? Host constants may not. */

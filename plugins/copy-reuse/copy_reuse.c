@@ -97,6 +97,7 @@ static char seen_once, listed;
 static void collect_copied_twice(pr_graph *g, pl_nodes *values)
 {
 	pr_graph_for_each(g, n) {
+		pr_node_prefetch_ahead(n);
 		n->scratch = NULL;
 		pr_node *s = pl_is_h2d(n) ? pl_copy_src(n) : NULL;
 		if (!s || s->scratch == &listed)

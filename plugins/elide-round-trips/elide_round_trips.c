@@ -54,9 +54,11 @@ static pr_err *elide_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool *cha
 	bool respect = pr_pass_opt_bool(ctx, "respect_host_writes", NULL);
 	const pr_host_writes *hw = respect ? pr_pass_analysis(ctx, PR_HOST_WRITES, g) : NULL;
 	pl_nodes copies = {0};
-	pr_graph_for_each(g, n)
+	pr_graph_for_each(g, n) {
+		pr_node_prefetch_ahead(n);
 		if (pl_is_d2h(n))
 			pl_nodes_push(&copies, n);
+	}
 	for (int i = 0; i < copies.n; i++)
 		elide_copy(hw, copies.items[i], changed);
 	pl_nodes_free(&copies);

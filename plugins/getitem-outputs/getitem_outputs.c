@@ -52,9 +52,11 @@ static pr_err *getitem_outputs_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g,
 	(void)ctx;
 	(void)p;
 	pl_nodes calls = {0};
-	pr_graph_for_each(g, n)
+	pr_graph_for_each(g, n) {
+		pr_node_prefetch_ahead(n);
 		if (n->type.kind == PR_TYPE_TENSOR && n->name && pl_call_device(n, true, NULL))
 			pl_nodes_push(&calls, n);
+	}
 	pr_err *e = NULL;
 	for (int i = 0; i < calls.n && !e; i++)
 		e = add_getitem(calls.items[i], changed);

@@ -350,10 +350,13 @@ static int64_t range_max_query(const range_max *r, int64_t lo, int64_t hi) /* [l
 	return best;
 }
 
-/* Sorts keys by (k1, k2, k3), stable: an LSD radix sort, 8 bits a pass,
- * skipping the passes where every key has the same byte (most of them: sizes
- * and durations take few values). qsort on 10^6 keys costs more than the
- * greedy it feeds. */
+/* Sorts keys by (k1, k2, k3), stable: an LSD radix sort, 11 bits a pass,
+ * each pass's window starting at the lowest bit in which some key still
+ * differs (sizes and durations take few values and share their low bits: a
+ * 10^6-key order is two to four passes). qsort on 10^6 keys costs more than
+ * the greedy it feeds. */
+enum { RADIX_BITS = 11, RADIX = 1 << RADIX_BITS };
+
 static uint64_t key_field(const sort_key *k, int field)
 {
 	int64_t v = field == 0 ? k->k1 : field == 1 ? k->k2 : k->k3;
@@ -369,26 +372,40 @@ static uint64_t varying_bits(const sort_key *a, int64_t n, int field)
 	return diff;
 }
 
+/* One stable counting pass on bits [shift, shift + RADIX_BITS) of field,
+ * from a into out; count has room for RADIX + 1. */
+static void key_radix_pass(const sort_key *a, sort_key *out, int64_t n, int field, int shift, int64_t *count)
+{
+	memset(count, 0, (RADIX + 1) * sizeof *count);
+	for (int64_t i = 0; i < n; i++)
+		count[((key_field(&a[i], field) >> shift) & (RADIX - 1)) + 1]++;
+	for (int b = 1; b <= RADIX; b++)
+		count[b] += count[b - 1];
+	for (int64_t i = 0; i < n; i++)
+		out[count[(key_field(&a[i], field) >> shift) & (RADIX - 1)]++] = a[i];
+}
+
 /* Sorts on the first n_fields fields only: the rest must be the order the
  * keys come in (the sort is stable). */
 static void radix_sort_keys(sort_key *a, int64_t n, int n_fields)
 {
-	sort_key *tmp = pr_xmalloc((size_t)(n + 1) * sizeof *tmp);
+	sort_key *tmp = pr_xmalloc((size_t)(n + 1) * sizeof *tmp), *src = a, *dst = tmp;
+	int64_t *count = pr_xmalloc((RADIX + 1) * sizeof *count);
 	for (int field = n_fields - 1; field >= 0; field--) {
-		uint64_t varying = varying_bits(a, n, field);
-		for (int shift = 0; shift < 64; shift += 8) {
-			if (!((varying >> shift) & 255))
-				continue;   /* every key has this byte */
-			int64_t count[257] = { 0 };
-			for (int64_t i = 0; i < n; i++)
-				count[((key_field(&a[i], field) >> shift) & 255) + 1]++;
-			for (int b = 1; b <= 256; b++)
-				count[b] += count[b - 1];
-			for (int64_t i = 0; i < n; i++)
-				tmp[count[(key_field(&a[i], field) >> shift) & 255]++] = a[i];
-			memcpy(a, tmp, (size_t)n * sizeof *a);
+		uint64_t varying = varying_bits(src, n, field);
+		while (varying) {
+			int shift = __builtin_ctzll(varying);
+			key_radix_pass(src, dst, n, field, shift, count);
+			sort_key *t = src;
+			src = dst;
+			dst = t;
+			/* bits below shift + RADIX_BITS are sorted on */
+			varying = shift + RADIX_BITS < 64 ? varying & (~0ull << (shift + RADIX_BITS)) : 0;
 		}
 	}
+	if (src != a)
+		memcpy(a, src, (size_t)n * sizeof *a);
+	free(count);
 	free(tmp);
 }
 
@@ -454,6 +471,30 @@ static int64_t peak_of(const mp_item *items, const int64_t *sizes, int64_t n, in
 	}
 	free(diff);
 	return peak;
+}
+
+/* peak_of for raw and for rounded sizes at once: one walk over the items
+ * and the positions. */
+static void peaks_of(const mp_item *items, const int64_t *raw, const int64_t *asize, int64_t n, int64_t T,
+		     int64_t *raw_peak, int64_t *aligned_peak)
+{
+	int64_t (*diff)[2] = pr_xcalloc((size_t)T + 1, sizeof *diff);
+	for (int64_t i = 0; i < n; i++) {
+		diff[items[i].start][0] += raw[i];
+		diff[items[i].end + 1][0] -= raw[i];
+		diff[items[i].start][1] += asize[i];
+		diff[items[i].end + 1][1] -= asize[i];
+	}
+	int64_t live[2] = { 0, 0 }, peak[2] = { 0, 0 };
+	for (int64_t t = 0; t < T; t++)
+		for (int k = 0; k < 2; k++) {
+			live[k] += diff[t][k];
+			if (live[k] > peak[k])
+				peak[k] = live[k];
+		}
+	free(diff);
+	*raw_peak = peak[0];
+	*aligned_peak = peak[1];
 }
 
 static bool lives_throughout(const mp_item *it, int64_t T)
@@ -765,11 +806,11 @@ mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
 		asize[i] = round_up(items[i].size, align);
 		items[i].offset = 0;
 	}
-	r.lower_bound_bytes = peak_of(items, raw, n, T, NULL);
 	/* Offsets are multiples of align, so under the top item of a position
 	 * every live item takes its rounded size: a plan needs at least the peak
 	 * of rounded sizes less the top item's padding (at most the largest). */
-	int64_t aligned_peak = peak_of(items, asize, n, T, NULL), max_pad = 0;
+	int64_t aligned_peak, max_pad = 0;
+	peaks_of(items, raw, asize, n, T, &r.lower_bound_bytes, &aligned_peak);
 	for (int64_t i = 0; i < n; i++)
 		if (asize[i] - raw[i] > max_pad)
 			max_pad = asize[i] - raw[i];
@@ -829,45 +870,40 @@ static bool wants_memory(const pr_plan_class *c, const mp_graph_options *o)
 	return true;
 }
 
-/* Do the classes of arena `which`, rounded up to align, add up to at most
- * INT64_MAX bytes? */
-static bool arena_fits(const pr_lifetimes *lt, const int *arena, int which, int64_t align)
+/* One arena's classes, gathered for every arena in one walk over the
+ * classes (a 10^6-class method's classes are 80 MB: a walk per arena and
+ * per question costs more than planning them). */
+typedef struct arena_items {
+	int64_t n;           /* classes in the arena */
+	mp_item *items;      /* their lifetimes and sizes, in class order */
+	int64_t *ids;        /* their class indexes */
+	int64_t align;       /* 0: the device's type is not registered */
+	int64_t total;       /* their sizes rounded up to align, summed */
+	bool too_big;        /* that sum passes INT64_MAX */
+} arena_items;
+
+/* Appends class i to arena a, counting its rounded size in. */
+static void gather_class(arena_items *a, const pr_plan_class *c, int64_t i)
 {
-	int64_t total = 0, rounded;
-	for (int64_t i = 0; i < lt->n_classes; i++) {
-		if (arena[i] != which)
-			continue;
-		if (__builtin_add_overflow(lt->classes[i].bytes, align - 1, &rounded) ||
-		    __builtin_add_overflow(total, rounded & ~(align - 1), &total))
-			return false;
-	}
-	return true;
+	int64_t rounded;
+	a->items[a->n] = (mp_item){ c->start, c->end, c->bytes, 0 };
+	a->ids[a->n++] = i;
+	if (!a->align || a->too_big)
+		return;
+	if (__builtin_add_overflow(c->bytes, a->align - 1, &rounded) ||
+	    __builtin_add_overflow(a->total, rounded & ~(a->align - 1), &a->total))
+		a->too_big = true;
 }
 
 /* Plans the classes of one arena; writes their offsets into mem_offset[]. */
-static mp_arena_report plan_arena(const pr_lifetimes *lt, const int *arena, int which,
-				  int64_t align, int64_t *mem_offset)
+static mp_arena_report plan_arena(const pr_lifetimes *lt, const arena_items *a, int64_t *mem_offset)
 {
-	int64_t n = 0;
-	for (int64_t i = 0; i < lt->n_classes; i++)
-		n += arena[i] == which;
-	if (!arena_fits(lt, arena, which, align))
-		return (mp_arena_report){ pr_device_host(), n, { 0 }, true, false };
-	mp_item *items = pr_xmalloc((size_t)(n + 1) * sizeof *items);
-	int64_t *ids = pr_xmalloc((size_t)(n + 1) * sizeof *ids);
-	n = 0;
-	for (int64_t i = 0; i < lt->n_classes; i++) {
-		if (arena[i] != which)
-			continue;
-		const pr_plan_class *c = &lt->classes[i];
-		items[n] = (mp_item){ c->start, c->end, c->bytes, 0 };
-		ids[n++] = i;
-	}
-	mp_arena_report rep = { pr_device_host(), n, mp_plan(items, n, lt->n_positions, align), false, false };
-	for (int64_t k = 0; k < n; k++)
-		mem_offset[ids[k]] = items[k].offset;
-	free(items);
-	free(ids);
+	if (a->too_big)
+		return (mp_arena_report){ pr_device_host(), a->n, { 0 }, true, false };
+	mp_arena_report rep = { pr_device_host(), a->n, mp_plan(a->items, a->n, lt->n_positions, a->align),
+				false, false };
+	for (int64_t k = 0; k < a->n; k++)
+		mem_offset[a->ids[k]] = a->items[k].offset;
 	return rep;
 }
 
@@ -904,21 +940,33 @@ bool mp_plan_lifetimes(const pr_lifetimes *lt, const mp_graph_options *o, mp_are
 	int *arena = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena);
 	int64_t *offset = pr_xcalloc((size_t)lt->n_classes + 1, sizeof *offset);
 	arena_set set = { 0 };
-	for (int64_t i = 0; i < lt->n_classes; i++)
+	arena_items per[MP_MAX_ARENAS] = { 0 };
+	for (int64_t i = 0; i < lt->n_classes; i++) {
 		arena[i] = wants_memory(&lt->classes[i], o) ? arena_of(&set, lt->classes[i].device) : -1;
+		if (arena[i] >= 0)
+			per[arena[i]].n++;
+	}
 	for (int a = 0; a < set.n; a++) {
 		const pr_device_type *t = pr_device_type_find(set.devices[a].type);
-		mp_arena_report rep = { .unknown_type = !t };
-		for (int64_t i = 0; !t && i < lt->n_classes; i++)
-			rep.n_items += arena[i] == a;
-		if (t)
-			rep = plan_arena(lt, arena, a, arena_alignment(o, set.devices[a], t), offset);
+		per[a].align = t ? arena_alignment(o, set.devices[a], t) : 0;
+		per[a].items = pr_xmalloc((size_t)(per[a].n + 1) * sizeof *per[a].items);
+		per[a].ids = pr_xmalloc((size_t)(per[a].n + 1) * sizeof *per[a].ids);
+		per[a].n = 0;
+	}
+	for (int64_t i = 0; i < lt->n_classes; i++)
+		if (arena[i] >= 0)
+			gather_class(&per[arena[i]], &lt->classes[i], i);
+	for (int a = 0; a < set.n; a++) {
+		mp_arena_report rep = { .n_items = per[a].n, .unknown_type = !per[a].align };
+		if (per[a].align)
+			rep = plan_arena(lt, &per[a], offset);
 		rep.arena = set.devices[a];
-		for (int64_t i = 0; (rep.too_big || rep.unknown_type) && i < lt->n_classes; i++)
-			if (arena[i] == a)
-				arena[i] = -1;   /* unplanned: the pass reports the arena */
+		for (int64_t k = 0; (rep.too_big || rep.unknown_type) && k < per[a].n; k++)
+			arena[per[a].ids[k]] = -1;   /* unplanned: the pass reports the arena */
 		if (reports && a < max_reports)
 			reports[a] = rep;
+		free(per[a].items);
+		free(per[a].ids);
 	}
 	if (n_reports)
 		*n_reports = set.n < max_reports ? set.n : max_reports;

@@ -177,6 +177,7 @@ static pr_err *param_layout_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 	for (int m = 0; m < p->n_methods; m++) {
 		pr_graph *g = p->methods[m];
 		pr_graph_for_each(g, n) {
+			pr_node_prefetch_ahead(n);
 			if (n->kind != PR_NODE_INPUT || n->type.kind != PR_TYPE_TENSOR ||
 			    n->input->kind == PR_INPUT_USER || n->input->kind == PR_INPUT_POSITIONAL ||
 			    !odd_layout(&n->type.tensor))

@@ -216,6 +216,7 @@ static void report_method(pr_pass_ctx *ctx, pr_graph *g, const flags *f)
 {
 	const pr_host_writes *hw = pr_pass_analysis(ctx, PR_HOST_WRITES, g);
 	pr_graph_for_each(g, n) {
+		pr_node_prefetch_ahead(n);
 		pr_node *src = pl_is_copy(n) ? pl_copy_src(n) : NULL;
 		if (!src)
 			continue;
