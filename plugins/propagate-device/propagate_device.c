@@ -75,11 +75,9 @@ static const pr_option_decl propagate_options[] = {
 	  PR_SCOPE_PASS, false },
 };
 
-/* The host-writes result the manager computes before the run stays valid
- * through it unless walk 1 moves an op that writes a getitem (see
- * copy_getitem_to_host), so later passes reuse it instead of computing it
- * again. */
-static const char *const propagate_requires[] = {PR_HOST_WRITES, NULL};
+/* host-writes is asked for only by F6, after walk 1 (which may change it),
+ * so it is not required (that would compute it before the run); it is
+ * preserved, as walk 2 keeps it valid: later passes reuse it. */
 static const char *const propagate_preserves[] = {PR_HOST_WRITES, NULL};
 
 /* A reader that needs a copy, and the device its delegate runs on: asked
@@ -105,7 +103,6 @@ typedef struct place_ctx {
 	bool copy_placed;       /* !read_placed_args: copy device tensors too */
 	pr_mutable_buffers *buffers;   /* the method's mutable buffers */
 	bool *changed;
-	const pr_host_writes *writes;  /* the graph's as the run found it */
 	bool writes_stale;      /* walk 1 moved a written getitem's readers */
 	pr_schema *h2d, *d2h;   /* declared by the run's first copy of each kind */
 	reader_buf readers;
@@ -384,14 +381,32 @@ static int host_readers(const pr_node *gi, bool *only_output)
 	return n;
 }
 
+/* May an op write v's storage: does a reader of v, or of a view of it (a
+ * reader whose result aliases it), write any argument? An over-estimate
+ * (the argument it writes may be another), asked without the host-writes
+ * analysis, so that walk 1 needs none. */
+static bool maybe_written(const pr_node *v)
+{
+	for (int i = 0; i < v->n_uses; i++) {
+		const pr_node *op = v->uses[i].user;
+		if (op->kind != PR_NODE_OP || !op->schema)
+			continue;
+		for (int a = 0; a < op->schema->n_args; a++)
+			if (pr_schema_arg_writes(op->schema, a))
+				return true;
+		if (pr_node_alias_value(op, 0) == v && maybe_written(op))
+			return true;
+	}
+	return false;
+}
+
 /* Moving gi's readers onto its host copy moves the ops that write gi's
- * storage (directly or through a view) onto the copy's: the host-writes
- * result then no longer holds. Storage nobody writes (most) changes nothing
- * there. */
-static void note_moved_writes(place_ctx *c, pr_node *gi)
+ * storage (directly or through a view) onto the copy's: a host-writes result
+ * then no longer holds. Storage nobody writes (most) changes nothing there. */
+static void note_moved_writes(place_ctx *c, const pr_node *gi)
 {
 	if (!c->writes_stale)
-		c->writes_stale = !c->writes || c->writes->n_writers(c->writes, gi) > 0;
+		c->writes_stale = maybe_written(gi);
 }
 
 /* B3: the getitem's readers read a host copy of it. A _d2h_copy that reads
@@ -598,6 +613,8 @@ static pr_err *place_shared_input(place_ctx *c, pr_node *v, const pr_use *first,
 		off = !reads_on_device(c, &v->uses[i], dev);
 	if (off) {
 		const pr_host_writes *hw = pr_pass_analysis(c->pass, PR_HOST_WRITES, c->g);
+		if (!hw)   /* not loaded: the manager fails the pass */
+			return NULL;
 		pr_node *writer = pr_host_writer(hw, v);
 		if (writer) {
 			refuse_written_input(c, v, first, dev, writer);
@@ -662,7 +679,6 @@ static pr_err *propagate_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool 
 		.copy_placed = !pr_pass_opt_bool(ctx, "read_placed_args", NULL),
 	};
 	c.buffers = pr_graph_mutable_buffers(g);
-	c.writes = pr_pass_analysis(ctx, PR_HOST_WRITES, g);
 	pr_err *e = walk_results(&c);
 	if (!e)
 		e = walk_arguments(&c);
@@ -679,7 +695,6 @@ static const pr_pass_info propagate_pass = {
 	.summary = "device placement: _h2d_copy before device delegates, _d2h_copy after their getitems, skip flags (B1-B5, F5, F6)",
 	.options = propagate_options,
 	.n_options = sizeof propagate_options / sizeof propagate_options[0],
-	.requires = propagate_requires,
 	.preserves = propagate_preserves,
 	.run_graph = propagate_run,
 };
