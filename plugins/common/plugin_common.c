@@ -33,13 +33,6 @@ pl_where pl_delegate_where(const pr_delegate *d, bool cpu_is_device, pr_device *
 	return cpu_is_device ? PL_ON_DEVICE : PL_HOST_CODE;
 }
 
-bool pl_call_device(const pr_node *n, bool cpu_is_device, pr_device *out)
-{
-	if (!n || n->kind != PR_NODE_DELEGATE)
-		return false;
-	return pl_delegate_where(n->delegate, cpu_is_device, out) == PL_ON_DEVICE;
-}
-
 /* ---- node lists ------------------------------------------------------------ */
 
 void pl_nodes_push(pl_nodes *v, pr_node *n)
@@ -52,28 +45,6 @@ void pl_nodes_free(pl_nodes *v)
 {
 	free(v->items);
 	*v = (pl_nodes){0};
-}
-
-/* ---- copies ---------------------------------------------------------------- */
-
-bool pl_is_h2d(const pr_node *n)
-{
-	return n && n->kind == PR_NODE_OP && n->schema && n->schema->h2d;
-}
-
-bool pl_is_d2h(const pr_node *n)
-{
-	return n && n->kind == PR_NODE_OP && n->schema && n->schema->d2h;
-}
-
-bool pl_is_copy(const pr_node *n)
-{
-	return pl_is_h2d(n) || pl_is_d2h(n);
-}
-
-pr_node *pl_copy_src(const pr_node *n)
-{
-	return n->n_args > 0 && n->args[0].kind == PR_ARG_VALUE ? n->args[0].u.value : NULL;
 }
 
 /* ---- readers and placeholders ---------------------------------------------- */

@@ -57,8 +57,14 @@ typedef enum pl_where {
 /* Where delegate d runs. cpu_is_device reproduces the baseline, which treated
  * target_device=cpu like any device (F7 removes the copies it made). */
 pl_where pl_delegate_where(const pr_delegate *d, bool cpu_is_device, pr_device *out);
-/* The device of a delegate call node, when it is a device delegate. */
-bool pl_call_device(const pr_node *n, bool cpu_is_device, pr_device *out);
+/* The device of a delegate call node, when it is a device delegate. Inline
+ * (as are the copy tests below): placement asks it of every reader, and most
+ * readers are not delegates. */
+static inline bool pl_call_device(const pr_node *n, bool cpu_is_device, pr_device *out)
+{
+	return n && n->kind == PR_NODE_DELEGATE &&
+	       pl_delegate_where(n->delegate, cpu_is_device, out) == PL_ON_DEVICE;
+}
 
 /* ---- node lists ------------------------------------------------------------ */
 
@@ -72,11 +78,29 @@ void pl_nodes_free(pl_nodes *v);
 
 /* ---- copies ---------------------------------------------------------------- */
 
-bool pl_is_h2d(const pr_node *n);
-bool pl_is_d2h(const pr_node *n);
-bool pl_is_copy(const pr_node *n);   /* an h2d or a d2h */
+/* A copy is an op whose schema has the h2d or d2h trait: one load of the
+ * schema, no name compared. */
+static inline bool pl_is_h2d(const pr_node *n)
+{
+	return n && n->kind == PR_NODE_OP && n->schema && n->schema->h2d;
+}
+
+static inline bool pl_is_d2h(const pr_node *n)
+{
+	return n && n->kind == PR_NODE_OP && n->schema && n->schema->d2h;
+}
+
+/* an h2d or a d2h */
+static inline bool pl_is_copy(const pr_node *n)
+{
+	return n && n->kind == PR_NODE_OP && n->schema && (n->schema->h2d || n->schema->d2h);
+}
+
 /* The value a copy (or any one-argument node) reads. */
-pr_node *pl_copy_src(const pr_node *n);
+static inline pr_node *pl_copy_src(const pr_node *n)
+{
+	return n->n_args > 0 && n->args[0].kind == PR_ARG_VALUE ? n->args[0].u.value : NULL;
+}
 
 /* ---- readers and placeholders ---------------------------------------------- */
 

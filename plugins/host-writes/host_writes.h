@@ -11,8 +11,10 @@
  * the graph or the number of readers of X.
  *
  * The result stays valid while passes only add or remove copies and move
- * delegate arguments (the passes that do only that preserve it); a pass that
- * moves the arguments of host ops must not keep it. Queries go through the
+ * delegate arguments (the passes that do only that preserve it), and while
+ * the host ops they move onto another value read storage that no op writes
+ * (n_writers is 0 for it); a pass that moves the arguments of other host ops
+ * must not keep it. Queries go through the
  * function pointers below: plugins never link against each other.
  *
  * A stable API, installed as <passrun/host_writes.h> for passes built

@@ -75,14 +75,24 @@ static const pr_option_decl propagate_options[] = {
 	  PR_SCOPE_PASS, false },
 };
 
-static const char *const propagate_requires[] = {PR_HOST_WRITES, NULL};
+/* host-writes is asked for only by F6, after walk 1 (which may change it),
+ * so it is not required (that would compute it before the run); it is
+ * preserved, as walk 2 keeps it valid: later passes reuse it. */
+static const char *const propagate_preserves[] = {PR_HOST_WRITES, NULL};
+
+/* A reader that needs a copy, and the device its delegate runs on: asked
+ * once per reader. */
+typedef struct reader {
+	pr_use use;
+	pr_device dev;
+} reader;
 
 /* v's readers that need a copy, kept across values so that a run allocates
  * them once, not per value. */
 typedef struct reader_buf {
 	int cap;
-	pr_use *uses;         /* in graph order once sorted */
-	pr_node **copies;     /* copies[k] is made for uses[k] */
+	reader *items;        /* in graph order once sorted */
+	pr_node **copies;     /* copies[k] is made for items[k] */
 } reader_buf;
 
 typedef struct place_ctx {
@@ -93,8 +103,10 @@ typedef struct place_ctx {
 	bool copy_placed;       /* !read_placed_args: copy device tensors too */
 	pr_mutable_buffers *buffers;   /* the method's mutable buffers */
 	bool *changed;
+	bool writes_stale;      /* walk 1 moved a written getitem's readers */
 	pr_schema *h2d, *d2h;   /* declared by the run's first copy of each kind */
 	reader_buf readers;
+	pl_nodes getitems;      /* one call's, kept across calls */
 	pr_device tag_dev;      /* the device last named, and its tag */
 	char tag[PR_DEVICE_STR_MAX];
 } place_ctx;
@@ -218,7 +230,7 @@ static void copy_attach(pr_node *c, pr_node *src)
  * one reader's slots by their place in the use list. */
 static int use_by_order(const void *a, const void *b)
 {
-	const pr_use *u = a, *w = b;
+	const pr_use *u = &((const reader *)a)->use, *w = &((const reader *)b)->use;
 	const pr_node *x = u->user, *y = w->user;
 	if (x->order != y->order)
 		return x->order < y->order ? -1 : 1;
@@ -238,7 +250,7 @@ static bool needs_copy(const pr_use *u, pr_node *v, bool cpu_is_device, bool cop
 		!pr_device_equal(*dev, pr_node_spec(v)->device));
 }
 
-/* v's readers that need a copy, into c->readers.uses in graph order (use
+/* v's readers that need a copy, into c->readers.items in graph order (use
  * lists have no order, so that the copies get the same names whatever the
  * edits before). Returns how many. Every reader is asked with cpu_is_device:
  * a target_device=cpu delegate still here is the baseline's (F7). */
@@ -247,19 +259,21 @@ static int copy_readers(place_ctx *c, pr_node *v)
 	reader_buf *r = &c->readers;
 	if (v->n_uses > r->cap) {
 		r->cap = v->n_uses > 2 * r->cap ? v->n_uses : 2 * r->cap;
-		r->uses = pr_xrealloc(r->uses, (size_t)r->cap * sizeof *r->uses);
+		r->items = pr_xrealloc(r->items, (size_t)r->cap * sizeof *r->items);
 		r->copies = pr_xrealloc(r->copies, (size_t)r->cap * sizeof *r->copies);
 	}
 	int n = 0;
 	for (int i = 0; i < v->n_uses; i++) {
-		pr_device dev;
-		if (needs_copy(&v->uses[i], v, true, c->copy_placed, &dev))
-			r->uses[n++] = v->uses[i];
+		reader *k = &r->items[n];
+		if (needs_copy(&v->uses[i], v, true, c->copy_placed, &k->dev)) {
+			k->use = v->uses[i];
+			n++;
+		}
 	}
 	if (n > 1) {
 		if (v->graph->order_stale)
 			pr_graph_renumber(v->graph);
-		qsort(r->uses, (size_t)n, sizeof *r->uses, use_by_order);
+		qsort(r->items, (size_t)n, sizeof *r->items, use_by_order);
 	}
 	return n;
 }
@@ -323,15 +337,14 @@ static pr_err *copy_collected(place_ctx *c, pr_node *v, int n)
 	copy_group groups[MAX_GROUPS];
 	pr_err *e = NULL;
 	for (; made < n; made++) {
-		pr_device dev;
-		pl_call_device(r->uses[made].user, true, &dev);
-		copy_group *grp = group_of(c, groups, &n_groups, v, dev);
-		r->copies[made] = copy_for_reader(c, v, r->uses[made].user, grp, dev, &e);
+		const reader *k = &r->items[made];
+		copy_group *grp = group_of(c, groups, &n_groups, v, k->dev);
+		r->copies[made] = copy_for_reader(c, v, k->use.user, grp, k->dev, &e);
 		if (e)
 			break;
 	}
 	for (int k = made - 1; k >= 0; k--)
-		pr_arg_set_value(r->uses[k].arg, r->copies[k]);
+		pr_arg_set_value(r->items[k].use.arg, r->copies[k]);
 	for (int k = 0; k < made; k++)
 		copy_attach(r->copies[k], v);
 	for (int d = 0; d < n_groups; d++)
@@ -368,6 +381,34 @@ static int host_readers(const pr_node *gi, bool *only_output)
 	return n;
 }
 
+/* May an op write v's storage: does a reader of v, or of a view of it (a
+ * reader whose result aliases it), write any argument? An over-estimate
+ * (the argument it writes may be another), asked without the host-writes
+ * analysis, so that walk 1 needs none. */
+static bool maybe_written(const pr_node *v)
+{
+	for (int i = 0; i < v->n_uses; i++) {
+		const pr_node *op = v->uses[i].user;
+		if (op->kind != PR_NODE_OP || !op->schema)
+			continue;
+		for (int a = 0; a < op->schema->n_args; a++)
+			if (pr_schema_arg_writes(op->schema, a))
+				return true;
+		if (pr_node_alias_value(op, 0) == v && maybe_written(op))
+			return true;
+	}
+	return false;
+}
+
+/* Moving gi's readers onto its host copy moves the ops that write gi's
+ * storage (directly or through a view) onto the copy's: a host-writes result
+ * then no longer holds. Storage nobody writes (most) changes nothing there. */
+static void note_moved_writes(place_ctx *c, const pr_node *gi)
+{
+	if (!c->writes_stale)
+		c->writes_stale = maybe_written(gi);
+}
+
 /* B3: the getitem's readers read a host copy of it. A _d2h_copy that reads
  * it keeps doing so, so that placing a placed program changes nothing. */
 static pr_err *copy_getitem_to_host(place_ctx *c, pr_node *gi)
@@ -376,6 +417,7 @@ static pr_err *copy_getitem_to_host(place_ctx *c, pr_node *gi)
 	int n = host_readers(gi, &only_output);
 	if (n == 0 || (c->skip_d2h && n == 1 && only_output))
 		return NULL;
+	note_moved_writes(c, gi);
 	pr_err *e = NULL;
 	pr_node *copy = copy_to_host(c, gi, &e);
 	if (e)
@@ -404,18 +446,18 @@ static pr_err *place_results(place_ctx *c, pr_node *call, pr_device dev)
 		return NULL;
 	for (int i = 0; i < call->type.n_elems; i++)
 		call->type.elems[i].device = dev;
-	pl_nodes getitems = {0};
+	pl_nodes *getitems = &c->getitems;
+	getitems->n = 0;
 	for (int i = 0; i < call->n_uses; i++)
 		if (call->uses[i].user->kind == PR_NODE_GETITEM)
-			pl_nodes_push(&getitems, call->uses[i].user);
+			pl_nodes_push(getitems, call->uses[i].user);
 	pr_err *e = NULL;
-	for (int i = 0; i < getitems.n && !e; i++) {
-		pr_node *gi = getitems.items[i];
+	for (int i = 0; i < getitems->n && !e; i++) {
+		pr_node *gi = getitems->items[i];
 		if (gi->type.kind == PR_TYPE_TENSOR)
 			gi->type.tensor.device = dev;
 		e = copy_getitem_to_host(c, gi);
 	}
-	pl_nodes_free(&getitems);
 	return e;
 }
 
@@ -571,6 +613,8 @@ static pr_err *place_shared_input(place_ctx *c, pr_node *v, const pr_use *first,
 		off = !reads_on_device(c, &v->uses[i], dev);
 	if (off) {
 		const pr_host_writes *hw = pr_pass_analysis(c->pass, PR_HOST_WRITES, c->g);
+		if (!hw)   /* not loaded: the manager fails the pass */
+			return NULL;
 		pr_node *writer = pr_host_writer(hw, v);
 		if (writer) {
 			refuse_written_input(c, v, first, dev, writer);
@@ -588,9 +632,9 @@ static pr_err *place_value(place_ctx *c, pr_node *v)
 	int n = copy_readers(c, v);
 	if (n == 0)
 		return NULL;
-	pr_use first = c->readers.uses[0];   /* a copy: share_input reuses the buffer */
-	pr_device dev;
-	pl_call_device(first.user, true, &dev);
+	/* copies: share_input reuses the buffer */
+	pr_use first = c->readers.items[0].use;
+	pr_device dev = c->readers.items[0].dev;
 	if (c->copy_constants && pl_is_constant(v, c->buffers)) {
 		if (!constant_copyable(c, v, &first, dev))
 			return NULL;
@@ -611,8 +655,11 @@ static pr_err *walk_arguments(place_ctx *c)
 	pr_graph_for_each(c->g, n)
 		if (n->type.kind == PR_TYPE_TENSOR && n->n_uses > 0)
 			pl_nodes_push(&values, n);
-	/* Walk 1 moved host ops onto host copies: the cached analysis is stale. */
-	pr_pass_invalidate(c->pass, c->g);
+	/* Walk 1 may have moved writers onto host copies. Walk 2 keeps what is
+	 * left valid: it moves only delegate arguments, and a method input's
+	 * host readers only when nothing writes it (place_shared_input). */
+	if (c->writes_stale)
+		pr_pass_invalidate(c->pass, c->g);
 	pr_err *e = NULL;
 	for (int k = 0; k < values.n && !e; k++)
 		e = place_value(c, values.items[k]);
@@ -636,7 +683,8 @@ static pr_err *propagate_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool 
 	if (!e)
 		e = walk_arguments(&c);
 	pr_mutable_buffers_free(c.buffers);
-	free(c.readers.uses);
+	free(c.readers.items);
+	pl_nodes_free(&c.getitems);
 	free(c.readers.copies);
 	return e ? pr_err_wrap(e, "propagate-device, method '%s'", g->name) : NULL;
 }
@@ -647,7 +695,7 @@ static const pr_pass_info propagate_pass = {
 	.summary = "device placement: _h2d_copy before device delegates, _d2h_copy after their getitems, skip flags (B1-B5, F5, F6)",
 	.options = propagate_options,
 	.n_options = sizeof propagate_options / sizeof propagate_options[0],
-	.requires = propagate_requires,
+	.preserves = propagate_preserves,
 	.run_graph = propagate_run,
 };
 
