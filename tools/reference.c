@@ -48,18 +48,25 @@ static void option_table(const pr_pass_info *p, FILE *out)
 	fputc('\n', out);
 }
 
-static void requires_line(const pr_registry *r, const pr_pass_info *p, FILE *out)
+static void analyses_line(const pr_registry *r, const char *const *names, const char *what,
+			  FILE *out)
 {
-	if (!p->requires || !*p->requires)
+	if (!names || !*names)
 		return;
-	fputs("Requires the analyses:", out);
-	for (const char *const *a = p->requires; *a; a++) {
+	fputs(what, out);
+	for (const char *const *a = names; *a; a++) {
 		const pr_analysis_info *info = pr_registry_find_analysis(r, *a);
-		fprintf(out, "%s `%s`", a == p->requires ? "" : ",", *a);
+		fprintf(out, "%s `%s`", a == names ? "" : ",", *a);
 		if (info && info->summary && *info->summary)
 			fprintf(out, " (%s)", info->summary);
 	}
 	fputs(".\n\n", out);
+}
+
+static void requires_line(const pr_registry *r, const pr_pass_info *p, FILE *out)
+{
+	analyses_line(r, p->requires, "Requires the analyses:", out);
+	analyses_line(r, p->uses, "Uses, when it needs it, the analyses:", out);
 }
 
 static void passes_section(const pr_registry *r, FILE *out)

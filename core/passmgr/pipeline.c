@@ -1080,12 +1080,19 @@ static void check_pass_options(errs *e, pm_pass_entry *pe)
 	}
 }
 
+static void check_analyses(errs *e, const pm_pass_entry *pe, const pr_registry *r,
+			   const char *const *names, const char *verb)
+{
+	for (const char *const *a = names; a && *a; a++)
+		if (!pr_registry_find_analysis(r, *a))
+			err_add(e, &pe->loc, "pass '%s' %s analysis '%s', which no loaded "
+				"plugin provides", pe->name, verb, *a);
+}
+
 static void check_requires(errs *e, const pm_pass_entry *pe, const pr_registry *r)
 {
-	for (const char *const *a = pe->info->requires; a && *a; a++)
-		if (!pr_registry_find_analysis(r, *a))
-			err_add(e, &pe->loc, "pass '%s' requires analysis '%s', which no loaded "
-				"plugin provides", pe->name, *a);
+	check_analyses(e, pe, r, pe->info->requires, "requires");
+	check_analyses(e, pe, r, pe->info->uses, "uses");
 }
 
 static void check_passes(errs *e, pr_pipeline *pl, const pr_registry *r)

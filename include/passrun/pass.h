@@ -20,6 +20,8 @@
  * analyses. Every analysis a pass lists in `requires` is computed before it
  * runs (on the method's graph, or on every method's graph for a whole-program
  * pass), so pr_pass_analysis never returns NULL for one of them there.
+ * One it lists in `uses` is computed when it first asks for it, and a
+ * pipeline is checked, when it loads, to have a plugin for each of both.
  *
  * Contract errors are reported, not aborted on: reading an option the pass
  * does not declare (or as another type), or asking for an analysis nobody
@@ -96,6 +98,11 @@ typedef struct pr_pass_info {
 	void *user;                  /* handed back by pr_pass_user */
 	/* Fields below are read only when struct_size covers them. */
 	pr_pass_graph_fn run_graph;  /* per method; preferred over run when both are set */
+	/* Analyses it may ask for, only where it needs one (NULL-terminated or
+	 * NULL): nothing is computed before it runs, but a pipeline holding the
+	 * pass is refused when one of them has no loaded plugin, as for
+	 * requires. */
+	const char *const *uses;
 } pr_pass_info;
 
 /* An analysis computes a result for one graph (a method or a delegate body). */

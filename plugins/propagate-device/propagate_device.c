@@ -76,9 +76,9 @@ static const pr_option_decl propagate_options[] = {
 };
 
 /* host-writes is asked for only by F6, after walk 1 (which may change it),
- * so it is not required (that would compute it before the run); it is
+ * so it is used, not required (that would compute it before the run); it is
  * preserved, as walk 2 keeps it valid: later passes reuse it. */
-static const char *const propagate_preserves[] = {PR_HOST_WRITES, NULL};
+static const char *const propagate_host_writes[] = {PR_HOST_WRITES, NULL};
 
 /* A reader that needs a copy, and the device its delegate runs on: asked
  * once per reader. */
@@ -695,8 +695,9 @@ static const pr_pass_info propagate_pass = {
 	.summary = "device placement: _h2d_copy before device delegates, _d2h_copy after their getitems, skip flags (B1-B5, F5, F6)",
 	.options = propagate_options,
 	.n_options = sizeof propagate_options / sizeof propagate_options[0],
-	.preserves = propagate_preserves,
+	.preserves = propagate_host_writes,
 	.run_graph = propagate_run,
+	.uses = propagate_host_writes,
 };
 
 static pr_err *propagate_register(pr_registry *r)

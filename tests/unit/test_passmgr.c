@@ -184,6 +184,11 @@ static const pr_pass_info passes[] = {
 	PASS("misplace", misplace),
 	{.struct_size = sizeof(pr_pass_info), .name = "needs-missing", .requires = needs_missing,
 	 .run = change},
+	{.struct_size = sizeof(pr_pass_info), .name = "uses-missing", .run = change,
+	 .uses = needs_missing},
+	{.struct_size = sizeof(pr_pass_info), .name = "uses-count", .run = ask, .uses = needs_count},
+	{.struct_size = sizeof(pr_pass_info), .name = "uses-idle", .run = change,
+	 .uses = needs_count},
 	PASS("ask-unknown", ask_unknown),
 	PASS("read-undeclared", read_undeclared),
 	{.struct_size = sizeof(pr_pass_info), .name = "read-wrong-type", .options = opt_decls,
@@ -279,6 +284,12 @@ Test(passmgr, a_changing_pass_drops_analyses_it_does_not_preserve)
 	count_computes("ask,warn,ask", 2);  /* no change: kept */
 }
 
+Test(passmgr, a_used_analysis_is_computed_only_when_asked)
+{
+	count_computes("uses-idle", 0);
+	count_computes("uses-count", 2);
+}
+
 Test(passmgr, invalidate_drops_a_graphs_analyses_now)
 {
 	invalidate_between = 1;
@@ -356,17 +367,31 @@ Test(passmgr, verify_each_names_the_pass)
 	pr_registry_free(r);
 }
 
-Test(passmgr, a_required_analysis_must_be_registered)
+/* Validating the inline pipeline fails with a message holding want. */
+static void refused_at_validation(const char *pipeline, const char *want)
 {
 	pr_registry *r = registry();
 	pr_pipeline *pl;
-	cr_assert_null(pr_pipeline_parse_inline("ask,needs-missing", &pl));
+	cr_assert_null(pr_pipeline_parse_inline(pipeline, &pl));
 	pr_err *e = pr_pipeline_validate(pl, r);
-	cr_assert(e && strstr(pr_err_message(e), "--passes:1:5: pass 'needs-missing' requires "
-			      "analysis 'missing'"), "%s", pr_err_message(e));
+	cr_assert(e && strstr(pr_err_message(e), want), "%s: %s", pipeline,
+		  e ? pr_err_message(e) : "accepted");
 	pr_err_free(e);
 	pr_pipeline_free(pl);
 	pr_registry_free(r);
+}
+
+Test(passmgr, a_required_analysis_must_be_registered)
+{
+	refused_at_validation("ask,needs-missing",
+			      "--passes:1:5: pass 'needs-missing' requires analysis 'missing'");
+}
+
+Test(passmgr, a_used_analysis_must_be_registered)
+{
+	refused_at_validation("change,uses-missing",
+			      "--passes:1:8: pass 'uses-missing' uses analysis 'missing', which "
+			      "no loaded plugin provides");
 }
 
 /* ---- registration checks -------------------------------------------------- */
