@@ -292,18 +292,24 @@ uint32_t pr_str_hash(const char *s, size_t n)
 	return (uint32_t)h;
 }
 
-/* Every interned string is preceded by its hash and length. */
+/* Every interned string is preceded by its hash, its length and its
+ * binding: the linked node that has it as its name in one graph of the
+ * program (NULL: none). A name bound in a second graph of the program as well
+ * (a delegate body's %x and a method's) goes in that graph's own overflow
+ * table, so finding a node by name is one string-table probe and, nearly
+ * always, no second table. */
 typedef struct str_head {
 	uint32_t hash, len;
+	pr_node *bound;
 } str_head;
 
-static const str_head *str_head_of(const char *s)
+static str_head *str_head_of(const char *s)
 {
-	return (const str_head *)(const void *)(s - sizeof(str_head));
+	return (str_head *)(void *)(s - sizeof(str_head));
 }
 
 /* A slot of an open-addressing table with linear probing: the string
- * table's (key: the string) and the name index's (key: the node). */
+ * table's (key: the string) and a graph's overflow table (key: the node). */
 typedef struct hslot {
 	void *key;            /* NULL: empty */
 	uint32_t hash;
@@ -345,26 +351,47 @@ typedef struct strtab {
 	arena mem;
 } strtab;
 
-/* s's copy in t, h being pr_str_hash(s, n). */
-static const char *strtab_intern_hashed(strtab *t, const char *s, size_t n, uint32_t h)
+/* The slot of s (n bytes, hash h) in t, or the empty slot where it would
+ * go; t has slots. An interned s is known by its address. */
+static hslot *strtab_probe(const strtab *t, const char *s, size_t n, uint32_t h)
 {
-	PR_ASSERT(n < UINT32_MAX);
-	hslots_fit(&t->slots, &t->mask, STRINGS_FIRST, t->n + 1);
-	uint32_t i = h & t->mask;
-	for (; t->slots[i].key; i = (i + 1) & t->mask) {
-		const char *old = t->slots[i].key;
-		if (t->slots[i].hash == h && str_head_of(old)->len == n && !memcmp(old, s, n))
-			return old;
+	for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
+		hslot *e = &t->slots[i];
+		const char *old = e->key;
+		if (!old || (e->hash == h && str_head_of(old)->len == n &&
+			     (old == s || !memcmp(old, s, n))))
+			return e;
 	}
+}
+
+/* Puts a copy of s into the empty slot e that strtab_probe found. */
+static const char *strtab_put(strtab *t, hslot *e, const char *s, size_t n, uint32_t h)
+{
+	PR_ASSERT(n < UINT32_MAX && !e->key);
 	str_head *head = arena_alloc(&t->mem, sizeof *head + n + 1, _Alignof(str_head));
 	head->hash = h;
 	head->len = (uint32_t)n;
+	head->bound = NULL;
 	char *copy = (char *)(head + 1);
 	memcpy(copy, s, n);
 	copy[n] = 0;
-	t->slots[i] = (hslot){.key = copy, .hash = h};
+	*e = (hslot){.key = copy, .hash = h};
 	t->n++;
 	return copy;
+}
+
+/* Room for one more string, so that a probe's empty slot can take it. */
+static void strtab_fit(strtab *t, size_t more)
+{
+	hslots_fit(&t->slots, &t->mask, STRINGS_FIRST, t->n + more);
+}
+
+/* s's copy in t, h being pr_str_hash(s, n). */
+static const char *strtab_intern_hashed(strtab *t, const char *s, size_t n, uint32_t h)
+{
+	strtab_fit(t, 1);
+	hslot *e = strtab_probe(t, s, n, h);
+	return e->key ? e->key : strtab_put(t, e, s, n, h);
 }
 
 static const char *strtab_intern(strtab *t, const char *s, size_t n)
@@ -406,9 +433,10 @@ struct pr_graph_store {
 	size_t next_chunk;    /* slots in the next chunk */
 	pr_node *free_nodes;  /* erased slots, linked through their name field */
 	int64_t n_heap;       /* pr_node_new nodes linked into the graph */
-	hslot *names;         /* the name index: key the node, hash its name's;
-			       * no tombstones */
-	uint32_t names_mask, names_n;
+	hslot *overflow;      /* nodes whose names are bound in another graph
+			       * (see str_head): key the node, hash its
+			       * name's; no tombstones */
+	uint32_t overflow_mask, overflow_n;
 	pr_use *free_uses[USE_CLASSES];
 	arena mem;            /* use blocks, and args from pr_graph_new_args */
 };
@@ -681,10 +709,8 @@ void pr_graph_reserve_nodes(pr_graph *g, size_t count)
 	node_chunk *c = st->chunks;
 	if (!st->free_nodes && (!c || c->cap - c->used < count))
 		node_chunk_add(st, count > NODE_CHUNK_MIN ? count : NODE_CHUNK_MIN);
-	/* and room for their names, so that no table is rehashed while they come */
-	hslots_fit(&st->names, &st->names_mask, NAMES_FIRST, st->names_n + count);
-	strtab *t = strings_of(g->program);
-	hslots_fit(&t->slots, &t->mask, STRINGS_FIRST, t->n + count);
+	/* and room for their names, so that the table is not rehashed while they come */
+	strtab_fit(strings_of(g->program), count);
 }
 
 static void type_free(pr_type *t)
@@ -850,81 +876,95 @@ static void graph_free(pr_graph *g)
 		free(c);
 	}
 	arena_free(&st->mem);
-	free(st->names);
+	free(st->overflow);
 	free(st);
 	free(g->name);
 	free(g);
 }
 
-/* The slot of the entry named name (hash h), or the empty slot where it
- * would go. */
-static hslot *names_probe(const pr_graph_store *st, const char *name, uint32_t h)
+/* The slot of g's overflow entry for interned (hash h), or the empty slot
+ * where it would go: names are compared by address. */
+static hslot *overflow_probe(const pr_graph_store *st, const char *interned, uint32_t h)
 {
-	uint32_t i = h & st->names_mask;
-	for (;; i = (i + 1) & st->names_mask) {
-		hslot *s = &st->names[i];
+	for (uint32_t i = h & st->overflow_mask;; i = (i + 1) & st->overflow_mask) {
+		hslot *s = &st->overflow[i];
 		const pr_node *n = s->key;
-		if (!n || (s->hash == h && (n->name == name || !strcmp(n->name, name))))
+		if (!n || n->name == interned)
 			return s;
 	}
 }
 
 /* Backward-shift deletion: each later entry of the run moves into the hole
  * when the hole lies on its probe path, so lookups never meet a gap. */
-static void names_delete(pr_graph_store *st, hslot *hole)
+static void overflow_delete(pr_graph_store *st, hslot *hole)
 {
-	uint32_t mask = st->names_mask, i = (uint32_t)(hole - st->names);
-	for (uint32_t j = (i + 1) & mask; st->names[j].key; j = (j + 1) & mask) {
-		uint32_t home = st->names[j].hash & mask;
+	uint32_t mask = st->overflow_mask, i = (uint32_t)(hole - st->overflow);
+	for (uint32_t j = (i + 1) & mask; st->overflow[j].key; j = (j + 1) & mask) {
+		uint32_t home = st->overflow[j].hash & mask;
 		if (((j - home) & mask) >= ((j - i) & mask)) {
-			st->names[i] = st->names[j];
+			st->overflow[i] = st->overflow[j];
 			i = j;
 		}
 	}
-	st->names[i].key = NULL;
-	st->names_n--;
+	st->overflow[i].key = NULL;
+	st->overflow_n--;
+}
+
+/* The node of g named interned (a string of g's program), or NULL. */
+static pr_node *bound_in(const pr_graph *g, const char *interned)
+{
+	const str_head *head = str_head_of(interned);
+	if (head->bound && head->bound->graph == g)
+		return head->bound;
+	const pr_graph_store *st = g->store;
+	return st->overflow_n ? overflow_probe(st, interned, head->hash)->key : NULL;
 }
 
 pr_node *pr_graph_find(const pr_graph *g, const char *name)
 {
-	const pr_graph_store *st = g->store;
-	if (!st->names_n)
+	const strtab *t = strings_of(g->program);
+	if (!g->n_nodes || !t->n)
 		return NULL;
-	return names_probe(st, name, pr_str_hash(name, strlen(name)))->key;
+	size_t len = strlen(name);
+	const char *s = strtab_probe(t, name, len, pr_str_hash(name, len))->key;
+	return s ? bound_in(g, s) : NULL;
 }
 
-/* Indexes n under interned (n's name, or the one it is about to get): one
- * probe finds both a clash and the free slot. */
+/* Binds n under interned (n's name, or the one it is about to get),
+ * refusing a name g already has. */
 static pr_err *name_add(pr_graph *g, pr_node *n, const char *interned)
 {
-	pr_graph_store *st = g->store;
-	hslots_fit(&st->names, &st->names_mask, NAMES_FIRST, st->names_n + 1);
-	uint32_t h = str_head_of(interned)->hash;
-	hslot *s = names_probe(st, interned, h);
-	if (s->key)
+	if (bound_in(g, interned))
 		return pr_err_new("%%%s is already defined in @%s", interned, g->name);
-	*s = (hslot){.key = n, .hash = h};
-	st->names_n++;
+	str_head *head = str_head_of(interned);
+	if (!head->bound) {
+		head->bound = n;
+		return NULL;
+	}
+	pr_graph_store *st = g->store;
+	hslots_fit(&st->overflow, &st->overflow_mask, NAMES_FIRST, st->overflow_n + 1);
+	*overflow_probe(st, interned, head->hash) = (hslot){.key = n, .hash = head->hash};
+	st->overflow_n++;
 	return NULL;
 }
 
 static void name_remove(pr_graph *g, pr_node *n)
 {
-	pr_graph_store *st = g->store;
-	if (!n->name || !st->names_n)
+	if (!n->name)
 		return;
-	hslot *s = names_probe(st, n->name, str_head_of(n->name)->hash);
-	if (s->key == n)
-		names_delete(st, s);
+	str_head *head = str_head_of(n->name);
+	if (head->bound == n) {
+		head->bound = NULL;
+		return;
+	}
+	pr_graph_store *st = g->store;
+	hslot *s = st->overflow_n ? overflow_probe(st, n->name, head->hash) : NULL;
+	if (s && s->key == n)
+		overflow_delete(st, s);
 }
 
 /* Room a fresh-name suffix takes: "_" and the digits of an int. */
 #define FRESH_SUFFIX_MAX 12
-
-static bool name_taken(const pr_graph_store *st, const char *name, uint32_t h)
-{
-	return st->names_n && names_probe(st, name, h)->key;
-}
 
 /* Writes "_i" at s; returns its length. */
 static size_t put_suffix(char *s, int i)
@@ -942,18 +982,30 @@ static size_t put_suffix(char *s, int i)
 	return len;
 }
 
-/* Turns buf (base, base_len bytes, with FRESH_SUFFIX_MAX + 1 bytes of room
- * after it) into the first name not used in st: base itself when *next is
- * 0, else base_i for i from *next (1 at least); *next (may be NULL) is left
- * after it. Returns the name's length, its hash in *h: each candidate is
- * hashed once. */
-static size_t fresh_name_in(const pr_graph_store *st, char *buf, size_t base_len, int *next,
-			    uint32_t *h)
+/* The string-table slot of buf (len bytes, hash h): empty, or a string no
+ * node of g has as its name; NULL when g has such a node. */
+static hslot *name_free_slot(const pr_graph *g, const strtab *t, const char *buf, size_t len,
+			     uint32_t h)
 {
+	hslot *e = strtab_probe(t, buf, len, h);
+	return e->key && bound_in(g, e->key) ? NULL : e;
+}
+
+/* Turns buf (base, base_len bytes, with FRESH_SUFFIX_MAX + 1 bytes of room
+ * after it) into the first name not used in g: base itself when *next is
+ * 0, else base_i for i from *next (1 at least); *next (may be NULL) is left
+ * after it. Returns the name's length, its hash in *h and its string-table
+ * slot in *slot (see name_free_slot; the table has room for one more
+ * string): each candidate is hashed and probed once. */
+static size_t fresh_name_in(const pr_graph *g, char *buf, size_t base_len, int *next,
+			    uint32_t *h, hslot **slot)
+{
+	strtab *t = strings_of(g->program);
+	strtab_fit(t, 1);
 	int from = next ? *next : 0;
 	buf[base_len] = 0;
 	*h = pr_str_hash(buf, base_len);
-	if (from == 0 && !name_taken(st, buf, *h)) {
+	if (from == 0 && (*slot = name_free_slot(g, t, buf, base_len, *h))) {
 		if (next)
 			*next = 1;
 		return base_len;
@@ -961,7 +1013,7 @@ static size_t fresh_name_in(const pr_graph_store *st, char *buf, size_t base_len
 	for (int i = from > 0 ? from : 1;; i++) {
 		size_t len = base_len + put_suffix(buf + base_len, i);
 		*h = pr_str_hash(buf, len);
-		if (!name_taken(st, buf, *h)) {
+		if ((*slot = name_free_slot(g, t, buf, len, *h))) {
 			if (next)
 				*next = i + 1;
 			return len;
@@ -974,8 +1026,9 @@ char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next)
 	size_t len = strlen(base);
 	char *name = pr_xmalloc(len + FRESH_SUFFIX_MAX + 1);
 	uint32_t h;
+	hslot *slot;
 	memcpy(name, base, len);
-	fresh_name_in(g->store, name, len, next, &h);
+	fresh_name_in(g, name, len, next, &h, &slot);
 	return name;
 }
 
@@ -987,9 +1040,10 @@ pr_node *pr_graph_new_node_fresh(pr_graph *g, pr_node_kind kind, const char *bas
 		buf = pr_xmalloc(base_len + FRESH_SUFFIX_MAX + 1);
 	memcpy(buf, base, base_len);
 	uint32_t h;
-	size_t len = fresh_name_in(g->store, buf, base_len, next, &h);
+	hslot *slot;
+	size_t len = fresh_name_in(g, buf, base_len, next, &h, &slot);
 	pr_node *n = pr_graph_new_node(g, kind, NULL);
-	n->name = strtab_intern_hashed(strings_of(g->program), buf, len, h);
+	n->name = slot->key ? slot->key : strtab_put(strings_of(g->program), slot, buf, len, h);
 	if (buf != stack)
 		free(buf);
 	return n;
@@ -1030,7 +1084,7 @@ pr_err *pr_node_rename(pr_node *n, const char *name)
 		set_interned_name(n, s);
 		return NULL;
 	}
-	if (g->store->names_n && names_probe(g->store, s, str_head_of(s)->hash)->key)
+	if (bound_in(g, s))
 		return pr_err_new("cannot rename %%%s: %%%s is already defined in @%s",
 				  n->name ? n->name : "", name, g->name);
 	name_remove(g, n);
