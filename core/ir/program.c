@@ -218,17 +218,70 @@ bool pr_spec_equal(const pr_spec *a, const pr_spec *b)
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
+/* Blocks of HUGE_PAGE bytes or more (node slabs, arena chunks and hash
+ * tables of big programs) are mapped HUGE_PAGE-aligned and marked for
+ * transparent huge pages: the kernel then faults them in 2 MB at a time, not
+ * 4 KB (half a million faults at a million nodes). Under ASan they come from
+ * calloc, so that the sanitizer keeps seeing them. */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* The bytes a block of size bytes really spans: a big one fills its last
+ * huge page, so a caller may use the rest. */
+static size_t big_size(size_t size)
+{
+	return size < HUGE_PAGE ? size : (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+}
+
+#ifndef PR_ASAN
+/* len bytes (a multiple of HUGE_PAGE) at a HUGE_PAGE boundary, zeroed. */
+static void *huge_map(size_t len)
+{
+	char *m = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	if (m == MAP_FAILED)
+		pr_assert_fail("out of memory", __FILE__, __LINE__);
+	size_t lead = (HUGE_PAGE - (uintptr_t)m % HUGE_PAGE) % HUGE_PAGE;
+	if (lead)
+		munmap(m, lead);
+	munmap(m + lead + len, HUGE_PAGE - lead);
+	(void)madvise(m + lead, len, MADV_HUGEPAGE);   /* a hint: fine to fail */
+	return m + lead;
+}
+#endif
+
+/* size zeroed bytes; freed with big_free(p, size). */
+static void *big_alloc(size_t size)
+{
+#ifndef PR_ASAN
+	if (size >= HUGE_PAGE)
+		return huge_map(big_size(size));
+#endif
+	return pr_xcalloc(1, size);
+}
+
+static void big_free(void *p, size_t size)
+{
+#ifndef PR_ASAN
+	if (size >= HUGE_PAGE) {
+		if (p)
+			munmap(p, big_size(size));
+		return;
+	}
+#endif
+	free(p);
+}
+
 typedef struct arena_chunk {
 	struct arena_chunk *next;
 	size_t used, cap;
 	max_align_t data[];
 } arena_chunk;
 
-/* Bump allocation from chunks that double up to ARENA_MAX_CHUNK; nothing
- * is freed before the whole arena. */
+/* Bump allocation from chunks whose blocks double up to ARENA_MAX_CHUNK
+ * bytes; nothing is freed before the whole arena. */
 typedef struct arena {
 	arena_chunk *head;
-	size_t next_cap;
+	size_t next_block;
 } arena;
 
 #define ARENA_MIN_CHUNK ((size_t)16 << 10)
@@ -244,13 +297,14 @@ static void *arena_alloc(arena *a, size_t size, size_t align)
 			return (char *)c->data + at;
 		}
 	}
-	size_t cap = a->next_cap ? a->next_cap : ARENA_MIN_CHUNK;
-	if (cap < ARENA_MAX_CHUNK)
-		a->next_cap = cap * 2;
+	size_t block = a->next_block ? a->next_block : ARENA_MIN_CHUNK;
+	if (block < ARENA_MAX_CHUNK)
+		a->next_block = block * 2;
+	size_t cap = block - sizeof *c;   /* blocks of a power of two fill their pages */
 	bool alone = size > cap / 2 && c;   /* keep the head's room for small ones */
 	if (cap < size)
-		cap = size;
-	arena_chunk *n = pr_xmalloc(sizeof *n + cap);
+		cap = big_size(sizeof *c + size) - sizeof *c;
+	arena_chunk *n = big_alloc(sizeof *n + cap);
 	n->used = size;
 	n->cap = cap;
 	if (alone) {
@@ -268,7 +322,7 @@ static void arena_free(arena *a)
 	for (arena_chunk *c = a->head, *next; c; c = next) {
 		next = c->next;
 		UNPOISON(c->data, c->cap);
-		free(c);
+		big_free(c, sizeof *c + c->cap);
 	}
 	a->head = NULL;
 }
@@ -321,7 +375,7 @@ static void hslots_grow(hslot **slots, uint32_t *mask, uint32_t first)
 {
 	hslot *old = *slots;
 	uint32_t cap = old ? 2 * (*mask + 1) : first;
-	hslot *fresh = pr_xcalloc(cap, sizeof *fresh);
+	hslot *fresh = big_alloc(cap * sizeof *fresh);
 	for (uint32_t i = 0; old && i <= *mask; i++) {
 		if (!old[i].key)
 			continue;
@@ -330,9 +384,16 @@ static void hslots_grow(hslot **slots, uint32_t *mask, uint32_t first)
 			j = (j + 1) & (cap - 1);
 		fresh[j] = old[i];
 	}
-	free(old);
+	if (old)
+		big_free(old, (*mask + 1) * sizeof *old);
 	*slots = fresh;
 	*mask = cap - 1;
+}
+
+static void hslots_free(hslot *slots, uint32_t mask)
+{
+	if (slots)
+		big_free(slots, (mask + 1) * sizeof *slots);
 }
 
 /* Grows a table until n entries fit under its 3/4 load bound. */
@@ -401,7 +462,7 @@ static const char *strtab_intern(strtab *t, const char *s, size_t n)
 
 static void strtab_free(strtab *t)
 {
-	free(t->slots);
+	hslots_free(t->slots, t->mask);
 	arena_free(&t->mem);
 }
 
@@ -459,9 +520,12 @@ static strtab *strings_of(const pr_program *p)
  * poisoned. */
 #define FREE_SLOT_KEPT (offsetof(pr_node, name) + sizeof(void *))
 
+/* A chunk of cap slots or more: a big one takes what fills its last page. */
 static void node_chunk_add(pr_graph_store *st, size_t cap)
 {
-	node_chunk *c = pr_xmalloc(sizeof *c + cap * sizeof(pr_node));
+	size_t size = big_size(sizeof(node_chunk) + cap * sizeof(pr_node));
+	cap = (size - sizeof(node_chunk)) / sizeof(pr_node);
+	node_chunk *c = big_alloc(sizeof *c + cap * sizeof(pr_node));
 	c->used = 0;
 	c->cap = cap;
 	c->next = st->chunks;
@@ -838,7 +902,7 @@ void pr_mutable_buffers_free(pr_mutable_buffers *b)
 {
 	if (!b)
 		return;
-	free(b->slots);
+	hslots_free(b->slots, b->mask);
 	free(b);
 }
 
@@ -873,10 +937,10 @@ static void graph_free(pr_graph *g)
 			if (!(c->nodes[i].mem & NODE_FREE))
 				node_drop(&c->nodes[i]);
 		UNPOISON(c->nodes, c->cap * sizeof(pr_node));
-		free(c);
+		big_free(c, sizeof *c + c->cap * sizeof(pr_node));
 	}
 	arena_free(&st->mem);
-	free(st->overflow);
+	hslots_free(st->overflow, st->overflow_mask);
 	free(st);
 	free(g->name);
 	free(g);
