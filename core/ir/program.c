@@ -232,7 +232,12 @@ static size_t big_size(size_t size)
 	return size < HUGE_PAGE ? size : (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
 }
 
-#ifndef PR_ASAN
+#ifdef PR_ASAN
+#define HUGE_BLOCKS 0
+#else
+#define HUGE_BLOCKS 1
+#endif
+
 /* len bytes (a multiple of HUGE_PAGE) at a HUGE_PAGE boundary, zeroed. */
 static void *huge_map(size_t len)
 {
@@ -247,27 +252,22 @@ static void *huge_map(size_t len)
 	(void)madvise(m + lead, len, MADV_HUGEPAGE);   /* a hint: fine to fail */
 	return m + lead;
 }
-#endif
 
 /* size zeroed bytes; freed with big_free(p, size). */
 static void *big_alloc(size_t size)
 {
-#ifndef PR_ASAN
-	if (size >= HUGE_PAGE)
+	if (HUGE_BLOCKS && size >= HUGE_PAGE)
 		return huge_map(big_size(size));
-#endif
 	return pr_xcalloc(1, size);
 }
 
 static void big_free(void *p, size_t size)
 {
-#ifndef PR_ASAN
-	if (size >= HUGE_PAGE) {
+	if (HUGE_BLOCKS && size >= HUGE_PAGE) {
 		if (p)
 			munmap(p, big_size(size));
 		return;
 	}
-#endif
 	free(p);
 }
 
