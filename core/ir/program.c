@@ -873,8 +873,13 @@ pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g)
 	const pr_node *ret = pr_graph_return(g);
 	if (!ret || !ret->writebacks)
 		return b;
-	/* sized once for every return value: no rehash while they come */
-	hslots_fit(&b->slots, &b->mask, NAMES_FIRST, (size_t)ret->n_args);
+	/* sized once for the buffers written back, not for every return value:
+	 * no rehash while they come, and a small table for a method with many
+	 * outputs and few buffers */
+	size_t n_buffers = 0;
+	for (int i = 0; i < ret->n_args; i++)
+		n_buffers += ret->writebacks[i].kind == PR_WRITEBACK_BUFFER;
+	hslots_fit(&b->slots, &b->mask, NAMES_FIRST, n_buffers);
 	for (int i = 0; i < ret->n_args; i++) {
 		const pr_writeback *w = &ret->writebacks[i];
 		if (w->kind != PR_WRITEBACK_BUFFER || !w->target)
