@@ -218,17 +218,70 @@ bool pr_spec_equal(const pr_spec *a, const pr_spec *b)
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
+/* Blocks of HUGE_PAGE bytes or more (node slabs, arena chunks and hash
+ * tables of big programs) are mapped HUGE_PAGE-aligned and marked for
+ * transparent huge pages: the kernel then faults them in 2 MB at a time, not
+ * 4 KB (half a million faults at a million nodes). Under ASan they come from
+ * calloc, so that the sanitizer keeps seeing them. */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* The bytes a block of size bytes really spans: a big one fills its last
+ * huge page, so a caller may use the rest. */
+static size_t big_size(size_t size)
+{
+	return size < HUGE_PAGE ? size : (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+}
+
+#ifdef PR_ASAN
+#define HUGE_BLOCKS 0
+#else
+#define HUGE_BLOCKS 1
+#endif
+
+/* len bytes (a multiple of HUGE_PAGE) at a HUGE_PAGE boundary, zeroed. */
+static void *huge_map(size_t len)
+{
+	char *m = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	if (m == MAP_FAILED)
+		pr_assert_fail("out of memory", __FILE__, __LINE__);
+	size_t lead = (HUGE_PAGE - (uintptr_t)m % HUGE_PAGE) % HUGE_PAGE;
+	if (lead)
+		munmap(m, lead);
+	munmap(m + lead + len, HUGE_PAGE - lead);
+	(void)madvise(m + lead, len, MADV_HUGEPAGE);   /* a hint: fine to fail */
+	return m + lead;
+}
+
+/* size zeroed bytes; freed with big_free(p, size). */
+static void *big_alloc(size_t size)
+{
+	if (HUGE_BLOCKS && size >= HUGE_PAGE)
+		return huge_map(big_size(size));
+	return pr_xcalloc(1, size);
+}
+
+static void big_free(void *p, size_t size)
+{
+	if (HUGE_BLOCKS && size >= HUGE_PAGE) {
+		if (p)
+			munmap(p, big_size(size));
+		return;
+	}
+	free(p);
+}
+
 typedef struct arena_chunk {
 	struct arena_chunk *next;
 	size_t used, cap;
 	max_align_t data[];
 } arena_chunk;
 
-/* Bump allocation from chunks that double up to ARENA_MAX_CHUNK; nothing
- * is freed before the whole arena. */
+/* Bump allocation from chunks whose blocks double up to ARENA_MAX_CHUNK
+ * bytes; nothing is freed before the whole arena. */
 typedef struct arena {
 	arena_chunk *head;
-	size_t next_cap;
+	size_t next_block;
 } arena;
 
 #define ARENA_MIN_CHUNK ((size_t)16 << 10)
@@ -244,13 +297,14 @@ static void *arena_alloc(arena *a, size_t size, size_t align)
 			return (char *)c->data + at;
 		}
 	}
-	size_t cap = a->next_cap ? a->next_cap : ARENA_MIN_CHUNK;
-	if (cap < ARENA_MAX_CHUNK)
-		a->next_cap = cap * 2;
+	size_t block = a->next_block ? a->next_block : ARENA_MIN_CHUNK;
+	if (block < ARENA_MAX_CHUNK)
+		a->next_block = block * 2;
+	size_t cap = block - sizeof *c;   /* blocks of a power of two fill their pages */
 	bool alone = size > cap / 2 && c;   /* keep the head's room for small ones */
 	if (cap < size)
-		cap = size;
-	arena_chunk *n = pr_xmalloc(sizeof *n + cap);
+		cap = big_size(sizeof *c + size) - sizeof *c;
+	arena_chunk *n = big_alloc(sizeof *n + cap);
 	n->used = size;
 	n->cap = cap;
 	if (alone) {
@@ -268,7 +322,7 @@ static void arena_free(arena *a)
 	for (arena_chunk *c = a->head, *next; c; c = next) {
 		next = c->next;
 		UNPOISON(c->data, c->cap);
-		free(c);
+		big_free(c, sizeof *c + c->cap);
 	}
 	a->head = NULL;
 }
@@ -292,18 +346,24 @@ uint32_t pr_str_hash(const char *s, size_t n)
 	return (uint32_t)h;
 }
 
-/* Every interned string is preceded by its hash and length. */
+/* Every interned string is preceded by its hash, its length and its
+ * binding: the linked node that has it as its name in one graph of the
+ * program (NULL: none). A name bound in a second graph of the program as well
+ * (a delegate body's %x and a method's) goes in that graph's own overflow
+ * table, so finding a node by name is one string-table probe and, nearly
+ * always, no second table. */
 typedef struct str_head {
 	uint32_t hash, len;
+	pr_node *bound;
 } str_head;
 
-static const str_head *str_head_of(const char *s)
+static str_head *str_head_of(const char *s)
 {
-	return (const str_head *)(const void *)(s - sizeof(str_head));
+	return (str_head *)(void *)(s - sizeof(str_head));
 }
 
 /* A slot of an open-addressing table with linear probing: the string
- * table's (key: the string) and the name index's (key: the node). */
+ * table's (key: the string) and a graph's overflow table (key: the node). */
 typedef struct hslot {
 	void *key;            /* NULL: empty */
 	uint32_t hash;
@@ -315,7 +375,7 @@ static void hslots_grow(hslot **slots, uint32_t *mask, uint32_t first)
 {
 	hslot *old = *slots;
 	uint32_t cap = old ? 2 * (*mask + 1) : first;
-	hslot *fresh = pr_xcalloc(cap, sizeof *fresh);
+	hslot *fresh = big_alloc(cap * sizeof *fresh);
 	for (uint32_t i = 0; old && i <= *mask; i++) {
 		if (!old[i].key)
 			continue;
@@ -324,9 +384,16 @@ static void hslots_grow(hslot **slots, uint32_t *mask, uint32_t first)
 			j = (j + 1) & (cap - 1);
 		fresh[j] = old[i];
 	}
-	free(old);
+	if (old)
+		big_free(old, (*mask + 1) * sizeof *old);
 	*slots = fresh;
 	*mask = cap - 1;
+}
+
+static void hslots_free(hslot *slots, uint32_t mask)
+{
+	if (slots)
+		big_free(slots, (mask + 1) * sizeof *slots);
 }
 
 /* Grows a table until n entries fit under its 3/4 load bound. */
@@ -345,26 +412,47 @@ typedef struct strtab {
 	arena mem;
 } strtab;
 
-/* s's copy in t, h being pr_str_hash(s, n). */
-static const char *strtab_intern_hashed(strtab *t, const char *s, size_t n, uint32_t h)
+/* The slot of s (n bytes, hash h) in t, or the empty slot where it would
+ * go; t has slots. An interned s is known by its address. */
+static hslot *strtab_probe(const strtab *t, const char *s, size_t n, uint32_t h)
 {
-	PR_ASSERT(n < UINT32_MAX);
-	hslots_fit(&t->slots, &t->mask, STRINGS_FIRST, t->n + 1);
-	uint32_t i = h & t->mask;
-	for (; t->slots[i].key; i = (i + 1) & t->mask) {
-		const char *old = t->slots[i].key;
-		if (t->slots[i].hash == h && str_head_of(old)->len == n && !memcmp(old, s, n))
-			return old;
+	for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
+		hslot *e = &t->slots[i];
+		const char *old = e->key;
+		if (!old || (e->hash == h && str_head_of(old)->len == n &&
+			     (old == s || !memcmp(old, s, n))))
+			return e;
 	}
+}
+
+/* Puts a copy of s into the empty slot e that strtab_probe found. */
+static const char *strtab_put(strtab *t, hslot *e, const char *s, size_t n, uint32_t h)
+{
+	PR_ASSERT(n < UINT32_MAX && !e->key);
 	str_head *head = arena_alloc(&t->mem, sizeof *head + n + 1, _Alignof(str_head));
 	head->hash = h;
 	head->len = (uint32_t)n;
+	head->bound = NULL;
 	char *copy = (char *)(head + 1);
 	memcpy(copy, s, n);
 	copy[n] = 0;
-	t->slots[i] = (hslot){.key = copy, .hash = h};
+	*e = (hslot){.key = copy, .hash = h};
 	t->n++;
 	return copy;
+}
+
+/* Room for one more string, so that a probe's empty slot can take it. */
+static void strtab_fit(strtab *t, size_t more)
+{
+	hslots_fit(&t->slots, &t->mask, STRINGS_FIRST, t->n + more);
+}
+
+/* s's copy in t, h being pr_str_hash(s, n). */
+static const char *strtab_intern_hashed(strtab *t, const char *s, size_t n, uint32_t h)
+{
+	strtab_fit(t, 1);
+	hslot *e = strtab_probe(t, s, n, h);
+	return e->key ? e->key : strtab_put(t, e, s, n, h);
 }
 
 static const char *strtab_intern(strtab *t, const char *s, size_t n)
@@ -374,7 +462,7 @@ static const char *strtab_intern(strtab *t, const char *s, size_t n)
 
 static void strtab_free(strtab *t)
 {
-	free(t->slots);
+	hslots_free(t->slots, t->mask);
 	arena_free(&t->mem);
 }
 
@@ -407,9 +495,10 @@ struct pr_graph_store {
 	size_t next_chunk;    /* slots in the next chunk */
 	pr_node *free_nodes;  /* erased slots, linked through their name field */
 	int64_t n_heap;       /* pr_node_new nodes linked into the graph */
-	hslot *names;         /* the name index: key the node, hash its name's;
-			       * no tombstones */
-	uint32_t names_mask, names_n;
+	hslot *overflow;      /* nodes whose names are bound in another graph
+			       * (see str_head): key the node, hash its
+			       * name's; no tombstones */
+	uint32_t overflow_mask, overflow_n;
 	pr_use *free_uses[USE_CLASSES];
 	pr_input *free_inputs;/* erased inputs' records, linked through their name */
 	arena mem;            /* use blocks, input records, and args from pr_graph_new_args */
@@ -433,9 +522,12 @@ static strtab *strings_of(const pr_program *p)
  * poisoned. */
 #define FREE_SLOT_KEPT (offsetof(pr_node, name) + sizeof(void *))
 
+/* A chunk of cap slots or more: a big one takes what fills its last page. */
 static void node_chunk_add(pr_graph_store *st, size_t cap)
 {
-	node_chunk *c = pr_xmalloc(sizeof *c + cap * sizeof(pr_node));
+	size_t size = big_size(sizeof(node_chunk) + cap * sizeof(pr_node));
+	cap = (size - sizeof(node_chunk)) / sizeof(pr_node);
+	node_chunk *c = big_alloc(sizeof *c + cap * sizeof(pr_node));
 	c->used = 0;
 	c->cap = cap;
 	c->next = st->chunks;
@@ -729,10 +821,8 @@ void pr_graph_reserve_nodes(pr_graph *g, size_t count)
 	node_chunk *c = st->chunks;
 	if (!st->free_nodes && (!c || c->cap - c->used < count))
 		node_chunk_add(st, count > NODE_CHUNK_MIN ? count : NODE_CHUNK_MIN);
-	/* and room for their names, so that no table is rehashed while they come */
-	hslots_fit(&st->names, &st->names_mask, NAMES_FIRST, st->names_n + count);
-	strtab *t = strings_of(g->program);
-	hslots_fit(&t->slots, &t->mask, STRINGS_FIRST, t->n + count);
+	/* and room for their names, so that the table is not rehashed while they come */
+	strtab_fit(strings_of(g->program), count);
 }
 
 static void type_free(pr_type *t)
@@ -832,8 +922,13 @@ pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g)
 	const pr_node *ret = pr_graph_return(g);
 	if (!ret || !ret->writebacks)
 		return b;
-	/* sized once for every return value: no rehash while they come */
-	hslots_fit(&b->slots, &b->mask, NAMES_FIRST, (size_t)ret->n_args);
+	/* sized once for the buffers written back, not for every return value:
+	 * no rehash while they come, and a small table for a method with many
+	 * outputs and few buffers */
+	size_t n_buffers = 0;
+	for (int i = 0; i < ret->n_args; i++)
+		n_buffers += ret->writebacks[i].kind == PR_WRITEBACK_BUFFER;
+	hslots_fit(&b->slots, &b->mask, NAMES_FIRST, n_buffers);
 	for (int i = 0; i < ret->n_args; i++) {
 		const pr_writeback *w = &ret->writebacks[i];
 		if (w->kind != PR_WRITEBACK_BUFFER || !w->target)
@@ -861,7 +956,7 @@ void pr_mutable_buffers_free(pr_mutable_buffers *b)
 {
 	if (!b)
 		return;
-	free(b->slots);
+	hslots_free(b->slots, b->mask);
 	free(b);
 }
 
@@ -896,84 +991,98 @@ static void graph_free(pr_graph *g)
 			if (!(c->nodes[i].mem & NODE_FREE))
 				node_drop(&c->nodes[i]);
 		UNPOISON(c->nodes, c->cap * sizeof(pr_node));
-		free(c);
+		big_free(c, sizeof *c + c->cap * sizeof(pr_node));
 	}
 	arena_free(&st->mem);
-	free(st->names);
+	hslots_free(st->overflow, st->overflow_mask);
 	free(st);
 	free(g->name);
 	free(g);
 }
 
-/* The slot of the entry named name (hash h), or the empty slot where it
- * would go. */
-static hslot *names_probe(const pr_graph_store *st, const char *name, uint32_t h)
+/* The slot of g's overflow entry for interned (hash h), or the empty slot
+ * where it would go: names are compared by address. */
+static hslot *overflow_probe(const pr_graph_store *st, const char *interned, uint32_t h)
 {
-	uint32_t i = h & st->names_mask;
-	for (;; i = (i + 1) & st->names_mask) {
-		hslot *s = &st->names[i];
+	for (uint32_t i = h & st->overflow_mask;; i = (i + 1) & st->overflow_mask) {
+		hslot *s = &st->overflow[i];
 		const pr_node *n = s->key;
-		if (!n || (s->hash == h && (n->name == name || !strcmp(n->name, name))))
+		if (!n || n->name == interned)
 			return s;
 	}
 }
 
 /* Backward-shift deletion: each later entry of the run moves into the hole
  * when the hole lies on its probe path, so lookups never meet a gap. */
-static void names_delete(pr_graph_store *st, hslot *hole)
+static void overflow_delete(pr_graph_store *st, hslot *hole)
 {
-	uint32_t mask = st->names_mask, i = (uint32_t)(hole - st->names);
-	for (uint32_t j = (i + 1) & mask; st->names[j].key; j = (j + 1) & mask) {
-		uint32_t home = st->names[j].hash & mask;
+	uint32_t mask = st->overflow_mask, i = (uint32_t)(hole - st->overflow);
+	for (uint32_t j = (i + 1) & mask; st->overflow[j].key; j = (j + 1) & mask) {
+		uint32_t home = st->overflow[j].hash & mask;
 		if (((j - home) & mask) >= ((j - i) & mask)) {
-			st->names[i] = st->names[j];
+			st->overflow[i] = st->overflow[j];
 			i = j;
 		}
 	}
-	st->names[i].key = NULL;
-	st->names_n--;
+	st->overflow[i].key = NULL;
+	st->overflow_n--;
+}
+
+/* The node of g named interned (a string of g's program), or NULL. */
+static pr_node *bound_in(const pr_graph *g, const char *interned)
+{
+	const str_head *head = str_head_of(interned);
+	if (head->bound && head->bound->graph == g)
+		return head->bound;
+	const pr_graph_store *st = g->store;
+	return st->overflow_n ? overflow_probe(st, interned, head->hash)->key : NULL;
 }
 
 pr_node *pr_graph_find(const pr_graph *g, const char *name)
 {
-	const pr_graph_store *st = g->store;
-	if (!st->names_n)
+	const strtab *t = strings_of(g->program);
+	if (!g->n_nodes || !t->n)
 		return NULL;
-	return names_probe(st, name, pr_str_hash(name, strlen(name)))->key;
+	size_t len = strlen(name);
+	const char *s = strtab_probe(t, name, len, pr_str_hash(name, len))->key;
+	return s ? bound_in(g, s) : NULL;
 }
 
-/* Indexes n under interned (n's name, or the one it is about to get): one
- * probe finds both a clash and the free slot. */
+/* Binds n under interned (n's name, or the one it is about to get),
+ * refusing a name g already has. */
 static pr_err *name_add(pr_graph *g, pr_node *n, const char *interned)
 {
-	pr_graph_store *st = g->store;
-	hslots_fit(&st->names, &st->names_mask, NAMES_FIRST, st->names_n + 1);
-	uint32_t h = str_head_of(interned)->hash;
-	hslot *s = names_probe(st, interned, h);
-	if (s->key)
+	if (bound_in(g, interned))
 		return pr_err_new("%%%s is already defined in @%s", interned, g->name);
-	*s = (hslot){.key = n, .hash = h};
-	st->names_n++;
+	str_head *head = str_head_of(interned);
+	if (!head->bound) {
+		head->bound = n;
+		return NULL;
+	}
+	pr_graph_store *st = g->store;
+	hslots_fit(&st->overflow, &st->overflow_mask, NAMES_FIRST, st->overflow_n + 1);
+	*overflow_probe(st, interned, head->hash) = (hslot){.key = n, .hash = head->hash};
+	st->overflow_n++;
 	return NULL;
 }
 
 static void name_remove(pr_graph *g, pr_node *n)
 {
-	pr_graph_store *st = g->store;
-	if (!n->name || !st->names_n)
+	if (!n->name)
 		return;
-	hslot *s = names_probe(st, n->name, str_head_of(n->name)->hash);
-	if (s->key == n)
-		names_delete(st, s);
+	str_head *head = str_head_of(n->name);
+	if (head->bound == n) {
+		head->bound = NULL;
+		return;
+	}
+	pr_graph_store *st = g->store;
+	hslot *s = st->overflow_n ? overflow_probe(st, n->name, head->hash) : NULL;
+	if (s && s->key == n)
+		overflow_delete(st, s);
 }
 
 /* Room a fresh-name suffix takes: "_" and the digits of an int. */
 #define FRESH_SUFFIX_MAX 12
-
-static bool name_taken(const pr_graph_store *st, const char *name, uint32_t h)
-{
-	return st->names_n && names_probe(st, name, h)->key;
-}
 
 /* Writes "_i" at s; returns its length. */
 static size_t put_suffix(char *s, int i)
@@ -991,18 +1100,30 @@ static size_t put_suffix(char *s, int i)
 	return len;
 }
 
-/* Turns buf (base, base_len bytes, with FRESH_SUFFIX_MAX + 1 bytes of room
- * after it) into the first name not used in st: base itself when *next is
- * 0, else base_i for i from *next (1 at least); *next (may be NULL) is left
- * after it. Returns the name's length, its hash in *h: each candidate is
- * hashed once. */
-static size_t fresh_name_in(const pr_graph_store *st, char *buf, size_t base_len, int *next,
-			    uint32_t *h)
+/* The string-table slot of buf (len bytes, hash h): empty, or a string no
+ * node of g has as its name; NULL when g has such a node. */
+static hslot *name_free_slot(const pr_graph *g, const strtab *t, const char *buf, size_t len,
+			     uint32_t h)
 {
+	hslot *e = strtab_probe(t, buf, len, h);
+	return e->key && bound_in(g, e->key) ? NULL : e;
+}
+
+/* Turns buf (base, base_len bytes, with FRESH_SUFFIX_MAX + 1 bytes of room
+ * after it) into the first name not used in g: base itself when *next is
+ * 0, else base_i for i from *next (1 at least); *next (may be NULL) is left
+ * after it. Returns the name's length, its hash in *h and its string-table
+ * slot in *slot (see name_free_slot; the table has room for one more
+ * string): each candidate is hashed and probed once. */
+static size_t fresh_name_in(const pr_graph *g, char *buf, size_t base_len, int *next,
+			    uint32_t *h, hslot **slot)
+{
+	strtab *t = strings_of(g->program);
+	strtab_fit(t, 1);
 	int from = next ? *next : 0;
 	buf[base_len] = 0;
 	*h = pr_str_hash(buf, base_len);
-	if (from == 0 && !name_taken(st, buf, *h)) {
+	if (from == 0 && (*slot = name_free_slot(g, t, buf, base_len, *h))) {
 		if (next)
 			*next = 1;
 		return base_len;
@@ -1010,7 +1131,7 @@ static size_t fresh_name_in(const pr_graph_store *st, char *buf, size_t base_len
 	for (int i = from > 0 ? from : 1;; i++) {
 		size_t len = base_len + put_suffix(buf + base_len, i);
 		*h = pr_str_hash(buf, len);
-		if (!name_taken(st, buf, *h)) {
+		if ((*slot = name_free_slot(g, t, buf, len, *h))) {
 			if (next)
 				*next = i + 1;
 			return len;
@@ -1023,8 +1144,9 @@ char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next)
 	size_t len = strlen(base);
 	char *name = pr_xmalloc(len + FRESH_SUFFIX_MAX + 1);
 	uint32_t h;
+	hslot *slot;
 	memcpy(name, base, len);
-	fresh_name_in(g->store, name, len, next, &h);
+	fresh_name_in(g, name, len, next, &h, &slot);
 	return name;
 }
 
@@ -1036,9 +1158,10 @@ pr_node *pr_graph_new_node_fresh(pr_graph *g, pr_node_kind kind, const char *bas
 		buf = pr_xmalloc(base_len + FRESH_SUFFIX_MAX + 1);
 	memcpy(buf, base, base_len);
 	uint32_t h;
-	size_t len = fresh_name_in(g->store, buf, base_len, next, &h);
+	hslot *slot;
+	size_t len = fresh_name_in(g, buf, base_len, next, &h, &slot);
 	pr_node *n = pr_graph_new_node(g, kind, NULL);
-	n->name = strtab_intern_hashed(strings_of(g->program), buf, len, h);
+	n->name = slot->key ? slot->key : strtab_put(strings_of(g->program), slot, buf, len, h);
 	if (buf != stack)
 		free(buf);
 	return n;
@@ -1079,7 +1202,7 @@ pr_err *pr_node_rename(pr_node *n, const char *name)
 		set_interned_name(n, s);
 		return NULL;
 	}
-	if (g->store->names_n && names_probe(g->store, s, str_head_of(s)->hash)->key)
+	if (bound_in(g, s))
 		return pr_err_new("cannot rename %%%s: %%%s is already defined in @%s",
 				  n->name ? n->name : "", name, g->name);
 	name_remove(g, n);

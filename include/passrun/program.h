@@ -30,9 +30,11 @@
  *     malloc of its own (its name kept with it, interned when it is linked),
  *     which stays where it is once linked. Both are freed by
  *     pr_graph_erase or with their graph.
- *   - The name index is per graph, open addressing keyed by the interned
- *     name and its stored hash: adding a node is one probe, finding a name
- *     one hash and a probe.
+ *   - The name index lives in the string table: an interned name's header
+ *     holds the node that has it in one graph, and each graph keeps a small
+ *     table of its own for names also bound in another graph of the program.
+ *     Finding a name is one hash and one probe; linking a node whose name is
+ *     interned already needs no probe.
  *   - Use lists are blocks of 2^k (>= 2) entries from the graph's arena, with a
  *     free list per size; a list past 2048 entries moves to the heap.
  *     Growing a list moves it (as realloc did): do not keep a pointer into

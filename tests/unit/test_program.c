@@ -107,6 +107,69 @@ Test(graph, duplicate_names_are_refused_and_fresh_names_are_readable)
 	pr_program_free(p);
 }
 
+/* One name in three graphs of a program: each graph finds its own node,
+ * refuses a second one, and keeps finding it while the others' come and go
+ * (erased, renamed away, linked again). */
+Test(graph, a_name_in_several_graphs_is_each_graphs_own)
+{
+	pr_program *p = pr_program_new();
+	pr_graph *g[3];
+	pr_delegate *d;
+	cr_assert_null(pr_program_add_method(p, "forward", &g[0]));
+	cr_assert_null(pr_program_add_method(p, "backward", &g[1]));
+	cr_assert_null(pr_program_add_delegate(p, "body", &d));
+	g[2] = d->body;
+	pr_node *x[3];
+	for (int i = 0; i < 3; i++) {
+		x[i] = add_input(g[i], "x");
+		add_input(g[i], i ? "y" : "z");
+	}
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(pr_graph_find(g[i], "x"), x[i]);
+		pr_node *dup = pr_node_new(PR_NODE_INPUT, "x");
+		pr_err *e = pr_graph_append(g[i], dup);
+		cr_assert_not_null(e, "graph %d took a second %%x", i);
+		pr_graph_erase(dup);
+		cr_assert_str_eq(pr_err_message(e), i == 2 ? "%x is already defined in @body"
+			: i ? "%x is already defined in @backward" : "%x is already defined in @forward");
+		pr_err_free(e);
+	}
+	pr_graph_erase(x[0]);
+	cr_assert_null(pr_graph_find(g[0], "x"));
+	cr_assert_eq(pr_graph_find(g[1], "x"), x[1]);
+	cr_assert_eq(pr_graph_find(g[2], "x"), x[2]);
+	pr_node *dup = pr_node_new(PR_NODE_INPUT, "x");
+	pr_err *e = pr_graph_append(g[1], dup);
+	cr_assert_not_null(e, "@backward's %%x is known after @forward's went");
+	pr_err_free(e);
+	pr_graph_erase(dup);
+	e = pr_node_rename(x[1], "y");
+	cr_assert_not_null(e);
+	cr_assert_str_eq(pr_err_message(e), "cannot rename %x: %y is already defined in @backward");
+	pr_err_free(e);
+	cr_assert_null(pr_node_rename(x[1], "w"));
+	cr_assert_null(pr_graph_find(g[1], "x"));
+	cr_assert_eq(pr_graph_find(g[1], "w"), x[1]);
+	cr_assert_null(pr_graph_find(g[0], "w"));
+	cr_assert_eq(pr_graph_find(g[2], "x"), x[2]);
+	char *f = pr_graph_fresh_name(g[2], "x");
+	cr_assert_str_eq(f, "x_1");
+	free(f);
+	f = pr_graph_fresh_name(g[0], "x");
+	cr_assert_str_eq(f, "x");
+	free(f);
+	pr_node *again = add_input(g[0], "x");
+	cr_assert_eq(pr_graph_find(g[0], "x"), again);
+	cr_assert_eq(pr_graph_find(g[2], "x"), x[2]);
+	pr_node *fresh = pr_graph_new_node_fresh(g[1], PR_NODE_INPUT, "y", 1, NULL);
+	cr_assert_str_eq(fresh->name, "y_1");
+	pr_graph_erase(fresh);
+	pr_graph_erase(x[2]);
+	cr_assert_null(pr_graph_find(g[2], "x"));
+	cr_assert_eq(pr_graph_find(g[0], "x"), again);
+	pr_program_free(p);
+}
+
 Test(graph, order_survives_many_insertions_at_one_place)
 {
 	pr_program *p = pr_program_new();
