@@ -173,8 +173,9 @@ static const char *mem_str(const pr_spec *s, char *buf, size_t cap)
 	return buf;
 }
 
-/* The arena and offset rules of a value with planned memory. */
-static void check_placed(check_ctx *k, const pr_plan_value *v)
+/* The arena and offset rules of a value with planned memory, in a class of
+ * class_bytes (the most any of its values spans). */
+static void check_placed(check_ctx *k, const pr_plan_value *v, int64_t class_bytes)
 {
 	const pr_spec *s = v->spec;
 	char msg[512], dev[PR_DEVICE_STR_MAX], mem[64];
@@ -188,7 +189,10 @@ static void check_placed(check_ctx *k, const pr_plan_value *v)
 		plan_error(k, v, msg);
 	}
 	int64_t end;
-	if (s->mem_offset >= 0 && __builtin_add_overflow(s->mem_offset, pr_spec_storage_bytes(s), &end)) {
+	/* No value of the class spans more than class_bytes: below that bound
+	 * its own size need not be computed. */
+	if (s->mem_offset >= 0 && s->mem_offset > INT64_MAX - class_bytes &&
+	    __builtin_add_overflow(s->mem_offset, pr_spec_storage_bytes(s), &end)) {
 		snprintf(msg, sizeof msg, "ends past the largest offset an arena can have (mem=%s and "
 			 "%lld bytes overflow int64); expected offset + size of at most %lld",
 			 mem_str(s, mem, sizeof mem), (long long)pr_spec_storage_bytes(s),
@@ -218,7 +222,7 @@ static void check_value(check_ctx *k, const pr_plan_value *v)
 	const pr_spec *s = v->spec;
 	char msg[512], mem[64], base_mem[64], base[128];
 	if (s->has_mem)
-		check_placed(k, v);
+		check_placed(k, v, c->bytes);
 	if (v->spec != c->spec && !same_mem(s, c->spec)) {
 		snprintf(msg, sizeof msg, "shares the memory of %%%s (an in-place result, view or getitem of it) but is planned apart (mem=%s, %%%s has mem=%s)",
 			 pr_plan_value_name(c->node, c->elem, base, sizeof base), mem_str(s, mem, sizeof mem),

@@ -20,24 +20,54 @@
 
 /* ---- lifetimes -------------------------------------------------------- */
 
+/* What a read of a node needs, in one place: the node (to tell it is one of
+ * the graph's), its first value and that value's class. */
+typedef struct lt_pos {
+	const pr_node *node;
+	int64_t first_value;    /* -1: none */
+	int64_t first_class;
+} lt_pos;
+
+/* Storage bytes by layout: a value mostly has the layout of one met just
+ * before, and the interned shape and strides (immutable) name it. */
+#define BYTES_MEMO 64
+
+typedef struct bytes_memo {
+	const int64_t *shape, *strides;
+	int rank;
+	pr_dtype dtype;
+	int64_t bytes;
+} bytes_memo;
+
 typedef struct lt_builder {
 	pr_lifetimes *lt;
 	int64_t cap_values, cap_classes;
-	int64_t *first_value;   /* per position: its first value, or -1 */
-	pr_node **nodes;        /* per position */
+	lt_pos *pos;            /* per position */
 	uint64_t order0, gap;   /* node->order == order0 + pos * gap */
+	int shift;              /* log2 of gap when it is a power of two, else -1 */
 	pr_mutable_buffers *mutable_buffers; /* the graph's, for the inputs' flags */
+	bytes_memo memo[BYTES_MEMO];
 } lt_builder;
 
 /* The position of n, or -1 when it is not a node of the graph. */
 static int64_t node_pos(const lt_builder *b, const pr_node *n)
 {
 	if (n->order < b->order0 || !b->gap)
-		return b->lt->n_positions == 1 && b->nodes[0] == n ? 0 : -1;
-	uint64_t pos = (n->order - b->order0) / b->gap;
-	if (pos >= (uint64_t)b->lt->n_positions || b->nodes[pos] != n)
+		return b->lt->n_positions == 1 && b->pos[0].node == n ? 0 : -1;
+	uint64_t d = n->order - b->order0;
+	uint64_t pos = b->shift >= 0 ? d >> b->shift : d / b->gap;
+	if (pos >= (uint64_t)b->lt->n_positions || b->pos[pos].node != n)
 		return -1;
 	return (int64_t)pos;
+}
+
+static int64_t storage_bytes(lt_builder *b, const pr_spec *s)
+{
+	bytes_memo *m = &b->memo[((uintptr_t)s->shape >> 4) % BYTES_MEMO];
+	if (m->shape != s->shape || m->strides != s->strides || m->rank != s->rank ||
+	    m->dtype != s->dtype || !m->shape)
+		*m = (bytes_memo){s->shape, s->strides, s->rank, s->dtype, pr_spec_storage_bytes(s)};
+	return m->bytes;
 }
 
 static unsigned input_flags(const pr_node *in, const pr_mutable_buffers *mutable_buffers)
@@ -83,7 +113,7 @@ static void add_value(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int64_
 	PR_GROW(lt->values, lt->n_values, b->cap_values);
 	lt->values[lt->n_values++] = (pr_plan_value){ n, elem, spec, cls };
 	pr_plan_class *c = &lt->classes[cls];
-	int64_t bytes = pr_spec_storage_bytes(spec);
+	int64_t bytes = storage_bytes(b, spec);
 	if (bytes > c->bytes)
 		c->bytes = bytes;
 }
@@ -98,20 +128,20 @@ static int n_values_of(const pr_node *n)
 	return 0;
 }
 
-/* The value index of element elem (-1: the tensor itself) of node v, or -1. */
-static int64_t value_of(const lt_builder *b, const pr_node *v, int elem)
+/* The class of element elem (-1: the tensor itself) of node v, or -1. */
+static int64_t class_of(const lt_builder *b, const pr_node *v, int elem)
 {
 	int64_t pos = node_pos(b, v);
 	if (pos < 0)
 		return -1;
-	int64_t first = b->first_value[pos];
-	if (first < 0)
+	const lt_pos *p = &b->pos[pos];
+	if (p->first_value < 0)
 		return -1;
 	if (v->type.kind == PR_TYPE_TENSOR)
-		return elem < 0 ? first : -1;
+		return elem < 0 ? p->first_class : -1;
 	if (elem < 0 || elem >= v->type.n_elems)
 		return -1;
-	return first + elem;
+	return elem ? b->lt->values[p->first_value + elem].cls : p->first_class;
 }
 
 /* The class that return r of op node n shares, or -1 for a fresh one. */
@@ -120,20 +150,16 @@ static int64_t aliased_class(const lt_builder *b, const pr_node *n, int r)
 	if (n->kind == PR_NODE_GETITEM) {
 		if (n->n_args < 1 || n->args[0].kind != PR_ARG_VALUE || !n->args[0].u.value)
 			return -1;
-		int64_t v = value_of(b, n->args[0].u.value, (int)n->index);
-		return v < 0 ? -1 : b->lt->values[v].cls;
+		return class_of(b, n->args[0].u.value, (int)n->index);
 	}
 	const pr_node *base = pr_node_alias_value(n, r);
-	if (!base)
-		return -1;
-	int64_t v = value_of(b, base, -1);
-	return v < 0 ? -1 : b->lt->values[v].cls;
+	return base ? class_of(b, base, -1) : -1;
 }
 
 static void define_values(lt_builder *b, pr_node *n, int64_t pos)
 {
 	int nv = n_values_of(n);
-	b->first_value[pos] = nv ? b->lt->n_values : -1;
+	b->pos[pos].first_value = nv ? b->lt->n_values : -1;
 	for (int i = 0; i < nv; i++) {
 		int elem = n->type.kind == PR_TYPE_TUPLE ? i : -1;
 		pr_spec *spec = elem < 0 ? &n->type.tensor : &n->type.elems[i];
@@ -144,6 +170,8 @@ static void define_values(lt_builder *b, pr_node *n, int64_t pos)
 		if (pos > c->end)
 			c->end = pos;
 		add_value(b, n, elem, spec, cls);
+		if (i == 0)
+			b->pos[pos].first_class = cls;
 	}
 }
 
@@ -158,9 +186,11 @@ static void read_arg(lt_builder *b, const pr_arg *a, int64_t pos, unsigned flags
 	if (a->kind != PR_ARG_VALUE || !a->u.value)
 		return;
 	const pr_node *v = a->u.value;
-	int64_t first = value_of(b, v, v->type.kind == PR_TYPE_TUPLE ? 0 : -1);
-	for (int i = 0; first >= 0 && i < n_values_of(v); i++) {
-		pr_plan_class *c = &b->lt->classes[b->lt->values[first + i].cls];
+	int64_t at = node_pos(b, v);
+	const lt_pos *p = at < 0 ? NULL : &b->pos[at];
+	for (int i = 0; p && p->first_value >= 0 && i < n_values_of(v); i++) {
+		int64_t cls = i ? b->lt->values[p->first_value + i].cls : p->first_class;
+		pr_plan_class *c = &b->lt->classes[cls];
 		if (pos > c->end)
 			c->end = pos;
 		c->flags |= flags;
@@ -216,8 +246,7 @@ static void prefetch_node(const pr_node *n)
 static void builder_grow(lt_builder *b, int64_t *cap)
 {
 	*cap *= 2;
-	b->nodes = pr_xrealloc(b->nodes, (size_t)*cap * sizeof *b->nodes);
-	b->first_value = pr_xrealloc(b->first_value, (size_t)*cap * sizeof *b->first_value);
+	b->pos = pr_xrealloc(b->pos, (size_t)*cap * sizeof *b->pos);
 }
 
 /* Numbers and processes every node; false (and b half done) when the orders
@@ -225,8 +254,7 @@ static void builder_grow(lt_builder *b, int64_t *cap)
 static bool walk_nodes(lt_builder *b, pr_graph *g)
 {
 	int64_t cap = g->n_nodes > 0 ? g->n_nodes : 16, n = 0;
-	b->nodes = pr_xmalloc((size_t)cap * sizeof *b->nodes);
-	b->first_value = pr_xmalloc((size_t)cap * sizeof *b->first_value);
+	b->pos = pr_xmalloc((size_t)cap * sizeof *b->pos);
 	b->cap_values = b->cap_classes = cap;
 	b->lt->values = pr_xmalloc((size_t)b->cap_values * sizeof *b->lt->values);
 	b->lt->classes = pr_xmalloc((size_t)b->cap_classes * sizeof *b->lt->classes);
@@ -237,11 +265,13 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 			builder_grow(b, &cap);
 		if (n == 0)
 			b->order0 = node->order;
-		else if (n == 1)
+		else if (n == 1) {
 			b->gap = node->order - b->order0;
+			b->shift = b->gap && !(b->gap & (b->gap - 1)) ? __builtin_ctzll(b->gap) : -1;
+		}
 		if (n > 0 && (b->gap == 0 || node->order != b->order0 + (uint64_t)n * b->gap))
 			return false;
-		b->nodes[n] = node;
+		b->pos[n] = (lt_pos){node, -1, -1};
 		b->lt->n_positions = n + 1;
 		read_args(b, node, n);
 		define_values(b, node, n);
@@ -252,8 +282,7 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 
 static void builder_reset(lt_builder *b)
 {
-	free(b->nodes);
-	free(b->first_value);
+	free(b->pos);
 	free(b->lt->values);
 	free(b->lt->classes);
 	memset(b->lt, 0, sizeof *b->lt);
@@ -278,8 +307,7 @@ pr_lifetimes *pr_lifetimes_compute(pr_graph *g)
 	}
 	finish_classes(b.lt);
 	pr_mutable_buffers_free(b.mutable_buffers);
-	free(b.first_value);
-	free(b.nodes);
+	free(b.pos);
 	return b.lt;
 }
 
