@@ -127,11 +127,15 @@ int pr_plan_usage(pr_graph *g, pr_arena_usage **out)
 
 /* ---- the checker ------------------------------------------------------ */
 
-/* A class with planned memory, for the overlap sweep. */
+/* A class with planned memory, for the overlap sweep, with what the sweep
+ * reads of it: the sweep visits classes by offset, and a read of the class
+ * itself there would miss the cache each time. */
 typedef struct planned_class {
 	int64_t cls;
-	int arena;
 	int64_t offset;
+	int64_t bytes;
+	int64_t start, end;
+	int arena;
 } planned_class;
 
 typedef struct check_ctx {
@@ -211,7 +215,8 @@ static void note_planned(check_ctx *k, int64_t cls)
 	if (!c->spec->has_mem || c->bytes <= 0 || c->spec->mem_offset < 0 ||
 	    __builtin_add_overflow(c->spec->mem_offset, c->bytes, &end))
 		return;
-	k->pcs[k->n_pcs++] = (planned_class){ cls, spec_arena(&k->arenas, c->spec), c->spec->mem_offset };
+	k->pcs[k->n_pcs++] = (planned_class){ cls, c->spec->mem_offset, c->bytes, c->start, c->end,
+					      spec_arena(&k->arenas, c->spec) };
 }
 
 /* Arena, alias and constant rules, one value at a time. A class's own value
@@ -353,12 +358,12 @@ static void sort_planned(planned_class *a, int64_t n)
 	free(tmp);
 }
 
-static bool pc_overlap(const check_ctx *k, const planned_class *a, const planned_class *b)
+static bool pc_overlap(const planned_class *a, const planned_class *b)
 {
 	if (a->arena != b->arena)
 		return false;
 	const planned_class *lo = a->offset <= b->offset ? a : b, *hi = lo == a ? b : a;
-	return k->lt->classes[lo->cls].bytes > hi->offset - lo->offset;  /* offsets >= 0 */
+	return lo->bytes > hi->offset - lo->offset;  /* offsets >= 0 */
 }
 
 static void overlap_error(check_ctx *k, const planned_class *a, const planned_class *b)
@@ -379,12 +384,12 @@ static void overlap_error(check_ctx *k, const planned_class *a, const planned_cl
 static void sweep_insert(check_ctx *k, rank_set *live, const planned_class *pcs, int64_t r)
 {
 	int64_t below = rs_below(live, r);
-	if (below >= 0 && pc_overlap(k, &pcs[below], &pcs[r])) {
+	if (below >= 0 && pc_overlap(&pcs[below], &pcs[r])) {
 		overlap_error(k, &pcs[below], &pcs[r]);
 		return;
 	}
 	int64_t above = rs_above(live, r);
-	if (above >= 0 && pc_overlap(k, &pcs[r], &pcs[above])) {
+	if (above >= 0 && pc_overlap(&pcs[r], &pcs[above])) {
 		overlap_error(k, &pcs[above], &pcs[r]);
 		return;
 	}
@@ -398,13 +403,13 @@ static void bucket_ranks(const check_ctx *k, bool by_end, int64_t *head, int64_t
 	int64_t T = k->lt->n_positions, n = k->n_pcs;
 	memset(head, 0, (size_t)(T + 2) * sizeof *head);
 	for (int64_t r = 0; r < n; r++) {
-		const pr_plan_class *c = &k->lt->classes[k->pcs[r].cls];
+		const planned_class *c = &k->pcs[r];
 		head[(by_end ? c->end : c->start) + 2]++;
 	}
 	for (int64_t t = 2; t <= T + 1; t++)
 		head[t] += head[t - 1];
 	for (int64_t r = 0; r < n; r++) {
-		const pr_plan_class *c = &k->lt->classes[k->pcs[r].cls];
+		const planned_class *c = &k->pcs[r];
 		order[head[(by_end ? c->end : c->start) + 1]++] = r;
 	}
 }

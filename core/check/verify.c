@@ -175,6 +175,8 @@ typedef struct vctx {
 	name_map inputs;
 	pr_node **nodes;      /* g's nodes in order, as check_links found them */
 	size_t nodes_cap;
+	int64_t at;           /* the index in nodes of the node being checked */
+	uint32_t ahead[8];    /* name_hash of input nodes[i]'s name at i % 8 */
 	int n_returns;
 	bool has_copies;      /* g holds an h2d or d2h op: placement has run */
 } vctx;
@@ -1002,7 +1004,7 @@ static void check_input(vctx *c, pr_node *n)
 		       "parameter, buffer or constant", label(n, ln), c->g->name);
 	if (!n->input_name || c->body)
 		return;
-	uint32_t h = name_hash(n->input_name);
+	uint32_t h = c->ahead[c->at & 7];
 	name_slot *at = name_map_at(&c->inputs, n->input_name, h);
 	if (at->node) {
 		report(c, "E-INPUT", n, "input %s is named \"%s\", like %s; expected unique "
@@ -1143,6 +1145,18 @@ static int64_t check_links(vctx *c, pr_graph *g)
 	return inputs;
 }
 
+/* The name hash of input nodes[j] for check_input, and its slot's line
+ * fetched meanwhile: on a big method each slot is a cache miss. */
+static void hash_ahead(vctx *c, int64_t j)
+{
+	const pr_node *n = c->nodes[j];
+	if (c->body || n->kind != PR_NODE_INPUT || !n->input_name)
+		return;
+	uint32_t h = name_hash(n->input_name);
+	c->ahead[j & 7] = h;
+	__builtin_prefetch(&c->inputs.slots[h & (c->inputs.cap - 1)]);
+}
+
 /* Every line of node n, for check_node to find in cache. */
 static void prefetch_node(const pr_node *n)
 {
@@ -1201,13 +1215,22 @@ static void check_graph(vctx *c, pr_graph *g, bool body)
 	if (inputs < 0)
 		return;
 	name_map_init(&c->inputs, body ? 0 : inputs);
+	for (int64_t i = 0; i < 2 && i < g->n_nodes; i++)
+		hash_ahead(c, i);
 	for (int64_t i = 0; i < g->n_nodes; i++) {
-		/* The node 8 ahead, and the arguments of the one 4 ahead, whose
-		 * lines came in meanwhile. */
+		/* The node 8 ahead, and the arguments (or input name) of the one 4
+		 * ahead, whose lines came in meanwhile. */
 		if (i + 8 < g->n_nodes)
 			prefetch_node(c->nodes[i + 8]);
-		if (i + 4 < g->n_nodes)
-			__builtin_prefetch(c->nodes[i + 4]->args);
+		if (i + 4 < g->n_nodes) {
+			const pr_node *ahead = c->nodes[i + 4];
+			__builtin_prefetch(ahead->args);
+			if (ahead->kind == PR_NODE_INPUT && ahead->input_name)
+				__builtin_prefetch(ahead->input_name);
+		}
+		if (i + 2 < g->n_nodes)
+			hash_ahead(c, i + 2);
+		c->at = i;
 		check_node(c, c->nodes[i]);
 	}
 	if (!c->n_returns)
