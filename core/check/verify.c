@@ -1165,6 +1165,47 @@ static void prefetch_node(const pr_node *n)
 		__builtin_prefetch(p + off);
 }
 
+/* The values that node n reads directly (stage 0), or the use each of its
+ * slots names there (stage 1): what check_value reads of them. */
+static void prefetch_reads(const pr_node *n, int stage)
+{
+	for (int i = 0; i < n->n_args; i++) {
+		const pr_arg *a = &n->args[i];
+		const pr_node *v = a->kind == PR_ARG_VALUE ? a->u.value : NULL;
+		if (!v)
+			continue;
+		if (stage == 0) {
+			__builtin_prefetch(v);
+			__builtin_prefetch((const char *)v + 64);
+			__builtin_prefetch((const char *)v + 128);
+		} else if (a->use_index >= 0 && a->use_index < v->n_uses) {
+			__builtin_prefetch(&v->uses[a->use_index]);
+		}
+	}
+}
+
+/* What check_node reads of the nodes ahead, asked for in stages, each when
+ * the lines it needs have come in: on a big method nearly every one of them
+ * is a cache miss, and the walk would wait for each in turn. */
+static void fetch_ahead(vctx *c, int64_t i)
+{
+	int64_t n = c->g->n_nodes;
+	if (i + 16 < n)
+		prefetch_node(c->nodes[i + 16]);
+	if (i + 8 < n) {
+		const pr_node *ahead = c->nodes[i + 8];
+		__builtin_prefetch(ahead->args);
+		if (ahead->kind == PR_NODE_INPUT && ahead->input_name)
+			__builtin_prefetch(ahead->input_name);
+	}
+	if (i + 4 < n) {
+		prefetch_reads(c->nodes[i + 4], 0);
+		hash_ahead(c, i + 4);
+	}
+	if (i + 2 < n)
+		prefetch_reads(c->nodes[i + 2], 1);
+}
+
 /* Every use list of g against the argument slots that read its node, when
  * check_value found a slot away from its use_index or the counts differ:
  * each node's readers are counted in an array that its scratch points into
@@ -1215,21 +1256,10 @@ static void check_graph(vctx *c, pr_graph *g, bool body)
 	if (inputs < 0)
 		return;
 	name_map_init(&c->inputs, body ? 0 : inputs);
-	for (int64_t i = 0; i < 2 && i < g->n_nodes; i++)
+	for (int64_t i = 0; i < 4 && i < g->n_nodes; i++)
 		hash_ahead(c, i);
 	for (int64_t i = 0; i < g->n_nodes; i++) {
-		/* The node 8 ahead, and the arguments (or input name) of the one 4
-		 * ahead, whose lines came in meanwhile. */
-		if (i + 8 < g->n_nodes)
-			prefetch_node(c->nodes[i + 8]);
-		if (i + 4 < g->n_nodes) {
-			const pr_node *ahead = c->nodes[i + 4];
-			__builtin_prefetch(ahead->args);
-			if (ahead->kind == PR_NODE_INPUT && ahead->input_name)
-				__builtin_prefetch(ahead->input_name);
-		}
-		if (i + 2 < g->n_nodes)
-			hash_ahead(c, i + 2);
+		fetch_ahead(c, i);
 		c->at = i;
 		check_node(c, c->nodes[i]);
 	}
