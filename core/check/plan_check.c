@@ -12,10 +12,11 @@
  * that whoever sizes the arena from it cannot overflow; an alias has exactly
  * its base's memory; a host constant has none.
  * Overlaps are found by a sweep over positions: the live planned classes are
- * kept ordered by (arena, offset) in a Fenwick tree over their ranks, and a
- * class that starts is compared with its two neighbours only. The live set
- * never holds an overlapping pair (a class that overlaps is reported and left
- * out), so two neighbours suffice: O(n log n) for n classes, never all pairs.
+ * kept ordered by (arena, offset) as a set of their ranks (a bitset of
+ * 64-way levels), and a class that starts is compared with its two
+ * neighbours only. The live set never holds an overlapping pair (a class
+ * that overlaps is reported and left out), so two neighbours suffice:
+ * O(n log n) for n classes (the sort), never all pairs.
  * A method where no value has memory breaks no rule: it is passed over
  * without computing its lifetimes. */
 #include "passrun/plan.h"
@@ -33,7 +34,16 @@
 typedef struct arena_list {
 	pr_device *d;
 	int n, last;
+	bool has_raw;
+	pr_device raw;      /* the last arena looked up, as its spec spells it */
+	int raw_index;
 } arena_list;
+
+/* The very same device (most comparisons), else pr_device_equal. */
+static bool same_device(const pr_device *a, const pr_device *b)
+{
+	return (a->index == b->index && !strcmp(a->type, b->type)) || pr_device_equal(*a, *b);
+}
 
 /* Index of arena d (canonical) in the list, adding it when new. */
 static int arena_index(arena_list *l, pr_device d)
@@ -46,6 +56,18 @@ static int arena_index(arena_list *l, pr_device d)
 	l->d = pr_xrealloc(l->d, (size_t)(l->n + 1) * sizeof *l->d);
 	l->d[l->n] = d;
 	return l->last = l->n++;
+}
+
+/* arena_index of the arena a spec names, skipping the canonical form when
+ * it is spelt as the last one was. */
+static int spec_arena(arena_list *l, const pr_spec *s)
+{
+	if (l->has_raw && l->raw.index == s->mem_arena.index && !strcmp(l->raw.type, s->mem_arena.type))
+		return l->raw_index;
+	l->raw_index = arena_index(l, pr_device_canonical(s->mem_arena));
+	l->raw = s->mem_arena;
+	l->has_raw = true;
+	return l->raw_index;
 }
 
 static int64_t peak_live_bytes(const pr_lifetimes *lt, const int *arena_of, int arena)
@@ -79,7 +101,7 @@ int pr_plan_usage(pr_graph *g, pr_arena_usage **out)
 	int *arena_of = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena_of);
 	for (int64_t i = 0; i < lt->n_classes; i++) {
 		const pr_spec *s = lt->classes[i].spec;
-		arena_of[i] = s->has_mem ? arena_index(&arenas, pr_device_canonical(s->mem_arena)) : -1;
+		arena_of[i] = s->has_mem ? spec_arena(&arenas, s) : -1;
 	}
 	int n_arenas = arenas.n;
 	pr_arena_usage *u = n_arenas ? pr_xcalloc((size_t)n_arenas, sizeof *u) : NULL;
@@ -105,11 +127,15 @@ int pr_plan_usage(pr_graph *g, pr_arena_usage **out)
 
 /* ---- the checker ------------------------------------------------------ */
 
-/* A class with planned memory, for the overlap sweep. */
+/* A class with planned memory, for the overlap sweep, with what the sweep
+ * reads of it: the sweep visits classes by offset, and a read of the class
+ * itself there would miss the cache each time. */
 typedef struct planned_class {
 	int64_t cls;
-	int arena;
 	int64_t offset;
+	int64_t bytes;
+	int64_t start, end;
+	int arena;
 } planned_class;
 
 typedef struct check_ctx {
@@ -136,7 +162,7 @@ static bool same_mem(const pr_spec *a, const pr_spec *b)
 {
 	if (a->has_mem != b->has_mem)
 		return false;
-	return !a->has_mem || (a->mem_offset == b->mem_offset && pr_device_equal(a->mem_arena, b->mem_arena));
+	return !a->has_mem || (a->mem_offset == b->mem_offset && same_device(&a->mem_arena, &b->mem_arena));
 }
 
 /* "cuda:0:128", or "none". */
@@ -151,12 +177,13 @@ static const char *mem_str(const pr_spec *s, char *buf, size_t cap)
 	return buf;
 }
 
-/* The arena and offset rules of a value with planned memory. */
-static void check_placed(check_ctx *k, const pr_plan_value *v)
+/* The arena and offset rules of a value with planned memory, in a class of
+ * class_bytes (the most any of its values spans). */
+static void check_placed(check_ctx *k, const pr_plan_value *v, int64_t class_bytes)
 {
 	const pr_spec *s = v->spec;
 	char msg[512], dev[PR_DEVICE_STR_MAX], mem[64];
-	if (!pr_device_equal(s->mem_arena, s->device)) {
+	if (!same_device(&s->mem_arena, &s->device)) {
 		snprintf(msg, sizeof msg, "is on %s but planned in another arena (mem=%s)",
 			 pr_device_str(pr_device_canonical(s->device), dev), mem_str(s, mem, sizeof mem));
 		plan_error(k, v, msg);
@@ -166,7 +193,10 @@ static void check_placed(check_ctx *k, const pr_plan_value *v)
 		plan_error(k, v, msg);
 	}
 	int64_t end;
-	if (s->mem_offset >= 0 && __builtin_add_overflow(s->mem_offset, pr_spec_storage_bytes(s), &end)) {
+	/* No value of the class spans more than class_bytes: below that bound
+	 * its own size need not be computed. */
+	if (s->mem_offset >= 0 && s->mem_offset > INT64_MAX - class_bytes &&
+	    __builtin_add_overflow(s->mem_offset, pr_spec_storage_bytes(s), &end)) {
 		snprintf(msg, sizeof msg, "ends past the largest offset an arena can have (mem=%s and "
 			 "%lld bytes overflow int64); expected offset + size of at most %lld",
 			 mem_str(s, mem, sizeof mem), (long long)pr_spec_storage_bytes(s),
@@ -185,8 +215,8 @@ static void note_planned(check_ctx *k, int64_t cls)
 	if (!c->spec->has_mem || c->bytes <= 0 || c->spec->mem_offset < 0 ||
 	    __builtin_add_overflow(c->spec->mem_offset, c->bytes, &end))
 		return;
-	k->pcs[k->n_pcs++] = (planned_class){ cls, arena_index(&k->arenas, pr_device_canonical(c->spec->mem_arena)),
-					      c->spec->mem_offset };
+	k->pcs[k->n_pcs++] = (planned_class){ cls, c->spec->mem_offset, c->bytes, c->start, c->end,
+					      spec_arena(&k->arenas, c->spec) };
 }
 
 /* Arena, alias and constant rules, one value at a time. A class's own value
@@ -197,7 +227,7 @@ static void check_value(check_ctx *k, const pr_plan_value *v)
 	const pr_spec *s = v->spec;
 	char msg[512], mem[64], base_mem[64], base[128];
 	if (s->has_mem)
-		check_placed(k, v);
+		check_placed(k, v, c->bytes);
 	if (v->spec != c->spec && !same_mem(s, c->spec)) {
 		snprintf(msg, sizeof msg, "shares the memory of %%%s (an in-place result, view or getitem of it) but is planned apart (mem=%s, %%%s has mem=%s)",
 			 pr_plan_value_name(c->node, c->elem, base, sizeof base), mem_str(s, mem, sizeof mem),
@@ -213,38 +243,85 @@ static void check_value(check_ctx *k, const pr_plan_value *v)
 		note_planned(k, v->cls);
 }
 
-/* A Fenwick tree of 0/1 counts over ranks, for the sweep's live set. */
-typedef struct fenwick {
-	int64_t n;
-	int64_t *t;
-	int64_t count;
-	int64_t top;   /* the largest power of two <= n: fw_kth's first step */
-} fenwick;
+/* The sweep's live set: ranks in a bitset of 64-way levels (level 0 a bit
+ * per rank, each level above a bit per nonzero word below), so that the
+ * nearest live ranks either side of one are a few word operations away. */
+typedef struct rank_set {
+	uint64_t *lv[12];   /* 64^11 words cover any int64 rank count */
+	int levels;
+} rank_set;
 
-static void fw_add(fenwick *f, int64_t i, int64_t d)
+static void rs_init(rank_set *s, int64_t n)
 {
-	f->count += d;
-	for (i++; i <= f->n; i += i & -i)
-		f->t[i] += d;
+	s->levels = 0;
+	do {
+		n = n / 64 + 1;
+		s->lv[s->levels++] = pr_xcalloc((size_t)n, sizeof(uint64_t));
+	} while (n > 1);
 }
 
-static int64_t fw_prefix(const fenwick *f, int64_t i) /* sum over [0, i) */
+static void rs_free(rank_set *s)
 {
-	int64_t s = 0;
-	for (; i > 0; i -= i & -i)
-		s += f->t[i];
-	return s;
+	for (int l = 0; l < s->levels; l++)
+		free(s->lv[l]);
 }
 
-static int64_t fw_kth(const fenwick *f, int64_t k) /* rank of the k-th (1-based) live */
+static bool rs_has(const rank_set *s, int64_t r)
 {
-	int64_t pos = 0;
-	for (int64_t step = f->top; step; step /= 2)
-		if (pos + step <= f->n && f->t[pos + step] < k) {
-			pos += step;
-			k -= f->t[pos];
+	return s->lv[0][r >> 6] >> (r & 63) & 1;
+}
+
+static void rs_add(rank_set *s, int64_t r)
+{
+	for (int l = 0; l < s->levels; l++, r >>= 6) {
+		uint64_t was = s->lv[l][r >> 6];
+		s->lv[l][r >> 6] = was | 1ull << (r & 63);
+		if (was)
+			return;   /* the levels above already know this word */
+	}
+}
+
+static void rs_remove(rank_set *s, int64_t r)
+{
+	for (int l = 0; l < s->levels; l++, r >>= 6)
+		if ((s->lv[l][r >> 6] &= ~(1ull << (r & 63))))
+			return;   /* the word still holds ranks */
+}
+
+/* The largest live rank below r, or -1. */
+static int64_t rs_below(const rank_set *s, int64_t r)
+{
+	int l = 0;
+	for (;; l++, r >>= 6) {
+		if (l == s->levels)
+			return -1;
+		uint64_t w = s->lv[l][r >> 6] & ((1ull << (r & 63)) - 1);
+		if (w) {
+			r = (r & ~(int64_t)63) | (63 - __builtin_clzll(w));
+			break;
 		}
-	return pos;
+	}
+	while (l-- > 0)
+		r = r << 6 | (63 - __builtin_clzll(s->lv[l][r]));
+	return r;
+}
+
+/* The smallest live rank above r, or -1. */
+static int64_t rs_above(const rank_set *s, int64_t r)
+{
+	int l = 0;
+	for (;; l++, r >>= 6) {
+		if (l == s->levels)
+			return -1;
+		uint64_t w = s->lv[l][r >> 6] & ~((2ull << (r & 63)) - 1);
+		if (w) {
+			r = (r & ~(int64_t)63) | __builtin_ctzll(w);
+			break;
+		}
+	}
+	while (l-- > 0)
+		r = r << 6 | __builtin_ctzll(s->lv[l][r]);
+	return r;
 }
 
 /* Byte b of the sort key (arena, offset), least significant first: bytes 0-7
@@ -281,12 +358,12 @@ static void sort_planned(planned_class *a, int64_t n)
 	free(tmp);
 }
 
-static bool pc_overlap(const check_ctx *k, const planned_class *a, const planned_class *b)
+static bool pc_overlap(const planned_class *a, const planned_class *b)
 {
 	if (a->arena != b->arena)
 		return false;
 	const planned_class *lo = a->offset <= b->offset ? a : b, *hi = lo == a ? b : a;
-	return k->lt->classes[lo->cls].bytes > hi->offset - lo->offset;  /* offsets >= 0 */
+	return lo->bytes > hi->offset - lo->offset;  /* offsets >= 0 */
 }
 
 static void overlap_error(check_ctx *k, const planned_class *a, const planned_class *b)
@@ -304,69 +381,64 @@ static void overlap_error(check_ctx *k, const planned_class *a, const planned_cl
 }
 
 /* Inserts rank r into the live set unless it overlaps a neighbour. */
-static void sweep_insert(check_ctx *k, fenwick *f, const planned_class *pcs, int64_t r)
+static void sweep_insert(check_ctx *k, rank_set *live, const planned_class *pcs, int64_t r)
 {
-	int64_t below = fw_prefix(f, r);
-	if (below > 0) {
-		const planned_class *p = &pcs[fw_kth(f, below)];
-		if (pc_overlap(k, p, &pcs[r])) {
-			overlap_error(k, p, &pcs[r]);
-			return;
-		}
+	int64_t below = rs_below(live, r);
+	if (below >= 0 && pc_overlap(&pcs[below], &pcs[r])) {
+		overlap_error(k, &pcs[below], &pcs[r]);
+		return;
 	}
-	if (below < f->count) {
-		const planned_class *s = &pcs[fw_kth(f, below + 1)];
-		if (pc_overlap(k, &pcs[r], s)) {
-			overlap_error(k, s, &pcs[r]);
-			return;
-		}
+	int64_t above = rs_above(live, r);
+	if (above >= 0 && pc_overlap(&pcs[r], &pcs[above])) {
+		overlap_error(k, &pcs[above], &pcs[r]);
+		return;
 	}
-	fw_add(f, r, 1);
+	rs_add(live, r);
+}
+
+/* The ranks bucketed by position (a counting sort, stable: each bucket in
+ * rank order): bucket t is order[head[t] .. head[t + 1]). */
+static void bucket_ranks(const check_ctx *k, bool by_end, int64_t *head, int64_t *order)
+{
+	int64_t T = k->lt->n_positions, n = k->n_pcs;
+	memset(head, 0, (size_t)(T + 2) * sizeof *head);
+	for (int64_t r = 0; r < n; r++) {
+		const planned_class *c = &k->pcs[r];
+		head[(by_end ? c->end : c->start) + 2]++;
+	}
+	for (int64_t t = 2; t <= T + 1; t++)
+		head[t] += head[t - 1];
+	for (int64_t r = 0; r < n; r++) {
+		const planned_class *c = &k->pcs[r];
+		order[head[(by_end ? c->end : c->start) + 1]++] = r;
+	}
 }
 
 static void check_overlaps(check_ctx *k)
 {
-	const pr_lifetimes *lt = k->lt;
-	int64_t n = k->n_pcs;
+	int64_t n = k->n_pcs, T = k->lt->n_positions;
 	planned_class *pcs = k->pcs;
 	sort_planned(pcs, n);
-	/* Bucket the ranks by start and by end position (counting sort). */
-	int64_t T = lt->n_positions;
-	int64_t *start_head = pr_xmalloc((size_t)(T + 1) * sizeof *start_head);
-	int64_t *end_head = pr_xmalloc((size_t)(T + 1) * sizeof *end_head);
-	int64_t *next_start = pr_xmalloc((size_t)(n + 1) * sizeof *next_start);
-	int64_t *next_end = pr_xmalloc((size_t)(n + 1) * sizeof *next_end);
-	for (int64_t t = 0; t <= T; t++)
-		start_head[t] = end_head[t] = -1;
-	for (int64_t r = n - 1; r >= 0; r--) {
-		const pr_plan_class *c = &lt->classes[pcs[r].cls];
-		next_start[r] = start_head[c->start];
-		start_head[c->start] = r;
-		next_end[r] = end_head[c->end];
-		end_head[c->end] = r;
-	}
-	fenwick f = { n, pr_xcalloc((size_t)n + 1, sizeof(int64_t)), 0, 1 };
-	while (f.top * 2 <= n)
-		f.top *= 2;
-	bool *live = pr_xcalloc((size_t)n + 1, sizeof *live);
+	int64_t *start_head = pr_xmalloc((size_t)(T + 2) * sizeof *start_head);
+	int64_t *end_head = pr_xmalloc((size_t)(T + 2) * sizeof *end_head);
+	int64_t *starts = pr_xmalloc((size_t)(n + 1) * sizeof *starts);
+	int64_t *ends = pr_xmalloc((size_t)(n + 1) * sizeof *ends);
+	bucket_ranks(k, false, start_head, starts);
+	bucket_ranks(k, true, end_head, ends);
+	rank_set live;
+	rs_init(&live, n);
 	for (int64_t t = 0; t < T; t++) {
-		for (int64_t r = start_head[t]; r >= 0; r = next_start[r]) {
-			int64_t before = f.count;
-			sweep_insert(k, &f, pcs, r);
-			live[r] = f.count > before;
-		}
-		for (int64_t r = end_head[t]; r >= 0; r = next_end[r])
-			if (live[r]) {
-				fw_add(&f, r, -1);
-				live[r] = false;
-			}
+		for (int64_t i = start_head[t]; i < start_head[t + 1]; i++)
+			sweep_insert(k, &live, pcs, starts[i]);
+		for (int64_t i = end_head[t]; i < end_head[t + 1]; i++)
+			if (rs_has(&live, ends[i]))
+				rs_remove(&live, ends[i]);
 	}
-	free(live);
-	free(f.t);
+	rs_free(&live);
 	free(start_head);
 	free(end_head);
-	free(next_start);
-	free(next_end);
+	free(starts);
+	free(ends);
 }
 
 /* Every rule over one method's lifetimes, computed once. */

@@ -141,9 +141,16 @@ typedef struct ptr_map {
 } ptr_map;
 
 /* The quoted names of a method's inputs, by a hash of the name: each input
- * and each write-back looks its name up once. */
+ * and each write-back looks its name up once. A slot keeps the hash beside
+ * the node, so that a probe past another name reads neither that node nor
+ * its name (on a big method, two cache misses). */
+typedef struct name_slot {
+	uint32_t hash;        /* pr_str_hash of the name */
+	pr_node *node;        /* NULL: free slot */
+} name_slot;
+
 typedef struct name_map {
-	pr_node **nodes;      /* NULL: free slot */
+	name_slot *slots;
 	size_t cap;           /* a power of two, more than twice the inputs */
 } name_map;
 
@@ -166,6 +173,10 @@ typedef struct vctx {
 	const pr_arg **sorted;/* room to sort one use list */
 	size_t sorted_cap;
 	name_map inputs;
+	pr_node **nodes;      /* g's nodes in order, as check_links found them */
+	size_t nodes_cap;
+	int64_t at;           /* the index in nodes of the node being checked */
+	uint32_t ahead[8];    /* name_hash of input nodes[i]'s name at i % 8 */
 	int n_returns;
 	bool has_copies;      /* g holds an h2d or d2h op: placement has run */
 } vctx;
@@ -226,18 +237,25 @@ static void ptr_map_free(ptr_map *m)
 	free(m->vals);
 }
 
-/* The slot of the input named name, or the free slot where it would go. */
-static pr_node **name_map_at(const name_map *m, const char *name)
+static uint32_t name_hash(const char *name)
 {
-	size_t i = pr_str_hash(name, strlen(name)) & (m->cap - 1);
-	while (m->nodes[i] && strcmp(m->nodes[i]->input->name, name))
+	return pr_str_hash(name, strlen(name));
+}
+
+/* The slot of the input named name (whose name_hash is h), or the free slot
+ * where it would go. */
+static name_slot *name_map_at(const name_map *m, const char *name, uint32_t h)
+{
+	size_t i = h & (m->cap - 1);
+	while (m->slots[i].node &&
+	       (m->slots[i].hash != h || strcmp(m->slots[i].node->input->name, name)))
 		i = (i + 1) & (m->cap - 1);
-	return &m->nodes[i];
+	return &m->slots[i];
 }
 
 static pr_node *name_map_get(const name_map *m, const char *name)
 {
-	return m->cap ? *name_map_at(m, name) : NULL;
+	return m->cap ? name_map_at(m, name, name_hash(name))->node : NULL;
 }
 
 static const char *diag_node_name(const pr_node *n)
@@ -986,13 +1004,14 @@ static void check_input(vctx *c, pr_node *n)
 		       "parameter, buffer or constant", label(n, ln), c->g->name);
 	if (!n->input->name || c->body)
 		return;
-	pr_node **at = name_map_at(&c->inputs, n->input->name);
-	if (*at) {
+	uint32_t h = c->ahead[c->at & 7];
+	name_slot *at = name_map_at(&c->inputs, n->input->name, h);
+	if (at->node) {
 		report(c, "E-INPUT", n, "input %s is named \"%s\", like %s; expected unique "
-		       "input names", label(n, ln), n->input->name, label(*at, le));
+		       "input names", label(n, ln), n->input->name, label(at->node, le));
 		return;
 	}
-	*at = n;
+	*at = (name_slot){h, n};
 }
 
 static const char *input_kind_str(pr_input_kind k)
@@ -1081,14 +1100,23 @@ static void check_node(vctx *c, pr_node *n)
 
 /* ---- graphs ------------------------------------------------------------- */
 
-/* Links, owner and order: what the rest relies on. Returns the node count, or
- * -1 when the list cannot be walked safely (then nothing else is checked). */
+/* Links, owner and order: what the rest relies on. Returns the input count,
+ * or -1 when the list cannot be walked safely (then nothing else is
+ * checked). The nodes are kept in c->nodes, in order, for the walk that
+ * checks them: it reads them from the array, ahead of where it is, rather
+ * than one next link at a time. */
 static int64_t check_links(vctx *c, pr_graph *g)
 {
 	int64_t count = 0, inputs = 0;
 	const pr_node *prev = NULL;
 	if (g->order_stale)
 		pr_graph_renumber(g);
+	size_t need = g->n_nodes > 0 ? (size_t)g->n_nodes : 1;
+	if (need > c->nodes_cap) {
+		free(c->nodes);
+		c->nodes = pr_xmalloc(need * sizeof *c->nodes);
+		c->nodes_cap = need;
+	}
 	for (pr_node *n = g->first; n; prev = n, n = n->next) {
 		if (++count > g->n_nodes || n->prev != prev || n->graph != g) {
 			report(c, "E-STRUCTURE", n, "the node list of @%s is broken at this node "
@@ -1101,6 +1129,7 @@ static int64_t check_links(vctx *c, pr_graph *g)
 			       "@%s; expected increasing order numbers", g->name);
 			return -1;
 		}
+		c->nodes[count - 1] = n;
 		inputs += n->kind == PR_NODE_INPUT;
 		c->uses += n->n_uses;
 		c->uses_suspect |= n->n_uses < 0;
@@ -1114,6 +1143,67 @@ static int64_t check_links(vctx *c, pr_graph *g)
 		return -1;
 	}
 	return inputs;
+}
+
+/* The name hash of input nodes[j] for check_input, and its slot's line
+ * fetched meanwhile: on a big method each slot is a cache miss. */
+static void hash_ahead(vctx *c, int64_t j)
+{
+	const pr_node *n = c->nodes[j];
+	if (c->body || n->kind != PR_NODE_INPUT || !n->input->name)
+		return;
+	uint32_t h = name_hash(n->input->name);
+	c->ahead[j & 7] = h;
+	__builtin_prefetch(&c->inputs.slots[h & (c->inputs.cap - 1)]);
+}
+
+/* Every line of node n, for check_node to find in cache. */
+static void prefetch_node(const pr_node *n)
+{
+	const char *p = (const char *)n;
+	for (size_t off = 0; off < sizeof *n; off += 64)
+		__builtin_prefetch(p + off);
+}
+
+/* The values that node n reads directly (stage 0), or the use each of its
+ * slots names there (stage 1): what check_value reads of them. */
+static void prefetch_reads(const pr_node *n, int stage)
+{
+	for (int i = 0; i < n->n_args; i++) {
+		const pr_arg *a = &n->args[i];
+		const pr_node *v = a->kind == PR_ARG_VALUE ? a->u.value : NULL;
+		if (!v)
+			continue;
+		if (stage == 0) {
+			__builtin_prefetch(v);
+			__builtin_prefetch((const char *)v + 64);
+			__builtin_prefetch((const char *)v + 128);
+		} else if (a->use_index >= 0 && a->use_index < v->n_uses) {
+			__builtin_prefetch(&v->uses[a->use_index]);
+		}
+	}
+}
+
+/* What check_node reads of the nodes ahead, asked for in stages, each when
+ * the lines it needs have come in: on a big method nearly every one of them
+ * is a cache miss, and the walk would wait for each in turn. */
+static void fetch_ahead(vctx *c, int64_t i)
+{
+	int64_t n = c->g->n_nodes;
+	if (i + 16 < n)
+		prefetch_node(c->nodes[i + 16]);
+	if (i + 8 < n) {
+		const pr_node *ahead = c->nodes[i + 8];
+		__builtin_prefetch(ahead->args);
+		if (ahead->kind == PR_NODE_INPUT && ahead->input->name)
+			__builtin_prefetch(ahead->input->name);
+	}
+	if (i + 4 < n) {
+		prefetch_reads(c->nodes[i + 4], 0);
+		hash_ahead(c, i + 4);
+	}
+	if (i + 2 < n)
+		prefetch_reads(c->nodes[i + 2], 1);
 }
 
 /* Every use list of g against the argument slots that read its node, when
@@ -1145,13 +1235,13 @@ static void check_all_uses(vctx *c, pr_graph *g)
 static void name_map_init(name_map *m, int64_t inputs)
 {
 	m->cap = 0;
-	m->nodes = NULL;
+	m->slots = NULL;
 	if (!inputs)
 		return;
 	m->cap = 4;
 	while (m->cap < (size_t)inputs * 2 + 1)
 		m->cap *= 2;
-	m->nodes = pr_xcalloc(m->cap, sizeof *m->nodes);
+	m->slots = pr_xcalloc(m->cap, sizeof *m->slots);
 }
 
 static void check_graph(vctx *c, pr_graph *g, bool body)
@@ -1166,8 +1256,13 @@ static void check_graph(vctx *c, pr_graph *g, bool body)
 	if (inputs < 0)
 		return;
 	name_map_init(&c->inputs, body ? 0 : inputs);
-	pr_graph_for_each(g, n)
-		check_node(c, n);
+	for (int64_t i = 0; i < 4 && i < g->n_nodes; i++)
+		hash_ahead(c, i);
+	for (int64_t i = 0; i < g->n_nodes; i++) {
+		fetch_ahead(c, i);
+		c->at = i;
+		check_node(c, c->nodes[i]);
+	}
 	if (!c->n_returns)
 		report(c, "E-RETURN", NULL, "@%s has no return; expected exactly one, as "
 		       "its last node", g->name);
@@ -1175,8 +1270,8 @@ static void check_graph(vctx *c, pr_graph *g, bool body)
 	 * slots as entries: every entry is one slot's, once. */
 	if (c->uses_suspect || c->uses != c->slots)
 		check_all_uses(c, g);
-	free(c->inputs.nodes);
-	c->inputs.nodes = NULL;
+	free(c->inputs.slots);
+	c->inputs.slots = NULL;
 	c->inputs.cap = 0;
 }
 
@@ -1267,5 +1362,6 @@ int pr_verify(pr_program *p, pr_diags *diags, const char *pass_name)
 	free(c.sinfos);
 	free(c.dinfos);
 	free(c.sorted);
+	free(c.nodes);
 	return c.errors;
 }

@@ -30,12 +30,24 @@ typedef struct lt_pos {
 	int n_elems;            /* a tuple's elements; -1 for a tensor */
 } lt_pos;
 
+/* Storage bytes by layout: a value mostly has the layout of one met just
+ * before, and the interned shape and strides (immutable) name it. */
+#define BYTES_MEMO 64
+
+typedef struct bytes_memo {
+	const int64_t *shape, *strides;
+	int rank;
+	pr_dtype dtype;
+	int64_t bytes;
+} bytes_memo;
+
 typedef struct lt_builder {
 	pr_lifetimes *lt;
 	int64_t cap_values, cap_classes;
 	lt_pos *pos;            /* per position */
 	uint64_t order0, gap;   /* node->order == order0 + pos * gap */
 	pr_mutable_buffers *mutable_buffers; /* the graph's, for the inputs' flags */
+	bytes_memo memo[BYTES_MEMO];
 } lt_builder;
 
 /* The record of n's position, or NULL when it is not a node of the graph. */
@@ -47,6 +59,15 @@ static const lt_pos *node_pos(const lt_builder *b, const pr_node *n)
 	if (pos >= (uint64_t)b->lt->n_positions || b->pos[pos].node != n)
 		return NULL;
 	return &b->pos[pos];
+}
+
+static int64_t storage_bytes(lt_builder *b, const pr_spec *s)
+{
+	bytes_memo *m = &b->memo[((uintptr_t)s->shape >> 4) % BYTES_MEMO];
+	if (m->shape != s->shape || m->strides != s->strides || m->rank != s->rank ||
+	    m->dtype != s->dtype || !m->shape)
+		*m = (bytes_memo){s->shape, s->strides, s->rank, s->dtype, pr_spec_storage_bytes(s)};
+	return m->bytes;
 }
 
 static unsigned input_flags(const pr_node *in, const pr_mutable_buffers *mutable_buffers)
@@ -92,7 +113,7 @@ static void add_value(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int64_
 	PR_GROW(lt->values, lt->n_values, b->cap_values);
 	lt->values[lt->n_values++] = (pr_plan_value){ n, elem, spec, cls };
 	pr_plan_class *c = &lt->classes[cls];
-	int64_t bytes = pr_spec_storage_bytes(spec);
+	int64_t bytes = storage_bytes(b, spec);
 	if (bytes > c->bytes)
 		c->bytes = bytes;
 }
