@@ -511,3 +511,121 @@ Test(binary, many_devices_load_as_written)
 	expect_same_text_after_round_trip(tu_parse(t.data), "devices", "@cuda:12{mem=npu_2:0:");
 	pr_strbuf_free(&t);
 }
+
+/* A u64 of the section table: entry i (0-based, in the writer's order),
+ * field at (8: offset, 16: size). */
+static uint64_t section_field(const uint8_t *bin, int i, int at)
+{
+	uint64_t v;
+	memcpy(&v, bin + 64 + 24 * i + at, 8);
+	return v;
+}
+
+/* A constant whose data cannot be materialized keeps its description and
+ * takes no room in DATA: not its bytes, not the padding before them. */
+Test(binary, a_constant_that_cannot_be_materialized_leaves_data_as_it_was)
+{
+	pr_program *p = tu_parse("passrun 1\n"
+				 "method @m {\n"
+				 "  %a: f32[1] = input constant \"a\" data=ones\n"
+				 "  %b: f32[3] = input constant \"b\" data=[1.0, 2.0, 3.0]\n"
+				 "  return %a, %b\n"
+				 "}\n");
+	pr_node *b = pr_graph_find(pr_program_find_method(p, "m"), "b");
+	b->data.n_values = 2;   /* one short of its 3 elements: materializing it fails */
+	uint8_t *bin;
+	size_t len;
+	write_ok(p, &bin, &len, "short list");
+	cr_expect_eq(section_field(bin, 4, 16), 4, "DATA holds %%a's 4 bytes only, found %llu",
+		     (unsigned long long)section_field(bin, 4, 16));
+	cr_expect_eq(section_field(bin, 4, 8) + 4, len);
+	b->data.n_values = 3;
+	free(bin);
+	pr_program_free(p);
+}
+
+static void fill_after_nul(pr_device *d)
+{
+	size_t n = strlen(d->type);
+	memset(d->type + n + 1, 'z', PR_DEVICE_TYPE_MAX - 1 - n);
+}
+
+/* Devices are written by their type's characters and index only: what
+ * follows the type's NUL does not reach the file, and more devices than the
+ * writer keeps encoded (4) each keep their own bytes. */
+Test(binary, devices_are_written_by_their_type_and_index)
+{
+	pr_strbuf t;
+	pr_strbuf_init(&t);
+	pr_strbuf_puts(&t, "passrun 1\nop t::id(Tensor self) -> Tensor\nmethod @m {\n"
+		       "  %x: f32[2] = input user \"x\"\n");
+	for (int i = 0; i < 7; i++)
+		pr_strbuf_printf(&t, "  %%y%d: f32[2]@cuda:%d{mem=npu:%d:0} = t::id(%%x)\n", i, i % 6, i);
+	pr_strbuf_puts(&t, "  return %y6\n}\n");
+	pr_program *p = tu_parse(t.data);
+	uint8_t *bin, *again;
+	size_t len, again_len;
+	write_ok(p, &bin, &len, "devices");
+	pr_graph_for_each(pr_program_find_method(p, "m"), n)
+		if (n->type.kind == PR_TYPE_TENSOR) {
+			fill_after_nul(&n->type.tensor.device);
+			fill_after_nul(&n->type.tensor.mem_arena);
+		}
+	write_ok(p, &again, &again_len, "devices with bytes after their types");
+	cr_assert_eq(again_len, len);
+	cr_expect(!memcmp(bin, again, len), "the bytes after a device type's NUL reached the file");
+	pr_program *q = load_ok(bin, len, true, "devices");
+	char *a = print(p), *c = print(q);
+	cr_expect_str_eq(a, c);
+	free(a);
+	free(c);
+	free(bin);
+	free(again);
+	pr_program_free(q);
+	pr_program_free(p);
+	pr_strbuf_free(&t);
+}
+
+/* The writer numbers nodes in their scratch and puts the caller's values
+ * back, whether it writes the graph or refuses it. */
+Test(binary, the_writer_leaves_the_nodes_scratch_as_it_found_it)
+{
+	pr_program *p = tu_parse("passrun 1\n"
+				 "op aten::neg(Tensor self) -> Tensor\n"
+				 "method @m {\n"
+				 "  %x: f32[2] = input user \"x\"\n"
+				 "  %y: f32[2] = aten::neg(%x)\n"
+				 "  return %y\n"
+				 "}\n");
+	pr_graph *g = pr_program_find_method(p, "m");
+	static char marks[4];
+	int i = 0;
+	pr_graph_for_each(g, n)
+		n->scratch = &marks[i++];
+	uint8_t *bin;
+	size_t len;
+	write_ok(p, &bin, &len, "scratch");
+	free(bin);
+	i = 0;
+	pr_graph_for_each(g, n) {
+		cr_expect_eq(n->scratch, &marks[i], "node %d's scratch after a write", i);
+		i++;
+	}
+	pr_node *late = pr_graph_new_node(g, PR_NODE_OP, "late");   /* the return is not last */
+	late->schema = pr_program_find_schema(p, "aten::neg");
+	pr_arg *args = pr_graph_new_args(g, 1);
+	args[0].kind = PR_ARG_VALUE;
+	args[0].u.value = pr_graph_find(g, "x");
+	pr_node_set_graph_args(late, args, 1);
+	cr_assert_null(pr_graph_append(g, late));
+	late->scratch = &marks[3];
+	pr_err *e = pr_binary_write(p, &bin, &len);
+	cr_assert_not_null(e);
+	pr_err_free(e);
+	i = 0;
+	pr_graph_for_each(g, n) {
+		cr_expect_eq(n->scratch, &marks[i], "node %d's scratch after a refusal", i);
+		i++;
+	}
+	pr_program_free(p);
+}
