@@ -14,11 +14,13 @@
  * the file made in memory).
  *
  * Nodes, schemas, delegates and blobs are referred to by index. A node's
- * index is in its scratch while its graph is written (one load per value
- * read, no hash: at a million nodes a table misses the cache on every
- * read); the graph's scratch values are saved first and put back after, so
- * a caller's survive. Schemas, delegates and blobs, few, go through a
- * pointer -> index table (open addressing).
+ * index is in its scratch once it is written (one load per value read, no
+ * hash: at a million nodes a table misses the cache on every read), and
+ * the node at each index is kept, which tells a written node from one whose
+ * scratch is still the caller's; the caller's values are kept alongside and
+ * put back after, so they survive. A graph's nodes are walked once.
+ * Schemas, delegates and blobs, few, go through a pointer -> index table
+ * (open addressing).
  * Value references must point backwards (a value is defined before it is
  * read), which the loader relies on, so the writer refuses a graph that is out
  * of order rather than write a file the loader would reject. */
@@ -188,10 +190,18 @@ typedef struct w_known_layout {
 	int64_t storage;
 } w_known_layout;
 
+/* A node of the graph being written, by its index, and its caller's scratch. */
+typedef struct w_slot {
+	const pr_node *node;
+	void *scratch;
+} w_slot;
+
 typedef struct writer {
 	const pr_program *prog;
 	ptrmap schemas, delegates, blobs;
 	const pr_graph *graph; /* being written; its nodes' scratch holds index + 1 once written */
+	w_slot *slots;         /* its nodes written so far, n_written of them */
+	size_t n_written, cap_slots;
 	wbuf data;             /* the DATA section */
 	w_known_device devices[W_KNOWN_DEVICES];
 	unsigned next_device;  /* the entry replaced next */
@@ -360,13 +370,16 @@ static bool w_data(writer *w, wbuf *b, const pr_node *n)
 	return true;
 }
 
-/* The index of v, a node written before in the graph being written. */
+/* The index of v, a node written before in the graph being written: its
+ * scratch holds the index + 1, which a node not written yet (its scratch
+ * still the caller's, whatever that is) cannot pass off as its own, since
+ * the slot at that index names another node. */
 static inline bool node_index(const writer *w, const pr_node *v, uint64_t *ix)
 {
-	if (!v || v->graph != w->graph || !v->scratch)
+	if (!v || v->graph != w->graph)
 		return false;
 	*ix = (uint64_t)(uintptr_t)v->scratch - 1;
-	return true;
+	return *ix < w->n_written && w->slots[*ix].node == v;
 }
 
 static bool w_args(writer *w, wbuf *b, const pr_node *n, const pr_arg *args, int count)
@@ -441,59 +454,68 @@ static bool w_node(writer *w, wbuf *b, const pr_node *n)
 	return w_fail(w, pr_err_new("cannot write a node of unknown kind %d", (int)n->kind));
 }
 
-static void scratch_restore(const pr_graph *g, void *const *saved, size_t count)
+/* The caller's scratch back in each node written. */
+static void scratch_restore(writer *w)
 {
-	size_t i = 0;
-	for (pr_node *n = g->first; n && i < count; n = n->next)
-		n->scratch = saved[i++];
+	for (size_t i = 0; i < w->n_written; i++)
+		((pr_node *)w->slots[i].node)->scratch = w->slots[i].scratch;
+	w->n_written = 0;
 }
 
-/* Each node's scratch into *saved (malloc'd, *count of them), cleared: not
- * written yet. In the same walk, the shape the loader wants: one return
- * node, at the end (say so here rather than write a file it refuses); on
- * that error the scratch is as it was. */
-static bool scratch_save(writer *w, const pr_graph *g, void ***saved, uint64_t *count)
+/* The loader wants one return node, at the end: say so rather than write
+ * a file it refuses. */
+static bool shaped(const pr_node *n)
 {
-	size_t i = 0, cap = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1);
-	void **s = pr_xmalloc(cap * sizeof *s);
-	bool shaped = true;
-	pr_graph_for_each(g, n) {
-		if (!(shaped = (n->kind == PR_NODE_RETURN) == (n->next == NULL)))
-			break;
-		if (i == cap)   /* more nodes than n_nodes says: not after a correct edit */
-			s = pr_xrealloc(s, (cap *= 2) * sizeof *s);
-		s[i++] = n->scratch;
-		n->scratch = NULL;
-	}
-	*saved = s;
-	*count = i;
-	if (shaped && i)
-		return true;
-	scratch_restore(g, s, i);
-	free(s);
-	*saved = NULL;
-	return w_fail(w, pr_err_new(shaped ? "cannot write @%s: it has no return node" :
-				    "cannot write @%s: it must end with its one return node", g->name));
+	return (n->kind == PR_NODE_RETURN) == (n->next == NULL);
 }
 
+static bool w_misshapen(writer *w, const pr_graph *g)
+{
+	return w_fail(w, pr_err_new(g->first ? "cannot write @%s: it must end with its one return node" :
+				    "cannot write @%s: it has no return node", g->name));
+}
+
+/* The nodes in one walk: each checked for its place, written, then given
+ * its index. A graph out of shape is reported as such even when a node
+ * before the fault fails to write: the rest is looked at for it. */
 static bool w_graph(writer *w, wbuf *b, const pr_graph *g)
 {
-	uint64_t count;
-	void **saved;
-	if (!scratch_save(w, g, &saved, &count))
-		return false;
-	wb_u64(b, count);
+	if (!g->first)
+		return w_misshapen(w, g);
+	if (w->cap_slots < (size_t)g->n_nodes) {
+		free(w->slots);
+		w->cap_slots = (size_t)g->n_nodes;
+		w->slots = pr_xmalloc(w->cap_slots * sizeof *w->slots);
+	}
+	wb_u64(b, (uint64_t)g->n_nodes);
 	w->graph = g;
-	uintptr_t i = 0;
-	bool ok = true;
-	pr_graph_for_each(g, n) {
+	const pr_node *n;
+	bool ok = true, misshapen = false;
+	for (n = g->first; n; n = n->next) {
+		if ((misshapen = !shaped(n)))
+			break;
+		if (w->n_written == w->cap_slots) {   /* more than n_nodes: see below */
+			w->cap_slots = 2 * w->cap_slots + 1;
+			w->slots = pr_xrealloc(w->slots, w->cap_slots * sizeof *w->slots);
+		}
+		void *scratch = n->scratch;
 		if (!(ok = w_node(w, b, n)))
 			break;
-		n->scratch = (void *)++i;
+		w->slots[w->n_written] = (w_slot){n, scratch};
+		((pr_node *)n)->scratch = (void *)(uintptr_t)++w->n_written;
+	}
+	for (const pr_node *m = n ? n->next : NULL; !ok && !misshapen && m; m = m->next)
+		misshapen = !shaped(m);   /* after a write error at n: a shape error comes first */
+	if (misshapen) {
+		pr_err_free(w->err);
+		w->err = NULL;
+		ok = w_misshapen(w, g);
+	} else if (ok && w->n_written != (size_t)g->n_nodes) {
+		ok = w_fail(w, pr_err_new("cannot write @%s: it counts %lld nodes but holds %zu", g->name,
+					  (long long)g->n_nodes, w->n_written));
 	}
 	w->graph = NULL;
-	scratch_restore(g, saved, (size_t)count);
-	free(saved);
+	scratch_restore(w);
 	return ok;
 }
 
@@ -638,6 +660,7 @@ static pr_err *w_program(const pr_program *p, wbuf *file, uint8_t *head)
 	pm_free(&w.schemas);
 	pm_free(&w.delegates);
 	pm_free(&w.blobs);
+	free(w.slots);
 	return ok ? NULL : w.err;
 }
 

@@ -629,3 +629,72 @@ Test(binary, the_writer_leaves_the_nodes_scratch_as_it_found_it)
 	}
 	pr_program_free(p);
 }
+
+/* A node not written yet cannot pass its scratch off as an index: %y reads
+ * %z (after it), then itself, while every node's scratch holds what an
+ * index would, and each is refused. */
+Test(binary, a_read_before_the_definition_is_refused_whatever_the_scratch_holds)
+{
+	pr_program *p = tu_parse("passrun 1\n"
+				 "op aten::neg(Tensor self) -> Tensor\n"
+				 "method @m {\n"
+				 "  %x: f32[2] = input user \"x\"\n"
+				 "  %y: f32[2] = aten::neg(%x)\n"
+				 "  %z: f32[2] = aten::neg(%y)\n"
+				 "  return %z\n"
+				 "}\n");
+	pr_graph *g = pr_program_find_method(p, "m");
+	pr_node *y = pr_graph_find(g, "y"), *z = pr_graph_find(g, "z");
+	pr_node *reads[2] = {z, y};
+	for (int r = 0; r < 2; r++) {
+		for (uintptr_t fake = 1; fake <= 3; fake++) {
+			pr_graph_for_each(g, n)
+				n->scratch = (void *)fake;   /* 1 is %x's index + 1 once written */
+			pr_arg_set_value(&y->args[0], reads[r]);
+			uint8_t *bin = NULL;
+			size_t len;
+			pr_err *e = pr_binary_write(p, &bin, &len);
+			cr_assert_not_null(e, "%%y reading %%%s with scratch %u", reads[r]->name, (unsigned)fake);
+			cr_expect(strstr(pr_err_message(e), "@m: %y reads a value that is not defined before"),
+				  "%s", pr_err_message(e));
+			pr_err_free(e);
+			pr_graph_for_each(g, n)
+				cr_expect_eq(n->scratch, (void *)fake);
+		}
+	}
+	pr_arg_set_value(&y->args[0], pr_graph_find(g, "x"));
+	pr_program_free(p);
+}
+
+/* Of a graph's faults, its shape is reported first, as when the writer
+ * looked at it before writing: here %y reads a later value too. */
+Test(binary, a_misshapen_graph_is_reported_as_such_before_a_bad_read)
+{
+	pr_program *p = tu_parse("passrun 1\n"
+				 "op aten::neg(Tensor self) -> Tensor\n"
+				 "method @m {\n"
+				 "  %x: f32[2] = input user \"x\"\n"
+				 "  %y: f32[2] = aten::neg(%x)\n"
+				 "  %z: f32[2] = aten::neg(%y)\n"
+				 "  return %z\n"
+				 "}\n");
+	pr_graph *g = pr_program_find_method(p, "m");
+	pr_node *y = pr_graph_find(g, "y"), *z = pr_graph_find(g, "z");
+	pr_arg_set_value(&y->args[0], z);
+	pr_node *late = pr_graph_new_node(g, PR_NODE_OP, "late");   /* after the return */
+	late->schema = pr_program_find_schema(p, "aten::neg");
+	pr_arg *args = pr_graph_new_args(g, 1);
+	args[0].kind = PR_ARG_VALUE;
+	args[0].u.value = pr_graph_find(g, "x");
+	pr_node_set_graph_args(late, args, 1);
+	cr_assert_null(pr_graph_append(g, late));
+	uint8_t *bin = NULL;
+	size_t len;
+	pr_err *e = pr_binary_write(p, &bin, &len);
+	cr_assert_not_null(e);
+	cr_expect(strstr(pr_err_message(e), "@m: it must end with its one return node"), "%s",
+		  pr_err_message(e));
+	pr_err_free(e);
+	pr_arg_set_value(&y->args[0], pr_graph_find(g, "x"));
+	pr_program_free(p);
+}
