@@ -250,16 +250,22 @@ Test(binary, header_states_magic_version_and_byte_order)
 	pr_program_free(p);
 }
 
+/* %x, then %y and %z, each the negation of the one before, in @m. */
+static pr_program *neg_chain(void)
+{
+	return tu_parse("passrun 1\n"
+			"op aten::neg(Tensor self) -> Tensor\n"
+			"method @m {\n"
+			"  %x: f32[2] = input user \"x\"\n"
+			"  %y: f32[2] = aten::neg(%x)\n"
+			"  %z: f32[2] = aten::neg(%y)\n"
+			"  return %z\n"
+			"}\n");
+}
+
 Test(binary, writer_refuses_a_value_read_before_it_is_defined)
 {
-	pr_program *p = tu_parse("passrun 1\n"
-				 "op aten::neg(Tensor self) -> Tensor\n"
-				 "method @m {\n"
-				 "  %x: f32[2] = input user \"x\"\n"
-				 "  %y: f32[2] = aten::neg(%x)\n"
-				 "  %z: f32[2] = aten::neg(%y)\n"
-				 "  return %z\n"
-				 "}\n");
+	pr_program *p = neg_chain();
 	pr_graph *g = pr_program_find_method(p, "m");
 	pr_node *y = pr_graph_find(g, "y"), *z = pr_graph_find(g, "z");
 	pr_arg_set_value(&y->args[0], z);   /* %y now reads %z, defined after it */
@@ -635,14 +641,7 @@ Test(binary, the_writer_leaves_the_nodes_scratch_as_it_found_it)
  * index would, and each is refused. */
 Test(binary, a_read_before_the_definition_is_refused_whatever_the_scratch_holds)
 {
-	pr_program *p = tu_parse("passrun 1\n"
-				 "op aten::neg(Tensor self) -> Tensor\n"
-				 "method @m {\n"
-				 "  %x: f32[2] = input user \"x\"\n"
-				 "  %y: f32[2] = aten::neg(%x)\n"
-				 "  %z: f32[2] = aten::neg(%y)\n"
-				 "  return %z\n"
-				 "}\n");
+	pr_program *p = neg_chain();
 	pr_graph *g = pr_program_find_method(p, "m");
 	pr_node *y = pr_graph_find(g, "y"), *z = pr_graph_find(g, "z");
 	pr_node *reads[2] = {z, y};
@@ -670,14 +669,7 @@ Test(binary, a_read_before_the_definition_is_refused_whatever_the_scratch_holds)
  * looked at it before writing: here %y reads a later value too. */
 Test(binary, a_misshapen_graph_is_reported_as_such_before_a_bad_read)
 {
-	pr_program *p = tu_parse("passrun 1\n"
-				 "op aten::neg(Tensor self) -> Tensor\n"
-				 "method @m {\n"
-				 "  %x: f32[2] = input user \"x\"\n"
-				 "  %y: f32[2] = aten::neg(%x)\n"
-				 "  %z: f32[2] = aten::neg(%y)\n"
-				 "  return %z\n"
-				 "}\n");
+	pr_program *p = neg_chain();
 	pr_graph *g = pr_program_find_method(p, "m");
 	pr_node *y = pr_graph_find(g, "y"), *z = pr_graph_find(g, "z");
 	pr_arg_set_value(&y->args[0], z);
