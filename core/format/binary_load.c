@@ -49,6 +49,9 @@ typedef struct rd_known_layout {
 	uint8_t raw[4 + 16 * PR_MAX_RANK];
 	const int64_t *shape, *strides;
 	int64_t storage;        /* its storage span in bytes */
+	uint8_t dev_raw[RD_DEVICE_MAX];   /* the device that last followed it, */
+	size_t dev_len;                   /* as the file spells it (0: none yet), */
+	pr_device dev;                    /* and as it loaded */
 } rd_known_layout;
 
 typedef struct rd {
@@ -69,6 +72,7 @@ typedef struct rd {
 	int n_known;
 	rd_known_layout *layouts;   /* RD_KNOWN_LAYOUTS, by a hash of their bytes */
 	int64_t storage;        /* the storage bytes of the last layout read, checked */
+	rd_known_layout *layout;   /* where the last layout read is remembered */
 	int *schema_need;       /* by schema: the arguments an op must have (schema_need) */
 	size_t scratch_cap;
 	pr_err *err;
@@ -458,9 +462,10 @@ static bool rd_layout_known(rd *r, pr_spec *s)
 	if (r->end - r->pos < 4 || at[1] > PR_MAX_RANK || r->end - r->pos < layout_bytes(at))
 		return false;
 	size_t len = layout_bytes(at);
-	const rd_known_layout *k = layout_slot(r, at, len);
+	rd_known_layout *k = layout_slot(r, at, len);
 	if (k->len != len || !bytes_equal(k->raw, at, len))
 		return false;
+	r->layout = k;
 	s->dtype = (pr_dtype)at[0];   /* s comes zeroed: see rd_layout */
 	s->rank = at[1];
 	s->shape = k->shape;
@@ -480,6 +485,8 @@ static void rd_layout_remember(rd *r, size_t at, const pr_spec *s)
 	k->shape = s->shape;
 	k->strides = s->strides;
 	k->storage = r->storage;
+	k->dev_len = 0;
+	r->layout = k;
 }
 
 /* A spec's layout: dtype, rank, flags and dims, all checked, into s, which
@@ -513,12 +520,30 @@ static bool rd_layout(rd *r, pr_spec *s)
 	return true;
 }
 
+/* A spec's device: most often the one that followed the same layout last
+ * time, which is then one compare. */
+static bool rd_spec_device(rd *r, pr_device *d)
+{
+	rd_known_layout *k = r->layout;
+	if (k->dev_len && r->end - r->pos >= k->dev_len &&
+	    bytes_equal(k->dev_raw, r->buf + r->pos, k->dev_len)) {
+		*d = k->dev;
+		r->pos += k->dev_len;
+		return true;
+	}
+	size_t at = r->pos;
+	if (!rd_device(r, "the tensor's device", d))
+		return false;
+	k->dev_len = r->pos - at;
+	memcpy(k->dev_raw, r->buf + at, k->dev_len);
+	k->dev = *d;
+	return true;
+}
+
 static bool rd_spec(rd *r, pr_spec *s)
 {
 	size_t at = r->pos;
-	if (!rd_layout(r, s))
-		return false;
-	if (!rd_device(r, "the tensor's device", &s->device))
+	if (!rd_layout(r, s) || !rd_spec_device(r, &s->device))
 		return false;
 	s->has_mem = r->buf[at + 2] & PRB_SPEC_HAS_MEM;   /* the flags, checked */
 	if (!s->has_mem)
