@@ -371,12 +371,13 @@ static bool w_data(writer *w, wbuf *b, const pr_node *n)
 }
 
 /* The index of v, a node written before in the graph being written: its
- * scratch holds the index + 1, which a node not written yet (its scratch
- * still the caller's, whatever that is) cannot pass off as its own, since
- * the slot at that index names another node. */
+ * scratch holds the index + 1, which a node not written yet, or of another
+ * graph (its scratch the caller's, whatever that is), cannot pass off as
+ * its own, since the slot at that index names another node. That is also
+ * why v->graph, another cache line at a million nodes, is not read. */
 static inline bool node_index(const writer *w, const pr_node *v, uint64_t *ix)
 {
-	if (!v || v->graph != w->graph)
+	if (!v)
 		return false;
 	*ix = (uint64_t)(uintptr_t)v->scratch - 1;
 	return *ix < w->n_written && w->slots[*ix].node == v;

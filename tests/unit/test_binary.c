@@ -452,6 +452,30 @@ Test(binary, broadcast_constant_keeps_only_its_description)
 	pr_program_free(p);
 }
 
+/* %late = aten::neg(%x), appended to g after its return. */
+static pr_node *append_after_the_return(pr_program *p, pr_graph *g)
+{
+	pr_node *late = pr_graph_new_node(g, PR_NODE_OP, "late");
+	late->schema = pr_program_find_schema(p, "aten::neg");
+	pr_arg *args = pr_graph_new_args(g, 1);
+	args[0].kind = PR_ARG_VALUE;
+	args[0].u.value = pr_graph_find(g, "x");
+	pr_node_set_graph_args(late, args, 1);
+	cr_assert_null(pr_graph_append(g, late));
+	return late;
+}
+
+static void expect_misshapen(const pr_program *p)
+{
+	uint8_t *bin = NULL;
+	size_t len;
+	pr_err *e = pr_binary_write(p, &bin, &len);
+	cr_assert_not_null(e);
+	cr_expect(strstr(pr_err_message(e), "@m: it must end with its one return node"), "%s",
+		  pr_err_message(e));
+	pr_err_free(e);
+}
+
 Test(binary, writer_refuses_a_graph_that_does_not_end_with_its_return)
 {
 	pr_program *p = tu_parse("passrun 1\n"
@@ -460,21 +484,8 @@ Test(binary, writer_refuses_a_graph_that_does_not_end_with_its_return)
 				 "  %x: f32[2] = input user \"x\"\n"
 				 "  return %x\n"
 				 "}\n");
-	pr_graph *g = pr_program_find_method(p, "m");
-	pr_node *n = pr_node_new(PR_NODE_OP, "late");
-	n->schema = pr_program_find_schema(p, "aten::neg");
-	pr_arg *args = calloc(1, sizeof *args);
-	args[0].kind = PR_ARG_VALUE;
-	args[0].u.value = pr_graph_find(g, "x");
-	pr_node_set_args(n, args, 1);
-	cr_assert_null(pr_graph_append(g, n));   /* after the return */
-	uint8_t *bin = NULL;
-	size_t len;
-	pr_err *e = pr_binary_write(p, &bin, &len);
-	cr_assert_not_null(e);
-	cr_expect(strstr(pr_err_message(e), "@m: it must end with its one return node"), "%s",
-		  pr_err_message(e));
-	pr_err_free(e);
+	append_after_the_return(p, pr_program_find_method(p, "m"));
+	expect_misshapen(p);
 	pr_program_free(p);
 }
 
@@ -596,15 +607,9 @@ Test(binary, devices_are_written_by_their_type_and_index)
  * back, whether it writes the graph or refuses it. */
 Test(binary, the_writer_leaves_the_nodes_scratch_as_it_found_it)
 {
-	pr_program *p = tu_parse("passrun 1\n"
-				 "op aten::neg(Tensor self) -> Tensor\n"
-				 "method @m {\n"
-				 "  %x: f32[2] = input user \"x\"\n"
-				 "  %y: f32[2] = aten::neg(%x)\n"
-				 "  return %y\n"
-				 "}\n");
+	pr_program *p = neg_chain();
 	pr_graph *g = pr_program_find_method(p, "m");
-	static char marks[4];
+	static char marks[5];
 	int i = 0;
 	pr_graph_for_each(g, n)
 		n->scratch = &marks[i++];
@@ -617,14 +622,8 @@ Test(binary, the_writer_leaves_the_nodes_scratch_as_it_found_it)
 		cr_expect_eq(n->scratch, &marks[i], "node %d's scratch after a write", i);
 		i++;
 	}
-	pr_node *late = pr_graph_new_node(g, PR_NODE_OP, "late");   /* the return is not last */
-	late->schema = pr_program_find_schema(p, "aten::neg");
-	pr_arg *args = pr_graph_new_args(g, 1);
-	args[0].kind = PR_ARG_VALUE;
-	args[0].u.value = pr_graph_find(g, "x");
-	pr_node_set_graph_args(late, args, 1);
-	cr_assert_null(pr_graph_append(g, late));
-	late->scratch = &marks[3];
+	pr_node *late = append_after_the_return(p, g);
+	late->scratch = &marks[4];
 	pr_err *e = pr_binary_write(p, &bin, &len);
 	cr_assert_not_null(e);
 	pr_err_free(e);
@@ -673,20 +672,40 @@ Test(binary, a_misshapen_graph_is_reported_as_such_before_a_bad_read)
 	pr_graph *g = pr_program_find_method(p, "m");
 	pr_node *y = pr_graph_find(g, "y"), *z = pr_graph_find(g, "z");
 	pr_arg_set_value(&y->args[0], z);
-	pr_node *late = pr_graph_new_node(g, PR_NODE_OP, "late");   /* after the return */
-	late->schema = pr_program_find_schema(p, "aten::neg");
-	pr_arg *args = pr_graph_new_args(g, 1);
-	args[0].kind = PR_ARG_VALUE;
-	args[0].u.value = pr_graph_find(g, "x");
-	pr_node_set_graph_args(late, args, 1);
-	cr_assert_null(pr_graph_append(g, late));
+	append_after_the_return(p, g);
+	expect_misshapen(p);
+	pr_arg_set_value(&y->args[0], pr_graph_find(g, "x"));
+	pr_program_free(p);
+}
+
+/* A value of another graph is refused even when its scratch holds what an
+ * index of this one would. */
+Test(binary, a_read_of_another_graphs_value_is_refused_whatever_its_scratch_holds)
+{
+	pr_program *p = tu_parse("passrun 1\n"
+				 "op aten::neg(Tensor self) -> Tensor\n"
+				 "delegate @d backend=\"B\" {\n"
+				 "  %a: f32[2] = input\n"
+				 "  return %a\n"
+				 "}\n"
+				 "method @m {\n"
+				 "  %x: f32[2] = input user \"x\"\n"
+				 "  %y: f32[2] = aten::neg(%x)\n"
+				 "  return %y\n"
+				 "}\n");
+	pr_graph *g = pr_program_find_method(p, "m");
+	pr_node *y = pr_graph_find(g, "y");
+	pr_node *a = pr_program_find_delegate(p, "d")->body->first;
+	a->scratch = (void *)1;   /* %x's index + 1 once written */
+	pr_arg_set_value(&y->args[0], a);
 	uint8_t *bin = NULL;
 	size_t len;
 	pr_err *e = pr_binary_write(p, &bin, &len);
 	cr_assert_not_null(e);
-	cr_expect(strstr(pr_err_message(e), "@m: it must end with its one return node"), "%s",
+	cr_expect(strstr(pr_err_message(e), "@m: %y reads a value that is not defined before"), "%s",
 		  pr_err_message(e));
 	pr_err_free(e);
+	cr_expect_eq(a->scratch, (void *)1);
 	pr_arg_set_value(&y->args[0], pr_graph_find(g, "x"));
 	pr_program_free(p);
 }
