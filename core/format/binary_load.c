@@ -48,6 +48,10 @@ typedef struct rd_known_layout {
 	size_t len;             /* 0: empty */
 	uint8_t raw[4 + 16 * PR_MAX_RANK];
 	const int64_t *shape, *strides;
+	int64_t storage;        /* its storage span in bytes */
+	uint8_t dev_raw[RD_DEVICE_MAX];   /* the device that last followed it, */
+	size_t dev_len;                   /* as the file spells it (0: none yet), */
+	pr_device dev;                    /* and as it loaded */
 } rd_known_layout;
 
 typedef struct rd {
@@ -67,6 +71,9 @@ typedef struct rd {
 	rd_known_device known[RD_KNOWN_DEVICES];   /* devices already checked (rd_device_known) */
 	int n_known;
 	rd_known_layout *layouts;   /* RD_KNOWN_LAYOUTS, by a hash of their bytes */
+	int64_t storage;        /* the storage bytes of the last layout read, checked */
+	rd_known_layout *layout;   /* where the last layout read is remembered */
+	int *schema_need;       /* by schema: the arguments an op must have (schema_need) */
 	size_t scratch_cap;
 	pr_err *err;
 } rd;
@@ -160,15 +167,21 @@ static inline bool rd_f64(rd *r, const char *what, double *v)
 
 /* A u32 count of records of at least min_each bytes, which the rest of the
  * section must be able to hold. */
-static bool rd_count(rd *r, const char *what, size_t min_each, uint32_t *n)
+static __attribute__((noinline, cold)) bool rd_too_many(rd *r, size_t at, const char *what,
+							  size_t min_each, uint32_t n)
+{
+	size_t left = r->end - r->pos;
+	return rd_fail(r, at, "%s is %u, but the %zu bytes left in the %s section hold at most %zu",
+		       what, n, left, r->section, left / min_each);
+}
+
+static inline bool rd_count(rd *r, const char *what, size_t min_each, uint32_t *n)
 {
 	size_t at = r->pos;
 	if (!rd_u32(r, what, n))
 		return false;
-	size_t left = r->end - r->pos;
-	if (*n > PRB_MAX_COUNT || (uint64_t)*n * min_each > left)
-		return rd_fail(r, at, "%s is %u, but the %zu bytes left in the %s section hold at most %zu",
-			       what, *n, left, r->section, left / min_each);
+	if (__builtin_expect(*n > PRB_MAX_COUNT || (uint64_t)*n * min_each > r->end - r->pos, 0))
+		return rd_too_many(r, at, what, min_each, *n);
 	return true;
 }
 
@@ -214,21 +227,23 @@ static bool rd_string(rd *r, const char *what, bool optional, char **out)
 	return true;
 }
 
-/* [A-Za-z0-9_.] as a bit set over ASCII: one shift and mask per byte of
- * every node's name. */
-static const uint64_t name_chars[2] = {
-	0x03ff400000000000ull,   /* '.', '0'-'9' */
-	0x07fffffe87fffffeull,   /* 'A'-'Z', '_', 'a'-'z' */
+/* [A-Za-z0-9_.], by byte: one load per byte of every node's name. */
+static const uint8_t name_byte[256] = {
+	['.'] = 1, ['0' ... '9'] = 1, ['A' ... 'Z'] = 1, ['_'] = 1, ['a' ... 'z'] = 1,
 };
 
-static inline bool is_name_char(unsigned char c)
+static bool all_name_bytes(const char *s, uint32_t n)
 {
-	return c < 128 && (name_chars[c >> 6] >> (c & 63)) & 1;
+	unsigned ok = n > 0;
+	for (uint32_t i = 0; i < n; i++)
+		ok &= name_byte[(unsigned char)s[i]];
+	return ok;
 }
 
-/* A name as the text format writes after '%' or '@': [A-Za-z0-9_.]+, left in
- * the file: *out points at its *len bytes (no NUL). */
-static bool rd_name_span(rd *r, const char *what, bool optional, const char **out, uint32_t *len)
+/* rd_name_span's checks one by one, each with its own message: the way a
+ * name that is not one fails. */
+static __attribute__((noinline)) bool rd_name_span_slow(rd *r, const char *what, bool optional,
+							const char **out, uint32_t *len)
 {
 	size_t at = r->pos;
 	const char *s;
@@ -238,14 +253,38 @@ static bool rd_name_span(rd *r, const char *what, bool optional, const char **ou
 		return false;
 	if (!s)
 		return true;
-	bool ok = n > 0;
-	for (uint32_t i = 0; i < n && ok; i++)
-		ok = is_name_char((unsigned char)s[i]);
-	if (!ok)
+	if (!all_name_bytes(s, n))
 		return rd_fail(r, at, "%s is not a name, expected one or more of A-Z a-z 0-9 _ .", what);
 	*out = s;
 	*len = n;
 	return true;
+}
+
+/* A name as the text format writes after '%' or '@': [A-Za-z0-9_.]+, left in
+ * the file: *out points at its *len bytes (no NUL). A well-formed name is
+ * taken in one pass: its bytes being name bytes says it has no NUL, which
+ * rd_span would look for; anything else goes the way rd_span and the name
+ * check report it. */
+static inline bool rd_name_span(rd *r, const char *what, bool optional, const char **out,
+				uint32_t *len)
+{
+	if (__builtin_expect(r->end - r->pos >= 4, 1)) {
+		size_t at = r->pos;
+		uint32_t n = (uint32_t)rd_le(r, 4);
+		const char *s = (const char *)r->buf + r->pos;
+		if (n <= PRB_MAX_STRING && n <= r->end - r->pos && all_name_bytes(s, n)) {
+			r->pos += n;
+			*out = s;
+			*len = n;
+			return true;
+		}
+		if (optional && n == PRB_NO_STRING) {
+			*out = NULL;
+			return true;
+		}
+		r->pos = at;
+	}
+	return rd_name_span_slow(r, what, optional, out, len);
 }
 
 /* The same as a NUL-terminated copy in r->scratch, valid until the next
@@ -273,6 +312,32 @@ static bool rd_name(rd *r, const char *what, bool optional, const char **out)
 
 /* ---- types ------------------------------------------------------------------ */
 
+static inline uint64_t load64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static inline uint32_t load32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* memcmp(a, b, len) == 0 for the short records (devices, layouts) compared
+ * on every spec, len >= 4, in a few word compares instead of a call. */
+static inline bool bytes_equal(const uint8_t *a, const uint8_t *b, size_t len)
+{
+	if (len < 8)
+		return load32(a) == load32(b) && load32(a + len - 4) == load32(b + len - 4);
+	for (size_t i = 0; i + 8 < len; i += 8)
+		if (load64(a + i) != load64(b + i))
+			return false;
+	return load64(a + len - 8) == load64(b + len - 8);
+}
+
 /* The device at the cursor when its bytes are those of one already checked:
  * a program names a handful of devices a million times, and checking and
  * parsing each costs more than the rest of its spec. */
@@ -286,7 +351,7 @@ static bool rd_device_known(rd *r, pr_device *d)
 		return false;
 	for (int i = 0; i < r->n_known; i++) {
 		const rd_known_device *k = &r->known[i];
-		if (k->len == len && !memcmp(k->raw, at, len)) {
+		if (k->len == len && bytes_equal(k->raw, at, len)) {
 			*d = k->dev;
 			r->pos += len;
 			return true;
@@ -344,15 +409,16 @@ static bool rd_device(rd *r, const char *what, pr_device *d)
 	return true;
 }
 
-/* The sizes a later stage multiplies must fit in int64 (as in the text). */
-static bool rd_spec_sizes(rd *r, size_t at, const pr_spec *s)
+/* The sizes a later stage multiplies must fit in int64 (as in the text);
+ * *storage is the storage span in bytes. */
+static bool rd_spec_sizes(rd *r, size_t at, const pr_spec *s, int64_t *storage)
 {
-	int64_t numel, storage, bytes;
+	int64_t numel, bytes;
 	if (!pr_spec_numel_checked(s, &numel) ||
 	    __builtin_mul_overflow(numel, (int64_t)pr_dtype_size(s->dtype), &bytes))
 		return rd_fail(r, at, "the tensor's shape overflows: its element count or size in bytes "
 			       "does not fit in int64, expected a shape whose size fits");
-	if (!pr_spec_storage_bytes_checked(s, &storage))
+	if (!pr_spec_storage_bytes_checked(s, storage))
 		return rd_fail(r, at, "the tensor's strides overflow: its storage span does not fit in "
 			       "int64, expected strides whose span fits");
 	return true;
@@ -382,12 +448,9 @@ static size_t layout_bytes(const uint8_t *at)
 
 static rd_known_layout *layout_slot(rd *r, const uint8_t *at, size_t len)
 {
-	uint32_t head;
-	memcpy(&head, at, 4);
-	uint64_t h = head, w;
+	uint64_t h = load32(at);
 	for (size_t i = 4; i < len; i += 8) {
-		memcpy(&w, at + i, 8);
-		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+		h = (h ^ load64(at + i)) * 0xbf58476d1ce4e5b9ull;
 		h ^= h >> 29;
 	}
 	return &r->layouts[(h >> 32) & (RD_KNOWN_LAYOUTS - 1)];
@@ -399,14 +462,15 @@ static bool rd_layout_known(rd *r, pr_spec *s)
 	if (r->end - r->pos < 4 || at[1] > PR_MAX_RANK || r->end - r->pos < layout_bytes(at))
 		return false;
 	size_t len = layout_bytes(at);
-	const rd_known_layout *k = layout_slot(r, at, len);
-	if (k->len != len || memcmp(k->raw, at, len))
+	rd_known_layout *k = layout_slot(r, at, len);
+	if (k->len != len || !bytes_equal(k->raw, at, len))
 		return false;
-	memset(s, 0, sizeof *s);
-	s->dtype = (pr_dtype)at[0];
+	r->layout = k;
+	s->dtype = (pr_dtype)at[0];   /* s comes zeroed: see rd_layout */
 	s->rank = at[1];
 	s->shape = k->shape;
 	s->strides = k->strides;
+	r->storage = k->storage;
 	r->pos += len;
 	return true;
 }
@@ -420,9 +484,13 @@ static void rd_layout_remember(rd *r, size_t at, const pr_spec *s)
 	memcpy(k->raw, raw, len);
 	k->shape = s->shape;
 	k->strides = s->strides;
+	k->storage = r->storage;
+	k->dev_len = 0;
+	r->layout = k;
 }
 
-/* A spec's layout: dtype, rank, flags and dims, all checked. */
+/* A spec's layout: dtype, rank, flags and dims, all checked, into s, which
+ * its owner has zeroed (rd_type's type, its calloc'd elements). */
 static bool rd_layout(rd *r, pr_spec *s)
 {
 	if (rd_layout_known(r, s))
@@ -432,7 +500,6 @@ static bool rd_layout(rd *r, pr_spec *s)
 	if (!rd_u8(r, "a dtype", &dtype) || !rd_u8(r, "a rank", &rank) ||
 	    !rd_u8(r, "the tensor flags", &flags) || !rd_u8(r, "a reserved byte", &reserved))
 		return false;
-	memset(s, 0, sizeof *s);
 	if (dtype >= PR_DTYPE_COUNT)
 		return rd_fail(r, at, "dtype %u is unknown, expected 0..%d", dtype, PR_DTYPE_COUNT - 1);
 	if (rank > PR_MAX_RANK)
@@ -446,19 +513,37 @@ static bool rd_layout(rd *r, pr_spec *s)
 	int64_t shape[PR_MAX_RANK], strides[PR_MAX_RANK];
 	pr_spec read = {.dtype = s->dtype, .rank = rank, .shape = shape, .strides = strides};
 	if (!rd_dims(r, "dimension", rank, shape) || !rd_dims(r, "stride", rank, strides) ||
-	    !rd_spec_sizes(r, at, &read))
+	    !rd_spec_sizes(r, at, &read, &r->storage))
 		return false;
 	pr_spec_set_layout(s, rank, shape, strides);
 	rd_layout_remember(r, at, s);
 	return true;
 }
 
+/* A spec's device: most often the one that followed the same layout last
+ * time, which is then one compare. */
+static bool rd_spec_device(rd *r, pr_device *d)
+{
+	rd_known_layout *k = r->layout;
+	if (k->dev_len && r->end - r->pos >= k->dev_len &&
+	    bytes_equal(k->dev_raw, r->buf + r->pos, k->dev_len)) {
+		*d = k->dev;
+		r->pos += k->dev_len;
+		return true;
+	}
+	size_t at = r->pos;
+	if (!rd_device(r, "the tensor's device", d))
+		return false;
+	k->dev_len = r->pos - at;
+	memcpy(k->dev_raw, r->buf + at, k->dev_len);
+	k->dev = *d;
+	return true;
+}
+
 static bool rd_spec(rd *r, pr_spec *s)
 {
 	size_t at = r->pos;
-	if (!rd_layout(r, s))
-		return false;
-	if (!rd_device(r, "the tensor's device", &s->device))
+	if (!rd_layout(r, s) || !rd_spec_device(r, &s->device))
 		return false;
 	s->has_mem = r->buf[at + 2] & PRB_SPEC_HAS_MEM;   /* the flags, checked */
 	if (!s->has_mem)
@@ -619,11 +704,11 @@ static bool rd_data_bytes(rd *r, pr_node *n)
 		return false;
 	if (size == 0)
 		return true;
-	int64_t storage;
 	if (n->type.kind != PR_TYPE_TENSOR)
 		return rd_fail(r, at, "a constant that is not a tensor has %llu data bytes, expected none",
 			       (unsigned long long)size);
-	if (!pr_spec_storage_bytes_checked(&n->type.tensor, &storage) || (uint64_t)storage != size)
+	int64_t storage = r->storage;   /* n's layout was the last read */
+	if ((uint64_t)storage != size)
 		return rd_fail(r, at + 8, "data segment is %llu bytes, expected the tensor's storage "
 			       "size, %lld bytes", (unsigned long long)size, (long long)storage);
 	if (!rd_segment(r, at, off, size))
@@ -644,12 +729,10 @@ static bool rd_blob_ref(rd *r, pr_node *n)
 	if (ix >= r->n_blobs)
 		return rd_fail(r, at, "blob index %u is out of range, expected < %zu", ix, r->n_blobs);
 	n->input->data.blob = r->blobs[ix];
-	int64_t storage;
+	int64_t storage = r->storage;   /* for a tensor n: its layout was the last read */
 	/* As in the text: a blob holds exactly the tensor's storage, which every
 	 * reader of the data (the runtime, the printer) relies on. */
-	if (n->type.kind == PR_TYPE_TENSOR &&
-	    (!pr_spec_storage_bytes_checked(&n->type.tensor, &storage) ||
-	     storage != n->input->data.blob->size))
+	if (n->type.kind == PR_TYPE_TENSOR && storage != n->input->data.blob->size)
 		return rd_fail(r, at, "expected a blob of %lld bytes (the tensor's storage), found "
 			       "blob %u with %lld bytes", (long long)pr_spec_storage_bytes(&n->type.tensor),
 			       ix, (long long)n->input->data.blob->size);
@@ -804,13 +887,18 @@ static bool rd_writebacks(rd *r, pr_node *n)
 /* The text's loose arity (text_parse.c): not more arguments than the schema
  * has, none missing without a default, so what loads also prints as text that
  * parses. */
-static bool rd_check_arity(rd *r, size_t at, const pr_node *n)
+static int schema_need(const pr_schema *s)
 {
-	const pr_schema *s = n->schema;
 	int need = 0;
 	for (int i = 0; i < s->n_args; i++)
 		if (!s->args[i].default_value)
 			need = i + 1;
+	return need;
+}
+
+static bool rd_check_arity(rd *r, size_t at, const pr_node *n, int need)
+{
+	const pr_schema *s = n->schema;
 	if (n->n_args > s->n_args)
 		return rd_fail(r, at, "expected at most %d arguments for '%s', found %d", s->n_args,
 			       s->full_name, n->n_args);
@@ -831,7 +919,7 @@ static bool rd_node_rest(rd *r, pr_node **nodes, uint64_t self, pr_node *n)
 		if (!rd_index(r, "op schema index", (uint32_t)r->prog->n_schemas, &ix))
 			return false;
 		n->schema = r->prog->schemas[ix];
-		return rd_node_args(r, nodes, self, n) && rd_check_arity(r, at, n);
+		return rd_node_args(r, nodes, self, n) && rd_check_arity(r, at, n, r->schema_need[ix]);
 	case PR_NODE_DELEGATE:
 		if (!rd_index(r, "delegate index", (uint32_t)r->prog->n_delegates, &ix))
 			return false;
@@ -983,6 +1071,10 @@ static bool rd_schemas(rd *r)
 			return false;
 		}
 	}
+	int count = r->prog->n_schemas;
+	r->schema_need = pr_xmalloc((size_t)(count ? count : 1) * sizeof *r->schema_need);
+	for (int i = 0; i < count; i++)
+		r->schema_need[i] = schema_need(r->prog->schemas[i]);
 	return true;
 }
 
@@ -1193,6 +1285,7 @@ pr_err *pr_binary_load(const char *filename, const uint8_t *buf, size_t len, boo
 		  rd_section(&r, secs, PRB_SEC_DELEGATES, rd_delegates) &&
 		  rd_section(&r, secs, PRB_SEC_METHODS, rd_methods);
 	free(r.blobs);
+	free(r.schema_need);
 	free(r.scratch);
 	free(r.layouts);
 	if (!ok) {

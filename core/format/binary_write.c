@@ -14,11 +14,13 @@
  * the file made in memory).
  *
  * Nodes, schemas, delegates and blobs are referred to by index. A node's
- * index is in its scratch while its graph is written (one load per value
- * read, no hash: at a million nodes a table misses the cache on every
- * read); the graph's scratch values are saved first and put back after, so
- * a caller's survive. Schemas, delegates and blobs, few, go through a
- * pointer -> index table (open addressing).
+ * index is in its scratch once it is written (one load per value read, no
+ * hash: at a million nodes a table misses the cache on every read), and
+ * the node at each index is kept, which tells a written node from one whose
+ * scratch is still the caller's; the caller's values are kept alongside and
+ * put back after, so they survive. A graph's nodes are walked once.
+ * Schemas, delegates and blobs, few, go through a pointer -> index table
+ * (open addressing).
  * Value references must point backwards (a value is defined before it is
  * read), which the loader relies on, so the writer refuses a graph that is out
  * of order rather than write a file the loader would reject. */
@@ -164,11 +166,46 @@ static bool pm_get(const ptrmap *m, const void *k, uint64_t *v)
 
 /* ---- the writer ------------------------------------------------------------ */
 
+/* The most bytes a device field takes: length, type, index. */
+#define W_DEVICE_MAX (1 + (PR_DEVICE_TYPE_MAX - 1) + 4)
+#define W_DEVICE_COPY 24   /* >= W_DEVICE_MAX: a device's bytes are copied as one block */
+#define W_KNOWN_DEVICES 4
+
+/* A device and its bytes in the file: a program names a few devices on
+ * every spec, and encoding each costs a strnlen and a copy of its own. */
+typedef struct w_known_device {
+	pr_device dev;
+	uint8_t raw[W_DEVICE_COPY];
+	size_t len;   /* 0: empty */
+} w_known_device;
+
+/* The storage of a layout (its interned shape and strides, dtype and rank),
+ * and whether a constant of it is stored (w_worth_storing): the constants of
+ * a program share a few layouts. */
+typedef struct w_known_layout {
+	const int64_t *shape, *strides;
+	int rank;
+	pr_dtype dtype;
+	bool worth;
+	int64_t storage;
+} w_known_layout;
+
+/* A node of the graph being written, by its index, and its caller's scratch. */
+typedef struct w_slot {
+	const pr_node *node;
+	void *scratch;
+} w_slot;
+
 typedef struct writer {
 	const pr_program *prog;
 	ptrmap schemas, delegates, blobs;
 	const pr_graph *graph; /* being written; its nodes' scratch holds index + 1 once written */
+	w_slot *slots;         /* its nodes written so far, n_written of them */
+	size_t n_written, cap_slots;
 	wbuf data;             /* the DATA section */
+	w_known_device devices[W_KNOWN_DEVICES];
+	unsigned next_device;  /* the entry replaced next */
+	w_known_layout layout; /* the last constant's */
 	pr_err *err;
 } writer;
 
@@ -181,10 +218,7 @@ static bool w_fail(writer *w, pr_err *e)
 	return false;
 }
 
-/* The most bytes a device field takes: length, type, index. */
-#define W_DEVICE_MAX (1 + (PR_DEVICE_TYPE_MAX - 1) + 4)
-
-static uint8_t *put_device(uint8_t *q, pr_device d)
+static uint8_t *encode_device(uint8_t *q, pr_device d)
 {
 	size_t n = strnlen(d.type, PR_DEVICE_TYPE_MAX - 1);
 	*q++ = (uint8_t)n;
@@ -192,12 +226,33 @@ static uint8_t *put_device(uint8_t *q, pr_device d)
 	return put_le(q + n, (uint32_t)d.index, 4);
 }
 
+/* A device's bytes at q, which has W_DEVICE_COPY bytes of room. Devices
+ * compare whole (the bytes after a type's NUL too): one that differs only
+ * there is encoded again, to the same bytes. */
+static uint8_t *put_device(writer *w, uint8_t *q, const pr_device *d)
+{
+	for (int i = 0; i < W_KNOWN_DEVICES; i++) {
+		const w_known_device *k = &w->devices[i];
+		if (k->len && !memcmp(&k->dev, d, sizeof *d)) {
+			memcpy(q, k->raw, W_DEVICE_COPY);
+			return q + k->len;
+		}
+	}
+	w_known_device *k = &w->devices[w->next_device++ % W_KNOWN_DEVICES];
+	memset(k->raw, 0, sizeof k->raw);
+	k->dev = *d;
+	k->len = (size_t)(encode_device(k->raw, *d) - k->raw);
+	memcpy(q, k->raw, W_DEVICE_COPY);
+	return q + k->len;
+}
+
 /* A spec is the record every node has: its largest size is reserved once,
- * then the fields are stored at a cursor. */
-static void w_spec(wbuf *b, const pr_spec *s)
+ * then the fields are stored at a cursor (with room for the devices'
+ * whole blocks, put_device). */
+static void w_spec(writer *w, wbuf *b, const pr_spec *s)
 {
 	size_t rank = (size_t)s->rank;
-	uint8_t *q0 = wb_room(b, 4 + 16 * rank + 2 * W_DEVICE_MAX + 8), *q = q0;
+	uint8_t *q0 = wb_room(b, 4 + 16 * rank + 2 * W_DEVICE_MAX + 8 + W_DEVICE_COPY), *q = q0;
 	*q++ = (uint8_t)s->dtype;
 	*q++ = (uint8_t)rank;
 	*q++ = s->has_mem ? PRB_SPEC_HAS_MEM : 0;
@@ -206,23 +261,23 @@ static void w_spec(wbuf *b, const pr_spec *s)
 		q = put_le(q, (uint64_t)s->shape[i], 8);
 	for (size_t i = 0; i < rank; i++)
 		q = put_le(q, (uint64_t)s->strides[i], 8);
-	q = put_device(q, s->device);
+	q = put_device(w, q, &s->device);
 	if (s->has_mem) {
-		q = put_device(q, s->mem_arena);
+		q = put_device(w, q, &s->mem_arena);
 		q = put_le(q, (uint64_t)s->mem_offset, 8);
 	}
 	b->o.len += (size_t)(q - q0);
 }
 
-static void w_type(wbuf *b, const pr_type *t)
+static void w_type(writer *w, wbuf *b, const pr_type *t)
 {
 	wb_u8(b, (unsigned)t->kind);
 	if (t->kind == PR_TYPE_TENSOR)
-		w_spec(b, &t->tensor);
+		w_spec(w, b, &t->tensor);
 	if (t->kind == PR_TYPE_TUPLE) {
 		wb_u32(b, (uint32_t)t->n_elems);
 		for (int i = 0; i < t->n_elems; i++)
-			w_spec(b, &t->elems[i]);
+			w_spec(w, b, &t->elems[i]);
 	}
 }
 
@@ -238,11 +293,25 @@ static uint64_t w_segment(writer *w, const uint8_t *bytes, size_t n)
 /* Is materializing s cheap, O(its storage)? Not when more elements than the
  * storage holds overlap in it (stride 0): f32[1099511627776]{strides=[0]}
  * spans 4 bytes but has 2^40 elements to compute. */
-static bool w_worth_storing(const pr_spec *s, int64_t *storage)
+static bool worth_storing(const pr_spec *s, int64_t *storage)
 {
 	int64_t numel;
 	return pr_spec_storage_bytes_checked(s, storage) && *storage > 0 &&
 	       pr_spec_numel_checked(s, &numel) && numel <= *storage / (int64_t)pr_dtype_size(s->dtype);
+}
+
+/* The same, known for the last layout asked about: the layout's interned
+ * dims identify it, and nothing changes them while a program is written. */
+static bool w_worth_storing(writer *w, const pr_spec *s, int64_t *storage)
+{
+	w_known_layout *k = &w->layout;
+	if (k->shape != s->shape || k->strides != s->strides || k->rank != s->rank ||
+	    k->dtype != s->dtype) {
+		*k = (w_known_layout){s->shape, s->strides, s->rank, s->dtype, false, 0};
+		k->worth = worth_storing(s, &k->storage);
+	}
+	*storage = k->storage;
+	return k->worth;
 }
 
 /* The storage bytes of a constant with logical data, as a segment. A
@@ -253,17 +322,20 @@ static void w_data_segment(writer *w, wbuf *b, const pr_node *n)
 {
 	const pr_spec *s = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : NULL;
 	int64_t storage = 0;
-	if (s && w_worth_storing(s, &storage)) {
-		uint8_t *bytes = pr_xmalloc((size_t)storage);
-		pr_err *e = pr_data_materialize(&n->input->data, s, bytes);
+	if (s && w_worth_storing(w, s, &storage)) {
+		/* materialized in place, in DATA (in memory, never a sink's) */
+		size_t before = w->data.o.len;
+		wb_pad(&w->data, PRB_ALIGN);
+		uint64_t at = out_pos(&w->data.o);
+		pr_err *e = pr_data_materialize(&n->input->data, s, wb_room(&w->data, (size_t)storage));
 		if (!e) {
-			wb_u64(b, w_segment(w, bytes, (size_t)storage));
+			w->data.o.len += (size_t)storage;
+			wb_u64(b, at);
 			wb_u64(b, (uint64_t)storage);
-			free(bytes);
 			return;
 		}
 		pr_err_free(e);
-		free(bytes);
+		w->data.o.len = before;   /* no segment, and no padding for it */
 	}
 	wb_u64(b, 0);
 	wb_u64(b, 0);
@@ -298,13 +370,17 @@ static bool w_data(writer *w, wbuf *b, const pr_node *n)
 	return true;
 }
 
-/* The index of v, a node written before in the graph being written. */
+/* The index of v, a node written before in the graph being written: its
+ * scratch holds the index + 1, which a node not written yet, or of another
+ * graph (its scratch the caller's, whatever that is), cannot pass off as
+ * its own, since the slot at that index names another node. That is also
+ * why v->graph, another cache line at a million nodes, is not read. */
 static inline bool node_index(const writer *w, const pr_node *v, uint64_t *ix)
 {
-	if (!v || v->graph != w->graph || !v->scratch)
+	if (!v)
 		return false;
 	*ix = (uint64_t)(uintptr_t)v->scratch - 1;
-	return true;
+	return *ix < w->n_written && w->slots[*ix].node == v;
 }
 
 static bool w_args(writer *w, wbuf *b, const pr_node *n, const pr_arg *args, int count)
@@ -351,7 +427,7 @@ static bool w_node(writer *w, wbuf *b, const pr_node *n)
 {
 	wb_u8(b, (unsigned)n->kind);
 	wb_ostr(b, n->name);
-	w_type(b, &n->type);
+	w_type(w, b, &n->type);
 	switch (n->kind) {
 	case PR_NODE_INPUT:
 		wb_u8(b, (unsigned)n->input->kind);
@@ -379,58 +455,68 @@ static bool w_node(writer *w, wbuf *b, const pr_node *n)
 	return w_fail(w, pr_err_new("cannot write a node of unknown kind %d", (int)n->kind));
 }
 
-/* The loader wants one return node, at the end; say so here rather than
- * write a file it refuses. */
-static bool w_graph_shape(writer *w, const pr_graph *g, uint64_t *count)
+/* The caller's scratch back in each node written. */
+static void scratch_restore(writer *w)
 {
-	*count = 0;
-	pr_graph_for_each(g, n) {
-		(*count)++;
-		if ((n->kind == PR_NODE_RETURN) != (n->next == NULL))
-			return w_fail(w, pr_err_new("cannot write @%s: it must end with its one return node",
-						    g->name));
-	}
-	if (!*count)
-		return w_fail(w, pr_err_new("cannot write @%s: it has no return node", g->name));
-	return true;
+	for (size_t i = 0; i < w->n_written; i++)
+		((pr_node *)w->slots[i].node)->scratch = w->slots[i].scratch;
+	w->n_written = 0;
 }
 
-/* Each node's scratch into saved (count of them), cleared: not written yet. */
-static void scratch_save(const pr_graph *g, void **saved)
+/* The loader wants one return node, at the end: say so rather than write
+ * a file it refuses. */
+static bool shaped(const pr_node *n)
 {
-	size_t i = 0;
-	pr_graph_for_each(g, n) {
-		saved[i++] = n->scratch;
-		n->scratch = NULL;
-	}
+	return (n->kind == PR_NODE_RETURN) == (n->next == NULL);
 }
 
-static void scratch_restore(const pr_graph *g, void *const *saved)
+static bool w_misshapen(writer *w, const pr_graph *g)
 {
-	size_t i = 0;
-	pr_graph_for_each(g, n)
-		n->scratch = saved[i++];
+	return w_fail(w, pr_err_new(g->first ? "cannot write @%s: it must end with its one return node" :
+				    "cannot write @%s: it has no return node", g->name));
 }
 
+/* The nodes in one walk: each checked for its place, written, then given
+ * its index. A graph out of shape is reported as such even when a node
+ * before the fault fails to write: the rest is looked at for it. */
 static bool w_graph(writer *w, wbuf *b, const pr_graph *g)
 {
-	uint64_t count;
-	if (!w_graph_shape(w, g, &count))
-		return false;
-	wb_u64(b, count);
-	void **saved = pr_xmalloc((size_t)count * sizeof *saved);
-	scratch_save(g, saved);
+	if (!g->first)
+		return w_misshapen(w, g);
+	if (w->cap_slots < (size_t)g->n_nodes) {
+		free(w->slots);
+		w->cap_slots = (size_t)g->n_nodes;
+		w->slots = pr_xmalloc(w->cap_slots * sizeof *w->slots);
+	}
+	wb_u64(b, (uint64_t)g->n_nodes);
 	w->graph = g;
-	uintptr_t i = 0;
-	bool ok = true;
-	pr_graph_for_each(g, n) {
+	const pr_node *n;
+	bool ok = true, misshapen = false;
+	for (n = g->first; n; n = n->next) {
+		if ((misshapen = !shaped(n)))
+			break;
+		if (w->n_written == w->cap_slots) {   /* more than n_nodes: see below */
+			w->cap_slots = 2 * w->cap_slots + 1;
+			w->slots = pr_xrealloc(w->slots, w->cap_slots * sizeof *w->slots);
+		}
+		void *scratch = n->scratch;
 		if (!(ok = w_node(w, b, n)))
 			break;
-		n->scratch = (void *)++i;
+		w->slots[w->n_written] = (w_slot){n, scratch};
+		((pr_node *)n)->scratch = (void *)(uintptr_t)++w->n_written;
+	}
+	for (const pr_node *m = n ? n->next : NULL; !ok && !misshapen && m; m = m->next)
+		misshapen = !shaped(m);   /* after a write error at n: a shape error comes first */
+	if (misshapen) {
+		pr_err_free(w->err);
+		w->err = NULL;
+		ok = w_misshapen(w, g);
+	} else if (ok && w->n_written != (size_t)g->n_nodes) {
+		ok = w_fail(w, pr_err_new("cannot write @%s: it counts %lld nodes but holds %zu", g->name,
+					  (long long)g->n_nodes, w->n_written));
 	}
 	w->graph = NULL;
-	scratch_restore(g, saved);
-	free(saved);
+	scratch_restore(w);
 	return ok;
 }
 
@@ -575,6 +661,7 @@ static pr_err *w_program(const pr_program *p, wbuf *file, uint8_t *head)
 	pm_free(&w.schemas);
 	pm_free(&w.delegates);
 	pm_free(&w.blobs);
+	free(w.slots);
 	return ok ? NULL : w.err;
 }
 

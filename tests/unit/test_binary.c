@@ -250,16 +250,22 @@ Test(binary, header_states_magic_version_and_byte_order)
 	pr_program_free(p);
 }
 
+/* %x, then %y and %z, each the negation of the one before, in @m. */
+static pr_program *neg_chain(void)
+{
+	return tu_parse("passrun 1\n"
+			"op aten::neg(Tensor self) -> Tensor\n"
+			"method @m {\n"
+			"  %x: f32[2] = input user \"x\"\n"
+			"  %y: f32[2] = aten::neg(%x)\n"
+			"  %z: f32[2] = aten::neg(%y)\n"
+			"  return %z\n"
+			"}\n");
+}
+
 Test(binary, writer_refuses_a_value_read_before_it_is_defined)
 {
-	pr_program *p = tu_parse("passrun 1\n"
-				 "op aten::neg(Tensor self) -> Tensor\n"
-				 "method @m {\n"
-				 "  %x: f32[2] = input user \"x\"\n"
-				 "  %y: f32[2] = aten::neg(%x)\n"
-				 "  %z: f32[2] = aten::neg(%y)\n"
-				 "  return %z\n"
-				 "}\n");
+	pr_program *p = neg_chain();
 	pr_graph *g = pr_program_find_method(p, "m");
 	pr_node *y = pr_graph_find(g, "y"), *z = pr_graph_find(g, "z");
 	pr_arg_set_value(&y->args[0], z);   /* %y now reads %z, defined after it */
@@ -446,6 +452,30 @@ Test(binary, broadcast_constant_keeps_only_its_description)
 	pr_program_free(p);
 }
 
+/* %late = aten::neg(%x), appended to g after its return. */
+static pr_node *append_after_the_return(pr_program *p, pr_graph *g)
+{
+	pr_node *late = pr_graph_new_node(g, PR_NODE_OP, "late");
+	late->schema = pr_program_find_schema(p, "aten::neg");
+	pr_arg *args = pr_graph_new_args(g, 1);
+	args[0].kind = PR_ARG_VALUE;
+	args[0].u.value = pr_graph_find(g, "x");
+	pr_node_set_graph_args(late, args, 1);
+	cr_assert_null(pr_graph_append(g, late));
+	return late;
+}
+
+static void expect_misshapen(const pr_program *p)
+{
+	uint8_t *bin = NULL;
+	size_t len;
+	pr_err *e = pr_binary_write(p, &bin, &len);
+	cr_assert_not_null(e);
+	cr_expect(strstr(pr_err_message(e), "@m: it must end with its one return node"), "%s",
+		  pr_err_message(e));
+	pr_err_free(e);
+}
+
 Test(binary, writer_refuses_a_graph_that_does_not_end_with_its_return)
 {
 	pr_program *p = tu_parse("passrun 1\n"
@@ -454,21 +484,8 @@ Test(binary, writer_refuses_a_graph_that_does_not_end_with_its_return)
 				 "  %x: f32[2] = input user \"x\"\n"
 				 "  return %x\n"
 				 "}\n");
-	pr_graph *g = pr_program_find_method(p, "m");
-	pr_node *n = pr_node_new(PR_NODE_OP, "late");
-	n->schema = pr_program_find_schema(p, "aten::neg");
-	pr_arg *args = calloc(1, sizeof *args);
-	args[0].kind = PR_ARG_VALUE;
-	args[0].u.value = pr_graph_find(g, "x");
-	pr_node_set_args(n, args, 1);
-	cr_assert_null(pr_graph_append(g, n));   /* after the return */
-	uint8_t *bin = NULL;
-	size_t len;
-	pr_err *e = pr_binary_write(p, &bin, &len);
-	cr_assert_not_null(e);
-	cr_expect(strstr(pr_err_message(e), "@m: it must end with its one return node"), "%s",
-		  pr_err_message(e));
-	pr_err_free(e);
+	append_after_the_return(p, pr_program_find_method(p, "m"));
+	expect_misshapen(p);
 	pr_program_free(p);
 }
 
@@ -510,4 +527,185 @@ Test(binary, many_devices_load_as_written)
 	pr_strbuf_puts(&t, "  return %v39\n}\n");
 	expect_same_text_after_round_trip(tu_parse(t.data), "devices", "@cuda:12{mem=npu_2:0:");
 	pr_strbuf_free(&t);
+}
+
+/* A u64 of the section table: entry i (0-based, in the writer's order),
+ * field at (8: offset, 16: size). */
+static uint64_t section_field(const uint8_t *bin, int i, int at)
+{
+	uint64_t v;
+	memcpy(&v, bin + 64 + 24 * i + at, 8);
+	return v;
+}
+
+/* A constant whose data cannot be materialized keeps its description and
+ * takes no room in DATA: not its bytes, not the padding before them. */
+Test(binary, a_constant_that_cannot_be_materialized_leaves_data_as_it_was)
+{
+	pr_program *p = tu_parse("passrun 1\n"
+				 "method @m {\n"
+				 "  %a: f32[1] = input constant \"a\" data=ones\n"
+				 "  %b: f32[3] = input constant \"b\" data=[1.0, 2.0, 3.0]\n"
+				 "  return %a, %b\n"
+				 "}\n");
+	pr_node *b = pr_graph_find(pr_program_find_method(p, "m"), "b");
+	b->input->data.n_values = 2;   /* one short of its 3 elements: materializing it fails */
+	uint8_t *bin;
+	size_t len;
+	write_ok(p, &bin, &len, "short list");
+	cr_expect_eq(section_field(bin, 4, 16), 4, "DATA holds %%a's 4 bytes only, found %llu",
+		     (unsigned long long)section_field(bin, 4, 16));
+	cr_expect_eq(section_field(bin, 4, 8) + 4, len);
+	b->input->data.n_values = 3;
+	free(bin);
+	pr_program_free(p);
+}
+
+static void fill_after_nul(pr_device *d)
+{
+	size_t n = strlen(d->type);
+	memset(d->type + n + 1, 'z', PR_DEVICE_TYPE_MAX - 1 - n);
+}
+
+/* Devices are written by their type's characters and index only: what
+ * follows the type's NUL does not reach the file, and more devices than the
+ * writer keeps encoded (4) each keep their own bytes. */
+Test(binary, devices_are_written_by_their_type_and_index)
+{
+	pr_strbuf t;
+	pr_strbuf_init(&t);
+	pr_strbuf_puts(&t, "passrun 1\nop t::id(Tensor self) -> Tensor\nmethod @m {\n"
+		       "  %x: f32[2] = input user \"x\"\n");
+	for (int i = 0; i < 7; i++)
+		pr_strbuf_printf(&t, "  %%y%d: f32[2]@cuda:%d{mem=npu:%d:0} = t::id(%%x)\n", i, i % 6, i);
+	pr_strbuf_puts(&t, "  return %y6\n}\n");
+	pr_program *p = tu_parse(t.data);
+	uint8_t *bin, *again;
+	size_t len, again_len;
+	write_ok(p, &bin, &len, "devices");
+	pr_graph_for_each(pr_program_find_method(p, "m"), n)
+		if (n->type.kind == PR_TYPE_TENSOR) {
+			fill_after_nul(&n->type.tensor.device);
+			fill_after_nul(&n->type.tensor.mem_arena);
+		}
+	write_ok(p, &again, &again_len, "devices with bytes after their types");
+	cr_assert_eq(again_len, len);
+	cr_expect(!memcmp(bin, again, len), "the bytes after a device type's NUL reached the file");
+	pr_program *q = load_ok(bin, len, true, "devices");
+	char *a = print(p), *c = print(q);
+	cr_expect_str_eq(a, c);
+	free(a);
+	free(c);
+	free(bin);
+	free(again);
+	pr_program_free(q);
+	pr_program_free(p);
+	pr_strbuf_free(&t);
+}
+
+/* The writer numbers nodes in their scratch and puts the caller's values
+ * back, whether it writes the graph or refuses it. */
+Test(binary, the_writer_leaves_the_nodes_scratch_as_it_found_it)
+{
+	pr_program *p = neg_chain();
+	pr_graph *g = pr_program_find_method(p, "m");
+	static char marks[5];
+	int i = 0;
+	pr_graph_for_each(g, n)
+		n->scratch = &marks[i++];
+	uint8_t *bin;
+	size_t len;
+	write_ok(p, &bin, &len, "scratch");
+	free(bin);
+	i = 0;
+	pr_graph_for_each(g, n) {
+		cr_expect_eq(n->scratch, &marks[i], "node %d's scratch after a write", i);
+		i++;
+	}
+	pr_node *late = append_after_the_return(p, g);
+	late->scratch = &marks[4];
+	pr_err *e = pr_binary_write(p, &bin, &len);
+	cr_assert_not_null(e);
+	pr_err_free(e);
+	i = 0;
+	pr_graph_for_each(g, n) {
+		cr_expect_eq(n->scratch, &marks[i], "node %d's scratch after a refusal", i);
+		i++;
+	}
+	pr_program_free(p);
+}
+
+/* A node not written yet cannot pass its scratch off as an index: %y reads
+ * %z (after it), then itself, while every node's scratch holds what an
+ * index would, and each is refused. */
+Test(binary, a_read_before_the_definition_is_refused_whatever_the_scratch_holds)
+{
+	pr_program *p = neg_chain();
+	pr_graph *g = pr_program_find_method(p, "m");
+	pr_node *y = pr_graph_find(g, "y"), *z = pr_graph_find(g, "z");
+	pr_node *reads[2] = {z, y};
+	for (int r = 0; r < 2; r++) {
+		for (uintptr_t fake = 1; fake <= 3; fake++) {
+			pr_graph_for_each(g, n)
+				n->scratch = (void *)fake;   /* 1 is %x's index + 1 once written */
+			pr_arg_set_value(&y->args[0], reads[r]);
+			uint8_t *bin = NULL;
+			size_t len;
+			pr_err *e = pr_binary_write(p, &bin, &len);
+			cr_assert_not_null(e, "%%y reading %%%s with scratch %u", reads[r]->name, (unsigned)fake);
+			cr_expect(strstr(pr_err_message(e), "@m: %y reads a value that is not defined before"),
+				  "%s", pr_err_message(e));
+			pr_err_free(e);
+			pr_graph_for_each(g, n)
+				cr_expect_eq(n->scratch, (void *)fake);
+		}
+	}
+	pr_arg_set_value(&y->args[0], pr_graph_find(g, "x"));
+	pr_program_free(p);
+}
+
+/* Of a graph's faults, its shape is reported first, as when the writer
+ * looked at it before writing: here %y reads a later value too. */
+Test(binary, a_misshapen_graph_is_reported_as_such_before_a_bad_read)
+{
+	pr_program *p = neg_chain();
+	pr_graph *g = pr_program_find_method(p, "m");
+	pr_node *y = pr_graph_find(g, "y"), *z = pr_graph_find(g, "z");
+	pr_arg_set_value(&y->args[0], z);
+	append_after_the_return(p, g);
+	expect_misshapen(p);
+	pr_arg_set_value(&y->args[0], pr_graph_find(g, "x"));
+	pr_program_free(p);
+}
+
+/* A value of another graph is refused even when its scratch holds what an
+ * index of this one would. */
+Test(binary, a_read_of_another_graphs_value_is_refused_whatever_its_scratch_holds)
+{
+	pr_program *p = tu_parse("passrun 1\n"
+				 "op aten::neg(Tensor self) -> Tensor\n"
+				 "delegate @d backend=\"B\" {\n"
+				 "  %a: f32[2] = input\n"
+				 "  return %a\n"
+				 "}\n"
+				 "method @m {\n"
+				 "  %x: f32[2] = input user \"x\"\n"
+				 "  %y: f32[2] = aten::neg(%x)\n"
+				 "  return %y\n"
+				 "}\n");
+	pr_graph *g = pr_program_find_method(p, "m");
+	pr_node *y = pr_graph_find(g, "y");
+	pr_node *a = pr_program_find_delegate(p, "d")->body->first;
+	a->scratch = (void *)1;   /* %x's index + 1 once written */
+	pr_arg_set_value(&y->args[0], a);
+	uint8_t *bin = NULL;
+	size_t len;
+	pr_err *e = pr_binary_write(p, &bin, &len);
+	cr_assert_not_null(e);
+	cr_expect(strstr(pr_err_message(e), "@m: %y reads a value that is not defined before"), "%s",
+		  pr_err_message(e));
+	pr_err_free(e);
+	cr_expect_eq(a->scratch, (void *)1);
+	pr_arg_set_value(&y->args[0], pr_graph_find(g, "x"));
+	pr_program_free(p);
 }

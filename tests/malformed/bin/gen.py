@@ -369,6 +369,17 @@ def cases():
         ["expected the return node exactly at the end"]
     yield "duplicate_node_name", fixed(assemble(base_parts(second_name="a"))[0]), \
         ["%a is defined twice in @d0"]
+    # A node's name: checked in one pass when well formed, each fault still
+    # reported as such (a NUL first, as in any string; then the name's bytes).
+    for case, name in (("node_name_with_nul", b"a\x00b"), ("node_name_not_a_name", b"a-b"),
+                       ("node_name_high_byte", b"ab\xc3\xa9")):
+        bad = fixed(assemble(base_parts(second_name=name))[0])
+        field = struct.pack("<I", len(name)) + name
+        assert bad.count(field) == 1
+        yield case, bad, ["the node's name " + ("contains a NUL byte" if b"\0" in name else
+                                               "is not a name"), "byte %d" % bad.find(field)]
+    yield "node_name_empty", fixed(assemble(base_parts(second_name=""))[0]), \
+        ["the node's name is not a name"]
     yield "bad_schema_text", fixed(assemble(base_parts(schema_text="aten::add(Tensor self"))[0]), \
         ["op schema 0"]
     yield "nul_in_string", fixed(assemble(base_parts(view_args=[("v", 5), ("s", b"a\x00b")]))[0]), \
