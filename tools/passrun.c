@@ -20,6 +20,9 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -946,8 +949,23 @@ void session_free(session *s)
 	pr_registry_free(s->reg);
 }
 
+/* One run allocates and frees big arrays pass after pass (lifetimes, plans,
+ * tables of a million entries). By default glibc maps each of them afresh and
+ * unmaps it on free, so every pass faults in and zeroes new pages: at a
+ * million nodes that was half the page faults and a second of system time.
+ * Keeping freed memory in the heap lets the next pass reuse it; a run is one
+ * short process, so memory it no longer needs is returned at exit. */
+static void keep_freed_memory(void)
+{
+#ifdef __GLIBC__
+	mallopt(M_MMAP_MAX, 0);
+	mallopt(M_TRIM_THRESHOLD, INT_MAX);
+#endif
+}
+
 int main(int argc, char **argv)
 {
+	keep_freed_memory();
 	opts o;
 	int st = parse_args(argc, argv, &o);
 	if (st != EXIT_CONTINUE) {
