@@ -1,4 +1,4 @@
-/* A plugin built for a plugin ABI this passrun does not have (version 42):
+/* A plugin built for a plugin ABI this passrun does not have (41 past it):
  * the loader must refuse it, naming both versions, before registering it. */
 #include "passrun/passrun.h"
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "passrun/pass.h"
 #include "testutil.h"
 
 #define EX PASSRUN_SOURCE_DIR "/examples/"
@@ -211,7 +212,9 @@ Test(provenance, version_and_plugin_abi)
 	cr_assert_eq(r.status, 0);
 	cr_assert(!strncmp(r.out, "passrun " PASSRUN_TEST_VERSION, 8 + strlen(PASSRUN_TEST_VERSION)),
 		  "%s", r.out);
-	cr_assert(strstr(r.out, "\nplugin ABI 1\n"), "%s", r.out);
+	char abi[32];
+	snprintf(abi, sizeof abi, "\nplugin ABI %u\n", PR_PLUGIN_ABI_VERSION);
+	cr_assert(strstr(r.out, abi), "%s", r.out);
 	tu_result_free(&r);
 }
 
@@ -231,7 +234,7 @@ Test(provenance, stats_json_records_what_ran)
 			"assert \"param-layout\" in [x[\"name\"] for x in p[\"pipeline\"][\"passes\"]]\n"
 			"assert p[\"overrides\"]==[\"skip_h2d_for_constants=true\"]\n"
 			"assert p[\"seed\"]==7 and p[\"status\"]==\"ok\" and p[\"exit\"]==0, p\n"
-			"assert p[\"passrun\"][\"version\"] and p[\"passrun\"][\"plugin_abi\"]==1\n"
+			"assert p[\"passrun\"][\"version\"] and p[\"passrun\"][\"plugin_abi\"]==2\n"
 			"v={x[\"name\"]:x[\"version\"] for x in p[\"plugins\"]}\n"
 			"assert v[\"propagate-device\"], v\n",
 		     "%s --pipeline cuda --set skip_h2d_for_constants=true --seed 7 --device=sim "
