@@ -46,6 +46,7 @@ typedef struct lt_builder {
 	int64_t cap_values, cap_classes;
 	lt_pos *pos;            /* per position */
 	uint64_t order0, gap;   /* node->order == order0 + pos * gap */
+	int gap_shift;          /* log2 of gap when it is a power of two, else -1 */
 	pr_mutable_buffers *mutable_buffers; /* the graph's, for the inputs' flags */
 	bytes_memo memo[BYTES_MEMO];
 } lt_builder;
@@ -55,7 +56,10 @@ static const lt_pos *node_pos(const lt_builder *b, const pr_node *n)
 {
 	if (n->order < b->order0 || !b->gap)
 		return b->lt->n_positions == 1 && b->pos[0].node == n ? &b->pos[0] : NULL;
-	uint64_t pos = (n->order - b->order0) / b->gap;
+	/* pr_graph_renumber's step is a power of two: a shift, not a division,
+	 * on every read. */
+	uint64_t d = n->order - b->order0;
+	uint64_t pos = b->gap_shift >= 0 ? d >> b->gap_shift : d / b->gap;
 	if (pos >= (uint64_t)b->lt->n_positions || b->pos[pos].node != n)
 		return NULL;
 	return &b->pos[pos];
@@ -252,6 +256,12 @@ static void builder_grow(lt_builder *b, int64_t *cap)
 	b->pos = pr_xrealloc(b->pos, (size_t)*cap * sizeof *b->pos);
 }
 
+static void set_gap(lt_builder *b, uint64_t gap)
+{
+	b->gap = gap;
+	b->gap_shift = gap && !(gap & (gap - 1)) ? __builtin_ctzll(gap) : -1;
+}
+
 /* Gives node n of the walk the order the step gives it; false when that
  * order would overflow (then the graph is renumbered and walked again). */
 static bool keep_step(lt_builder *b, pr_node *node, int64_t n)
@@ -281,7 +291,7 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 		if (n == 0)
 			b->order0 = node->order;
 		else if (n == 1)
-			b->gap = node->order - b->order0;
+			set_gap(b, node->order - b->order0);
 		if (n > 0 && (b->gap == 0 || node->order != b->order0 + (uint64_t)n * b->gap) &&
 		    !keep_step(b, node, n))
 			return false;
