@@ -134,7 +134,7 @@ typedef struct planned_class {
 	int64_t cls;
 	int64_t offset;
 	int64_t bytes;
-	int64_t start, end;
+	uint32_t start, end;   /* positions: see check_overlaps */
 	int arena;
 } planned_class;
 
@@ -215,8 +215,8 @@ static void note_planned(check_ctx *k, int64_t cls)
 	if (!c->spec->has_mem || c->bytes <= 0 || c->spec->mem_offset < 0 ||
 	    __builtin_add_overflow(c->spec->mem_offset, c->bytes, &end))
 		return;
-	k->pcs[k->n_pcs++] = (planned_class){ cls, c->spec->mem_offset, c->bytes, c->start, c->end,
-					      spec_arena(&k->arenas, c->spec) };
+	k->pcs[k->n_pcs++] = (planned_class){ cls, c->spec->mem_offset, c->bytes, (uint32_t)c->start,
+					      (uint32_t)c->end, spec_arena(&k->arenas, c->spec) };
 }
 
 /* Arena, alias and constant rules, one value at a time. A class's own value
@@ -398,7 +398,7 @@ static void sweep_insert(check_ctx *k, rank_set *live, const planned_class *pcs,
 
 /* The ranks bucketed by position (a counting sort, stable: each bucket in
  * rank order): bucket t is order[head[t] .. head[t + 1]). */
-static void bucket_ranks(const check_ctx *k, bool by_end, int64_t *head, int64_t *order)
+static void bucket_ranks(const check_ctx *k, bool by_end, uint32_t *head, uint32_t *order)
 {
 	int64_t T = k->lt->n_positions, n = k->n_pcs;
 	memset(head, 0, (size_t)(T + 2) * sizeof *head);
@@ -410,27 +410,31 @@ static void bucket_ranks(const check_ctx *k, bool by_end, int64_t *head, int64_t
 		head[t] += head[t - 1];
 	for (int64_t r = 0; r < n; r++) {
 		const planned_class *c = &k->pcs[r];
-		order[head[(by_end ? c->end : c->start) + 1]++] = r;
+		order[head[(by_end ? c->end : c->start) + 1]++] = (uint32_t)r;
 	}
 }
 
+/* Positions and ranks are 32-bit, halving the sweep's arrays: orders step by
+ * 2^32 in 64 bits (pr_graph_renumber), so a method has fewer than 2^32 nodes,
+ * and 2^32 planned values would not fit in memory. */
 static void check_overlaps(check_ctx *k)
 {
 	int64_t n = k->n_pcs, T = k->lt->n_positions;
+	PR_ASSERT(T < UINT32_MAX - 2 && n < UINT32_MAX);
 	planned_class *pcs = k->pcs;
 	sort_planned(pcs, n);
-	int64_t *start_head = pr_xmalloc((size_t)(T + 2) * sizeof *start_head);
-	int64_t *end_head = pr_xmalloc((size_t)(T + 2) * sizeof *end_head);
-	int64_t *starts = pr_xmalloc((size_t)(n + 1) * sizeof *starts);
-	int64_t *ends = pr_xmalloc((size_t)(n + 1) * sizeof *ends);
+	uint32_t *start_head = pr_xmalloc((size_t)(T + 2) * sizeof *start_head);
+	uint32_t *end_head = pr_xmalloc((size_t)(T + 2) * sizeof *end_head);
+	uint32_t *starts = pr_xmalloc((size_t)(n + 1) * sizeof *starts);
+	uint32_t *ends = pr_xmalloc((size_t)(n + 1) * sizeof *ends);
 	bucket_ranks(k, false, start_head, starts);
 	bucket_ranks(k, true, end_head, ends);
 	rank_set live;
 	rs_init(&live, n);
 	for (int64_t t = 0; t < T; t++) {
-		for (int64_t i = start_head[t]; i < start_head[t + 1]; i++)
+		for (uint32_t i = start_head[t]; i < start_head[t + 1]; i++)
 			sweep_insert(k, &live, pcs, starts[i]);
-		for (int64_t i = end_head[t]; i < end_head[t + 1]; i++)
+		for (uint32_t i = end_head[t]; i < end_head[t + 1]; i++)
 			if (rs_has(&live, ends[i]))
 				rs_remove(&live, ends[i]);
 	}
