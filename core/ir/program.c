@@ -337,8 +337,18 @@ uint32_t pr_str_hash(const char *s, size_t n)
 		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
 		h ^= h >> 31;
 	}
+	/* The tail (under 8 bytes) in constant-size pieces, each at its own
+	 * place in w: the same word as one memcpy of n - i bytes, without a
+	 * library call for every short name. */
+	size_t r = n - i;
+	unsigned char *wb = (unsigned char *)&w;
 	w = 0;
-	memcpy(&w, s + i, n - i);
+	if (r & 4)
+		memcpy(wb, s + i, 4);
+	if (r & 2)
+		memcpy(wb + (r & 4), s + i + (r & 4), 2);
+	if (r & 1)
+		memcpy(wb + (r & 6), s + i + (r & 6), 1);
 	h = (h ^ w) * 0x94d049bb133111ebull;
 	h ^= h >> 29;
 	h *= 0xbf58476d1ce4e5b9ull;
@@ -444,7 +454,8 @@ static const char *strtab_put(strtab *t, hslot *e, const char *s, size_t n, uint
 /* Room for one more string, so that a probe's empty slot can take it. */
 static void strtab_fit(strtab *t, size_t more)
 {
-	hslots_fit(&t->slots, &t->mask, STRINGS_FIRST, t->n + more);
+	if (!t->slots || t->n + more > (size_t)(t->mask + 1) / 4 * 3)
+		hslots_fit(&t->slots, &t->mask, STRINGS_FIRST, t->n + more);
 }
 
 /* s's copy in t, h being pr_str_hash(s, n). */
@@ -589,12 +600,10 @@ static void input_release(pr_graph_store *st, pr_node *n)
 	n->input = NO_INPUT;
 }
 
+/* The least k with 2^k >= cap: the bit length of cap - 1. */
 static int use_class(int cap)
 {
-	int k = 0;
-	while ((1 << k) < cap)
-		k++;
-	return k;
+	return cap <= 1 ? 0 : 32 - __builtin_clz((unsigned)cap - 1);
 }
 
 static pr_use *use_block_get(pr_graph_store *st, int k)
@@ -724,9 +733,11 @@ static void args_drop(pr_arg *args, int n)
 static void set_args(pr_node *n, pr_arg *args, int n_args, bool graph)
 {
 	bool owned = !(n->mem & NODE_ARGS_GRAPH);
-	args_release(n->args, n->n_args, owned);
-	if (owned)
-		free(n->args);
+	if (n->args) {   /* a new node (the usual case) has none to let go */
+		args_release(n->args, n->n_args, owned);
+		if (owned)
+			free(n->args);
+	}
 	n->mem = (uint8_t)(graph ? n->mem | NODE_ARGS_GRAPH : n->mem & ~NODE_ARGS_GRAPH);
 	n->args = args;
 	n->n_args = n_args;
