@@ -1049,7 +1049,7 @@ static void overflow_delete(pr_graph_store *st, hslot *hole)
 }
 
 /* The node of g named interned (a string of g's program), or NULL. */
-static pr_node *bound_in(const pr_graph *g, const char *interned)
+static inline pr_node *bound_in(const pr_graph *g, const char *interned)
 {
 	const str_head *head = str_head_of(interned);
 	if (head->bound && head->bound->graph == g)
