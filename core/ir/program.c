@@ -768,7 +768,10 @@ pr_arg *pr_graph_new_args(pr_graph *g, int n_args)
 {
 	size_t size = (size_t)(n_args > 0 ? n_args : 1) * sizeof(pr_arg);
 	pr_arg *args = arena_alloc(&g->store->mem, size, _Alignof(pr_arg));
-	memset(args, 0, size);
+	if (n_args <= 1)   /* most nodes, every copy: a constant size is a few stores */
+		memset(args, 0, sizeof *args);
+	else
+		memset(args, 0, size);
 	return args;
 }
 
