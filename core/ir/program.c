@@ -287,16 +287,10 @@ typedef struct arena {
 #define ARENA_MIN_CHUNK ((size_t)16 << 10)
 #define ARENA_MAX_CHUNK ((size_t)4 << 20)
 
-static void *arena_alloc(arena *a, size_t size, size_t align)
+/* A new chunk for what the head had no room for. */
+static void *arena_alloc_chunk(arena *a, size_t size)
 {
 	arena_chunk *c = a->head;
-	if (c) {
-		size_t at = (c->used + align - 1) & ~(align - 1);
-		if (at <= c->cap && size <= c->cap - at) {
-			c->used = at + size;
-			return (char *)c->data + at;
-		}
-	}
 	size_t block = a->next_block ? a->next_block : ARENA_MIN_CHUNK;
 	if (block < ARENA_MAX_CHUNK)
 		a->next_block = block * 2;
@@ -315,6 +309,21 @@ static void *arena_alloc(arena *a, size_t size, size_t align)
 		a->head = n;
 	}
 	return n->data;
+}
+
+/* Inline: the bump is a few instructions, and every node name, use block,
+ * argument array and input record comes from here. */
+static inline void *arena_alloc(arena *a, size_t size, size_t align)
+{
+	arena_chunk *c = a->head;
+	if (c) {
+		size_t at = (c->used + align - 1) & ~(align - 1);
+		if (at <= c->cap && size <= c->cap - at) {
+			c->used = at + size;
+			return (char *)c->data + at;
+		}
+	}
+	return arena_alloc_chunk(a, size);
 }
 
 static void arena_free(arena *a)
@@ -337,8 +346,18 @@ uint32_t pr_str_hash(const char *s, size_t n)
 		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
 		h ^= h >> 31;
 	}
+	/* The tail (under 8 bytes) in constant-size pieces, each at its own
+	 * place in w: the same word as one memcpy of n - i bytes, without a
+	 * library call for every short name. */
+	size_t r = n - i;
+	unsigned char *wb = (unsigned char *)&w;
 	w = 0;
-	memcpy(&w, s + i, n - i);
+	if (r & 4)
+		memcpy(wb, s + i, 4);
+	if (r & 2)
+		memcpy(wb + (r & 4), s + i + (r & 4), 2);
+	if (r & 1)
+		memcpy(wb + (r & 6), s + i + (r & 6), 1);
 	h = (h ^ w) * 0x94d049bb133111ebull;
 	h ^= h >> 29;
 	h *= 0xbf58476d1ce4e5b9ull;
@@ -444,7 +463,8 @@ static const char *strtab_put(strtab *t, hslot *e, const char *s, size_t n, uint
 /* Room for one more string, so that a probe's empty slot can take it. */
 static void strtab_fit(strtab *t, size_t more)
 {
-	hslots_fit(&t->slots, &t->mask, STRINGS_FIRST, t->n + more);
+	if (!t->slots || t->n + more > (size_t)(t->mask + 1) / 4 * 3)
+		hslots_fit(&t->slots, &t->mask, STRINGS_FIRST, t->n + more);
 }
 
 /* s's copy in t, h being pr_str_hash(s, n). */
@@ -589,12 +609,10 @@ static void input_release(pr_graph_store *st, pr_node *n)
 	n->input = NO_INPUT;
 }
 
+/* The least k with 2^k >= cap: the bit length of cap - 1. */
 static int use_class(int cap)
 {
-	int k = 0;
-	while ((1 << k) < cap)
-		k++;
-	return k;
+	return cap <= 1 ? 0 : 32 - __builtin_clz((unsigned)cap - 1);
 }
 
 static pr_use *use_block_get(pr_graph_store *st, int k)
@@ -724,9 +742,11 @@ static void args_drop(pr_arg *args, int n)
 static void set_args(pr_node *n, pr_arg *args, int n_args, bool graph)
 {
 	bool owned = !(n->mem & NODE_ARGS_GRAPH);
-	args_release(n->args, n->n_args, owned);
-	if (owned)
-		free(n->args);
+	if (n->args) {   /* a new node (the usual case) has none to let go */
+		args_release(n->args, n->n_args, owned);
+		if (owned)
+			free(n->args);
+	}
 	n->mem = (uint8_t)(graph ? n->mem | NODE_ARGS_GRAPH : n->mem & ~NODE_ARGS_GRAPH);
 	n->args = args;
 	n->n_args = n_args;
@@ -748,7 +768,10 @@ pr_arg *pr_graph_new_args(pr_graph *g, int n_args)
 {
 	size_t size = (size_t)(n_args > 0 ? n_args : 1) * sizeof(pr_arg);
 	pr_arg *args = arena_alloc(&g->store->mem, size, _Alignof(pr_arg));
-	memset(args, 0, size);
+	if (n_args <= 1)   /* most nodes, every copy: a constant size is a few stores */
+		memset(args, 0, sizeof *args);
+	else
+		memset(args, 0, size);
 	return args;
 }
 
@@ -1029,7 +1052,7 @@ static void overflow_delete(pr_graph_store *st, hslot *hole)
 }
 
 /* The node of g named interned (a string of g's program), or NULL. */
-static pr_node *bound_in(const pr_graph *g, const char *interned)
+static inline pr_node *bound_in(const pr_graph *g, const char *interned)
 {
 	const str_head *head = str_head_of(interned);
 	if (head->bound && head->bound->graph == g)

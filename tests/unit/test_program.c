@@ -824,3 +824,40 @@ Test(storage, input_records_are_inputs_only)
 	cr_assert_null(pr_graph_append(g, op));
 	pr_program_free(p);   /* op's, c's and d's parts with the graph */
 }
+
+/* The hash spelt out a byte at a time (little-endian words, as on the
+ * machines the tests run on): an oracle that shares no code with the one
+ * under test. */
+static uint32_t hash_reference(const char *s, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+	size_t done = n / 8 * 8;
+	for (size_t at = 0; at <= done; at += 8) {
+		uint64_t w = 0;
+		size_t take = at < done ? 8 : n - done;
+		for (size_t k = 0; k < take; k++)
+			w |= (uint64_t)(unsigned char)s[at + k] << (8 * k);
+		h = (h ^ w) * (at < done ? 0xbf58476d1ce4e5b9ull : 0x94d049bb133111ebull);
+		h ^= h >> (at < done ? 31 : 29);
+	}
+	h *= 0xbf58476d1ce4e5b9ull;
+	return (uint32_t)(h ^ h >> 32);
+}
+
+Test(strings, hash_reads_exactly_n_bytes)
+{
+	const char *text = "layers.12.attention.wq.weight_h2d_cuda0";
+	for (size_t n = 0; n <= strlen(text); n++) {
+		/* Its own malloc of n bytes: a read past them is ASan's to see. */
+		char *s = malloc(n ? n : 1);
+		memcpy(s, text, n);
+		cr_expect_eq(pr_str_hash(s, n), hash_reference(s, n), "length %zu", n);
+		/* Every tail byte counts, each in its place. */
+		for (size_t i = 0; i < n; i++) {
+			s[i] ^= 1;
+			cr_expect_neq(pr_str_hash(s, n), hash_reference(text, n), "byte %zu of %zu", i, n);
+			s[i] ^= 1;
+		}
+		free(s);
+	}
+}
