@@ -263,19 +263,25 @@ static pr_program *neg_chain(void)
 			"}\n");
 }
 
+/* Writing p fails with a message holding want, and gives no bytes. */
+static void expect_write_refused(const pr_program *p, const char *want)
+{
+	uint8_t *bin = NULL;
+	size_t len;
+	pr_err *e = pr_binary_write(p, &bin, &len);
+	cr_assert_not_null(e, "written, though it should fail with '%s'", want);
+	cr_expect(strstr(pr_err_message(e), want), "%s", pr_err_message(e));
+	cr_expect_null(bin);
+	pr_err_free(e);
+}
+
 Test(binary, writer_refuses_a_value_read_before_it_is_defined)
 {
 	pr_program *p = neg_chain();
 	pr_graph *g = pr_program_find_method(p, "m");
 	pr_node *y = pr_graph_find(g, "y"), *z = pr_graph_find(g, "z");
 	pr_arg_set_value(&y->args[0], z);   /* %y now reads %z, defined after it */
-	uint8_t *bin = NULL;
-	size_t len;
-	pr_err *e = pr_binary_write(p, &bin, &len);
-	cr_assert_not_null(e);
-	cr_expect(strstr(pr_err_message(e), "not defined before"), "%s", pr_err_message(e));
-	cr_expect_null(bin);
-	pr_err_free(e);
+	expect_write_refused(p, "not defined before");
 	pr_arg_set_value(&y->args[0], pr_graph_find(g, "x"));
 	pr_program_free(p);
 }
@@ -467,13 +473,7 @@ static pr_node *append_after_the_return(pr_program *p, pr_graph *g)
 
 static void expect_misshapen(const pr_program *p)
 {
-	uint8_t *bin = NULL;
-	size_t len;
-	pr_err *e = pr_binary_write(p, &bin, &len);
-	cr_assert_not_null(e);
-	cr_expect(strstr(pr_err_message(e), "@m: it must end with its one return node"), "%s",
-		  pr_err_message(e));
-	pr_err_free(e);
+	expect_write_refused(p, "@m: it must end with its one return node");
 }
 
 Test(binary, writer_refuses_a_graph_that_does_not_end_with_its_return)
@@ -698,13 +698,7 @@ Test(binary, a_read_of_another_graphs_value_is_refused_whatever_its_scratch_hold
 	pr_node *a = pr_program_find_delegate(p, "d")->body->first;
 	a->scratch = (void *)1;   /* %x's index + 1 once written */
 	pr_arg_set_value(&y->args[0], a);
-	uint8_t *bin = NULL;
-	size_t len;
-	pr_err *e = pr_binary_write(p, &bin, &len);
-	cr_assert_not_null(e);
-	cr_expect(strstr(pr_err_message(e), "@m: %y reads a value that is not defined before"), "%s",
-		  pr_err_message(e));
-	pr_err_free(e);
+	expect_write_refused(p, "@m: %y reads a value that is not defined before");
 	cr_expect_eq(a->scratch, (void *)1);
 	pr_arg_set_value(&y->args[0], pr_graph_find(g, "x"));
 	pr_program_free(p);
