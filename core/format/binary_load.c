@@ -1296,6 +1296,19 @@ pr_err *pr_binary_load(const char *filename, const uint8_t *buf, size_t len, boo
 	return NULL;
 }
 
+bool pr_binary_data_range(const uint8_t *buf, size_t len, size_t *off, size_t *size)
+{
+	rd r = {.file = "<binary>", .buf = buf, .len = len};
+	section secs[PRB_SEC_COUNT + 1] = {{0}};
+	if (!rd_header(&r) || !rd_section_table(&r, secs)) {
+		pr_err_free(r.err);
+		return false;
+	}
+	*off = (size_t)secs[PRB_SEC_DATA].off;
+	*size = (size_t)secs[PRB_SEC_DATA].size;
+	return true;
+}
+
 bool pr_binary_sniff(const uint8_t *buf, size_t len)
 {
 	return len >= 8 && !memcmp(buf, PR_BINARY_MAGIC, 8);

@@ -27,7 +27,6 @@
 
 #include "passrun/fileio.h"
 #include "passrun/format.h"
-#include "binary_format.h"
 #include "outbuf.h"
 
 /* ---- loading ------------------------------------------------------------- */
@@ -48,35 +47,15 @@ static pr_err *load_text(const char *path, const uint8_t *bytes, size_t len, pr_
 /* The DATA section of a binary file that loaded: the one part of the mapping
  * the program may still read (blob bytes and constants' storage borrow from
  * it; names and everything else were copied). */
-static uint64_t le_at(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static void data_section(const uint8_t *map, size_t *off, size_t *end)
-{
-	for (unsigned i = 0; i < PRB_SEC_COUNT; i++) {
-		const uint8_t *e = map + PRB_HEADER_SIZE + i * PRB_SECTION_ENTRY_SIZE;
-		uint64_t o = le_at(e + 8, 8), n = le_at(e + 16, 8);
-		if (le_at(e, 4) == PRB_SEC_DATA) {
-			*off = (size_t)o;
-			*end = (size_t)(o + n);
-			return;
-		}
-	}
-	*off = *end = 0;
-}
-
 /* Hands back the pages of the mapping outside DATA, read once by the loader
  * and never again, so that they do not stay in the process's memory. Best
  * effort: a page read again is read from the file, as at first. */
 static void drop_read_pages(uint8_t *map, size_t len)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), off, end;
-	data_section(map, &off, &end);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), off, size;
+	if (!pr_binary_data_range(map, len, &off, &size))
+		return;
+	size_t end = off + size;
 	size_t keep_from = off / page * page, keep_to = (end + page - 1) / page * page;
 	if (off == end)
 		keep_from = keep_to = 0;
@@ -131,16 +110,19 @@ pr_err *pr_program_load_file(const char *path, pr_program **out)
 #define TMP_TAG ".passrun-tmp."
 #define MAX_LINKS 40   /* the kernel's own limit on links followed in a path */
 
-static pr_err *write_all(int fd, const char *what, const uint8_t *p, size_t n)
+/* Writes all n bytes at offset at, or at the file's position when at < 0. */
+static pr_err *write_all(int fd, const char *what, const uint8_t *p, size_t n, off_t at)
 {
 	while (n) {
-		ssize_t w = write(fd, p, n);
+		ssize_t w = at < 0 ? write(fd, p, n) : pwrite(fd, p, n, at);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
 			return pr_err_new("%s: cannot write: %s", what, w < 0 ? strerror(errno) : "no progress");
 		p += w;
 		n -= (size_t)w;
+		if (at >= 0)
+			at += w;
 	}
 	return NULL;
 }
@@ -399,7 +381,7 @@ bool pr_file_sink_can_seek(const pr_file_sink *s)
 void pr_file_sink_write(pr_file_sink *s, const void *bytes, size_t len)
 {
 	if (sink_ready(s))
-		sink_fail(s, write_all(s->fd, s->path, bytes, len));
+		sink_fail(s, write_all(s->fd, s->path, bytes, len, -1));
 }
 
 void pr_file_sink_write_at(pr_file_sink *s, uint64_t offset, const void *bytes, size_t len)
@@ -411,20 +393,7 @@ void pr_file_sink_write_at(pr_file_sink *s, uint64_t offset, const void *bytes, 
 					s->path));
 		return;
 	}
-	const uint8_t *p = bytes;
-	while (len) {
-		ssize_t w = pwrite(s->fd, p, len, (off_t)offset);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			sink_fail(s, pr_err_new("%s: cannot write: %s", s->path,
-						w < 0 ? strerror(errno) : "no progress"));
-			return;
-		}
-		p += w;
-		len -= (size_t)w;
-		offset += (uint64_t)w;
-	}
+	sink_fail(s, write_all(s->fd, s->path, bytes, len, (off_t)offset));
 }
 
 static void sink_free(pr_file_sink *s)

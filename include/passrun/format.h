@@ -36,6 +36,10 @@ pr_err *pr_binary_write(const pr_program *p, uint8_t **out, size_t *len);
  * in which case blobs point into buf, which must outlive the program. */
 pr_err *pr_binary_load(const char *filename, const uint8_t *buf, size_t len,
 		       bool borrow, pr_program **out);
+/* Where the DATA section of the binary file buf lies: the only bytes a
+ * borrowing load keeps pointing into. false when the header or section
+ * table is malformed. */
+bool pr_binary_data_range(const uint8_t *buf, size_t len, size_t *off, size_t *size);
 
 /* Files: reads by content (text or binary; binary files are mmapped and
  * constant data points into the mapping). */
