@@ -125,7 +125,8 @@ int prt_dim(int64_t d, int rank);
 	X(logical_and) X(logical_or) X(logical_xor) X(logical_not)            \
 	X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(bitwise_not)            \
 	X(where) X(masked_fill) X(to_copy) X(assert_tensor_metadata)            \
-	X(div_mode) X(rsub)
+	X(div_mode) X(rsub) X(maximum) X(minimum) X(clamp) X(clamp_min)       \
+	X(clamp_max)
 PRT_KERNELS_EW(PRT_DECLARE_KERNEL)
 
 /* An operand of a typed elementwise op: a tensor seen with the result's
@@ -140,13 +141,14 @@ typedef struct prt_ew_operand {
 
 /* Everything a device needs to run one typed elementwise op (the semantics
  * of one element are kernels_elementwise.h's): out = op(x[0], alpha * x[1])
- * computed in dtype ct, or with select, out = cond ? x[0] : x[1] in ct. */
+ * computed in dtype ct, clamp's out = clamp(x[0], x[1], x[2]), or with
+ * select, out = cond ? x[0] : x[1] in ct. */
 typedef struct prt_ew_plan {
 	prt_ewt_op op;
 	pr_dtype ct;                  /* the compute dtype */
 	prt_tensor *out;
-	int n;                        /* operands: 1 or 2 */
-	prt_ew_operand x[2];
+	int n;                        /* operands: 1 to 3 */
+	prt_ew_operand x[3];
 	bool select;                  /* where, masked_fill */
 	prt_ew_operand cond;           /* their condition (bool, or u8 for where) */
 	double alpha_f;               /* add/sub's alpha in the FLOAT domain */
@@ -163,6 +165,10 @@ pr_dtype prt_ew_promote(pr_dtype a, pr_dtype b);
 pr_err *prt_ew_plan_get(prt_kctx *k, prt_ewt_op op, int n, int alpha_at, prt_ew_plan *p);
 pr_err *prt_ew_where_plan(prt_kctx *k, prt_ew_plan *p);
 pr_err *prt_ew_masked_fill_plan(prt_kctx *k, prt_ew_plan *p);
+/* clamp and its one-bound forms: the lower bound is argument lo_at and the
+ * upper hi_at (-1: the form has none; a None argument gives none either).
+ * Both give PRT_EWT_CLAMP, one MAXIMUM (lower) or MINIMUM (upper). */
+pr_err *prt_ew_clamp_plan(prt_kctx *k, int lo_at, int hi_at, prt_ew_plan *p);
 /* Runs a plan on the host. */
 void prt_ew_plan_run(const prt_ew_plan *p);
 /* Plans and runs op: add/sub/mul/div/neg on operands that are not all f32. */

@@ -23,8 +23,9 @@
  *     checks are the host's own (prt_conv_args_get, prt_bn_args_get,
  *     prt_pool_args_get).
  *   - The typed elementwise ops (sqrt, rsqrt, abs, pow, comparisons,
- *     logical and bitwise ops, where, masked_fill, _to_copy): the host's
- *     planner (prt_ew_plan_get and its where / masked_fill forms) makes the
+ *     logical and bitwise ops, where, masked_fill, _to_copy, maximum,
+ *     minimum, clamp): the host's planner (prt_ew_plan_get and its where,
+ *     masked_fill and clamp forms) makes the
  *     plan, checks included, and one kernel runs it over the result, each
  *     element as kernels_elementwise.c's loop computes it (the arithmetic
  *     is kernels_elementwise.h's, shared; loads and stores are data.h's,
@@ -910,7 +911,7 @@ struct ew_plan_desc {
 	prt_ewt_op op;
 	int n;
 	bool select;
-	ew_operand x[2], cond;
+	ew_operand x[3], cond;
 	double alpha_f;
 	int64_t alpha_i;
 };
@@ -964,29 +965,43 @@ __device__ void ew_store_i(pr_dtype t, void *p, int64_t i, int64_t v)
 		elem_store_i64(t, p, i, prt_ew_wrap(t, v));
 }
 
-__device__ void ew_element(const ew_plan_desc &d, void *o, int64_t oo, int64_t ao, int64_t bo)
+/* load_i, but a number operand of maximum, minimum or clamp (a bound) at
+ * full width, as the host. */
+__device__ int64_t load_bound_i(const ew_plan_desc &d, const ew_operand &x, int64_t off)
 {
-	const ew_operand &a = d.x[0], &b = d.x[1];
+	bool wide = d.op == PRT_EWT_MAXIMUM || d.op == PRT_EWT_MINIMUM || d.op == PRT_EWT_CLAMP;
+	return !x.p && wide ? x.i : load_i(x, off, d.ct);
+}
+
+/* One element: the operands at offsets off[0..n-1], the result at oo. */
+__device__ void ew_element(const ew_plan_desc &d, void *o, int64_t oo, const int64_t *off)
+{
+	const ew_operand &a = d.x[0], &b = d.x[1], &c = d.x[2];
 	bool add = d.op == PRT_EWT_ADD || d.op == PRT_EWT_SUB;
 	if (is_float_dt(d.ct)) {
-		double av = load_f(a, ao, d.ct), bv = d.n > 1 ? load_f(b, bo, d.ct) : 0;
+		double av = load_f(a, off[0], d.ct), bv = d.n > 1 ? load_f(b, off[1], d.ct) : 0;
 		if (add && d.alpha_f != 1)
 			bv = round_to(d.ct, bv * d.alpha_f);
-		double r = prt_ewt_float(d.op, av, bv);
+		double r = d.op == PRT_EWT_CLAMP ? prt_ew_clamp_f(av, bv, load_f(c, off[2], d.ct))
+						 : prt_ewt_float(d.op, av, bv);
 		ew_store_f(d.od, o, oo, prt_ewt_gives_bool(d.op) ? r : round_to(d.ct, r));
 	} else {
-		int64_t av = load_i(a, ao, d.ct), bv = d.n > 1 ? load_i(b, bo, d.ct) : 0;
+		int64_t av = load_i(a, off[0], d.ct), bv = d.n > 1 ? load_bound_i(d, b, off[1]) : 0;
 		if (add && d.alpha_i != 1)
 			bv = prt_ewt_int(PRT_EWT_MUL, bv, d.alpha_i);
-		ew_store_i(d.od, o, oo, prt_ewt_int_in(d.ct, d.op, av, bv));
+		int64_t r = d.op == PRT_EWT_CLAMP
+				    ? prt_ew_wrap(d.ct, prt_ew_clamp_i(av, bv, load_bound_i(d, c, off[2])))
+				    : prt_ewt_int_in(d.ct, d.op, av, bv);
+		ew_store_i(d.od, o, oo, r);
 	}
 }
 
-__device__ void ew_select(const ew_plan_desc &d, void *o, int64_t oo, int64_t ao, int64_t bo, int64_t co)
+/* where / masked_fill: x[0] where the condition (its offset off[3]) holds, else x[1]. */
+__device__ void ew_select(const ew_plan_desc &d, void *o, int64_t oo, const int64_t *offs)
 {
-	bool c = elem_load_i64(d.cond.dtype, d.cond.p, co) != 0;
+	bool c = elem_load_i64(d.cond.dtype, d.cond.p, offs[3]) != 0;
 	const ew_operand &x = c ? d.x[0] : d.x[1];
-	int64_t off = c ? ao : bo;
+	int64_t off = c ? offs[0] : offs[1];
 	if (is_float_dt(d.ct))
 		ew_store_f(d.od, o, oo, load_f(x, off, d.ct));
 	else
@@ -998,16 +1013,17 @@ __global__ void ew_plan_kernel(ew_plan_desc d, void *o)
 	int64_t c[PR_MAX_RANK];
 	GRID_STRIDE(i, d.o.n) {
 		coords_of(d.o, i, c);
-		int64_t ao = 0, bo = 0, co = 0;
+		int64_t off[4] = {0, 0, 0, 0};   /* the operands', the condition's last */
 		for (int j = 0; j < d.o.rank; j++) {
-			ao += c[j] * d.x[0].st[j];
-			bo += c[j] * d.x[1].st[j];
-			co += c[j] * d.cond.st[j];
+			off[0] += c[j] * d.x[0].st[j];
+			off[1] += c[j] * d.x[1].st[j];
+			off[2] += c[j] * d.x[2].st[j];
+			off[3] += c[j] * d.cond.st[j];
 		}
 		if (d.select)
-			ew_select(d, o, offset_of(d.o, c), ao, bo, co);
+			ew_select(d, o, offset_of(d.o, c), off);
 		else
-			ew_element(d, o, offset_of(d.o, c), ao, bo);
+			ew_element(d, o, offset_of(d.o, c), off);
 	}
 }
 
@@ -1028,9 +1044,8 @@ pr_err *ew_plan_launch(prt_kctx *k, const prt_ew_plan &p)
 	memset(&d, 0, sizeof d);
 	d.o = walk_of(p.out);
 	d.od = p.out->dtype, d.ct = p.ct, d.op = (prt_ewt_op)p.op, d.n = p.n, d.select = p.select;
-	d.x[0] = operand_of(p.x[0]);
-	if (p.n > 1)
-		d.x[1] = operand_of(p.x[1]);
+	for (int i = 0; i < p.n; i++)
+		d.x[i] = operand_of(p.x[i]);
 	if (p.select)
 		d.cond = operand_of(p.cond);
 	d.alpha_f = p.alpha_f, d.alpha_i = p.alpha_i;
@@ -1128,6 +1143,21 @@ pr_err *cu_div_mode(prt_kctx *k)
 		return err ? err : prt_k_staged(k);
 	return ew_plan_launch(k, p);
 }
+
+pr_err *cu_maximum(prt_kctx *k) { return ew_run(k, PRT_EWT_MAXIMUM, 2, -1); }
+pr_err *cu_minimum(prt_kctx *k) { return ew_run(k, PRT_EWT_MINIMUM, 2, -1); }
+
+/* clamp and its one-bound forms, planned as the host plans them. */
+pr_err *clamp_launch(prt_kctx *k, int lo_at, int hi_at)
+{
+	prt_ew_plan p;
+	pr_err *err = prt_ew_clamp_plan(k, lo_at, hi_at, &p);
+	return err ? err : ew_plan_launch(k, p);
+}
+
+pr_err *cu_clamp(prt_kctx *k) { return clamp_launch(k, 1, 2); }
+pr_err *cu_clamp_min(prt_kctx *k) { return clamp_launch(k, 1, -1); }
+pr_err *cu_clamp_max(prt_kctx *k) { return clamp_launch(k, -1, 1); }
 
 /* rsub.Scalar(self, other, alpha=1) = other - alpha * self: sub with its
  * operands swapped, as the host. */
@@ -1715,6 +1745,20 @@ const prt_cuda_kernel nn_kernels[] = {
 	{"aten::div.Tensor_mode", cu_div_mode},
 	{"aten::div.Scalar_mode", cu_div_mode},
 	{"aten::rsub.Scalar", cu_rsub},
+	{"aten::maximum", cu_maximum},
+	{"aten::minimum", cu_minimum},
+	{"aten::clamp", cu_clamp},
+	{"aten::clamp.Tensor", cu_clamp},
+	{"aten::clamp_", cu_clamp},
+	{"aten::clamp_.Tensor", cu_clamp},
+	{"aten::clamp_min", cu_clamp_min},
+	{"aten::clamp_min.Tensor", cu_clamp_min},
+	{"aten::clamp_min_", cu_clamp_min},
+	{"aten::clamp_min_.Tensor", cu_clamp_min},
+	{"aten::clamp_max", cu_clamp_max},
+	{"aten::clamp_max.Tensor", cu_clamp_max},
+	{"aten::clamp_max_", cu_clamp_max},
+	{"aten::clamp_max_.Tensor", cu_clamp_max},
 	{"aten::arange", cu_arange},
 	{"aten::arange.start", cu_arange_start},
 	{"aten::arange.start_step", cu_arange_start_step},

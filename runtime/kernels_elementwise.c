@@ -1,6 +1,7 @@
 /* kernels_elementwise.c: elementwise ops with ATen's dtype semantics: the
  * comparisons, logical and bitwise ops, sqrt, rsqrt, pow, where, masked_fill,
- * _to_copy, and add/sub/mul/div/neg on anything but all-f32 operands.
+ * _to_copy, maximum, minimum, clamp, and add/sub/mul/div/neg on anything but
+ * all-f32 operands.
  *
  * A kernel first makes a plan (prt_ew_plan_get): its operands (tensors seen
  * with the result's shape through broadcast strides, or numbers), the
@@ -124,14 +125,15 @@ static pr_err *operand_get(prt_kctx *k, int i, prt_ew_operand *x)
 /* The broadcast shape of the tensor operands (and the condition). */
 static bool bcast_shape(const prt_ew_plan *p, int *rank, int64_t *shape)
 {
-	const prt_tensor *ts[3] = {p->x[0].t, p->n > 1 ? p->x[1].t : NULL, p->cond.t};
+	const prt_tensor *ts[4] = {p->x[0].t, p->n > 1 ? p->x[1].t : NULL,
+				   p->n > 2 ? p->x[2].t : NULL, p->cond.t};
 	*rank = 0;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		if (ts[i] && ts[i]->rank > *rank)
 			*rank = ts[i]->rank;
 	for (int d = 0; d < *rank; d++)
 		shape[d] = 1;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		const prt_tensor *t = ts[i];
 		for (int d = 0; t && d < t->rank; d++) {
 			int64_t *s = &shape[*rank - t->rank + d];
@@ -154,8 +156,8 @@ static pr_err *plan_strides(prt_kctx *k, prt_ew_plan *p)
 	pr_err *err = prt_result_shape_check(k, rank, shape);
 	if (err)
 		return err;
-	prt_ew_operand *xs[3] = {&p->x[0], &p->x[1], &p->cond};
-	for (int i = 0; i < 3; i++)
+	prt_ew_operand *xs[4] = {&p->x[0], &p->x[1], &p->x[2], &p->cond};
+	for (int i = 0; i < 4; i++)
 		if (xs[i]->t && !prt_bcast_strides(xs[i]->t, p->out, xs[i]->st))
 			return prt_kernel_error(k, "argument shapes do not broadcast to the result's");
 	return NULL;
@@ -175,13 +177,61 @@ static const char *ewt_name(prt_ewt_op op)
 		"add", "sub", "mul", "div", "pow", "neg", "abs", "sqrt", "rsqrt", "eq", "ne", "lt",
 		"le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
 		"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "copy", "div", "div",
+		"maximum", "minimum", "clamp",
 	};
 	return names[op];
+}
+
+/* Whether op compares number operands at full width (clamp's bounds). */
+static bool wide_numbers(prt_ewt_op op)
+{
+	return op == PRT_EWT_MAXIMUM || op == PRT_EWT_MINIMUM || op == PRT_EWT_CLAMP;
+}
+
+/* The range of integer dtype t. */
+static void int_range(pr_dtype t, int64_t *lo, int64_t *hi)
+{
+	if (t == PR_U8) {
+		*lo = 0, *hi = 255;
+		return;
+	}
+	int bits = int_bits(t);
+	*hi = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1;
+	*lo = -*hi - 1;
+}
+
+/* ATen's refusals of clamp's number bounds: none on bool, and none that
+ * leaves nothing of an integer dtype's range (a lower bound above its
+ * largest value, an upper one below its smallest). A number operand of
+ * maximum or minimum comes only from clamp_min or clamp_max (torch.maximum
+ * takes tensors). */
+static pr_err *clamp_check(prt_kctx *k, const prt_ew_plan *p)
+{
+	if (!wide_numbers(p->op))
+		return NULL;
+	for (int i = 1; i < p->n; i++) {
+		const prt_ew_operand *b = &p->x[i];
+		if (b->t)
+			continue;
+		if (p->ct == PR_BOOL)
+			return prt_kernel_error(k, "clamp with a number bound is not implemented for bool");
+		bool lower = p->op == PRT_EWT_MAXIMUM || (p->op == PRT_EWT_CLAMP && i == 1);
+		int64_t lo, hi;
+		if (!is_int(p->ct))
+			continue;
+		int_range(p->ct, &lo, &hi);
+		if (lower ? b->i > hi : b->i < lo)
+			return prt_kernel_error(k, "clamp's %s bound %lld is outside the range of %s",
+					       lower ? "lower" : "upper", (long long)b->i,
+					       pr_dtype_name(p->ct));
+	}
+	return NULL;
 }
 
 /* ATen's refusals for op in compute dtype ct. */
 static pr_err *plan_check(prt_kctx *k, const prt_ew_plan *p)
 {
+	pr_err *err;
 	bool any_bool = false;
 	for (int i = 0; i < p->n; i++)
 		any_bool |= p->x[i].t && p->x[i].dtype == PR_BOOL;
@@ -195,6 +245,8 @@ static pr_err *plan_check(prt_kctx *k, const prt_ew_plan *p)
 		return prt_kernel_error(k, "pow is not implemented for bool");
 	if (p->op == PRT_EWT_POW && is_int(p->ct) && !p->x[1].t && p->x[1].i < 0)
 		return prt_kernel_error(k, "integers to negative integer powers are not allowed");
+	if ((err = clamp_check(k, p)))
+		return err;
 	if (!prt_ewt_gives_bool(p->op) && p->op != PRT_EWT_COPY && !can_cast(p->ct, p->out->dtype))
 		return prt_kernel_error(k, "result type %s cannot be cast to the result's dtype %s",
 				       pr_dtype_name(p->ct), pr_dtype_name(p->out->dtype));
@@ -302,32 +354,44 @@ static bool cond_at(const prt_ew_plan *p, int64_t off)
 	return pr_elem_load_i64(c->dtype, c->data + off * (int64_t)pr_dtype_size(c->dtype)) != 0;
 }
 
-/* One element: the operands at offsets ao and bo, the result at o. */
-static void ew_element(const prt_ew_plan *p, uint8_t *o, int64_t ao, int64_t bo)
+/* load_i, but a number operand of maximum, minimum or clamp (a bound) at
+ * full width, as ATen compares it. */
+static int64_t load_bound_i(const prt_ew_plan *p, const prt_ew_operand *x, int64_t off)
+{
+	return !x->t && wide_numbers(p->op) ? x->i : load_i(x, off, p->ct);
+}
+
+/* One element: the operands at offsets off[0..n-1], the result at o. */
+static void ew_element(const prt_ew_plan *p, uint8_t *o, const int64_t *off)
 {
 	pr_dtype ct = p->ct, od = p->out->dtype;
-	const prt_ew_operand *a = &p->x[0], *b = &p->x[1];
+	const prt_ew_operand *a = &p->x[0], *b = &p->x[1], *c = &p->x[2];
 	bool add = p->op == PRT_EWT_ADD || p->op == PRT_EWT_SUB;
 	if (is_float(ct)) {
-		double av = load_f(a, ao, ct), bv = p->n > 1 ? load_f(b, bo, ct) : 0;
+		double av = load_f(a, off[0], ct), bv = p->n > 1 ? load_f(b, off[1], ct) : 0;
 		if (add && p->alpha_f != 1)
 			bv = round_to(ct, bv * p->alpha_f);
-		double r = prt_ewt_float(p->op, av, bv);
+		double r = p->op == PRT_EWT_CLAMP ? prt_ew_clamp_f(av, bv, load_f(c, off[2], ct))
+						  : prt_ewt_float(p->op, av, bv);
 		prt_ew_store_f(od, o, prt_ewt_gives_bool(p->op) ? r : round_to(ct, r));
 	} else {
-		int64_t av = load_i(a, ao, ct), bv = p->n > 1 ? load_i(b, bo, ct) : 0;
+		int64_t av = load_i(a, off[0], ct), bv = p->n > 1 ? load_bound_i(p, b, off[1]) : 0;
 		if (add && p->alpha_i != 1)
 			bv = prt_ewt_int(PRT_EWT_MUL, bv, p->alpha_i);
-		prt_ew_store_i(od, o, prt_ewt_int_in(ct, p->op, av, bv));
+		int64_t r = p->op == PRT_EWT_CLAMP
+				    ? prt_ew_wrap(ct, prt_ew_clamp_i(av, bv, load_bound_i(p, c, off[2])))
+				    : prt_ewt_int_in(ct, p->op, av, bv);
+		prt_ew_store_i(od, o, r);
 	}
 }
 
-/* where / masked_fill: the result is x[0] where the condition holds, else x[1]. */
-static void ew_select(const prt_ew_plan *p, uint8_t *o, int64_t ao, int64_t bo, int64_t co)
+/* where / masked_fill: the result is x[0] where the condition holds, else
+ * x[1] (off[3] is the condition's offset). */
+static void ew_select(const prt_ew_plan *p, uint8_t *o, const int64_t *offs)
 {
-	bool c = cond_at(p, co);
+	bool c = cond_at(p, offs[3]);
 	const prt_ew_operand *x = c ? &p->x[0] : &p->x[1];
-	int64_t off = c ? ao : bo;
+	int64_t off = c ? offs[0] : offs[1];
 	if (is_float(p->ct))
 		prt_ew_store_f(p->out->dtype, o, load_f(x, off, p->ct));
 	else
@@ -338,23 +402,25 @@ void prt_ew_plan_run(const prt_ew_plan *p)
 {
 	const prt_tensor *o = p->out;
 	size_t es = pr_dtype_size(o->dtype);
-	const int64_t *as = p->x[0].st, *bs = p->x[1].st, *cs = p->cond.st;
+	/* The operands' strides and offsets; the condition's last. */
+	const int64_t *st[4] = {p->x[0].st, p->x[1].st, p->x[2].st, p->cond.st};
 	int64_t idx[PR_MAX_RANK] = {0}, n = prt_tensor_numel(o);
-	int64_t oo = 0, ao = 0, bo = 0, co = 0;
+	int64_t oo = 0, off[4] = {0};
 	for (int64_t i = 0; i < n; i++) {
 		uint8_t *op = o->data + oo * (int64_t)es;
 		if (p->select)
-			ew_select(p, op, ao, bo, co);
+			ew_select(p, op, off);
 		else
-			ew_element(p, op, ao, bo);
+			ew_element(p, op, off);
 		for (int d = o->rank - 1; d >= 0; d--) {
-			oo += o->strides[d], ao += as[d], bo += bs[d], co += cs[d];
+			oo += o->strides[d];
+			for (int j = 0; j < 4; j++)
+				off[j] += st[j][d];
 			if (++idx[d] < o->shape[d])
 				break;
 			oo -= o->strides[d] * o->shape[d];
-			ao -= as[d] * o->shape[d];
-			bo -= bs[d] * o->shape[d];
-			co -= cs[d] * o->shape[d];
+			for (int j = 0; j < 4; j++)
+				off[j] -= st[j][d] * o->shape[d];
 			idx[d] = 0;
 		}
 	}
@@ -551,6 +617,51 @@ pr_err *prt_k_masked_fill(prt_kctx *k)
 		prt_ew_plan_run(&p);
 	return err;
 }
+
+/* ---- maximum, minimum, clamp ---------------------------------------------------- */
+
+/* maximum(self, other) / minimum(self, other): NaN if either is NaN. */
+pr_err *prt_k_maximum(prt_kctx *k) { return ew_run(k, PRT_EWT_MAXIMUM, 2, -1); }
+pr_err *prt_k_minimum(prt_kctx *k) { return ew_run(k, PRT_EWT_MINIMUM, 2, -1); }
+
+pr_err *prt_ew_clamp_plan(prt_kctx *k, int lo_at, int hi_at, prt_ew_plan *p)
+{
+	if (lo_at >= 0 && prt_karg_is_none(k, lo_at))
+		lo_at = -1;
+	if (hi_at >= 0 && prt_karg_is_none(k, hi_at))
+		hi_at = -1;
+	if (lo_at < 0 && hi_at < 0)
+		return prt_kernel_error(k, "clamp needs at least one of min and max (both are None)");
+	if (k->n_args < 1 || lo_at >= k->n_args || hi_at >= k->n_args)
+		return prt_kernel_error(k, "clamp takes self and its bounds");
+	/* (self, lower, upper) with the bounds that are given, in that order. */
+	prt_karg args[3] = {k->args[0]};
+	int n = 1;
+	if (lo_at >= 0)
+		args[n++] = k->args[lo_at];
+	if (hi_at >= 0)
+		args[n++] = k->args[hi_at];
+	prt_ewt_op op = n == 3 ? PRT_EWT_CLAMP : lo_at >= 0 ? PRT_EWT_MAXIMUM : PRT_EWT_MINIMUM;
+	prt_kctx c = *k;
+	c.args = args, c.n_args = n;
+	return prt_ew_plan_get(&c, op, n, -1, p);
+}
+
+static pr_err *clamp_run(prt_kctx *k, int lo_at, int hi_at)
+{
+	prt_ew_plan p;
+	pr_err *err = prt_ew_clamp_plan(k, lo_at, hi_at, &p);
+	if (!err)
+		prt_ew_plan_run(&p);
+	return err;
+}
+
+/* clamp(self, min=None, max=None) with numbers or (clamp.Tensor) tensors,
+ * and clamp_: minimum(maximum(self, min), max); min > max gives max. */
+pr_err *prt_k_clamp(prt_kctx *k) { return clamp_run(k, 1, 2); }
+/* clamp_min(self, min) / clamp_max(self, max), their .Tensor and in-place forms. */
+pr_err *prt_k_clamp_min(prt_kctx *k) { return clamp_run(k, 1, -1); }
+pr_err *prt_k_clamp_max(prt_kctx *k) { return clamp_run(k, -1, 1); }
 
 /* _assert_tensor_metadata(a, size?, stride?, dtype?, *, device?, layout?) -> ():
  * PyTorch's check, written next to every .to(): the dtype (a c10 ScalarType

@@ -13,7 +13,10 @@
  *   - BOOL: the INT arithmetic on 0 and 1, the result then v != 0.
  * Comparisons and logical ops give bool whatever the domain; true division,
  * sqrt and rsqrt compute integers and bools in f32 (the default dtype), as
- * ATen promotes integer inputs to float for them.
+ * ATen promotes integer inputs to float for them. maximum, minimum and
+ * clamp give NaN when any operand is NaN; clamp's number bounds are compared
+ * at full width, not wrapped to an integer compute dtype first (clamp of i8
+ * 100 to [-300, 300] is 100), as ATen does.
  *
  * Casts between dtypes (prt_ew_store_f / prt_ew_store_i) are C++'s as PyTorch
  * does them on x86-64: integers wrap to a narrower width; a float to an
@@ -49,6 +52,9 @@ typedef enum prt_ewt_op {
 	PRT_EWT_COPY,           /* the value itself: casts */
 	PRT_EWT_DIV_TRUNC,      /* div with rounding_mode="trunc" */
 	PRT_EWT_DIV_FLOOR,      /* ... "floor" (Python's //) */
+	PRT_EWT_MAXIMUM,        /* the larger; NaN if either is NaN */
+	PRT_EWT_MINIMUM,        /* the smaller; NaN if either is NaN */
+	PRT_EWT_CLAMP,          /* three operands: minimum(maximum(x, lo), hi) */
 } prt_ewt_op;
 
 typedef enum prt_ew_domain { PRT_EWD_BOOL, PRT_EWD_INT, PRT_EWD_FLOAT } prt_ew_domain;
@@ -149,6 +155,30 @@ PRT_EW_FN int64_t prt_ew_div_i(int64_t a, int64_t b, bool floor_mode)
 	return q;
 }
 
+/* torch.maximum / torch.minimum of floats: a NaN operand gives NaN. */
+PRT_EW_FN double prt_ew_max_f(double a, double b)
+{
+	return a != a ? a : b != b ? b : a > b ? a : b;
+}
+
+PRT_EW_FN double prt_ew_min_f(double a, double b)
+{
+	return a != a ? a : b != b ? b : a < b ? a : b;
+}
+
+/* clamp(x, lo, hi) as ATen computes it: a NaN x or bound gives NaN, and
+ * lo > hi gives hi. */
+PRT_EW_FN double prt_ew_clamp_f(double x, double lo, double hi)
+{
+	return prt_ew_min_f(prt_ew_max_f(x, lo), hi);
+}
+
+PRT_EW_FN int64_t prt_ew_clamp_i(int64_t x, int64_t lo, int64_t hi)
+{
+	int64_t r = x > lo ? x : lo;
+	return r < hi ? r : hi;
+}
+
 /* The FLOAT domain: a and b rounded to the compute dtype already. */
 PRT_EW_FN double prt_ewt_float(prt_ewt_op op, double a, double b)
 {
@@ -175,7 +205,10 @@ PRT_EW_FN double prt_ewt_float(prt_ewt_op op, double a, double b)
 	case PRT_EWT_COPY: return a;
 	case PRT_EWT_DIV_TRUNC: return trunc(a / b);
 	case PRT_EWT_DIV_FLOOR: return prt_ew_div_floor_f(a, b);
-	default: return NAN;   /* bitwise ops take no floats (refused before) */
+	case PRT_EWT_MAXIMUM: return prt_ew_max_f(a, b);
+	case PRT_EWT_MINIMUM: return prt_ew_min_f(a, b);
+	default: return NAN;   /* bitwise ops take no floats (refused before); clamp
+				* has three operands (prt_ew_clamp_f) */
 	}
 }
 
@@ -210,7 +243,9 @@ PRT_EW_FN int64_t prt_ewt_int(prt_ewt_op op, int64_t a, int64_t b)
 	case PRT_EWT_COPY: return a;
 	case PRT_EWT_DIV_TRUNC: return b ? prt_ew_div_i(a, b, false) : 0;   /* b == 0: refused before */
 	case PRT_EWT_DIV_FLOOR: return b ? prt_ew_div_i(a, b, true) : 0;
-	default: return 0;   /* DIV, SQRT, RSQRT compute in FLOAT */
+	case PRT_EWT_MAXIMUM: return a > b ? a : b;
+	case PRT_EWT_MINIMUM: return a < b ? a : b;
+	default: return 0;   /* DIV, SQRT, RSQRT compute in FLOAT; CLAMP: prt_ew_clamp_i */
 	}
 }
 

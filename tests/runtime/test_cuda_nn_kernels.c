@@ -298,6 +298,23 @@ static void elementwise_cases(dh_harness *h)
 	dh_check(h, divs, dv3, 3, &O);
 	dh_check(h, divt, dv4, 3, &O);
 	dh_check_error(h, divs, dz1, 3, &OL, "integer division by zero");
+
+	/* maximum, minimum and clamp: NaN, broadcast tensor bounds, integers
+	 * with number bounds at full width, a float bound making f32 */
+	x[1] = NAN;
+	prt_karg mx[2] = {T(&X), T(&Y)}, cl[3] = {T(&X), F(-0.5), F(0.75)}, clt[3] = {T(&X), T(&Y), NONE()},
+		cli[3] = {T(&LI), I(-300), I(4)}, clf[3] = {T(&LI), F(-1.5), NONE()}, clh[3] = {T(&HX), F(1.1), F(2.3)};
+	dh_check(h, "aten::maximum(Tensor self, Tensor other) -> Tensor", mx, 2, &O);
+	dh_check(h, "aten::minimum(Tensor self, Tensor other) -> Tensor", mx, 2, &O);
+	const char *clamp = "aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor";
+	dh_check(h, clamp, cl, 3, &O);
+	dh_check(h, clamp, cli, 3, &OL);
+	dh_check(h, clamp, clf, 3, &O);
+	dh_check(h, clamp, clh, 3, &OH);
+	dh_check(h, "aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor", clt, 3, &O);
+	prt_karg cmax[2] = {T(&X), F(0.25)};
+	dh_check(h, "aten::clamp_max(Tensor self, Scalar max) -> Tensor", cmax, 2, &O);
+	dh_check(h, "aten::clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)", cmax, 2, &O);
 	dh_check_error(h, divt, dz2, 3, &OL, "integer division by zero");
 	prt_karg rs[2] = {T(&X), F(1)}, rsl[3] = {T(&LI), I(10), I(3)};
 	const char *rsub = "aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor";

@@ -1,6 +1,6 @@
 /* Typed elementwise kernels (issue 12, kernels_elementwise.c): comparisons,
- * logical and bitwise ops, sqrt, rsqrt, pow, where, masked_fill, _to_copy and
- * add/sub/mul/div on integers, bools and mixed dtypes. Every expected value
+ * logical and bitwise ops, sqrt, rsqrt, pow, where, masked_fill, _to_copy,
+ * maximum, minimum, clamp and add/sub/mul/div on integers, bools and mixed dtypes. Every expected value
  * was checked against PyTorch 2.15 (eager, CPU): type promotion as
  * torch.result_type, NaN, wrapping integer arithmetic, x86-64 casts, and
  * ATen's refusals. Inputs are broadcast, transposed or strided where the
@@ -510,6 +510,131 @@ Test(ew_select, masked_fill_in_place_on_a_strided_view)
 	cr_expect(a[0] == 1 && a[1] == 2 && a[2] == -5 && a[3] == 4, "only a[2] is written");
 }
 
+/* ---- maximum, minimum, clamp ------------------------------------------------------ */
+
+Test(ew_clamp, number_bounds_nan_and_crossed_bounds)
+{
+	float x[4] = {NAN, 3, 0.5f, -2}, o[4];   /* [-2, 0.5, 3, NaN] read backwards */
+	prt_tensor xt = mk(PR_F32, x + 3, 1, 4, 0);
+	xt.strides[0] = -1;
+	prt_rv X = V(xt), O = V(mk(PR_F32, o, 1, 4, 0));
+	prt_karg both[3] = {T(&X), I(-1), I(1)};
+	call_ok("aten::clamp", both, 3, &O);
+	expect_exact(&O.t, (double[]){-1, 0.5, 1, NAN}, 4);
+	prt_karg crossed[3] = {T(&X), F(2), F(1)};   /* min > max gives max */
+	call_ok("aten::clamp", crossed, 3, &O);
+	expect_exact(&O.t, (double[]){1, 1, 1, NAN}, 4);
+	prt_karg nan_lo[3] = {T(&X), F(NAN), NONE()};   /* a NaN bound: every element NaN */
+	call_ok("aten::clamp", nan_lo, 3, &O);
+	expect_exact(&O.t, (double[]){NAN, NAN, NAN, NAN}, 4);
+	prt_karg hi_only[3] = {T(&X), NONE(), F(0)};
+	call_ok("aten::clamp", hi_only, 3, &O);
+	expect_exact(&O.t, (double[]){-2, 0, 0, NAN}, 4);
+	prt_karg lo[2] = {T(&X), F(0.75)};
+	call_ok("aten::clamp_min", lo, 2, &O);
+	expect_exact(&O.t, (double[]){0.75, 0.75, 3, NAN}, 4);
+	call_ok("aten::clamp_max", lo, 2, &O);
+	expect_exact(&O.t, (double[]){-2, 0.5, 0.75, NAN}, 4);
+	prt_karg none[3] = {T(&X), NONE(), NONE()};
+	call_refused("aten::clamp", none, 3, &O, "at least one of min and max");
+}
+
+Test(ew_clamp, tensor_bounds_broadcast)
+{
+	float x[6] = {1, 2, 3, 4, 5, 6}, lo[3] = {2, NAN, 0}, hi = 5, o[6];
+	prt_rv X = V(mk(PR_F32, x, 2, 2, 3)), L = V(mk(PR_F32, lo, 1, 3, 0)),
+	      H = V(mk(PR_F32, &hi, 0, 0, 0)), O = V(mk(PR_F32, o, 2, 2, 3));
+	prt_karg args[3] = {T(&X), T(&L), T(&H)};
+	call_ok("aten::clamp.Tensor", args, 3, &O);
+	expect_exact(&O.t, (double[]){2, NAN, 3, 4, NAN, 5}, 6);
+	int64_t big[2] = {3, 1};   /* [2] does not broadcast with [2, 3] */
+	prt_rv Bad = V(mk(PR_I64, big, 1, 2, 0));
+	prt_karg bad[3] = {T(&X), T(&Bad), NONE()};
+	call_refused("aten::clamp.Tensor", bad, 3, &O, "broadcast");
+}
+
+Test(ew_clamp, integers_promote_and_compare_bounds_at_full_width)
+{
+	int64_t i[3] = {-5, 0, 7}, io[3];
+	float fo[3];
+	prt_rv Iv = V(mk(PR_I64, i, 1, 3, 0)), IO = V(mk(PR_I64, io, 1, 3, 0)),
+	      FO = V(mk(PR_F32, fo, 1, 3, 0));
+	prt_karg ints[3] = {T(&Iv), I(-1), I(2)};
+	call_ok("aten::clamp", ints, 3, &IO);
+	cr_expect(io[0] == -1 && io[1] == 0 && io[2] == 2);
+	prt_karg floats[3] = {T(&Iv), F(-1.5), F(2.5)};   /* a float bound: f32 */
+	call_ok("aten::clamp", floats, 3, &FO);
+	expect_exact(&FO.t, (double[]){-1.5, 0, 2.5}, 3);
+	float half = 1.5f;
+	prt_rv Hf = V(mk(PR_F32, &half, 0, 0, 0));
+	prt_karg zero_dim[2] = {T(&Iv), T(&Hf)};
+	call_ok("aten::clamp_min.Tensor", zero_dim, 2, &FO);
+	expect_exact(&FO.t, (double[]){1.5, 1.5, 7}, 3);
+	int8_t s[3] = {100, -100, 5}, so[3];
+	prt_rv S = V(mk(PR_I8, s, 1, 3, 0)), SO = V(mk(PR_I8, so, 1, 3, 0));
+	prt_karg wide[3] = {T(&S), I(-300), I(50)};   /* -300 is not wrapped to i8 */
+	call_ok("aten::clamp", wide, 3, &SO);
+	cr_expect(so[0] == 50 && so[1] == -100 && so[2] == 5, "%d %d %d", so[0], so[1], so[2]);
+	prt_karg above[3] = {T(&S), I(200), I(300)};
+	call_refused("aten::clamp", above, 3, &SO, "lower bound 200 is outside the range of i8");
+	uint8_t u = 5, uo;
+	prt_rv U = V(mk(PR_U8, &u, 1, 1, 0)), UO = V(mk(PR_U8, &uo, 1, 1, 0));
+	prt_karg below[2] = {T(&U), I(-1)};
+	call_refused("aten::clamp_max", below, 2, &UO, "upper bound -1 is outside the range of u8");
+}
+
+Test(ew_clamp, bool_and_in_place_refusals)
+{
+	uint8_t b[2] = {1, 0}, bo[2];
+	prt_rv Bv = V(mk(PR_BOOL, b, 1, 2, 0)), BO = V(mk(PR_BOOL, bo, 1, 2, 0));
+	prt_karg num[2] = {T(&Bv), B(true)};
+	call_refused("aten::clamp_min", num, 2, &BO, "not implemented for bool");
+	uint8_t f[2] = {0, 0};
+	prt_rv Fv = V(mk(PR_BOOL, f, 1, 2, 0));
+	prt_karg ten[3] = {T(&Bv), T(&Fv), NONE()};   /* tensor bounds take bools */
+	call_ok("aten::clamp.Tensor", ten, 3, &BO);
+	expect_bools(bo, "10");
+	int64_t i[2] = {-5, 3};
+	prt_rv Iv = V(mk(PR_I64, i, 1, 2, 0)), O = {.kind = PRT_RV_TENSOR};
+	prt_karg half[3] = {T(&Iv), F(0.5), NONE()};
+	pr_err *e = call_k("aten::clamp_", half, 3, &O, 0);
+	cr_assert_not_null(e);
+	cr_expect(strstr(pr_err_message(e), "cannot be cast"), "%s", pr_err_message(e));
+	pr_err_free(e);
+	prt_karg one[3] = {T(&Iv), I(0), NONE()};
+	e = call_k("aten::clamp_", one, 3, &O, 0);
+	cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
+	cr_expect(i[0] == 0 && i[1] == 3);
+}
+
+Test(ew_clamp, f16_rounds_bounds_and_result)
+{
+	uint16_t h[3] = {pr_f16_from_double(1), pr_f16_from_double(5), pr_f16_from_double(0.1)}, ho[3];
+	prt_rv H = V(mk(PR_F16, h, 1, 3, 0)), HO = V(mk(PR_F16, ho, 1, 3, 0));
+	prt_karg args[3] = {T(&H), F(0.1), F(2.3)};
+	call_ok("aten::clamp", args, 3, &HO);
+	expect_exact(&HO.t, (double[]){1, 2.30078125, 0.0999755859375}, 3);
+}
+
+Test(ew_clamp, maximum_and_minimum_propagate_nan_and_promote)
+{
+	float a[2] = {1, NAN}, b[2] = {NAN, 0}, o[2];
+	prt_rv A = V(mk(PR_F32, a, 1, 2, 0)), Bv = V(mk(PR_F32, b, 1, 2, 0)), O = V(mk(PR_F32, o, 1, 2, 0));
+	prt_karg ab[2] = {T(&A), T(&Bv)};
+	call_ok("aten::maximum", ab, 2, &O);
+	expect_exact(&O.t, (double[]){NAN, NAN}, 2);
+	call_ok("aten::minimum", ab, 2, &O);
+	expect_exact(&O.t, (double[]){NAN, NAN}, 2);
+	int32_t p[2] = {1, 5};
+	int64_t q[2] = {3, 2}, r[2];
+	prt_rv P = V(mk(PR_I32, p, 1, 2, 0)), Q = V(mk(PR_I64, q, 1, 2, 0)), R = V(mk(PR_I64, r, 1, 2, 0));
+	prt_karg pq[2] = {T(&P), T(&Q)};
+	call_ok("aten::maximum", pq, 2, &R);
+	cr_expect(r[0] == 3 && r[1] == 5);
+	call_ok("aten::minimum", pq, 2, &R);
+	cr_expect(r[0] == 1 && r[1] == 2);
+}
+
 /* ---- _to_copy: casts ---------------------------------------------------------- */
 
 Test(ew_cast, float_to_integer_as_pytorch_on_x86_64)
@@ -607,7 +732,11 @@ Test(ew_registry, every_op_has_a_host_kernel)
 		"aten::where.Scalar", "aten::masked_fill.Scalar", "aten::masked_fill.Tensor",
 		"aten::masked_fill_.Scalar", "aten::masked_fill_.Tensor", "aten::_to_copy",
 		"aten::_assert_tensor_metadata", "aten::div.Tensor_mode", "aten::div.Scalar_mode",
-		"aten::rsub.Scalar",
+		"aten::rsub.Scalar", "aten::maximum", "aten::minimum", "aten::clamp",
+		"aten::clamp.Tensor", "aten::clamp_", "aten::clamp_.Tensor", "aten::clamp_min",
+		"aten::clamp_min.Tensor", "aten::clamp_min_", "aten::clamp_min_.Tensor",
+		"aten::clamp_max", "aten::clamp_max.Tensor", "aten::clamp_max_",
+		"aten::clamp_max_.Tensor",
 	};
 	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
 		const prt_kernel *k = prt_kernel_find(ops[i]);

@@ -1,6 +1,7 @@
 """The elementwise family through the exporter (issue 12): comparisons with
 tensors and numbers, logical and bitwise ops, pow, sqrt/rsqrt, where,
-masked_fill, casts, `1 - x` (rsub), `//` and rounding divisions, on f32,
+masked_fill, casts, `1 - x` (rsub), `//` and rounding divisions, maximum,
+minimum and every form of clamp, on f32,
 int64, bool and f16 values. Each module exports in both partition modes and,
 with PASSRUN set (ctest sets it), runs under passrun --check and matches
 eager PyTorch. Skipped, with a message, without torch."""
@@ -53,6 +54,19 @@ if HAVE_TORCH:
             y = (h * 2 + 0.5).float().sqrt()
             return y.half() - h, (h > 1).to(torch.int64) + 1
 
+    class Clamps(nn.Module):
+        """clamp with number and tensor bounds, one bound or two, in place,
+        on floats and integers; maximum and minimum (T5 clamps its f16
+        activations, detection heads their boxes)."""
+
+        def forward(self, x, lo, i):
+            a = x.clamp(-0.5, 0.5) + x.clamp(min=0) + x.clamp(max=0.25) + torch.clamp(x, lo)
+            b = torch.clamp_min(x, 0.1) * torch.clamp_max(x, lo) + torch.clamp(x, lo, lo + 1)
+            c = torch.maximum(x, lo) - torch.minimum(x, lo)
+            y = x * 2
+            y.clamp_(-1, 1)
+            return a, b, c, y, i.clamp(-3, 4), i.clamp(0.5), torch.clamp(x, 2, 1)
+
 
 @unittest.skipUnless(HAVE_TORCH, SKIP)
 class Elementwise(unittest.TestCase):
@@ -61,7 +75,9 @@ class Elementwise(unittest.TestCase):
         ids = torch.tensor([[5, 0, 7, 3, 1, 0, 9, 4]])
         return (("masks", Masks(), (torch.randn(1, 8, 8), ids)),
                 ("arith", Arith(), (torch.randn(3, 4) * 3, torch.tensor([[-7, -2, 0, 5]] * 3))),
-                ("half", Half(), (torch.rand(2, 3).half() * 2,)))
+                ("half", Half(), (torch.rand(2, 3).half() * 2,)),
+                ("clamps", Clamps(), (torch.randn(3, 4), torch.randn(4) * 0.5,
+                                      torch.tensor([[-7, -2, 0, 5]] * 3))))
 
     def test_every_op_exports_without_refusal(self):
         from torch_export import export_module

@@ -9,8 +9,8 @@ not exist (it runs without torch).
 import os
 import re
 
-# Typed elementwise ops: comparisons, logic, pow, where, casts
-# (kernels_elementwise.c). All compute, so COMPUTE_OPS has them all; the
+# Typed elementwise ops: comparisons, logic, pow, where, casts, maximum,
+# minimum and clamp (kernels_elementwise.c). All compute, so COMPUTE_OPS has them all; the
 # in-place masked_fill_ is not one of them (SUPPORTED_OPS adds it), as add_
 # and mul_ are not compute ops.
 TYPED_ELEMENTWISE_OPS = frozenset("""
@@ -23,6 +23,8 @@ aten::bitwise_or.Tensor aten::bitwise_or.Scalar aten::bitwise_xor.Tensor
 aten::bitwise_xor.Scalar aten::bitwise_not aten::where.self aten::where.ScalarSelf
 aten::where.ScalarOther aten::where.Scalar aten::masked_fill.Scalar aten::masked_fill.Tensor
 aten::_to_copy aten::div.Tensor_mode aten::div.Scalar_mode aten::rsub.Scalar
+aten::maximum aten::minimum aten::clamp aten::clamp.Tensor aten::clamp_min
+aten::clamp_min.Tensor aten::clamp_max aten::clamp_max.Tensor
 """.split())
 
 SUPPORTED_OPS = frozenset("""
@@ -48,9 +50,11 @@ aten::arange aten::arange.start aten::arange.start_step aten::full aten::full_li
 aten::zeros aten::ones aten::scalar_tensor aten::cumsum aten::gather aten::index.Tensor
 aten::split.Tensor aten::split_with_sizes aten::unbind.int
 """.split()) | frozenset(
-    # typed elementwise ops, the in-place masked_fill_ and the metadata assertion
+    # typed elementwise ops, the in-place masked_fill_ and clamps, and the metadata assertion
     """
 aten::masked_fill_.Scalar aten::masked_fill_.Tensor aten::_assert_tensor_metadata
+aten::clamp_ aten::clamp_.Tensor aten::clamp_min_ aten::clamp_min_.Tensor
+aten::clamp_max_ aten::clamp_max_.Tensor
 """.split()) | TYPED_ELEMENTWISE_OPS | frozenset(
     # convolutional networks (kernels_nn.c)
     """
