@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel_harness.h"
 #include "kernels.h"
 #include "passrun/data.h"
 
@@ -19,38 +20,6 @@ static prt_tensor mk(pr_dtype dt, void *d, int rank, int64_t s0, int64_t s1)
 	return prt_tensor_make(dt, rank, shape, d);
 }
 
-static prt_karg T(prt_rv *v) { return (prt_karg){.kind = PR_ARG_VALUE, .v = v}; }
-static prt_karg I(int64_t i) { return (prt_karg){.kind = PR_ARG_INT, .i = i, .f = (double)i}; }
-static prt_karg F(double f) { return (prt_karg){.kind = PR_ARG_FLOAT, .f = f}; }
-static prt_karg B(bool b) { return (prt_karg){.kind = PR_ARG_BOOL, .b = b}; }
-static prt_karg NONE(void) { return (prt_karg){.kind = PR_ARG_NONE}; }
-static prt_rv V(prt_tensor t) { return (prt_rv){.kind = PRT_RV_TENSOR, .t = t}; }
-
-/* Calls op; alias >= 0 makes the result alias that argument (in-place). */
-static pr_err *call_k(const char *op, prt_karg *args, int n, prt_rv *out, int alias)
-{
-	const prt_kernel *k = prt_kernel_find(op);
-	cr_assert_not_null(k, "no kernel for %s", op);
-	if (alias >= 0)
-		out->t = args[alias].v->t;
-	prt_kctx c = {.n_args = n, .args = args, .out = out, .out_alias = alias >= 0};
-	return k->host(&c);
-}
-
-static void call_ok(const char *op, prt_karg *args, int n, prt_rv *out)
-{
-	pr_err *e = call_k(op, args, n, out, -1);
-	cr_assert_null(e, "%s: %s", op, e ? pr_err_message(e) : "");
-}
-
-/* op must fail with a message containing `want`. */
-static void call_refused(const char *op, prt_karg *args, int n, prt_rv *out, const char *want)
-{
-	pr_err *e = call_k(op, args, n, out, -1);
-	cr_assert_not_null(e, "%s should be refused (%s)", op, want);
-	cr_expect(strstr(pr_err_message(e), want), "%s: %s", op, pr_err_message(e));
-	pr_err_free(e);
-}
 
 /* Exact comparison of t's logical values (NaN matches NaN, -0 is not 0). */
 static void expect_exact(const prt_tensor *t, const double *want, int n)
@@ -201,7 +170,7 @@ Test(ew_arith, mixed_dtypes_promote_and_refuse_what_aten_refuses)
 	int64_t i[2] = {3, -2}, io[2];
 	prt_rv Iv = V(mk(PR_I64, i, 1, 2, 0)), IO = {.kind = PRT_RV_TENSOR};
 	prt_karg ih[2] = {T(&Iv), F(2.5)};
-	pr_err *e = call_k("aten::add_.Scalar", ih, 2, &IO, 0);   /* i64 += 2.5 */
+	pr_err *e = call_kernel("aten::add_.Scalar", ih, 2, &IO, 0, NULL);   /* i64 += 2.5 */
 	cr_assert_not_null(e);
 	cr_expect(strstr(pr_err_message(e), "cannot be cast"), "%s", pr_err_message(e));
 	pr_err_free(e);
@@ -214,29 +183,28 @@ Test(ew_arith, mixed_dtypes_promote_and_refuse_what_aten_refuses)
 	call_refused("aten::add.Tensor", bad, 2, &FO, "broadcast");
 }
 
-static prt_karg STR(const char *s) { return (prt_karg){.kind = PR_ARG_STRING, .s = s}; }
 
 Test(ew_arith, div_rounding_modes_and_integer_division_by_zero)
 {
 	int64_t a[4] = {7, -7, 7, -7}, b[4] = {2, 2, -2, -2}, o[4];
 	prt_rv A = V(mk(PR_I64, a, 1, 4, 0)), Bv = V(mk(PR_I64, b, 1, 4, 0)), O = V(mk(PR_I64, o, 1, 4, 0));
-	prt_karg fl[3] = {T(&A), T(&Bv), STR("floor")};
+	prt_karg fl[3] = {T(&A), T(&Bv), S("floor")};
 	call_ok("aten::div.Tensor_mode", fl, 3, &O);
 	cr_expect(o[0] == 3 && o[1] == -4 && o[2] == -4 && o[3] == 3);
-	prt_karg tr[3] = {T(&A), T(&Bv), STR("trunc")};
+	prt_karg tr[3] = {T(&A), T(&Bv), S("trunc")};
 	call_ok("aten::div.Tensor_mode", tr, 3, &O);
 	cr_expect(o[0] == 3 && o[1] == -3 && o[2] == -3 && o[3] == 3);
 	float f[5] = {7.5f, -7.5f, 1, -0.0f, 5}, g[5] = {2, 2, 0, 3, -0.0f}, fo[5];
 	prt_rv Fv = V(mk(PR_F32, f, 1, 5, 0)), G = V(mk(PR_F32, g, 1, 5, 0)), FO = V(mk(PR_F32, fo, 1, 5, 0));
-	prt_karg ffl[3] = {T(&Fv), T(&G), STR("floor")};
+	prt_karg ffl[3] = {T(&Fv), T(&G), S("floor")};
 	call_ok("aten::div.Tensor_mode", ffl, 3, &FO);
 	expect_exact(&FO.t, (double[]){3, -4, INFINITY, -0.0, -INFINITY}, 5);
-	prt_karg ftr[3] = {T(&Fv), T(&G), STR("trunc")};
+	prt_karg ftr[3] = {T(&Fv), T(&G), S("trunc")};
 	call_ok("aten::div.Tensor_mode", ftr, 3, &FO);
 	expect_exact(&FO.t, (double[]){3, -3, INFINITY, -0.0, -INFINITY}, 5);
 	float o2[2];
 	prt_rv A2 = V(mk(PR_I64, a, 1, 2, 0)), O2 = V(mk(PR_F32, o2, 1, 2, 0));
-	prt_karg sc[3] = {T(&A2), F(2.5), STR("floor")};   /* i64 // 2.5: f32 */
+	prt_karg sc[3] = {T(&A2), F(2.5), S("floor")};   /* i64 // 2.5: f32 */
 	call_ok("aten::div.Scalar_mode", sc, 3, &O2);
 	expect_exact(&O2.t, (double[]){2, -3}, 2);
 	prt_karg none[3] = {T(&A2), I(2), NONE()};   /* no mode: true division */
@@ -244,9 +212,9 @@ Test(ew_arith, div_rounding_modes_and_integer_division_by_zero)
 	expect_exact(&O2.t, (double[]){3.5, -3.5}, 2);
 	int64_t z[4] = {1, 0, 1, 1};
 	prt_rv Z = V(mk(PR_I64, z, 1, 4, 0));
-	prt_karg dz[3] = {T(&A), T(&Z), STR("floor")};
+	prt_karg dz[3] = {T(&A), T(&Z), S("floor")};
 	call_refused("aten::div.Tensor_mode", dz, 3, &O, "division by zero");
-	prt_karg bad[3] = {T(&A), T(&Bv), STR("round")};
+	prt_karg bad[3] = {T(&A), T(&Bv), S("round")};
 	call_refused("aten::div.Tensor_mode", bad, 3, &O, "rounding_mode");
 }
 
@@ -505,7 +473,7 @@ Test(ew_select, masked_fill_in_place_on_a_strided_view)
 	every_other.strides[0] = 2;
 	prt_rv A = V(every_other), M = V(mk(PR_BOOL, m, 1, 2, 0)), O = {.kind = PRT_RV_TENSOR};
 	prt_karg args[3] = {T(&A), T(&M), F(-5)};
-	pr_err *e = call_k("aten::masked_fill_.Scalar", args, 3, &O, 0);
+	pr_err *e = call_kernel("aten::masked_fill_.Scalar", args, 3, &O, 0, NULL);
 	cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
 	cr_expect(a[0] == 1 && a[1] == 2 && a[2] == -5 && a[3] == 4, "only a[2] is written");
 }
@@ -597,12 +565,12 @@ Test(ew_clamp, bool_and_in_place_refusals)
 	int64_t i[2] = {-5, 3};
 	prt_rv Iv = V(mk(PR_I64, i, 1, 2, 0)), O = {.kind = PRT_RV_TENSOR};
 	prt_karg half[3] = {T(&Iv), F(0.5), NONE()};
-	pr_err *e = call_k("aten::clamp_", half, 3, &O, 0);
+	pr_err *e = call_kernel("aten::clamp_", half, 3, &O, 0, NULL);
 	cr_assert_not_null(e);
 	cr_expect(strstr(pr_err_message(e), "cannot be cast"), "%s", pr_err_message(e));
 	pr_err_free(e);
 	prt_karg one[3] = {T(&Iv), I(0), NONE()};
-	e = call_k("aten::clamp_", one, 3, &O, 0);
+	e = call_kernel("aten::clamp_", one, 3, &O, 0, NULL);
 	cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
 	cr_expect(i[0] == 0 && i[1] == 3);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel_harness.h"
 #include "passrun/data.h"
 #include "rt.h"
 
@@ -21,50 +22,8 @@ static prt_tensor mk(pr_dtype dt, void *d, int rank, const int64_t *shape)
 #define NDIMS(...) ((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
 #define F32(d, ...) mk(PR_F32, d, NDIMS(__VA_ARGS__), SHAPE(__VA_ARGS__))
 
-static prt_karg T(prt_rv *v) { return (prt_karg){.kind = PR_ARG_VALUE, .v = v}; }
-static prt_karg I(int64_t i) { return (prt_karg){.kind = PR_ARG_INT, .i = i, .f = (double)i}; }
-static prt_karg F(double f) { return (prt_karg){.kind = PR_ARG_FLOAT, .f = f}; }
-static prt_karg B(bool b) { return (prt_karg){.kind = PR_ARG_BOOL, .b = b}; }
-static prt_karg NONE(void) { return (prt_karg){.kind = PR_ARG_NONE}; }
-static prt_karg L(int n, prt_karg *items) { return (prt_karg){.kind = PR_ARG_LIST, .n = n, .items = items}; }
-static prt_rv V(prt_tensor t) { return (prt_rv){.kind = PRT_RV_TENSOR, .t = t}; }
 #define INTS(...) L((int)(sizeof((prt_karg[]){__VA_ARGS__}) / sizeof(prt_karg)), (prt_karg[]){__VA_ARGS__})
 
-static pr_err *call_k(const char *op, prt_karg *args, int n, prt_rv *out, int alias)
-{
-	const prt_kernel *k = prt_kernel_find(op);
-	cr_assert_not_null(k, "no kernel for %s", op);
-	if (alias >= 0)
-		out->t = args[alias].v->t;
-	prt_kctx c = {.n_args = n, .args = args, .out = out, .out_alias = alias >= 0};
-	return k->host(&c);
-}
-
-static void call_ok(const char *op, prt_karg *args, int n, prt_rv *out)
-{
-	pr_err *e = call_k(op, args, n, out, -1);
-	cr_assert_null(e, "%s: %s", op, e ? pr_err_message(e) : "");
-}
-
-/* The kernel refuses with a message containing `want`. */
-static void call_refused(const char *op, prt_karg *args, int n, prt_rv *out, const char *want)
-{
-	pr_err *e = call_k(op, args, n, out, -1);
-	cr_assert_not_null(e, "%s accepted arguments it must refuse", op);
-	cr_expect(strstr(pr_err_message(e), want), "%s: \"%s\" does not say \"%s\"", op,
-		  pr_err_message(e), want);
-	pr_err_free(e);
-}
-
-static void expect_vals(const prt_tensor *t, const double *want, int n)
-{
-	cr_assert_eq(prt_tensor_numel(t), n, "numel %lld, expected %d", (long long)prt_tensor_numel(t), n);
-	double *v = prt_tensor_gather(t);
-	for (int i = 0; i < n; i++)
-		cr_expect(isnan(want[i]) ? isnan(v[i]) : fabs(v[i] - want[i]) < 1e-5,
-			  "element %d: %.7g, expected %.7g", i, v[i], want[i]);
-	free(v);
-}
 #define EXPECT(t, ...) \
 	expect_vals(t, (double[]){__VA_ARGS__}, (int)(sizeof((double[]){__VA_ARGS__}) / sizeof(double)))
 
@@ -472,14 +431,14 @@ Test(kernels_nn, in_place_forms_write_a_strided_view)
 	every_other.strides[0] = 2;
 	prt_rv X = V(every_other), O = {.kind = PRT_RV_TENSOR};
 	prt_karg a[3] = {T(&X), F(-2), F(2)};
-	cr_assert_null(call_k("aten::hardtanh_", a, 3, &O, 0));
+	cr_assert_null(call_kernel("aten::hardtanh_", a, 3, &O, 0, NULL));
 	cr_expect(x[0] == -2 && x[2] == 1 && x[4] == 2 && x[1] == 9 && x[3] == 9 && x[5] == 9);
-	cr_assert_null(call_k("aten::hardswish_", a, 1, &O, 0));
+	cr_assert_null(call_kernel("aten::hardswish_", a, 1, &O, 0, NULL));
 	/* -2 * 1/6, 1 * 4/6, 2 * 5/6 */
 	cr_expect(fabsf(x[0] + 2.0f / 6) < 1e-6f && fabsf(x[2] - 4.0f / 6) < 1e-6f &&
 		  fabsf(x[4] - 10.0f / 6) < 1e-6f && x[1] == 9);
-	cr_assert_null(call_k("aten::silu_", a, 1, &O, 0));
-	cr_assert_null(call_k("aten::hardsigmoid_", a, 1, &O, 0));
+	cr_assert_null(call_kernel("aten::silu_", a, 1, &O, 0, NULL));
+	cr_assert_null(call_kernel("aten::hardsigmoid_", a, 1, &O, 0, NULL));
 	cr_expect(x[3] == 9 && x[5] == 9, "only the view changed");
 	float ho[3];
 	prt_rv HO = V(F32(ho, 4));

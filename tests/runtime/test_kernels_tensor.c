@@ -10,6 +10,7 @@
 
 #include "passrun/data.h"
 #include "passrun/plan.h"
+#include "kernel_harness.h"
 #include "rt.h"
 #include "testutil.h"
 
@@ -17,46 +18,6 @@ static prt_tensor mk(pr_dtype dt, void *d, int rank, int64_t s0, int64_t s1, int
 {
 	int64_t shape[3] = {s0, s1, s2};
 	return prt_tensor_make(dt, rank, shape, d);
-}
-
-static prt_karg T(prt_rv *v) { return (prt_karg){.kind = PR_ARG_VALUE, .v = v}; }
-static prt_karg I(int64_t i) { return (prt_karg){.kind = PR_ARG_INT, .i = i, .f = (double)i}; }
-static prt_karg F(double f) { return (prt_karg){.kind = PR_ARG_FLOAT, .f = f}; }
-static prt_karg B(bool b) { return (prt_karg){.kind = PR_ARG_BOOL, .b = b}; }
-static prt_karg NONE(void) { return (prt_karg){.kind = PR_ARG_NONE}; }
-static prt_karg L(int n, prt_karg *items) { return (prt_karg){.kind = PR_ARG_LIST, .n = n, .items = items}; }
-static prt_rv V(prt_tensor t) { return (prt_rv){.kind = PRT_RV_TENSOR, .t = t}; }
-
-static pr_err *call_k(const char *op, prt_karg *args, int n, prt_rv *out)
-{
-	const prt_kernel *k = prt_kernel_find(op);
-	cr_assert_not_null(k, "no kernel for %s", op);
-	prt_kctx c = {.n_args = n, .args = args, .out = out};
-	return k->host(&c);
-}
-
-static void call_ok(const char *op, prt_karg *args, int n, prt_rv *out)
-{
-	pr_err *e = call_k(op, args, n, out);
-	cr_assert_null(e, "%s: %s", op, e ? pr_err_message(e) : "");
-}
-
-/* The call fails with a message containing `want`. */
-static void call_fails(const char *op, prt_karg *args, int n, prt_rv *out, const char *want)
-{
-	pr_err *e = call_k(op, args, n, out);
-	cr_assert_not_null(e, "%s should fail", op);
-	cr_expect(strstr(pr_err_message(e), want), "%s: '%s' lacks '%s'", op, pr_err_message(e), want);
-	pr_err_free(e);
-}
-
-static void expect_vals(const prt_tensor *t, const double *want, int n)
-{
-	cr_assert_eq(prt_tensor_numel(t), n, "numel %lld, expected %d", (long long)prt_tensor_numel(t), n);
-	double *v = prt_tensor_gather(t);
-	for (int i = 0; i < n; i++)
-		cr_expect(fabs(v[i] - want[i]) < 1e-6, "element %d: %.9g, expected %.9g", i, v[i], want[i]);
-	free(v);
 }
 
 /* ---- factories -------------------------------------------------------------- */
@@ -99,9 +60,9 @@ Test(kernels_tensor, arange_refuses_a_wrong_length_zero_step_and_wrong_sign)
 {
 	int64_t o[4];
 	prt_rv O = V(mk(PR_I64, o, 1, 4, 0, 0));
-	call_fails("aten::arange", (prt_karg[]){I(5)}, 1, &O, "declared [4]; its arguments give [5]");
-	call_fails("aten::arange.start_step", (prt_karg[]){I(0), I(4), I(0)}, 3, &O, "nonzero");
-	call_fails("aten::arange.start_step", (prt_karg[]){I(4), I(0), I(1)}, 3, &O, "step sign");
+	call_refused("aten::arange", (prt_karg[]){I(5)}, 1, &O, "declared [4]; its arguments give [5]");
+	call_refused("aten::arange.start_step", (prt_karg[]){I(0), I(4), I(0)}, 3, &O, "nonzero");
+	call_refused("aten::arange.start_step", (prt_karg[]){I(4), I(0), I(1)}, 3, &O, "step sign");
 }
 
 Test(kernels_tensor, full_zeros_ones_full_like_and_scalar_tensor)
@@ -144,9 +105,9 @@ Test(kernels_tensor, full_refuses_a_size_that_is_not_the_result)
 	float f[6];
 	prt_rv O = V(mk(PR_F32, f, 2, 2, 3, 0));
 	prt_karg size[2] = {I(3), I(2)};
-	call_fails("aten::full", (prt_karg[]){L(2, size), F(1)}, 2, &O,
+	call_refused("aten::full", (prt_karg[]){L(2, size), F(1)}, 2, &O,
 		   "declared [2,3]; its arguments give [3,2]");
-	call_fails("aten::scalar_tensor", (prt_karg[]){F(1)}, 1, &O, "its arguments give []");
+	call_refused("aten::scalar_tensor", (prt_karg[]){F(1)}, 1, &O, "its arguments give []");
 }
 
 /* ---- cumsum -------------------------------------------------------------------- */
@@ -170,7 +131,7 @@ Test(kernels_tensor, cumsum_along_each_dim_of_a_transposed_input)
 	expect_vals(&O.t, (double[]){1, 2, 3, 5, 7, 9}, 6);
 	call_ok("aten::cumsum", (prt_karg[]){T(&X), I(-2)}, 2, &O);
 	expect_vals(&O.t, (double[]){1, 2, 3, 5, 7, 9}, 6);
-	call_fails("aten::cumsum", (prt_karg[]){T(&X), I(2)}, 2, &O, "out of range");
+	call_refused("aten::cumsum", (prt_karg[]){T(&X), I(2)}, 2, &O, "out of range");
 }
 
 Test(kernels_tensor, cumsum_of_bool_into_i64_is_exact)
@@ -216,10 +177,10 @@ Test(kernels_tensor, gather_copies_i64_exactly_and_refuses_bad_indices)
 	cr_expect_eq(o[0], ((int64_t)1 << 60) + 3);
 	cr_expect_eq(o[1], 7);
 	ix[1] = 3;
-	call_fails("aten::gather", (prt_karg[]){T(&X), I(0), T(&IX)}, 3, &O, "index 3 out of range [0, 3)");
+	call_refused("aten::gather", (prt_karg[]){T(&X), I(0), T(&IX)}, 3, &O, "index 3 out of range [0, 3)");
 	float fi[2] = {0, 1};
 	prt_rv FI = V(mk(PR_F32, fi, 1, 2, 0, 0));
-	call_fails("aten::gather", (prt_karg[]){T(&X), I(0), T(&FI)}, 3, &O, "must be i64 or i32");
+	call_refused("aten::gather", (prt_karg[]){T(&X), I(0), T(&FI)}, 3, &O, "must be i64 or i32");
 }
 
 /* ---- index.Tensor ------------------------------------------------------------- */
@@ -306,18 +267,18 @@ Test(kernels_tensor, index_refuses_masks_out_of_range_and_shapes_that_do_not_bro
 	int64_t bad[2] = {0, 2};
 	prt_rv IX = V(mk(PR_I64, bad, 1, 2, 0, 0));
 	prt_karg items[1] = {T(&IX)};
-	call_fails("aten::index.Tensor", (prt_karg[]){T(&X), L(1, items)}, 2, &O,
+	call_refused("aten::index.Tensor", (prt_karg[]){T(&X), L(1, items)}, 2, &O,
 		   "index 2 out of range [0, 2) for dim 0");
 	uint8_t m[2] = {1, 0};
 	prt_rv M = V(mk(PR_BOOL, m, 1, 2, 0, 0));
 	prt_karg mi[1] = {T(&M)};
-	call_fails("aten::index.Tensor", (prt_karg[]){T(&X), L(1, mi)}, 2, &O, "is a mask");
+	call_refused("aten::index.Tensor", (prt_karg[]){T(&X), L(1, mi)}, 2, &O, "is a mask");
 	int64_t a[2] = {0, 1}, b[3] = {0, 1, 2};
 	prt_rv A = V(mk(PR_I64, a, 1, 2, 0, 0)), Bv = V(mk(PR_I64, b, 1, 3, 0, 0));
 	prt_karg two[2] = {T(&A), T(&Bv)};
-	call_fails("aten::index.Tensor", (prt_karg[]){T(&X), L(2, two)}, 2, &O, "does not broadcast");
+	call_refused("aten::index.Tensor", (prt_karg[]){T(&X), L(2, two)}, 2, &O, "does not broadcast");
 	prt_karg nones[1] = {NONE()};
-	call_fails("aten::index.Tensor", (prt_karg[]){T(&X), L(1, nones)}, 2, &O, "no tensor");
+	call_refused("aten::index.Tensor", (prt_karg[]){T(&X), L(1, nones)}, 2, &O, "no tensor");
 }
 
 /* ---- ops with several results -------------------------------------------------- */
@@ -338,10 +299,10 @@ Test(kernels_tensor, split_with_sizes_gives_views_into_a_transposed_input)
 	cr_expect_eq(el[1].t.data, (uint8_t *)&tbytes[2], "a view: no copy");
 	cr_expect_eq(el[1].t.strides[0], 1);
 	cr_expect_eq(el[1].t.strides[1], 2);
-	call_fails("aten::split_with_sizes", (prt_karg[]){T(&X), L(2, sizes), I(0)}, 3, &O,
+	call_refused("aten::split_with_sizes", (prt_karg[]){T(&X), L(2, sizes), I(0)}, 3, &O,
 		   "add up to 3; dim 0 has 2");
 	prt_rv O1 = tuple_of(1, el);
-	call_fails("aten::split_with_sizes", (prt_karg[]){T(&X), L(2, sizes), I(1)}, 3, &O1,
+	call_refused("aten::split_with_sizes", (prt_karg[]){T(&X), L(2, sizes), I(1)}, 3, &O1,
 		   "tuple of 1; the arguments give 2");
 }
 
@@ -354,7 +315,7 @@ Test(kernels_tensor, split_tensor_leaves_a_shorter_last_piece)
 	expect_vals(&el[1].t, (double[]){3, 4}, 2);
 	expect_vals(&el[2].t, (double[]){5}, 1);
 	prt_rv O2 = tuple_of(2, el);
-	call_fails("aten::split.Tensor", (prt_karg[]){T(&X), I(2)}, 2, &O2, "give 3 pieces");
+	call_refused("aten::split.Tensor", (prt_karg[]){T(&X), I(2)}, 2, &O2, "give 3 pieces");
 }
 
 Test(kernels_tensor, unbind_selects_each_index_of_a_dim)
