@@ -882,14 +882,14 @@ static bool wants_memory(const pr_plan_class *c, const mp_graph_options *o)
 typedef struct arena_items {
 	int64_t n;           /* classes in the arena */
 	mp_item *items;      /* their lifetimes and sizes, in class order */
-	int64_t *ids;        /* their class indexes */
+	int32_t *ids;        /* their class indexes (plan.h: 32-bit) */
 	int64_t align;       /* 0: the device's type is not registered */
 	int64_t total;       /* their sizes rounded up to align, summed */
 	bool too_big;        /* that sum passes INT64_MAX */
 } arena_items;
 
 /* Appends class i to arena a, counting its rounded size in. */
-static void gather_class(arena_items *a, const pr_plan_class *c, int64_t i)
+static void gather_class(arena_items *a, const pr_plan_class *c, int32_t i)
 {
 	int64_t rounded;
 	a->items[a->n] = (mp_item){ c->start, c->end, c->bytes, 0 };
@@ -940,7 +940,7 @@ bool mp_plan_graph(pr_graph *g, const mp_graph_options *o, mp_arena_report *repo
 	return changed;
 }
 
-bool mp_plan_lifetimes(const pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
+bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
 		       int max_reports, int *n_reports)
 {
 	int *arena = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena);
@@ -961,7 +961,11 @@ bool mp_plan_lifetimes(const pr_lifetimes *lt, const mp_graph_options *o, mp_are
 	}
 	for (int64_t i = 0; i < lt->n_classes; i++)
 		if (arena[i] >= 0)
-			gather_class(&per[arena[i]], &lt->classes[i], i);
+			gather_class(&per[arena[i]], &lt->classes[i], (int32_t)i);
+	/* Gathered, the classes are not read again: their memory goes back
+	 * before the planner takes its own. */
+	free(lt->classes);
+	lt->classes = NULL;
 	for (int a = 0; a < set.n; a++) {
 		mp_arena_report rep = { .n_items = per[a].n, .unknown_type = !per[a].align };
 		if (per[a].align)
