@@ -131,9 +131,9 @@ int pr_plan_usage(pr_graph *g, pr_arena_usage **out)
  * reads of it: the sweep visits classes by offset, and a read of the class
  * itself there would miss the cache each time. */
 typedef struct planned_class {
-	int64_t cls;
 	int64_t offset;
 	int64_t bytes;
+	int32_t cls;           /* plan.h: class indexes are 32-bit */
 	uint32_t start, end;   /* positions: see check_overlaps */
 	int arena;
 } planned_class;
@@ -208,14 +208,14 @@ static void check_placed(check_ctx *k, const pr_plan_value *v, int64_t class_byt
 /* Keeps class cls for the overlap sweep when it holds memory at a real
  * offset (check_placed reports one that is not), read here while its spec
  * is in cache rather than in a second walk over the nodes. */
-static void note_planned(check_ctx *k, int64_t cls)
+static void note_planned(check_ctx *k, int32_t cls)
 {
 	const pr_plan_class *c = &k->lt->classes[cls];
 	int64_t end;
 	if (!c->spec->has_mem || c->bytes <= 0 || c->spec->mem_offset < 0 ||
 	    __builtin_add_overflow(c->spec->mem_offset, c->bytes, &end))
 		return;
-	k->pcs[k->n_pcs++] = (planned_class){ cls, c->spec->mem_offset, c->bytes, (uint32_t)c->start,
+	k->pcs[k->n_pcs++] = (planned_class){ c->spec->mem_offset, c->bytes, cls, (uint32_t)c->start,
 					      (uint32_t)c->end, spec_arena(&k->arenas, c->spec) };
 }
 
@@ -337,7 +337,7 @@ static unsigned planned_byte(const planned_class *p, int b)
  * offset's high bytes). qsort's comparisons cost more than the sweep. */
 static void sort_planned(planned_class *a, int64_t n)
 {
-	planned_class *tmp = pr_xmalloc((size_t)(n + 1) * sizeof *tmp);
+	planned_class *tmp = pr_xmalloc((size_t)(n + 1) * sizeof *tmp), *src = a, *dst = tmp;
 	uint64_t offsets = 0, arenas = 0;   /* the bits some key has unlike the first */
 	for (int64_t i = 1; i < n; i++) {
 		offsets |= (uint64_t)(a[i].offset ^ a[0].offset);
@@ -348,13 +348,17 @@ static void sort_planned(planned_class *a, int64_t n)
 			continue;   /* every key has this byte */
 		int64_t count[257] = { 0 };
 		for (int64_t i = 0; i < n; i++)
-			count[planned_byte(&a[i], b) + 1]++;
+			count[planned_byte(&src[i], b) + 1]++;
 		for (int v = 1; v <= 256; v++)
 			count[v] += count[v - 1];
 		for (int64_t i = 0; i < n; i++)
-			tmp[count[planned_byte(&a[i], b)]++] = a[i];
-		memcpy(a, tmp, (size_t)n * sizeof *a);
+			dst[count[planned_byte(&src[i], b)]++] = src[i];
+		planned_class *t = src;   /* the next pass reads what this one wrote */
+		src = dst;
+		dst = t;
 	}
+	if (src != a)
+		memcpy(a, src, (size_t)n * sizeof *a);
 	free(tmp);
 }
 

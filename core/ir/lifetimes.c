@@ -20,15 +20,6 @@
 
 /* ---- lifetimes -------------------------------------------------------- */
 
-/* What a reader needs of the node at one position, in one place: a read
- * of a far node then costs its order's line and this record, not also its
- * type's line and the value's. */
-typedef struct lt_pos {
-	pr_node *node;
-	int64_t first_value;    /* its first value, or -1 (none, or not yet defined) */
-	int64_t cls;            /* a tensor's class (n_elems < 0) */
-	int n_elems;            /* a tuple's elements; -1 for a tensor */
-} lt_pos;
 
 /* Storage bytes by layout: a value mostly has the layout of one met just
  * before, and the interned shape and strides (immutable) name it. */
@@ -44,25 +35,35 @@ typedef struct bytes_memo {
 typedef struct lt_builder {
 	pr_lifetimes *lt;
 	int64_t cap_values, cap_classes;
-	lt_pos *pos;            /* per position */
+	int32_t *first;         /* per position: its node's first value, or -1 (none,
+				 * or not yet defined): 4 bytes a node, the value
+				 * naming the node and its class */
 	uint64_t order0, gap;   /* node->order == order0 + pos * gap */
 	int gap_shift;          /* log2 of gap when it is a power of two, else -1 */
 	pr_mutable_buffers *mutable_buffers; /* the graph's, for the inputs' flags */
 	bytes_memo memo[BYTES_MEMO];
 } lt_builder;
 
-/* The record of n's position, or NULL when it is not a node of the graph. */
-static const lt_pos *node_pos(const lt_builder *b, const pr_node *n)
+/* n's first value (a tuple's next ones follow it), or NULL when n has none
+ * yet or is not a node of the graph: the value at n's position must name n. */
+static const pr_plan_value *first_value(const lt_builder *b, const pr_node *n)
 {
-	if (n->order < b->order0 || !b->gap)
-		return b->lt->n_positions == 1 && b->pos[0].node == n ? &b->pos[0] : NULL;
-	/* pr_graph_renumber's step is a power of two: a shift, not a division,
-	 * on every read. */
-	uint64_t d = n->order - b->order0;
-	uint64_t pos = b->gap_shift >= 0 ? d >> b->gap_shift : d / b->gap;
-	if (pos >= (uint64_t)b->lt->n_positions || b->pos[pos].node != n)
+	uint64_t pos = 0;
+	if (n->order < b->order0 || !b->gap) {
+		if (b->lt->n_positions != 1)
+			return NULL;
+	} else {
+		/* pr_graph_renumber's step is a power of two: a shift, not a
+		 * division, on every read. */
+		uint64_t d = n->order - b->order0;
+		pos = b->gap_shift >= 0 ? d >> b->gap_shift : d / b->gap;
+		if (pos >= (uint64_t)b->lt->n_positions)
+			return NULL;
+	}
+	int32_t v = b->first[pos];
+	if (v < 0 || v >= b->lt->n_values || b->lt->values[v].node != n)
 		return NULL;
-	return &b->pos[pos];
+	return &b->lt->values[v];
 }
 
 static int64_t storage_bytes(lt_builder *b, const pr_spec *s)
@@ -96,7 +97,7 @@ static unsigned input_flags(const pr_node *in, const pr_mutable_buffers *mutable
 
 /* A new class, its first value n's element elem (-1: the tensor). An
  * input's flags are set here, while the node is in cache. */
-static int64_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int64_t pos)
+static int32_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int32_t pos)
 {
 	pr_lifetimes *lt = b->lt;
 	PR_GROW(lt->classes, lt->n_classes, b->cap_classes);
@@ -108,14 +109,15 @@ static int64_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int
 	c->bytes = 0;
 	c->start = c->end = pos;
 	c->flags = elem < 0 && n->kind == PR_NODE_INPUT ? input_flags(n, b->mutable_buffers) : 0;
-	return lt->n_classes++;
+	return (int32_t)lt->n_classes++;   /* no more classes than values */
 }
 
-static void add_value(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int64_t cls)
+static void add_value(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int32_t cls)
 {
 	pr_lifetimes *lt = b->lt;
+	PR_ASSERT(lt->n_values < INT32_MAX);   /* plan.h: indexes are 32-bit */
 	PR_GROW(lt->values, lt->n_values, b->cap_values);
-	lt->values[lt->n_values++] = (pr_plan_value){ n, elem, spec, cls };
+	lt->values[lt->n_values++] = (pr_plan_value){ n, spec, cls, elem };
 	pr_plan_class *c = &lt->classes[cls];
 	int64_t bytes = storage_bytes(b, spec);
 	if (bytes > c->bytes)
@@ -132,21 +134,22 @@ static int n_values_of(const pr_node *n)
 	return 0;
 }
 
-/* The class of element elem (-1: the tensor itself) of node v, or -1. */
-static int64_t class_of(const lt_builder *b, const pr_node *v, int elem)
+/* The class of element elem (-1: the tensor itself) of node v, or -1. A
+ * tuple's values follow each other, each naming v. */
+static int32_t class_of(const lt_builder *b, const pr_node *v, int64_t elem)
 {
-	const lt_pos *p = node_pos(b, v);
-	if (!p || p->first_value < 0)
+	const pr_plan_value *first = first_value(b, v);
+	if (!first)
 		return -1;
-	if (p->n_elems < 0)
-		return elem < 0 ? p->cls : -1;
-	if (elem < 0 || elem >= p->n_elems)
+	if (first->elem < 0)
+		return elem < 0 ? first->cls : -1;
+	if (elem < 0 || elem >= b->lt->values + b->lt->n_values - first)
 		return -1;
-	return b->lt->values[p->first_value + elem].cls;
+	return first[elem].node == v ? first[elem].cls : -1;
 }
 
 /* The class that return r of op node n shares, or -1 for a fresh one. */
-static int64_t aliased_class(const lt_builder *b, const pr_node *n, int r)
+static int32_t aliased_class(const lt_builder *b, const pr_node *n, int r)
 {
 	if (n->kind == PR_NODE_GETITEM) {
 		if (n->n_args < 1 || n->args[0].kind != PR_ARG_VALUE || !n->args[0].u.value)
@@ -157,28 +160,27 @@ static int64_t aliased_class(const lt_builder *b, const pr_node *n, int r)
 	return base ? class_of(b, base, -1) : -1;
 }
 
-static void define_values(lt_builder *b, pr_node *n, int64_t pos)
+/* The node's values, after its reads: an alias of itself names nothing. */
+static void define_values(lt_builder *b, pr_node *n, int32_t pos)
 {
 	int nv = n_values_of(n);
-	lt_pos *p = &b->pos[pos];
-	p->first_value = nv ? b->lt->n_values : -1;
-	p->n_elems = n->type.kind == PR_TYPE_TUPLE ? nv : -1;
+	int32_t first = nv ? (int32_t)b->lt->n_values : -1;
 	for (int i = 0; i < nv; i++) {
 		int elem = n->type.kind == PR_TYPE_TUPLE ? i : -1;
 		pr_spec *spec = elem < 0 ? &n->type.tensor : &n->type.elems[i];
-		int64_t cls = aliased_class(b, n, i);
+		int32_t cls = aliased_class(b, n, i);
 		if (cls < 0)
 			cls = add_class(b, n, elem, spec, n->kind == PR_NODE_INPUT ? 0 : pos);
 		pr_plan_class *c = &b->lt->classes[cls];
 		if (pos > c->end)
 			c->end = pos;
 		add_value(b, n, elem, spec, cls);
-		p->cls = cls;
 	}
+	b->first[pos] = first;
 }
 
 /* Stretches the classes of every value that argument a names to pos. */
-static void read_arg(lt_builder *b, const pr_arg *a, int64_t pos, unsigned flags)
+static void read_arg(lt_builder *b, const pr_arg *a, int32_t pos, unsigned flags)
 {
 	if (a->kind == PR_ARG_LIST) {
 		for (int i = 0; i < a->u.list.n; i++)
@@ -187,20 +189,19 @@ static void read_arg(lt_builder *b, const pr_arg *a, int64_t pos, unsigned flags
 	}
 	if (a->kind != PR_ARG_VALUE || !a->u.value)
 		return;
-	const lt_pos *p = node_pos(b, a->u.value);
-	if (!p || p->first_value < 0)
+	const pr_plan_value *v = first_value(b, a->u.value);
+	if (!v)
 		return;
-	int n = p->n_elems < 0 ? 1 : p->n_elems;
-	for (int i = 0; i < n; i++) {
-		int64_t cls = p->n_elems < 0 ? p->cls : b->lt->values[p->first_value + i].cls;
-		pr_plan_class *c = &b->lt->classes[cls];
+	const pr_plan_value *end = b->lt->values + b->lt->n_values;
+	do {
+		pr_plan_class *c = &b->lt->classes[v->cls];
 		if (pos > c->end)
 			c->end = pos;
 		c->flags |= flags;
-	}
+	} while (v->elem >= 0 && ++v < end && v->node == a->u.value);
 }
 
-static void read_args(lt_builder *b, pr_node *n, int64_t pos)
+static void read_args(lt_builder *b, pr_node *n, int32_t pos)
 {
 	for (int i = 0; i < n->n_args; i++) {
 		/* A getitem is its element, not a read of the whole tuple. */
@@ -222,7 +223,7 @@ static void finish_classes(pr_lifetimes *lt)
 		pr_plan_class *c = &lt->classes[i];
 		if (c->flags & PR_CLASS_WHOLE) {
 			c->start = 0;
-			c->end = lt->n_positions - 1;
+			c->end = (int32_t)(lt->n_positions - 1);
 		}
 	}
 }
@@ -253,7 +254,7 @@ static void prefetch_node(const pr_node *n)
 static void builder_grow(lt_builder *b, int64_t *cap)
 {
 	*cap *= 2;
-	b->pos = pr_xrealloc(b->pos, (size_t)*cap * sizeof *b->pos);
+	b->first = pr_xrealloc(b->first, (size_t)*cap * sizeof *b->first);
 }
 
 static void set_gap(lt_builder *b, uint64_t gap)
@@ -279,7 +280,7 @@ static bool keep_step(lt_builder *b, pr_node *node, int64_t n)
 static bool walk_nodes(lt_builder *b, pr_graph *g)
 {
 	int64_t cap = g->n_nodes > 0 ? g->n_nodes : 16, n = 0;
-	b->pos = pr_xmalloc((size_t)cap * sizeof *b->pos);
+	b->first = pr_xmalloc((size_t)cap * sizeof *b->first);
 	b->cap_values = b->cap_classes = cap;
 	b->lt->values = pr_xmalloc((size_t)b->cap_values * sizeof *b->lt->values);
 	b->lt->classes = pr_xmalloc((size_t)b->cap_classes * sizeof *b->lt->classes);
@@ -295,10 +296,11 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 		if (n > 0 && (b->gap == 0 || node->order != b->order0 + (uint64_t)n * b->gap) &&
 		    !keep_step(b, node, n))
 			return false;
-		b->pos[n] = (lt_pos){ node, -1, -1, -1 }; /* a node reading itself reads nothing */
+		PR_ASSERT(n < INT32_MAX);   /* plan.h: positions are 32-bit */
+		b->first[n] = -1;   /* a node reading itself reads nothing */
 		b->lt->n_positions = n + 1;
-		read_args(b, node, n);
-		define_values(b, node, n);
+		read_args(b, node, (int32_t)n);
+		define_values(b, node, (int32_t)n);
 		n++;
 	}
 	return true;
@@ -306,7 +308,7 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 
 static void builder_reset(lt_builder *b)
 {
-	free(b->pos);
+	free(b->first);
 	free(b->lt->values);
 	free(b->lt->classes);
 	memset(b->lt, 0, sizeof *b->lt);
@@ -331,7 +333,7 @@ pr_lifetimes *pr_lifetimes_compute(pr_graph *g)
 	}
 	finish_classes(b.lt);
 	pr_mutable_buffers_free(b.mutable_buffers);
-	free(b.pos);
+	free(b.first);
 	return b.lt;
 }
 

@@ -44,21 +44,25 @@ enum {
 	PR_CLASS_WRITEBACK = 1u << 5,   /* a member is written back to a buffer or input */
 };
 
+/* Positions and indexes are 32-bit (a 10^6-node method's records are then
+ * a third smaller, and the memory they take is time: every first-touched page
+ * is zeroed): pr_lifetimes_compute stops with an invariant failure on a
+ * method of 2^31 nodes or values, which would need hundreds of GB as nodes. */
 typedef struct pr_plan_class {
 	pr_node *node;       /* the base's node */
-	int elem;            /* its tuple element, or -1 */
 	pr_spec *spec;       /* the base's spec: where the plan is read from */
-	pr_device device;    /* the base's device; the host is always "cpu" */
 	int64_t bytes;       /* storage bytes, the largest over the members */
-	int64_t start, end;  /* positions, inclusive */
+	int32_t start, end;  /* positions, inclusive */
+	pr_device device;    /* the base's device; the host is always "cpu" */
+	int elem;            /* its tuple element, or -1 */
 	unsigned flags;      /* PR_CLASS_* */
 } pr_plan_class;
 
 typedef struct pr_plan_value {
 	pr_node *node;
-	int elem;            /* tuple element, or -1 for a tensor node */
 	pr_spec *spec;
-	int64_t cls;         /* index into classes */
+	int32_t cls;         /* index into classes */
+	int elem;            /* tuple element, or -1 for a tensor node */
 } pr_plan_value;
 
 typedef struct pr_lifetimes {

@@ -475,13 +475,13 @@ static int64_t peak_of(const mp_item *items, const int64_t *sizes, int64_t n, in
 
 /* peak_of for raw and for rounded sizes at once: one walk over the items
  * and the positions. */
-static void peaks_of(const mp_item *items, const int64_t *raw, const int64_t *asize, int64_t n, int64_t T,
+static void peaks_of(const mp_item *items, const int64_t *asize, int64_t n, int64_t T,
 		     int64_t *raw_peak, int64_t *aligned_peak)
 {
 	int64_t (*diff)[2] = pr_xcalloc((size_t)T + 1, sizeof *diff);
 	for (int64_t i = 0; i < n; i++) {
-		diff[items[i].start][0] += raw[i];
-		diff[items[i].end + 1][0] -= raw[i];
+		diff[items[i].start][0] += items[i].size;
+		diff[items[i].end + 1][0] -= items[i].size;
 		diff[items[i].start][1] += asize[i];
 		diff[items[i].end + 1][1] -= asize[i];
 	}
@@ -523,32 +523,41 @@ static int64_t stack_whole(mp_item *items, const int64_t *asize, int64_t n, int6
 	return top;
 }
 
+/* Sorts the ids by (start, id). */
+static void sort_by_start(const mp_item *items, int64_t *ids, int64_t m)
+{
+	sort_key *keys = pr_xmalloc((size_t)(m + 1) * sizeof *keys);
+	for (int64_t i = 0; i < m; i++)
+		keys[i] = (sort_key){ items[ids[i]].start, 0, 0, ids[i] };
+	qsort(keys, (size_t)m, sizeof *keys, cmp_key);
+	for (int64_t i = 0; i < m; i++)
+		ids[i] = keys[i].id;
+	free(keys);
+}
+
 static void engine_init(engine *e, mp_item *items, const int64_t *asize, int64_t n, int64_t T)
 {
 	memset(e, 0, sizeof *e);
 	e->items = items;
 	e->asize = asize;
-	sort_key *keys = pr_xmalloc((size_t)(n + 1) * sizeof *keys);
+	e->by_start = pr_xmalloc((size_t)(n + 1) * sizeof *e->by_start);
+	bool sorted = true; /* items usually come in graph order already: no keys */
 	for (int64_t i = 0; i < n; i++)
-		if (!lives_throughout(&items[i], T) && items[i].size > 0)
-			keys[e->m++] = (sort_key){ items[i].start, 0, 0, i };
-	bool sorted = true; /* items usually come in graph order already */
-	for (int64_t i = 1; i < e->m && sorted; i++)
-		sorted = cmp_key(&keys[i - 1], &keys[i]) < 0;
+		if (!lives_throughout(&items[i], T) && items[i].size > 0) {
+			sorted = sorted && (!e->m || items[e->by_start[e->m - 1]].start <= items[i].start);
+			e->by_start[e->m++] = i;
+		}
 	if (!sorted)
-		qsort(keys, (size_t)e->m, sizeof *keys, cmp_key);
-	e->by_start = pr_xmalloc((size_t)(e->m + 1) * sizeof *e->by_start);
+		sort_by_start(items, e->by_start, e->m);
 	e->T = T;
 	e->started = pr_xcalloc((size_t)T + 1, sizeof *e->started);
 	e->slot = pr_xmalloc((size_t)(n + 1) * sizeof *e->slot);
 	for (int64_t i = 0; i < e->m; i++) {
-		e->by_start[i] = keys[i].id;
-		e->started[keys[i].k1]++;
-		e->slot[keys[i].id] = i;
+		e->started[items[e->by_start[i]].start]++;
+		e->slot[e->by_start[i]] = i;
 	}
 	for (int64_t t = 1; t < T; t++)
 		e->started[t] += e->started[t - 1];
-	free(keys);
 	e->M = 1;
 	for (e->depth = 0; e->M < e->m; e->depth++)
 		e->M *= 2;
@@ -800,9 +809,7 @@ mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
 	if (n == 0 || T <= 0)
 		return r;
 	int64_t *asize = pr_xmalloc((size_t)n * sizeof *asize);
-	int64_t *raw = pr_xmalloc((size_t)n * sizeof *raw);
 	for (int64_t i = 0; i < n; i++) {
-		raw[i] = items[i].size;
 		asize[i] = round_up(items[i].size, align);
 		items[i].offset = 0;
 	}
@@ -810,10 +817,10 @@ mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
 	 * every live item takes its rounded size: a plan needs at least the peak
 	 * of rounded sizes less the top item's padding (at most the largest). */
 	int64_t aligned_peak, max_pad = 0;
-	peaks_of(items, raw, asize, n, T, &r.lower_bound_bytes, &aligned_peak);
+	peaks_of(items, asize, n, T, &r.lower_bound_bytes, &aligned_peak);
 	for (int64_t i = 0; i < n; i++)
-		if (asize[i] - raw[i] > max_pad)
-			max_pad = asize[i] - raw[i];
+		if (asize[i] - items[i].size > max_pad)
+			max_pad = asize[i] - items[i].size;
 	r.aligned_lower_bound = aligned_peak - max_pad > r.lower_bound_bytes ? aligned_peak - max_pad
 									     : r.lower_bound_bytes;
 	engine e;
@@ -828,7 +835,6 @@ mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
 			r.planned_bytes = items[i].offset + items[i].size;
 	engine_free(&e);
 	free(asize);
-	free(raw);
 	return r;
 }
 
@@ -876,14 +882,14 @@ static bool wants_memory(const pr_plan_class *c, const mp_graph_options *o)
 typedef struct arena_items {
 	int64_t n;           /* classes in the arena */
 	mp_item *items;      /* their lifetimes and sizes, in class order */
-	int64_t *ids;        /* their class indexes */
+	int32_t *ids;        /* their class indexes (plan.h: 32-bit) */
 	int64_t align;       /* 0: the device's type is not registered */
 	int64_t total;       /* their sizes rounded up to align, summed */
 	bool too_big;        /* that sum passes INT64_MAX */
 } arena_items;
 
 /* Appends class i to arena a, counting its rounded size in. */
-static void gather_class(arena_items *a, const pr_plan_class *c, int64_t i)
+static void gather_class(arena_items *a, const pr_plan_class *c, int32_t i)
 {
 	int64_t rounded;
 	a->items[a->n] = (mp_item){ c->start, c->end, c->bytes, 0 };
@@ -934,7 +940,7 @@ bool mp_plan_graph(pr_graph *g, const mp_graph_options *o, mp_arena_report *repo
 	return changed;
 }
 
-bool mp_plan_lifetimes(const pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
+bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
 		       int max_reports, int *n_reports)
 {
 	int *arena = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena);
@@ -955,7 +961,11 @@ bool mp_plan_lifetimes(const pr_lifetimes *lt, const mp_graph_options *o, mp_are
 	}
 	for (int64_t i = 0; i < lt->n_classes; i++)
 		if (arena[i] >= 0)
-			gather_class(&per[arena[i]], &lt->classes[i], i);
+			gather_class(&per[arena[i]], &lt->classes[i], (int32_t)i);
+	/* Gathered, the classes are not read again: their memory goes back
+	 * before the planner takes its own. */
+	free(lt->classes);
+	lt->classes = NULL;
 	for (int a = 0; a < set.n; a++) {
 		mp_arena_report rep = { .n_items = per[a].n, .unknown_type = !per[a].align };
 		if (per[a].align)

@@ -60,8 +60,10 @@ typedef struct mp_graph_options {
  * count. */
 bool mp_plan_graph(pr_graph *g, const mp_graph_options *o, mp_arena_report *reports,
 		   int max_reports, int *n_reports);
-/* The same with lifetimes the caller computed (lt must be g's, fresh). */
-bool mp_plan_lifetimes(const pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
+/* The same with lifetimes the caller computed (lt must be g's, fresh). It
+ * frees lt->classes (NULL after) once it has read them, before planning: the
+ * values stay; pr_lifetimes_free still frees lt. */
+bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
 		       int max_reports, int *n_reports);
 
 #endif
