@@ -721,7 +721,8 @@ static bool host_addressable(pr_device d)
 /* pr_device_equal, with the common case (the very same device) first. */
 static bool same_device(const pr_device *a, const pr_device *b)
 {
-	return (a->index == b->index && !strcmp(a->type, b->type)) || pr_device_equal(*a, *b);
+	return (a->index == b->index && (a->type == b->type || !strcmp(a->type, b->type))) ||
+	       pr_device_equal(*a, *b);
 }
 
 /* Every tensor n reads (list items included) must be on the host (want_host:
@@ -1248,8 +1249,12 @@ static void prefetch_reads(const pr_node *n, int stage)
 static void fetch_ahead(vctx *c, int64_t i)
 {
 	int64_t n = c->g->n_nodes;
-	if (i + LEAD < n)
-		prefetch_node(c->nodes[i + LEAD]);
+	if (i + LEAD < n) {
+		const pr_node *far = c->nodes[i + LEAD];   /* linked just now: in cache */
+		prefetch_node(far);
+		if (far->kind == PR_NODE_INPUT)
+			__builtin_prefetch(far->input);
+	}
 	if (i + 8 < n) {
 		const pr_node *ahead = c->nodes[i + 8];
 		__builtin_prefetch(ahead->args);
