@@ -142,16 +142,19 @@ typedef struct ptr_map {
 
 /* The quoted names of a method's inputs, by a hash of the name: each input
  * and each write-back looks its name up once. A slot keeps the hash beside
- * the node, so that a probe past another name reads neither that node nor
- * its name (on a big method, two cache misses). */
+ * the node's place in the walk's node array, so that a probe past another
+ * name reads neither that node nor its name (on a big method, two cache
+ * misses), in 8 bytes: half the lines a pointer would take. The table grows
+ * as the walk meets inputs: their count is known only once it has passed
+ * them. */
 typedef struct name_slot {
 	uint32_t hash;        /* pr_str_hash of the name */
-	pr_node *node;        /* NULL: free slot */
+	uint32_t at;          /* 1 + the node's index in vctx.nodes; 0: free slot */
 } name_slot;
 
 typedef struct name_map {
 	name_slot *slots;
-	size_t cap;           /* a power of two, more than twice the inputs */
+	size_t cap, n;        /* cap a power of two (or 0), more than twice n */
 } name_map;
 
 typedef struct vctx {
@@ -173,12 +176,14 @@ typedef struct vctx {
 	const pr_arg **sorted;/* room to sort one use list */
 	size_t sorted_cap;
 	name_map inputs;
-	pr_node **nodes;      /* g's nodes in order, as check_links found them */
+	pr_node **nodes;      /* g's nodes in order, as the link walk found them */
 	size_t nodes_cap;
 	int64_t at;           /* the index in nodes of the node being checked */
 	uint32_t ahead[8];    /* name_hash of input nodes[i]'s name at i % 8 */
 	int n_returns;
-	bool has_copies;      /* g holds an h2d or d2h op: placement has run */
+	bool has_copies;      /* g holds an h2d or d2h op (of the nodes linked so far) */
+	bool assumed_no_copies; /* a check read has_copies as false before the
+				   link walk had seen all of g */
 } vctx;
 
 /* ---- tables --------------------------------------------------------------- */
@@ -242,20 +247,52 @@ static uint32_t name_hash(const char *name)
 	return pr_str_hash(name, strlen(name));
 }
 
-/* The slot of the input named name (whose name_hash is h), or the free slot
- * where it would go. */
-static name_slot *name_map_at(const name_map *m, const char *name, uint32_t h)
+static pr_node *slot_node(const vctx *c, const name_slot *s)
 {
+	return s->at ? c->nodes[s->at - 1] : NULL;
+}
+
+/* The slot of the input named name (whose name_hash is h), or the free slot
+ * where it would go; the table has slots. */
+static name_slot *name_map_at(const vctx *c, const char *name, uint32_t h)
+{
+	const name_map *m = &c->inputs;
 	size_t i = h & (m->cap - 1);
-	while (m->slots[i].node &&
-	       (m->slots[i].hash != h || strcmp(m->slots[i].node->input->name, name)))
+	while (m->slots[i].at &&
+	       (m->slots[i].hash != h || strcmp(slot_node(c, &m->slots[i])->input->name, name)))
 		i = (i + 1) & (m->cap - 1);
 	return &m->slots[i];
 }
 
-static pr_node *name_map_get(const name_map *m, const char *name)
+static pr_node *name_map_get(const vctx *c, const char *name)
 {
-	return m->cap ? name_map_at(m, name, name_hash(name))->node : NULL;
+	return c->inputs.cap ? slot_node(c, name_map_at(c, name, name_hash(name))) : NULL;
+}
+
+/* Room for one more name: the table doubled (from 64 slots), each entry
+ * placed again by the hash it keeps. */
+static void name_map_fit(name_map *m)
+{
+	if (2 * (m->n + 1) < m->cap)
+		return;
+	name_map old = *m;
+	m->cap = old.cap ? old.cap * 2 : 64;
+	m->slots = pr_xcalloc(m->cap, sizeof *m->slots);
+	for (size_t i = 0; i < old.cap; i++) {
+		if (!old.slots[i].at)
+			continue;
+		size_t j = old.slots[i].hash & (m->cap - 1);
+		while (m->slots[j].at)
+			j = (j + 1) & (m->cap - 1);
+		m->slots[j] = old.slots[i];
+	}
+	free(old.slots);
+}
+
+static void name_map_clear(name_map *m)
+{
+	free(m->slots);
+	*m = (name_map){0};
 }
 
 static const char *diag_node_name(const pr_node *n)
@@ -684,7 +721,8 @@ static bool host_addressable(pr_device d)
 /* pr_device_equal, with the common case (the very same device) first. */
 static bool same_device(const pr_device *a, const pr_device *b)
 {
-	return (a->index == b->index && !strcmp(a->type, b->type)) || pr_device_equal(*a, *b);
+	return (a->index == b->index && (a->type == b->type || !strcmp(a->type, b->type))) ||
+	       pr_device_equal(*a, *b);
 }
 
 /* Every tensor n reads (list items included) must be on the host (want_host:
@@ -961,6 +999,7 @@ static void check_delegate_placement(vctx *c, pr_node *n, const dinfo *di)
 	if (!host && !c->has_copies && !result_on_device(n)) {
 		/* Not placed yet: a program as the user wrote it, or one that a pass
 		 * (device constants) tagged before propagate-device ran. */
+		c->assumed_no_copies = true;
 		check_reads_on(c, n, n->args, n->n_args, false, di->device, true,
 			       "a device delegate never reads another device's memory");
 		return;
@@ -1005,13 +1044,15 @@ static void check_input(vctx *c, pr_node *n)
 	if (!n->input->name || c->body)
 		return;
 	uint32_t h = c->ahead[c->at & 7];
-	name_slot *at = name_map_at(&c->inputs, n->input->name, h);
-	if (at->node) {
+	name_map_fit(&c->inputs);
+	name_slot *at = name_map_at(c, n->input->name, h);
+	if (at->at) {
 		report(c, "E-INPUT", n, "input %s is named \"%s\", like %s; expected unique "
-		       "input names", label(n, ln), n->input->name, label(at->node, le));
+		       "input names", label(n, ln), n->input->name, label(slot_node(c, at), le));
 		return;
 	}
-	*at = (name_slot){h, n};
+	*at = (name_slot){h, (uint32_t)c->at + 1};
+	c->inputs.n++;
 }
 
 static const char *input_kind_str(pr_input_kind k)
@@ -1038,7 +1079,7 @@ static void check_writeback(vctx *c, pr_node *ret, int i)
 		       kw, wb->target ? wb->target : "");
 		return;
 	}
-	pr_node *e = wb->target ? name_map_get(&c->inputs, wb->target) : NULL;
+	pr_node *e = wb->target ? name_map_get(c, wb->target) : NULL;
 	pr_input_kind want = buffer ? PR_INPUT_BUFFER : PR_INPUT_USER;
 	if (!e || e->input->kind != want) {
 		char what[LABEL_MAX + 48];
@@ -1100,49 +1141,66 @@ static void check_node(vctx *c, pr_node *n)
 
 /* ---- graphs ------------------------------------------------------------- */
 
-/* Links, owner and order: what the rest relies on. Returns the input count,
- * or -1 when the list cannot be walked safely (then nothing else is
- * checked). The nodes are kept in c->nodes, in order, for the walk that
- * checks them: it reads them from the array, ahead of where it is, rather
- * than one next link at a time. */
-static int64_t check_links(vctx *c, pr_graph *g)
+/* How far (in nodes) the link walk runs ahead of the node checks, and the
+ * farthest fetch_ahead reads ahead in c->nodes. */
+#define LEAD 16
+
+/* Room for n nodes in c->nodes. */
+static void nodes_fit(vctx *c, int64_t n)
 {
-	int64_t count = 0, inputs = 0;
-	const pr_node *prev = NULL;
-	if (g->order_stale)
-		pr_graph_renumber(g);
-	size_t need = g->n_nodes > 0 ? (size_t)g->n_nodes : 1;
-	if (need > c->nodes_cap) {
-		free(c->nodes);
-		c->nodes = pr_xmalloc(need * sizeof *c->nodes);
-		c->nodes_cap = need;
+	size_t need = n > 0 ? (size_t)n : 1;
+	if (need <= c->nodes_cap)
+		return;
+	free(c->nodes);
+	c->nodes = pr_xmalloc(need * sizeof *c->nodes);
+	c->nodes_cap = need;
+}
+
+/* Links, owner and order of n, the count-th node, reached from prev: what
+ * the rest relies on. False (reported) when the list cannot be walked
+ * safely. Keeps n in c->nodes, for the checks that follow the walk. */
+static bool link_node(vctx *c, pr_graph *g, pr_node *n, const pr_node *prev, int64_t count)
+{
+	if (count > g->n_nodes || n->prev != prev || n->graph != g) {
+		report(c, "E-STRUCTURE", n, "the node list of @%s is broken at this node "
+		       "(a wrong prev link, owner graph or node count); expected a "
+		       "doubly linked list of %" PRId64 " nodes", g->name, g->n_nodes);
+		return false;
 	}
-	for (pr_node *n = g->first; n; prev = n, n = n->next) {
-		if (++count > g->n_nodes || n->prev != prev || n->graph != g) {
-			report(c, "E-STRUCTURE", n, "the node list of @%s is broken at this node "
-			       "(a wrong prev link, owner graph or node count); expected a "
-			       "doubly linked list of %" PRId64 " nodes", g->name, g->n_nodes);
-			return -1;
-		}
-		if (prev && prev->order >= n->order) {
-			report(c, "E-STRUCTURE", n, "graph order does not increase at this node in "
-			       "@%s; expected increasing order numbers", g->name);
-			return -1;
-		}
-		c->nodes[count - 1] = n;
-		inputs += n->kind == PR_NODE_INPUT;
-		c->uses += n->n_uses;
-		c->uses_suspect |= n->n_uses < 0;
-		if (n->kind == PR_NODE_OP && n->schema && (n->schema->h2d || n->schema->d2h))
-			c->has_copies = true;
+	if (prev && prev->order >= n->order) {
+		report(c, "E-STRUCTURE", n, "graph order does not increase at this node in "
+		       "@%s; expected increasing order numbers", g->name);
+		return false;
 	}
-	if (prev != g->last || count != g->n_nodes) {
-		report(c, "E-STRUCTURE", NULL, "@%s lists %" PRId64 " nodes ending at %s but says "
-		       "%" PRId64 "; expected the list, its last node and its count to agree",
-		       g->name, count, prev && prev->name ? prev->name : "?", g->n_nodes);
-		return -1;
-	}
-	return inputs;
+	c->nodes[count - 1] = n;
+	c->uses += n->n_uses;
+	c->uses_suspect |= n->n_uses < 0;
+	if (n->kind == PR_NODE_OP && n->schema && (n->schema->h2d || n->schema->d2h))
+		c->has_copies = true;
+	return true;
+}
+
+/* Does the list end where g says, after as many nodes as it says? */
+static bool list_ends(vctx *c, pr_graph *g, const pr_node *last, int64_t count)
+{
+	if (last == g->last && count == g->n_nodes)
+		return true;
+	report(c, "E-STRUCTURE", NULL, "@%s lists %" PRId64 " nodes ending at %s but says "
+	       "%" PRId64 "; expected the list, its last node and its count to agree",
+	       g->name, count, last && last->name ? last->name : "?", g->n_nodes);
+	return false;
+}
+
+/* The lines of the node that a list laid out in address order (as the
+ * loaders' slabs lay it out) has far ahead of n: the link walk then finds its
+ * next nodes in cache. A guess: where it is wrong (nodes a pass inserted), a
+ * prefetch costs a line fetched for nothing, never a fault. */
+static void prefetch_guess(const pr_node *n)
+{
+	const char *p = (const char *)((uintptr_t)n + 2 * LEAD * sizeof *n);
+	for (size_t off = 0; off < sizeof *n; off += 64)
+		__builtin_prefetch(p + off);
+	__builtin_prefetch(p + sizeof *n - 1);
 }
 
 /* The name hash of input nodes[j] for check_input, and its slot's line
@@ -1154,7 +1212,8 @@ static void hash_ahead(vctx *c, int64_t j)
 		return;
 	uint32_t h = name_hash(n->input->name);
 	c->ahead[j & 7] = h;
-	__builtin_prefetch(&c->inputs.slots[h & (c->inputs.cap - 1)]);
+	if (c->inputs.cap)
+		__builtin_prefetch(&c->inputs.slots[h & (c->inputs.cap - 1)]);
 }
 
 /* Every line of node n, for check_node to find in cache. */
@@ -1190,8 +1249,12 @@ static void prefetch_reads(const pr_node *n, int stage)
 static void fetch_ahead(vctx *c, int64_t i)
 {
 	int64_t n = c->g->n_nodes;
-	if (i + 16 < n)
-		prefetch_node(c->nodes[i + 16]);
+	if (i + LEAD < n) {
+		const pr_node *far = c->nodes[i + LEAD];   /* linked just now: in cache */
+		prefetch_node(far);
+		if (far->kind == PR_NODE_INPUT)
+			__builtin_prefetch(far->input);
+	}
 	if (i + 8 < n) {
 		const pr_node *ahead = c->nodes[i + 8];
 		__builtin_prefetch(ahead->args);
@@ -1231,38 +1294,40 @@ static void check_all_uses(vctx *c, pr_graph *g)
 	free(saved);
 }
 
-/* Room for a method's inputs by name: a power of two over twice their count. */
-static void name_map_init(name_map *m, int64_t inputs)
+/* Checks c->nodes[i], fetching what the nodes after it will read. */
+static void check_at(vctx *c, int64_t i)
 {
-	m->cap = 0;
-	m->slots = NULL;
-	if (!inputs)
-		return;
-	m->cap = 4;
-	while (m->cap < (size_t)inputs * 2 + 1)
-		m->cap *= 2;
-	m->slots = pr_xcalloc(m->cap, sizeof *m->slots);
+	if (i == 0)
+		for (int64_t j = 0; j < 4 && j < c->g->n_nodes; j++)
+			hash_ahead(c, j);
+	fetch_ahead(c, i);
+	c->at = i;
+	check_node(c, c->nodes[i]);
 }
 
-static void check_graph(vctx *c, pr_graph *g, bool body)
+/* One walk over g: its links, and each node's checks LEAD nodes behind,
+ * while its lines are still in cache (a big method's nodes are far more
+ * than the cache holds, and a walk of its links alone would fetch them all
+ * once more). With lead at g's node count or more, the links are all
+ * walked first. False when what was reported must be dropped and the graph
+ * walked again with the links first: the links broke after some nodes were
+ * checked (nothing but the break is reported then), or a check took "no
+ * copies" for a fact that the rest of the graph belied. */
+static bool walk_graph(vctx *c, pr_graph *g, int64_t lead)
 {
-	c->g = g;
-	c->body = body;
-	c->n_returns = 0;
-	c->has_copies = false;
-	c->uses = c->slots = 0;
-	c->uses_suspect = false;
-	int64_t inputs = check_links(c, g);
-	if (inputs < 0)
-		return;
-	name_map_init(&c->inputs, body ? 0 : inputs);
-	for (int64_t i = 0; i < 4 && i < g->n_nodes; i++)
-		hash_ahead(c, i);
-	for (int64_t i = 0; i < g->n_nodes; i++) {
-		fetch_ahead(c, i);
-		c->at = i;
-		check_node(c, c->nodes[i]);
+	int64_t count = 0, checked = 0;
+	const pr_node *prev = NULL;
+	for (pr_node *n = g->first; n; prev = n, n = n->next) {
+		prefetch_guess(n);
+		if (!link_node(c, g, n, prev, ++count))
+			return checked == 0;
+		if (count > lead)
+			check_at(c, checked++);
 	}
+	if (!list_ends(c, g, prev, count))
+		return checked == 0;
+	while (checked < count)
+		check_at(c, checked++);
 	if (!c->n_returns)
 		report(c, "E-RETURN", NULL, "@%s has no return; expected exactly one, as "
 		       "its last node", g->name);
@@ -1270,9 +1335,56 @@ static void check_graph(vctx *c, pr_graph *g, bool body)
 	 * slots as entries: every entry is one slot's, once. */
 	if (c->uses_suspect || c->uses != c->slots)
 		check_all_uses(c, g);
-	free(c->inputs.slots);
-	c->inputs.slots = NULL;
-	c->inputs.cap = 0;
+	return !(c->assumed_no_copies && c->has_copies);
+}
+
+/* What one walk of g gathers, from nothing. */
+static void graph_reset(vctx *c)
+{
+	c->n_returns = 0;
+	c->has_copies = c->assumed_no_copies = false;
+	c->uses = c->slots = 0;
+	c->uses_suspect = false;
+	name_map_clear(&c->inputs);
+}
+
+/* The diagnostics of from added to to, in their order. */
+static void pass_on(pr_diags *to, const pr_diags *from)
+{
+	for (int i = 0; i < from->n; i++) {
+		const pr_diag *x = &from->items[i];
+		pr_diags_add(to, x->severity, x->code, x->pass, x->method, x->node, x->bytes,
+			     "%s", x->message ? x->message : "");
+	}
+}
+
+/* g's findings are held back until its walk is known to stand (walk_graph):
+ * the diagnostics are those of a walk of its links first and of its nodes
+ * after, in that order. */
+static void check_graph(vctx *c, pr_graph *g, bool body)
+{
+	c->g = g;
+	c->body = body;
+	if (g->order_stale)
+		pr_graph_renumber(g);
+	PR_ASSERT(g->n_nodes < UINT32_MAX);   /* name_slot.at */
+	nodes_fit(c, g->n_nodes);
+	pr_diags *out = c->diags, held;
+	int errors = c->errors;
+	pr_diags_init(&held, NULL);
+	c->diags = &held;
+	graph_reset(c);
+	if (!walk_graph(c, g, LEAD)) {
+		pr_diags_free(&held);
+		pr_diags_init(&held, NULL);
+		c->errors = errors;
+		graph_reset(c);
+		walk_graph(c, g, INT64_MAX);
+	}
+	c->diags = out;
+	pass_on(out, &held);
+	pr_diags_free(&held);
+	name_map_clear(&c->inputs);
 }
 
 /* ---- delegates ---------------------------------------------------------- */

@@ -1093,6 +1093,83 @@ Test(verify, text_delegate_call_of_the_wrong_size)
 
 /* ---- performance ------------------------------------------------------- */
 
+/* The verifier checks nodes while it walks the links, some nodes behind:
+ * a break far down a long method is still all that is reported, not the
+ * findings about the nodes before it. */
+Test(verify, broken_link_far_down_is_all_that_is_reported)
+{
+	pr_program *p = pr_program_new();
+	pr_schema *add = op(p, "aten::add.Tensor(Tensor self, Tensor other) -> Tensor");
+	pr_graph *g = method(p, "forward");
+	pr_node *x = input(g, "x", "f32[4]", PR_INPUT_USER, "x");
+	input(g, "y", "f32[4]", PR_INPUT_USER, "x");   /* an E-INPUT, before the break */
+	pr_node *prev = x, *bad = NULL;
+	char name[32];
+	for (int i = 0; i < 100; i++) {
+		snprintf(name, sizeof name, "v%d", i);
+		prev = call(g, name, "f32[4]", add, ARGS(V(prev), V(x)));
+		if (i == 80)
+			bad = prev;
+	}
+	ret(g, ARGS(V(prev)));
+	pr_node *was = bad->prev;
+	bad->prev = bad;
+	int n = verify(p);
+	bad->prev = was;
+	if (n != 1)
+		print_diags();
+	cr_assert_eq(n, 1);
+	cr_assert_str_eq(diags.items[0].code, "E-STRUCTURE");
+	cr_assert_str_eq(diags.items[0].node, "v80");
+	pr_program_free(p);
+}
+
+/* The unplaced example with an h2d copy after the delegate call, next to it
+ * or after many nodes (filler of them before the copy). */
+static example unplaced_with_copy_after(int filler)
+{
+	example e = unplaced_example();
+	pr_node *pos = e.dl;
+	char name[32];
+	for (int i = 0; i < filler; i++) {
+		snprintf(name, sizeof name, "f%d", i);
+		pr_node *f = pr_node_new(PR_NODE_OP, name);
+		set_type(f, "f32[2,3]");
+		f->schema = e.add;
+		pr_node_set_args(f, ARGS(V(e.x), V(e.x)));
+		cr_assert(!pr_graph_insert_after(pos, f));
+		pos = f;
+	}
+	pr_node *c = pr_node_new(PR_NODE_OP, "late_copy");
+	set_type(c, "f32[2,3]@cuda:0");
+	c->schema = e.h2d;
+	pr_node_set_args(c, ARGS(V(e.x)));
+	cr_assert(!pr_graph_insert_after(pos, c));
+	return e;
+}
+
+/* A copy anywhere in the method makes its device delegate calls placed ones,
+ * however far after the call it comes: the same findings either way. */
+Test(verify, copy_far_after_a_device_delegate_call_places_it)
+{
+	example near = unplaced_with_copy_after(0);
+	int n = verify(near.p);
+	cr_assert(n > 0, "a placed device delegate reading host tensors");
+	pr_diags first = diags;
+	pr_diags_init(&diags, "test.pg");
+	example far = unplaced_with_copy_after(100);
+	cr_assert_eq(verify(far.p), n);
+	for (int i = 0; i < n; i++) {
+		cr_assert_str_eq(diags.items[i].code, first.items[i].code);
+		cr_assert_str_eq(diags.items[i].code, "E-PLACEMENT");
+		cr_assert_str_eq(diags.items[i].node, first.items[i].node);
+		cr_assert_str_eq(diags.items[i].message, first.items[i].message);
+	}
+	pr_diags_free(&first);
+	pr_program_free(near.p);
+	pr_program_free(far.p);
+}
+
 /* Speed is measured in bench/, not here: this checks that a value with a
  * great many readers verifies clean (the use-list check counts, it does not
  * search). */
