@@ -4,14 +4,16 @@
  * sections, in order, after room for the header and section table, to an
  * outbuf (outbuf.h): the one buffer that becomes the file
  * (pr_binary_write, sized up front from the node count), or a chunk handed
- * to a file sink as it fills (pr_binary_write_sink). It builds the DATA
- * section alongside, in memory: every blob's bytes and the materialized
- * storage bytes of every constant with logical data go there as segments
- * aligned to 64 bytes, and the metadata refers to them by their offset
- * inside DATA. DATA is then appended at the next 64-byte boundary, and the
- * header and section table are written last, when every size is known: into
- * the buffer, or over the file's first bytes (a target that cannot seek gets
- * the file made in memory).
+ * to a file sink as it fills (pr_binary_write_sink). It lays the DATA
+ * section out alongside: every blob's bytes and the storage bytes of every
+ * constant with data get a segment aligned to 64 bytes, and the metadata
+ * refers to them by their offset inside DATA. Bytes the program holds (a
+ * blob's, a loaded constant's mapped storage) are not copied: DATA, appended
+ * at the next 64-byte boundary, is written from where they lie, and only the
+ * storage of constants with logical data (fill, random, a list) is
+ * materialized into memory first. The header and section table are written
+ * last, when every size is known: into the buffer, or over the file's first
+ * bytes (a target that cannot seek gets the file made in memory).
  *
  * Nodes, schemas, delegates and blobs are referred to by index. A node's
  * index is in its scratch once it is written (one load per value read, no
@@ -190,6 +192,16 @@ typedef struct w_known_layout {
 	int64_t storage;
 } w_known_layout;
 
+/* A segment of DATA, written after the metadata: bytes the program holds
+ * already (a blob's, a loaded constant's mapped storage), written from where
+ * they lie, or a constant's materialized storage, kept in the writer's
+ * buffer (bytes NULL: at made bytes into it). */
+typedef struct w_segment_ref {
+	const uint8_t *bytes;
+	size_t made_at;
+	uint64_t at, size;   /* its DATA offset, a multiple of PRB_ALIGN, and size */
+} w_segment_ref;
+
 /* A node of the graph being written, by its index, and its caller's scratch. */
 typedef struct w_slot {
 	const pr_node *node;
@@ -202,7 +214,10 @@ typedef struct writer {
 	const pr_graph *graph; /* being written; its nodes' scratch holds index + 1 once written */
 	w_slot *slots;         /* its nodes written so far, n_written of them */
 	size_t n_written, cap_slots;
-	wbuf data;             /* the DATA section */
+	w_segment_ref *segs;   /* DATA, in order: n_segs of them */
+	size_t n_segs, cap_segs;
+	uint64_t data_len;     /* DATA's size so far */
+	outbuf made;           /* the materialized storage of constants, one after another */
 	w_known_device devices[W_KNOWN_DEVICES];
 	unsigned next_device;  /* the entry replaced next */
 	w_known_layout layout; /* the last constant's */
@@ -281,13 +296,31 @@ static void w_type(writer *w, wbuf *b, const pr_type *t)
 	}
 }
 
-/* Appends a 64-byte-aligned segment to DATA and returns its offset there. */
+/* Places a segment of n bytes at the next 64-byte boundary of DATA and
+ * returns its offset there; bytes NULL: the last n bytes made (w->made). */
 static uint64_t w_segment(writer *w, const uint8_t *bytes, size_t n)
 {
-	wb_pad(&w->data, PRB_ALIGN);
-	uint64_t at = out_pos(&w->data.o);
-	wb_bytes(&w->data, bytes, n);
+	if (w->n_segs == w->cap_segs) {
+		w->cap_segs = 2 * w->cap_segs + 16;
+		w->segs = pr_xrealloc(w->segs, w->cap_segs * sizeof *w->segs);
+	}
+	uint64_t at = (w->data_len + PRB_ALIGN - 1) / PRB_ALIGN * PRB_ALIGN;
+	w->segs[w->n_segs++] = (w_segment_ref){bytes, w->made.len - (bytes ? 0 : n), at, n};
+	w->data_len = at + n;
 	return at;
+}
+
+/* DATA, segment by segment, with the zeros between. */
+static void w_data_section(const writer *w, wbuf *file)
+{
+	static const uint8_t zeros[PRB_ALIGN];
+	uint64_t pos = 0;
+	for (size_t i = 0; i < w->n_segs; i++) {
+		const w_segment_ref *g = &w->segs[i];
+		wb_bytes(file, zeros, (size_t)(g->at - pos));
+		wb_bytes(file, g->bytes ? g->bytes : w->made.p + g->made_at, (size_t)g->size);
+		pos = g->at + g->size;
+	}
 }
 
 /* Is materializing s cheap, O(its storage)? Not when more elements than the
@@ -318,27 +351,36 @@ static bool w_worth_storing(writer *w, const pr_spec *s, int64_t *storage)
  * constant whose data cannot be materialized (a list of the wrong length), or
  * not cheaply (see above), keeps its description only: the verifier reports
  * the former, and a runtime can materialize the latter as it sees fit. */
+/* A constant's storage bytes placed in DATA, at *at: a loaded constant's
+ * mapped bytes (what pr_data_materialize would copy) are written from where
+ * they lie; others are materialized into w->made. */
+static bool w_place_storage(writer *w, const pr_data *d, const pr_spec *s, int64_t storage,
+			    uint64_t *at)
+{
+	if (d->mapped && d->mapped_size == storage) {
+		*at = w_segment(w, d->mapped, (size_t)storage);
+		return true;
+	}
+	pr_err *e = pr_data_materialize(d, s, out_room(&w->made, (size_t)storage));
+	if (e) {
+		pr_err_free(e);
+		return false;
+	}
+	w->made.len += (size_t)storage;
+	*at = w_segment(w, NULL, (size_t)storage);
+	return true;
+}
+
 static void w_data_segment(writer *w, wbuf *b, const pr_node *n)
 {
 	const pr_spec *s = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : NULL;
 	int64_t storage = 0;
-	if (s && w_worth_storing(w, s, &storage)) {
-		/* materialized in place, in DATA (in memory, never a sink's) */
-		size_t before = w->data.o.len;
-		wb_pad(&w->data, PRB_ALIGN);
-		uint64_t at = out_pos(&w->data.o);
-		pr_err *e = pr_data_materialize(&n->input->data, s, wb_room(&w->data, (size_t)storage));
-		if (!e) {
-			w->data.o.len += (size_t)storage;
-			wb_u64(b, at);
-			wb_u64(b, (uint64_t)storage);
-			return;
-		}
-		pr_err_free(e);
-		w->data.o.len = before;   /* no segment, and no padding for it */
-	}
-	wb_u64(b, 0);
-	wb_u64(b, 0);
+	uint64_t at = 0;
+	if (!s || !w_worth_storing(w, s, &storage) ||
+	    !w_place_storage(w, &n->input->data, s, storage, &at))
+		storage = 0, at = 0;   /* no segment, and no padding for one */
+	wb_u64(b, at);
+	wb_u64(b, (uint64_t)storage);
 }
 
 static bool w_data(writer *w, wbuf *b, const pr_node *n)
@@ -654,10 +696,11 @@ static pr_err *w_program(const pr_program *p, wbuf *file, uint8_t *head)
 	if (ok) {
 		wb_pad(file, PRB_ALIGN);
 		size_t data_off = out_pos(&file->o);
-		wb_bytes(file, w.data.o.p, w.data.o.len);
-		w_header(head, ends, data_off, w.data.o.len);
+		w_data_section(&w, file);
+		w_header(head, ends, data_off, (size_t)w.data_len);
 	}
-	free(w.data.o.p);
+	free(w.made.p);
+	free(w.segs);
 	pm_free(&w.schemas);
 	pm_free(&w.delegates);
 	pm_free(&w.blobs);

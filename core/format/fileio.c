@@ -291,6 +291,8 @@ struct pr_file_sink {
 	char *tmp;      /* the temporary file renamed over target; NULL in place */
 	int fd;         /* -1: not open yet (a target written in place opens late) */
 	bool in_place;  /* a device or FIFO, written directly */
+	uint64_t end;      /* the temporary file's bytes written front to back so far */
+	uint64_t flushed;  /* how many of them the disk was told to start writing */
 	pr_err *err;    /* the first failure; every later write does nothing */
 };
 
@@ -378,10 +380,42 @@ bool pr_file_sink_can_seek(const pr_file_sink *s)
 	return !s->in_place;
 }
 
+/* A temporary file's bytes start for the disk every SINK_FLUSH_STEP bytes,
+ * while the writer makes the next ones, so that the fsync at commit waits
+ * for the last few only (at a million nodes the file is 200 MB, and the
+ * fsync of all of it at the end took longer than making it). Only a start:
+ * the fsync still makes the file durable, and a failure here is the fsync's
+ * to report. */
+#define SINK_FLUSH_STEP ((uint64_t)8 << 20)
+
+static void sink_start_writeback(pr_file_sink *s)
+{
+#ifdef SYNC_FILE_RANGE_WRITE
+	if (s->end - s->flushed >= SINK_FLUSH_STEP) {
+		sync_file_range(s->fd, (off_t)s->flushed, (off_t)(s->end - s->flushed),
+				SYNC_FILE_RANGE_WRITE);
+		s->flushed = s->end;
+	}
+#else
+	(void)s;   /* no early start here: the fsync at commit writes it all */
+#endif
+}
+
+/* A long run (DATA, a FIFO's whole file) goes in steps, each started for
+ * the disk as it is written. */
 void pr_file_sink_write(pr_file_sink *s, const void *bytes, size_t len)
 {
-	if (sink_ready(s))
-		sink_fail(s, write_all(s->fd, s->path, bytes, len, -1));
+	const uint8_t *p = bytes;
+	while (sink_ready(s) && len) {
+		size_t n = len < SINK_FLUSH_STEP ? len : (size_t)SINK_FLUSH_STEP;
+		sink_fail(s, write_all(s->fd, s->path, p, n, -1));
+		if (!s->in_place && !s->err) {
+			s->end += n;
+			sink_start_writeback(s);
+		}
+		p += n;
+		len -= n;
+	}
 }
 
 void pr_file_sink_write_at(pr_file_sink *s, uint64_t offset, const void *bytes, size_t len)

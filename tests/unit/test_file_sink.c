@@ -135,6 +135,33 @@ Test(file_sink, write_at_rewrites_the_front_and_the_mode_is_kept)
 	cr_assert_eq(count_temps(), 0);
 }
 
+/* Files past the sink's writeback steps (it starts the disk on every 8 MB
+ * written): one long run, split in steps, then many short writes, and bytes
+ * rewritten at the front and inside, arrive whole and in place. */
+Test(file_sink, long_files_arrive_whole_past_the_writeback_steps)
+{
+	size_t n = (size_t)27 << 20, piece = 4093, head = n / 2;
+	uint8_t *want = malloc(n);
+	for (size_t i = 0; i < n; i++)
+		want[i] = (uint8_t)(i * 131 + (i >> 20));
+	const char *out = tpath(0, "long.bin");
+	write_old(out);
+	pr_file_sink *s;
+	cr_assert_null(pr_file_sink_open(out, &s));
+	pr_file_sink_write(s, "....", 4);
+	pr_file_sink_write(s, want + 4, head - 4);
+	for (size_t at = head; at < n; at += piece)
+		pr_file_sink_write(s, want + at, at + piece < n ? piece : n - at);
+	pr_file_sink_write_at(s, 0, want, 4);
+	pr_file_sink_write_at(s, (uint64_t)head - 2, "xy", 2);
+	want[head - 2] = 'x';
+	want[head - 1] = 'y';
+	cr_assert_null(pr_file_sink_commit(s));
+	assert_file_is(out, want, n);
+	cr_assert_eq(count_temps(), 0);
+	free(want);
+}
+
 /* The sink's own error midway: the file system refuses a write once the
  * file passes RLIMIT_FSIZE (EFBIG, SIGXFSZ ignored), chunks after the
  * first. Each test runs in its own process, so the limit stays here. */
