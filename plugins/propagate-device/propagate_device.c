@@ -113,6 +113,17 @@ typedef struct ahead_name {
 
 #define AHEAD_RING 4   /* more than the name look-ahead's distance */
 
+/* Where a delegate runs (pl_delegate_where, the CPU counting as a device),
+ * remembered per delegate: a program has a few delegates, called many
+ * times, and placement asks it of every reader. */
+typedef struct where_memo {
+	const pr_delegate *d;   /* NULL: empty */
+	bool on_device, host;
+	pr_device dev;
+} where_memo;
+
+#define WHERE_MEMO 16   /* the top 4 bits of a 64-bit hash */
+
 typedef struct place_ctx {
 	pr_pass_ctx *pass;
 	pr_program *p;
@@ -129,6 +140,7 @@ typedef struct place_ctx {
 	char tag[PR_DEVICE_STR_MAX];
 	ahead_name ahead[AHEAD_RING];
 	int next_ahead;
+	where_memo where[WHERE_MEMO];
 } place_ctx;
 
 /* ---- copies ------------------------------------------------------------------ */
@@ -322,17 +334,37 @@ static int use_by_order(const void *a, const void *b)
 	return (u->arg->use_index > w->arg->use_index) - (u->arg->use_index < w->arg->use_index);
 }
 
-/* Does delegate reader u need v copied to its device (set in *dev)? A v
- * already on that device needs none, unless copy_placed: the baseline copied
- * every argument, a device tensor too (a copy the runtime then refuses). */
-static bool needs_copy(const pr_use *u, pr_node *v, bool cpu_is_device, bool copy_placed,
-		       pr_device *dev)
+/* pl_call_device(n, true, out), through c's memo; *host: out is the host. */
+static bool call_device(place_ctx *c, const pr_node *n, pr_device *out, bool *host)
+{
+	if (!n || n->kind != PR_NODE_DELEGATE || !n->delegate)
+		return false;
+	const pr_delegate *d = n->delegate;
+	/* the high bits of a multiplicative hash: delegates lie a fixed size apart */
+	where_memo *m = &c->where[((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15u) >> 60];
+	if (m->d != d) {
+		m->d = d;
+		m->on_device = pl_delegate_where(d, true, &m->dev) == PL_ON_DEVICE;
+		m->host = m->on_device && pr_device_is_host(m->dev);
+	}
+	if (m->on_device) {
+		*out = m->dev;
+		*host = m->host;
+	}
+	return m->on_device;
+}
+
+/* Does delegate reader u need v (of spec vs) copied to its device (set in
+ * *dev)? A v already on that device needs none, unless copy_placed: the
+ * baseline copied every argument, a device tensor too (a copy the runtime
+ * then refuses). */
+static bool needs_copy(place_ctx *c, const pr_use *u, const pr_spec *vs, pr_device *dev)
 {
 	/* A delegate on the CPU counts as a device only in the baseline (F7),
 	 * which copied every argument "to the CPU". */
-	return pl_call_device(u->user, cpu_is_device, dev) &&
-	       (copy_placed || pr_device_is_host(*dev) ||
-		!pl_device_equal(dev, &pr_node_spec(v)->device));
+	bool host;
+	return call_device(c, u->user, dev, &host) &&
+	       (c->copy_placed || host || !pl_device_equal(dev, &vs->device));
 }
 
 /* v's readers that need a copy, into c->readers.items in graph order (use
@@ -348,9 +380,10 @@ static int copy_readers(place_ctx *c, pr_node *v)
 		r->copies = pr_xrealloc(r->copies, (size_t)r->cap * sizeof *r->copies);
 	}
 	int n = 0;
+	const pr_spec *vs = pr_node_spec(v);
 	for (int i = 0; i < v->n_uses; i++) {
 		reader *k = &r->items[n];
-		if (needs_copy(&v->uses[i], v, true, c->copy_placed, &k->dev)) {
+		if (needs_copy(c, &v->uses[i], vs, &k->dev)) {
 			k->use = v->uses[i];
 			n++;
 		}
@@ -656,10 +689,11 @@ static bool constant_copyable(place_ctx *c, pr_node *v, const pr_use *first, pr_
 }
 
 /* F6: does reader u read input v where it stays, on dev? */
-static bool reads_on_device(const place_ctx *c, const pr_use *u, pr_device dev)
+static bool reads_on_device(place_ctx *c, const pr_use *u, pr_device dev)
 {
 	pr_device d;
-	if (pl_call_device(u->user, true, &d))
+	bool host;
+	if (call_device(c, u->user, &d, &host))
 		return pl_device_equal(&d, &dev);
 	if (u->user->kind == PR_NODE_OP && u->user->schema && u->user->schema->shape_only)
 		return true;
@@ -770,10 +804,12 @@ static void prefetch_values_ahead(place_ctx *c, const pl_nodes *values, int k)
 
 static pr_err *walk_arguments(place_ctx *c)
 {
-	pl_nodes values = {0};
+	/* sized once: most nodes are values with readers */
+	pl_nodes values = {.cap = (int)c->g->n_nodes + 1};
+	values.items = pr_xmalloc((size_t)values.cap * sizeof *values.items);
 	pr_graph_for_each(c->g, n)
 		if (n->type.kind == PR_TYPE_TENSOR && n->n_uses > 0)
-			pl_nodes_push(&values, n);
+			values.items[values.n++] = n;
 	/* Walk 1 may have moved writers onto host copies. Walk 2 keeps what is
 	 * left valid: it moves only delegate arguments, and a method input's
 	 * host readers only when nothing writes it (place_shared_input). */
