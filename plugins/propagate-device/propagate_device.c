@@ -229,12 +229,18 @@ static void prefetch_readers(const pr_node *v)
 		__builtin_prefetch(v->uses[i].user);
 }
 
+/* Is v read by a delegate? Its delegate readers' argument slots and the
+ * nodes before them, which the copies' edits touch, are asked for too. */
 static bool read_by_delegate(const pr_node *v)
 {
+	bool any = false;
 	for (int i = 0; i < v->n_uses && i < AHEAD_MAX_READERS; i++)
-		if (v->uses[i].user->kind == PR_NODE_DELEGATE)
-			return true;
-	return false;
+		if (v->uses[i].user->kind == PR_NODE_DELEGATE) {
+			__builtin_prefetch(v->uses[i].arg);
+			__builtin_prefetch(v->uses[i].user->prev);
+			any = true;
+		}
+	return any;
 }
 
 /* The slot of the name src's first copy would get: onto the device last
@@ -601,8 +607,24 @@ static void prefetch_getitems(place_ctx *c, const pr_node *call)
 	}
 }
 
+/* The readers of a call's getitems, and their argument slots, which moving
+ * them onto the host copy edits. */
+static void prefetch_getitem_readers(const pr_node *call)
+{
+	for (int i = 0; i < call->n_uses && i < AHEAD_MAX_READERS; i++) {
+		const pr_node *gi = call->uses[i].user;
+		for (int j = 0; gi->kind == PR_NODE_GETITEM && j < gi->n_uses &&
+				j < AHEAD_MAX_READERS; j++) {
+			__builtin_prefetch(gi->uses[j].user);
+			__builtin_prefetch(gi->uses[j].arg);
+		}
+	}
+}
+
 static void prefetch_calls_ahead(place_ctx *c, const pl_nodes *calls, int i)
 {
+	if (i + 1 < calls->n)
+		prefetch_getitem_readers(calls->items[i + 1]);
 	if (i + AHEAD_USES < calls->n)
 		prefetch_uses(calls->items[i + AHEAD_USES]);
 	if (i + AHEAD_READERS < calls->n)
