@@ -1061,6 +1061,13 @@ static inline pr_node *bound_in(const pr_graph *g, const char *interned)
 	return st->overflow_n ? overflow_probe(st, interned, head->hash)->key : NULL;
 }
 
+void pr_program_prefetch_name(const pr_program *p, uint32_t h)
+{
+	const strtab *t = strings_of(p);
+	if (t->slots)
+		__builtin_prefetch(&t->slots[h & t->mask]);
+}
+
 pr_node *pr_graph_find(const pr_graph *g, const char *name)
 {
 	const strtab *t = strings_of(g->program);

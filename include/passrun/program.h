@@ -432,6 +432,12 @@ const char *pr_program_intern(pr_program *p, const char *s, size_t n);
  * names are long and alike: "layers.12.attention.wq.weight"), for other
  * tables of names. */
 uint32_t pr_str_hash(const char *s, size_t n);
+/* Asks the cache for the string-table slot that a lookup or interning of
+ * the string whose pr_str_hash is h would read first, ahead of that step
+ * (pr_graph_find, pr_program_intern, pr_graph_new_node_fresh): in a table
+ * of a million names each probe is a cache miss, and a pass naming many new
+ * nodes can have several in flight. It changes nothing but time. */
+void pr_program_prefetch_name(const pr_program *p, uint32_t h);
 
 /* A detached node; name may be NULL. Args are set with pr_node_set_args. */
 pr_node *pr_node_new(pr_node_kind kind, const char *name);

@@ -95,6 +95,35 @@ typedef struct reader_buf {
 	pr_node **copies;     /* copies[k] is made for items[k] */
 } reader_buf;
 
+/* A copy's base name, in place when it fits (most do), else on the heap. */
+typedef struct copy_name {
+	char buf[96];
+	char *heap;
+	size_t len;
+} copy_name;
+
+/* A base name built while looking ahead (see prefetch_copy_name), kept for
+ * the step that names the copy: src's copies onto dev (h2d) or the host. */
+typedef struct ahead_name {
+	const pr_node *src;   /* NULL: none kept */
+	bool h2d;
+	pr_device dev;
+	copy_name base;
+} ahead_name;
+
+#define AHEAD_RING 4   /* more than the name look-ahead's distance */
+
+/* Where a delegate runs (pl_delegate_where, the CPU counting as a device),
+ * remembered per delegate: a program has a few delegates, called many
+ * times, and placement asks it of every reader. */
+typedef struct where_memo {
+	const pr_delegate *d;   /* NULL: empty */
+	bool on_device, host;
+	pr_device dev;
+} where_memo;
+
+#define WHERE_MEMO 16   /* the top 4 bits of a 64-bit hash */
+
 typedef struct place_ctx {
 	pr_pass_ctx *pass;
 	pr_program *p;
@@ -109,6 +138,9 @@ typedef struct place_ctx {
 	pl_nodes getitems;      /* one call's, kept across calls */
 	pr_device tag_dev;      /* the device last named, and its tag */
 	char tag[PR_DEVICE_STR_MAX];
+	ahead_name ahead[AHEAD_RING];
+	int next_ahead;
+	where_memo where[WHERE_MEMO];
 } place_ctx;
 
 /* ---- copies ------------------------------------------------------------------ */
@@ -131,7 +163,7 @@ static pr_err *copy_schema(place_ctx *c, bool h2d, pr_schema **out)
  * copies are mostly onto one device. */
 static const char *device_tag(place_ctx *c, pr_device d)
 {
-	if (c->tag[0] && pr_device_equal(c->tag_dev, d))
+	if (c->tag[0] && pl_device_equal(&c->tag_dev, &d))
 		return c->tag;
 	char s[PR_DEVICE_STR_MAX];
 	pr_device_str(d, s);
@@ -143,13 +175,6 @@ static const char *device_tag(place_ctx *c, pr_device d)
 	c->tag_dev = d;
 	return c->tag;
 }
-
-/* A copy's base name, in place when it fits (most do), else on the heap. */
-typedef struct copy_name {
-	char buf[96];
-	char *heap;
-	size_t len;
-} copy_name;
 
 /* The base name of src's copies: "x_h2d_cuda0" for h2d onto dev, "x_d2h"
  * for d2h; "t" for a src without a name. Concatenated, not formatted: a run
@@ -178,6 +203,84 @@ static const char *copy_name_str(const copy_name *n)
 static void copy_name_free(copy_name *n)
 {
 	free(n->heap);
+}
+
+/* ---- looking ahead ------------------------------------------------------------- */
+
+/* The walks visit values far apart in memory at a million nodes, and each
+ * copy's name is a string-table probe at a random slot: each would be a
+ * cache miss in turn. So the walks ask for what a value coming up will read
+ * a few steps before they get to it: its use list first, then its readers,
+ * then (when a reader is a delegate, so that it is likely to be copied) the
+ * table slot of its copy's name. Only time depends on it. */
+#define AHEAD_USES 8
+#define AHEAD_READERS 4
+#define AHEAD_NAME 2
+#define AHEAD_MAX_READERS 4
+
+static void prefetch_uses(const pr_node *v)
+{
+	__builtin_prefetch(v->uses);
+}
+
+static void prefetch_readers(const pr_node *v)
+{
+	for (int i = 0; i < v->n_uses && i < AHEAD_MAX_READERS; i++)
+		__builtin_prefetch(v->uses[i].user);
+}
+
+/* Is v read by a delegate? Its delegate readers' argument slots and the
+ * nodes before them, which the copies' edits touch, are asked for too. */
+static bool read_by_delegate(const pr_node *v)
+{
+	bool any = false;
+	for (int i = 0; i < v->n_uses && i < AHEAD_MAX_READERS; i++)
+		if (v->uses[i].user->kind == PR_NODE_DELEGATE) {
+			__builtin_prefetch(v->uses[i].arg);
+			__builtin_prefetch(v->uses[i].user->prev);
+			any = true;
+		}
+	return any;
+}
+
+/* The slot of the name src's first copy would get: onto the device last
+ * named (h2d), or the host. */
+static void prefetch_copy_name(place_ctx *c, const pr_node *src, bool h2d)
+{
+	if (h2d && !c->tag[0])
+		return;   /* no device named yet: nothing to guess from */
+	ahead_name *a = &c->ahead[c->next_ahead];
+	c->next_ahead = (c->next_ahead + 1) % AHEAD_RING;
+	if (a->src)
+		copy_name_free(&a->base);
+	a->src = src;
+	a->h2d = h2d;
+	a->dev = h2d ? c->tag_dev : pr_device_host();
+	copy_base(c, src, h2d, a->dev, &a->base);
+	pr_program_prefetch_name(c->p, pr_str_hash(copy_name_str(&a->base), a->base.len));
+}
+
+/* The base name of src's copies (copy_base), taken over from the look-ahead
+ * when it built this one. */
+static void copy_base_ahead(place_ctx *c, const pr_node *src, bool h2d, pr_device dev,
+			    copy_name *out)
+{
+	for (int i = 0; i < AHEAD_RING; i++) {
+		ahead_name *a = &c->ahead[i];
+		if (a->src == src && a->h2d == h2d && (!h2d || pl_device_equal(&a->dev, &dev))) {
+			*out = a->base;
+			a->src = NULL;
+			return;
+		}
+	}
+	copy_base(c, src, h2d, dev, out);
+}
+
+static void ahead_free(place_ctx *c)
+{
+	for (int i = 0; i < AHEAD_RING; i++)
+		if (c->ahead[i].src)
+			copy_name_free(&c->ahead[i].base);
 }
 
 /* A new copy of src onto dev (h2d) or the host (d2h), made in src's graph
@@ -212,7 +315,7 @@ static pr_node *copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device d
 static pr_node *copy_to_host(place_ctx *c, pr_node *src, pr_err **err)
 {
 	copy_name base;
-	copy_base(c, src, false, pr_device_host(), &base);
+	copy_base_ahead(c, src, false, pr_device_host(), &base);
 	pr_node *n = copy_new_named(c, src, false, pr_device_host(), &base, NULL, err);
 	copy_name_free(&base);
 	return n;
@@ -237,17 +340,37 @@ static int use_by_order(const void *a, const void *b)
 	return (u->arg->use_index > w->arg->use_index) - (u->arg->use_index < w->arg->use_index);
 }
 
-/* Does delegate reader u need v copied to its device (set in *dev)? A v
- * already on that device needs none, unless copy_placed: the baseline copied
- * every argument, a device tensor too (a copy the runtime then refuses). */
-static bool needs_copy(const pr_use *u, pr_node *v, bool cpu_is_device, bool copy_placed,
-		       pr_device *dev)
+/* pl_call_device(n, true, out), through c's memo; *host: out is the host. */
+static bool call_device(place_ctx *c, const pr_node *n, pr_device *out, bool *host)
+{
+	if (!n || n->kind != PR_NODE_DELEGATE || !n->delegate)
+		return false;
+	const pr_delegate *d = n->delegate;
+	/* the high bits of a multiplicative hash: delegates lie a fixed size apart */
+	where_memo *m = &c->where[((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15u) >> 60];
+	if (m->d != d) {
+		m->d = d;
+		m->on_device = pl_delegate_where(d, true, &m->dev) == PL_ON_DEVICE;
+		m->host = m->on_device && pr_device_is_host(m->dev);
+	}
+	if (m->on_device) {
+		*out = m->dev;
+		*host = m->host;
+	}
+	return m->on_device;
+}
+
+/* Does delegate reader u need v (of spec vs) copied to its device (set in
+ * *dev)? A v already on that device needs none, unless copy_placed: the
+ * baseline copied every argument, a device tensor too (a copy the runtime
+ * then refuses). */
+static bool needs_copy(place_ctx *c, const pr_use *u, const pr_spec *vs, pr_device *dev)
 {
 	/* A delegate on the CPU counts as a device only in the baseline (F7),
 	 * which copied every argument "to the CPU". */
-	return pl_call_device(u->user, cpu_is_device, dev) &&
-	       (copy_placed || pr_device_is_host(*dev) ||
-		!pr_device_equal(*dev, pr_node_spec(v)->device));
+	bool host;
+	return call_device(c, u->user, dev, &host) &&
+	       (c->copy_placed || host || !pl_device_equal(dev, &vs->device));
 }
 
 /* v's readers that need a copy, into c->readers.items in graph order (use
@@ -263,9 +386,10 @@ static int copy_readers(place_ctx *c, pr_node *v)
 		r->copies = pr_xrealloc(r->copies, (size_t)r->cap * sizeof *r->copies);
 	}
 	int n = 0;
+	const pr_spec *vs = pr_node_spec(v);
 	for (int i = 0; i < v->n_uses; i++) {
 		reader *k = &r->items[n];
-		if (needs_copy(&v->uses[i], v, true, c->copy_placed, &k->dev)) {
+		if (needs_copy(c, &v->uses[i], vs, &k->dev)) {
 			k->use = v->uses[i];
 			n++;
 		}
@@ -294,13 +418,13 @@ static copy_group *group_of(place_ctx *c, copy_group *g, int *n, const pr_node *
 			    pr_device dev)
 {
 	for (int d = 0; d < *n; d++)
-		if (pr_device_equal(g[d].dev, dev))
+		if (pl_device_equal(&g[d].dev, &dev))
 			return &g[d];
 	if (*n == MAX_GROUPS)
 		return NULL;
 	g[*n].dev = dev;
 	g[*n].next = 0;
-	copy_base(c, v, true, dev, &g[*n].base);
+	copy_base_ahead(c, v, true, dev, &g[*n].base);
 	return &g[(*n)++];
 }
 
@@ -470,6 +594,45 @@ static void report_bad_device(place_ctx *c, pr_node *call)
 	pr_err_free(err);
 }
 
+/* Walk 1's look ahead: a call's getitems, their use lists and their host
+ * copies' names. */
+static void prefetch_getitems(place_ctx *c, const pr_node *call)
+{
+	for (int i = 0; i < call->n_uses && i < AHEAD_MAX_READERS; i++) {
+		const pr_node *gi = call->uses[i].user;
+		if (gi->kind == PR_NODE_GETITEM) {
+			prefetch_uses(gi);
+			prefetch_copy_name(c, gi, false);
+		}
+	}
+}
+
+/* The readers of a call's getitems, and their argument slots, which moving
+ * them onto the host copy edits. */
+static void prefetch_getitem_readers(const pr_node *call)
+{
+	for (int i = 0; i < call->n_uses && i < AHEAD_MAX_READERS; i++) {
+		const pr_node *gi = call->uses[i].user;
+		for (int j = 0; gi->kind == PR_NODE_GETITEM && j < gi->n_uses &&
+				j < AHEAD_MAX_READERS; j++) {
+			__builtin_prefetch(gi->uses[j].user);
+			__builtin_prefetch(gi->uses[j].arg);
+		}
+	}
+}
+
+static void prefetch_calls_ahead(place_ctx *c, const pl_nodes *calls, int i)
+{
+	if (i + 1 < calls->n)
+		prefetch_getitem_readers(calls->items[i + 1]);
+	if (i + AHEAD_USES < calls->n)
+		prefetch_uses(calls->items[i + AHEAD_USES]);
+	if (i + AHEAD_READERS < calls->n)
+		prefetch_readers(calls->items[i + AHEAD_READERS]);
+	if (i + AHEAD_NAME < calls->n)
+		prefetch_getitems(c, calls->items[i + AHEAD_NAME]);
+}
+
 static pr_err *walk_results(place_ctx *c)
 {
 	pl_nodes calls = {0};
@@ -478,6 +641,7 @@ static pr_err *walk_results(place_ctx *c)
 			pl_nodes_push(&calls, n);
 	pr_err *e = NULL;
 	for (int i = 0; i < calls.n && !e; i++) {
+		prefetch_calls_ahead(c, &calls, i);
 		pr_device dev;
 		pl_where w = pl_delegate_where(calls.items[i]->delegate, true, &dev);
 		if (w == PL_BAD_DEVICE)
@@ -547,11 +711,12 @@ static bool constant_copyable(place_ctx *c, pr_node *v, const pr_use *first, pr_
 }
 
 /* F6: does reader u read input v where it stays, on dev? */
-static bool reads_on_device(const place_ctx *c, const pr_use *u, pr_device dev)
+static bool reads_on_device(place_ctx *c, const pr_use *u, pr_device dev)
 {
 	pr_device d;
-	if (pl_call_device(u->user, true, &d))
-		return pr_device_equal(d, dev);
+	bool host;
+	if (call_device(c, u->user, &d, &host))
+		return pl_device_equal(&d, &dev);
 	if (u->user->kind == PR_NODE_OP && u->user->schema && u->user->schema->shape_only)
 		return true;
 	return c->skip_d2h && pl_use_is_output(u);
@@ -649,20 +814,34 @@ static pr_err *place_value(place_ctx *c, pr_node *v)
 	return copy_collected(c, v, n);
 }
 
+static void prefetch_values_ahead(place_ctx *c, const pl_nodes *values, int k)
+{
+	if (k + AHEAD_USES < values->n)
+		prefetch_uses(values->items[k + AHEAD_USES]);
+	if (k + AHEAD_READERS < values->n)
+		prefetch_readers(values->items[k + AHEAD_READERS]);
+	if (k + AHEAD_NAME < values->n && read_by_delegate(values->items[k + AHEAD_NAME]))
+		prefetch_copy_name(c, values->items[k + AHEAD_NAME], true);
+}
+
 static pr_err *walk_arguments(place_ctx *c)
 {
-	pl_nodes values = {0};
+	/* sized once: most nodes are values with readers */
+	pl_nodes values = {.cap = (int)c->g->n_nodes + 1};
+	values.items = pr_xmalloc((size_t)values.cap * sizeof *values.items);
 	pr_graph_for_each(c->g, n)
 		if (n->type.kind == PR_TYPE_TENSOR && n->n_uses > 0)
-			pl_nodes_push(&values, n);
+			values.items[values.n++] = n;
 	/* Walk 1 may have moved writers onto host copies. Walk 2 keeps what is
 	 * left valid: it moves only delegate arguments, and a method input's
 	 * host readers only when nothing writes it (place_shared_input). */
 	if (c->writes_stale)
 		pr_pass_invalidate(c->pass, c->g);
 	pr_err *e = NULL;
-	for (int k = 0; k < values.n && !e; k++)
+	for (int k = 0; k < values.n && !e; k++) {
+		prefetch_values_ahead(c, &values, k);
 		e = place_value(c, values.items[k]);
+	}
 	pl_nodes_free(&values);
 	return e;
 }
@@ -682,6 +861,7 @@ static pr_err *propagate_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool 
 	pr_err *e = walk_results(&c);
 	if (!e)
 		e = walk_arguments(&c);
+	ahead_free(&c);
 	pr_mutable_buffers_free(c.buffers);
 	free(c.readers.items);
 	pl_nodes_free(&c.getitems);

@@ -107,6 +107,27 @@ Test(graph, duplicate_names_are_refused_and_fresh_names_are_readable)
 	pr_program_free(p);
 }
 
+/* Asking for a name's slot ahead changes nothing: on a program with no
+ * names yet (no table to read), and around naming a node under it. */
+Test(graph, prefetching_a_name_changes_no_name)
+{
+	pr_program *p = pr_program_new();
+	pr_graph *g;
+	const char *base = "x_h2d_cuda0";
+	pr_program_prefetch_name(p, pr_str_hash(base, strlen(base)));
+	cr_assert_null(pr_program_add_method(p, "forward", &g));
+	add_input(g, "x");
+	for (int i = 0; i < 3; i++) {
+		pr_program_prefetch_name(p, pr_str_hash(base, strlen(base)));
+		char *name = pr_graph_fresh_name(g, base);
+		cr_assert_str_eq(name, i == 0 ? "x_h2d_cuda0" : i == 1 ? "x_h2d_cuda0_1" : "x_h2d_cuda0_2");
+		add_input(g, name);
+		free(name);
+	}
+	cr_assert_not_null(pr_graph_find(g, "x_h2d_cuda0_2"));
+	pr_program_free(p);
+}
+
 /* One name in three graphs of a program: each graph finds its own node,
  * refuses a second one, and keeps finding it while the others' come and go
  * (erased, renamed away, linked again). */
