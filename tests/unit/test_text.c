@@ -512,6 +512,10 @@ static const bad_case bad_cases[] = {
 	  "duplicate name '%x': expected a name not yet used in '@m' (first defined at line 5)" },
 	{ HEAD "  %y: f32[2] = a::f(%z)\n" TAIL, "6:21", "undefined value '%z': expected a value defined earlier in '@m'" },
 	{ HEAD "  %y: f32[2] = a::f(%y)\n" TAIL, "6:21", "undefined value '%y'" },
+	/* a name defined just before in another graph is not this graph's */
+	{ "passrun 1\nop a::f(Tensor x) -> Tensor\ndelegate @d {\n  %w: f32[2] = input\n  return %w\n}\n"
+	  "method @m {\n  %x: f32[2] = input user\n  %y: f32[2] = a::f(%w)\n  return %y\n}\n", "9:21",
+	  "undefined value '%w': expected a value defined earlier in '@m'" },
 	{ HEAD "  %y: f32[2] = a::f(%x) junk\n" TAIL, "6:25", "expected end of line after the statement, found 'junk'" },
 	{ HEAD "  a::g(%x) junk\n" TAIL, "6:12", "expected end of line after the op call, found 'junk'" },
 	{ HEAD "  %y: f32[2] = a::nope(%x)\n" TAIL, "6:16", "unknown op 'a::nope': expected an op declared with an 'op' statement" },
