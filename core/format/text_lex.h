@@ -47,6 +47,9 @@ typedef struct tp {
 	int depth;            /* list nesting */
 	tp_known_shape *shapes;   /* text_parse_type.c's cache, or NULL; freed with p */
 	tp_recent *recent;        /* values defined lately (text_parse.c), or NULL */
+	char last_device_text[32];   /* the last device text parsed (text_parse_type.c) */
+	size_t last_device_len;      /* 0: none */
+	pr_device last_device;
 } tp;
 
 /* Errors. */

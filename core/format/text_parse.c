@@ -549,14 +549,17 @@ static bool tp_delegate_call(tp *p, pr_graph *g, pr_node *n)
 	size_t at = (tp_ws(p), p->pos);
 	if (!tp_expect(p, '@', "'@' and the delegate's name") || !tp_name(p, "a delegate name after '@'"))
 		return false;
-	char *name = pr_xstrdup(p->scratch.data);
+	/* Usually defined already; otherwise keep the name (the arguments
+	 * overwrite scratch) for the end. */
+	pr_delegate *d = pr_program_find_delegate(p->prog, p->scratch.data);
+	char *name = d ? NULL : pr_xstrdup(p->scratch.data);
 	tp_args args;
 	tp_args_init(&args);
 	bool ok = tp_call_args(p, g, &args);
 	if (ok) {
 		tp_set_args(g, n, &args);
-		n->delegate = pr_program_find_delegate(p->prog, name);
-		if (!n->delegate)
+		n->delegate = d;
+		if (!d)
 			tp_pend(p, TP_PEND_DELEGATE, n, name, at);
 	} else {
 		tp_args_done(&args);
