@@ -153,6 +153,9 @@ typedef struct spec_text {
 typedef struct printer {
 	tbuf *b;
 	spec_text *specs;   /* SPEC_TEXTS of them, or NULL */
+	pr_device arena;    /* the last arena printed, and its text (arena_len 0: none) */
+	char arena_text[PR_DEVICE_STR_MAX];
+	size_t arena_len;
 } printer;
 
 static void put_layout(tbuf *b, const pr_spec *s, bool strided)
@@ -209,6 +212,21 @@ static bool put_layout_kept(printer *pr, const pr_spec *s)
 	return strided;
 }
 
+/* An arena's device: values in one arena follow each other. */
+static void put_arena(printer *pr, pr_device d)
+{
+	tbuf *b = pr->b;
+	if (!pr->arena_len || memcmp(&pr->arena, &d, sizeof d)) {
+		size_t start = (out_room(b, PR_DEVICE_STR_MAX), b->len);   /* no flush before the copy */
+		put_device(b, d);
+		pr->arena = d;
+		pr->arena_len = b->len - start;
+		memcpy(pr->arena_text, b->p + start, pr->arena_len);
+		return;
+	}
+	tb_add(b, pr->arena_text, pr->arena_len);
+}
+
 static void put_spec(printer *pr, const pr_spec *s)
 {
 	tbuf *b = pr->b;
@@ -219,7 +237,7 @@ static void put_spec(printer *pr, const pr_spec *s)
 		tb_putc(b, '{');
 	if (s->has_mem) {
 		tb_puts(b, strides ? ", mem=" : "mem=");
-		put_device(b, s->mem_arena);
+		put_arena(pr, s->mem_arena);
 		tb_putc(b, ':');
 		tb_i64(b, s->mem_offset);
 	}
