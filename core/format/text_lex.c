@@ -207,8 +207,15 @@ bool tp_name(tp *p, const char *what)
 	if (p->pos - b > PR_MAX_STRING_BYTES)
 		return tp_error_at(p, b, "a name of more than %u bytes (the limit of a string in "
 				   "both file formats)", PR_MAX_STRING_BYTES);
-	p->scratch.len = 0;
-	pr_strbuf_add(&p->scratch, p->s + b, p->pos - b);
+	size_t len = p->pos - b;
+	if (len >= p->scratch.cap) {   /* rare: the copy below needs room for len + 1 */
+		p->scratch.len = 0;
+		pr_strbuf_add(&p->scratch, p->s + b, len);
+		return true;
+	}
+	memcpy(p->scratch.data, p->s + b, len);   /* inline: this runs for every name */
+	p->scratch.data[len] = 0;
+	p->scratch.len = len;
 	return true;
 }
 

@@ -126,13 +126,51 @@ static pr_arg *tp_args_to_graph(pr_graph *g, tp_args *a, int *n)
 	return out;
 }
 
+/* Values defined lately, by the hash of their name: most uses name a value
+ * defined a few lines up, and this small table, in the cache, answers them
+ * without a probe of the program's string table (a cache miss each in a
+ * large program). A value is entered once appended, that is bound to its
+ * name in its graph, and nodes are not removed while parsing: an entry whose
+ * graph and name match is what pr_graph_find would return. A miss asks it. */
+#define TP_RECENT 16384   /* a power of two */
+
+struct tp_recent {
+	uint32_t hash;
+	pr_node *node;        /* NULL: empty */
+};
+
+static tp_recent *tp_recent_slot(tp *p, uint32_t h)
+{
+	if (!p->recent)
+		p->recent = pr_xcalloc(TP_RECENT, sizeof *p->recent);
+	return &p->recent[h & (TP_RECENT - 1)];
+}
+
+static void tp_recent_add(tp *p, pr_node *n)
+{
+	uint32_t h = pr_str_hash(n->name, strlen(n->name));
+	*tp_recent_slot(p, h) = (tp_recent){ h, n };
+}
+
+/* The value g binds to the name in p->scratch, or NULL. */
+static pr_node *tp_find_value(tp *p, pr_graph *g)
+{
+	const char *name = p->scratch.data;
+	size_t len = p->scratch.len;
+	uint32_t h = pr_str_hash(name, len);
+	const tp_recent *e = tp_recent_slot(p, h);
+	if (e->node && e->hash == h && e->node->graph == g && !memcmp(e->node->name, name, len + 1))
+		return e->node;
+	return pr_graph_find(g, name);
+}
+
 /* '%' NAME: the value it names, which must be defined earlier in g. */
 static pr_node *tp_value_ref(tp *p, pr_graph *g)
 {
 	size_t at = (tp_ws(p), p->pos);
 	if (!tp_expect(p, '%', "a value (%name)") || !tp_name(p, "a value name after '%'"))
 		return NULL;
-	pr_node *v = pr_graph_find(g, p->scratch.data);
+	pr_node *v = tp_find_value(p, g);
 	if (!v)
 		tp_error_at(p, at, "undefined value '%%%s': expected a value defined earlier in '@%s'",
 			    p->scratch.data, g->name);
@@ -263,12 +301,18 @@ static bool tp_op_name(tp *p)
 }
 
 /* Loose arity: not more than the schema has, none missing without a default. */
-static bool tp_check_arity(tp *p, const pr_schema *s, int given, uint32_t line, uint32_t col)
+static int tp_arity_need(const pr_schema *s)
 {
 	int need = 0;
 	for (int i = 0; i < s->n_args; i++)
 		if (!s->args[i].default_value)
 			need = i + 1;
+	return need;
+}
+
+static bool tp_check_arity(tp *p, const pr_schema *s, int given, uint32_t line, uint32_t col)
+{
+	int need = tp_arity_need(s);
 	if (given > s->n_args)
 		return tp_error_line(p, line, col, "expected at most %d arguments for '%s', found %d",
 				     s->n_args, s->full_name, given);
@@ -316,10 +360,11 @@ static bool tp_op_call(tp *p, pr_graph *g, pr_node *n)
 	}
 	tp_set_args(g, n, &args);
 	n->schema = s;
-	if (s)
-		ok = tp_check_arity(p, s, n->n_args, p->line, tp_col(p, at));
-	else
+	/* The column (a scan of the line) only for an error. */
+	if (!s)
 		tp_pend(p, TP_PEND_OP, n, op, at);
+	else if (n->n_args > s->n_args || n->n_args < tp_arity_need(s))
+		ok = tp_check_arity(p, s, n->n_args, p->line, tp_col(p, at));
 	free(op);
 	return ok;
 }
@@ -504,14 +549,17 @@ static bool tp_delegate_call(tp *p, pr_graph *g, pr_node *n)
 	size_t at = (tp_ws(p), p->pos);
 	if (!tp_expect(p, '@', "'@' and the delegate's name") || !tp_name(p, "a delegate name after '@'"))
 		return false;
-	char *name = pr_xstrdup(p->scratch.data);
+	/* Usually defined already; otherwise keep the name (the arguments
+	 * overwrite scratch) for the end. */
+	pr_delegate *d = pr_program_find_delegate(p->prog, p->scratch.data);
+	char *name = d ? NULL : pr_xstrdup(p->scratch.data);
 	tp_args args;
 	tp_args_init(&args);
 	bool ok = tp_call_args(p, g, &args);
 	if (ok) {
 		tp_set_args(g, n, &args);
-		n->delegate = pr_program_find_delegate(p->prog, name);
-		if (!n->delegate)
+		n->delegate = d;
+		if (!d)
 			tp_pend(p, TP_PEND_DELEGATE, n, name, at);
 	} else {
 		tp_args_done(&args);
@@ -557,6 +605,8 @@ static bool tp_value_stmt(tp *p, pr_graph *g)
 		  tp_expect(p, '=', "'=' after the type") && tp_rhs(p, g, n);
 	/* Appended even after an error, so the program frees it with the rest. */
 	bool appended = tp_append(p, g, n, at);
+	if (appended)
+		tp_recent_add(p, n);
 	return ok && appended && tp_end_stmt(p, "the statement");
 }
 
@@ -952,6 +1002,7 @@ pr_err *pr_text_parse(const char *filename, const char *text, size_t len, pr_pro
 	tp_seen_free(&p);
 	pr_strbuf_free(&p.scratch);
 	free(p.shapes);
+	free(p.recent);
 	if (!ok) {
 		pr_program_free(p.prog);
 		return p.err ? p.err : pr_err_new("%s: cannot parse", p.file);

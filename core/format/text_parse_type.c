@@ -55,12 +55,30 @@ static size_t tp_device_chars(tp *p)
 	return p->pos - b;
 }
 
+/* pr_device_parse of s[0, k), remembering the last text it parsed: a
+ * program names one or two devices (and arenas) on every value. */
+static bool tp_device_text(tp *p, const char *s, size_t k, pr_device *out)
+{
+	if (k && k == p->last_device_len && !memcmp(p->last_device_text, s, k)) {
+		*out = p->last_device;
+		return true;
+	}
+	if (!pr_device_parse(s, k, out))
+		return false;
+	if (k <= sizeof p->last_device_text) {
+		memcpy(p->last_device_text, s, k);
+		p->last_device_len = k;
+		p->last_device = *out;
+	}
+	return true;
+}
+
 static bool tp_device(tp *p, pr_device *out)
 {
 	tp_ws(p);
 	size_t b = p->pos;
 	size_t k = tp_device_chars(p);
-	if (!k || !pr_device_parse(p->s + b, k, out)) {
+	if (!k || !tp_device_text(p, p->s + b, k, out)) {
 		p->pos = b;
 		return tp_expected(p, b, "a device (like cpu or cuda:0)");
 	}
@@ -78,7 +96,7 @@ static bool tp_mem(tp *p, pr_spec *s)
 		if (p->s[i] == ':')
 			colon = p->s + i;
 	const char *what = "a memory location ARENA:OFFSET (like cuda:0:128)";
-	if (!colon || colon == p->s + b || !pr_device_parse(p->s + b, (size_t)(colon - (p->s + b)), &s->mem_arena))
+	if (!colon || colon == p->s + b || !tp_device_text(p, p->s + b, (size_t)(colon - (p->s + b)), &s->mem_arena))
 		return tp_expected(p, b, what);
 	size_t off = (size_t)(colon + 1 - p->s);
 	if (off == b + k)

@@ -62,11 +62,29 @@ static void tb_double(tbuf *b, double d)
 	pr_strbuf_free(&t);
 }
 
+/* A byte a string prints as it is: printable ASCII but the quote and the
+ * backslash. */
+static inline bool plain_ascii(unsigned char c)
+{
+	return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+}
+
 static void put_string(tbuf *b, const char *s)
 {
 	tb_putc(b, '"');
 	for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c;) {
 		size_t k;
+		const unsigned char *run = c;
+		while (plain_ascii(*c))   /* the common string is one run, in one copy */
+			c++;
+		size_t n = (size_t)(c - run);
+		if (n) {   /* out_bytes: a long string goes to the sink, not into a grown chunk */
+			if (n < 4096)
+				tb_add(b, (const char *)run, n);
+			else
+				out_bytes(b, run, n);
+			continue;
+		}
 		if (*c == '"' || *c == '\\') {
 			tb_putc(b, '\\');
 			tb_putc(b, (char)*c++);
@@ -74,8 +92,6 @@ static void put_string(tbuf *b, const char *s)
 			tb_puts(b, "\\n"), c++;
 		} else if (*c == '\t') {
 			tb_puts(b, "\\t"), c++;
-		} else if (*c >= 0x20 && *c < 0x7f) {
-			tb_putc(b, (char)*c++);
 		} else if (*c >= 0x80 && (k = pr_utf8_len(c, SIZE_MAX))) {
 			tb_add(b, (const char *)c, k);
 			c += k;
@@ -113,7 +129,36 @@ static void put_device(tbuf *b, pr_device d)
 	tb_i64(b, d.index);
 }
 
-static void put_spec(tbuf *b, const pr_spec *s)
+/* The text of a spec that depends on its layout, dtype and device alone:
+ * DTYPE[SHAPE][@DEVICE] and, when not contiguous, "{strides=[...]". A
+ * program spells a few layouts a million times, and layouts are immutable
+ * arrays (interned by the IR), so the same pointers, rank, dtype and device
+ * print the same text: kept here per print, it is one compare and a copy
+ * instead of a contiguity test and a number per dimension. */
+#define SPEC_TEXTS 64          /* a power of two */
+#define SPEC_TEXT_MAX 96       /* longer texts are printed each time */
+#define SPEC_TEXT_BOUND 1024   /* more than any spec's text: 16 dims and strides of 20 digits */
+
+typedef struct spec_text {
+	const int64_t *shape, *strides;   /* shape NULL: empty, unless rank 0 */
+	int rank;
+	pr_dtype dtype;
+	bool used, strided;
+	pr_device device;
+	uint8_t len;
+	char text[SPEC_TEXT_MAX];
+} spec_text;
+
+/* The print's state: its output and the texts it keeps. */
+typedef struct printer {
+	tbuf *b;
+	spec_text *specs;   /* SPEC_TEXTS of them, or NULL */
+	pr_device arena;    /* the last arena printed, and its text (arena_len 0: none) */
+	char arena_text[PR_DEVICE_STR_MAX];
+	size_t arena_len;
+} printer;
+
+static void put_layout(tbuf *b, const pr_spec *s, bool strided)
 {
 	tb_puts(b, pr_dtype_name(s->dtype));
 	put_ints(b, s->shape, s->rank);
@@ -121,35 +166,97 @@ static void put_spec(tbuf *b, const pr_spec *s)
 		tb_putc(b, '@');
 		put_device(b, s->device);
 	}
-	bool strides = !pr_spec_is_contiguous(s);
-	if (!strides && !s->has_mem)
-		return;
-	tb_putc(b, '{');
-	if (strides) {
-		tb_puts(b, "strides=");
+	if (strided) {
+		tb_puts(b, "{strides=");
 		put_ints(b, s->strides, s->rank);
 	}
+}
+
+static bool spec_text_is(const spec_text *t, const pr_spec *s)
+{
+	return t->used && t->shape == s->shape && t->strides == s->strides && t->rank == s->rank &&
+	       t->dtype == s->dtype && !memcmp(&t->device, &s->device, sizeof t->device);
+}
+
+static spec_text *spec_text_slot(printer *pr, const pr_spec *s)
+{
+	if (!pr->specs)
+		pr->specs = pr_xcalloc(SPEC_TEXTS, sizeof *pr->specs);
+	uintptr_t h = (uintptr_t)s->shape ^ ((uintptr_t)s->strides >> 3) ^ (uintptr_t)s->rank ^
+		      ((uintptr_t)s->dtype << 5) ^ ((uintptr_t)(uint32_t)s->device.index << 9) ^
+		      (uintptr_t)(unsigned char)s->device.type[0];
+	h ^= h >> 11;
+	return &pr->specs[(h >> 3) & (SPEC_TEXTS - 1)];
+}
+
+/* The layout's text, from the kept one or printed (and then kept). */
+static bool put_layout_kept(printer *pr, const pr_spec *s)
+{
+	tbuf *b = pr->b;
+	spec_text *t = spec_text_slot(pr, s);
+	if (spec_text_is(t, s)) {
+		tb_add(b, t->text, t->len);
+		return t->strided;
+	}
+	bool strided = !pr_spec_is_contiguous(s);
+	out_room(b, SPEC_TEXT_BOUND);   /* no flush to the sink while it is copied below */
+	size_t start = b->len;
+	put_layout(b, s, strided);
+	size_t len = b->len - start;
+	if (len <= SPEC_TEXT_MAX) {
+		*t = (spec_text){ .shape = s->shape, .strides = s->strides, .rank = s->rank,
+				  .dtype = s->dtype, .used = true, .strided = strided, .device = s->device,
+				  .len = (uint8_t)len };
+		memcpy(t->text, b->p + start, len);
+	}
+	return strided;
+}
+
+/* An arena's device: values in one arena follow each other. */
+static void put_arena(printer *pr, pr_device d)
+{
+	tbuf *b = pr->b;
+	if (!pr->arena_len || memcmp(&pr->arena, &d, sizeof d)) {
+		size_t start = (out_room(b, PR_DEVICE_STR_MAX), b->len);   /* no flush before the copy */
+		put_device(b, d);
+		pr->arena = d;
+		pr->arena_len = b->len - start;
+		memcpy(pr->arena_text, b->p + start, pr->arena_len);
+		return;
+	}
+	tb_add(b, pr->arena_text, pr->arena_len);
+}
+
+static void put_spec(printer *pr, const pr_spec *s)
+{
+	tbuf *b = pr->b;
+	bool strides = put_layout_kept(pr, s);
+	if (!strides && !s->has_mem)
+		return;
+	if (!strides)
+		tb_putc(b, '{');
 	if (s->has_mem) {
 		tb_puts(b, strides ? ", mem=" : "mem=");
-		put_device(b, s->mem_arena);
+		put_arena(pr, s->mem_arena);
 		tb_putc(b, ':');
 		tb_i64(b, s->mem_offset);
 	}
 	tb_putc(b, '}');
 }
 
-static void put_type(tbuf *b, const pr_type *t)
+static void put_type(printer *pr, const pr_type *t)
 {
+	tbuf *b = pr->b;
 	switch (t->kind) {
 	case PR_TYPE_TENSOR:
-		put_spec(b, &t->tensor);
+		put_spec(pr, &t->tensor);
 		break;
 	case PR_TYPE_TUPLE:
 		tb_putc(b, '(');
 		for (int i = 0; i < t->n_elems; i++) {
 			if (i)
 				tb_puts(b, ", ");
-			put_spec(b, &t->elems[i]);
+			put_spec(pr, &t->elems[i]);
 		}
 		tb_putc(b, ')');
 		break;
@@ -275,8 +382,9 @@ static void put_return(tbuf *b, const pr_node *n)
 	}
 }
 
-static void put_node(tbuf *b, const pr_node *n)
+static void put_node(printer *pr, const pr_node *n)
 {
+	tbuf *b = pr->b;
 	tb_puts(b, "  ");
 	if (n->kind == PR_NODE_RETURN) {
 		put_return(b, n);
@@ -286,7 +394,7 @@ static void put_node(tbuf *b, const pr_node *n)
 	if (n->name || n->kind != PR_NODE_OP) {
 		put_value(b, n);
 		tb_puts(b, ": ");
-		put_type(b, &n->type);
+		put_type(pr, &n->type);
 		tb_puts(b, " = ");
 	}
 	switch (n->kind) {
@@ -315,12 +423,12 @@ static void put_node(tbuf *b, const pr_node *n)
 	tb_putc(b, '\n');
 }
 
-static void put_body(tbuf *b, const pr_graph *g)
+static void put_body(printer *pr, const pr_graph *g)
 {
-	tb_puts(b, " {\n");
+	tb_puts(pr->b, " {\n");
 	pr_graph_for_each(g, n)
-		put_node(b, n);
-	tb_puts(b, "}\n");
+		put_node(pr, n);
+	tb_puts(pr->b, "}\n");
 }
 
 static void put_blob(tbuf *b, const pr_blob *blob)
@@ -344,6 +452,7 @@ static void put_top_name(tbuf *b, const char *before, const char *name)
 
 static void put_program(tbuf *b, const pr_program *p)
 {
+	printer pr = { .b = b };
 	tb_puts(b, "passrun 1\n");
 	if (p->n_schemas)
 		tb_putc(b, '\n');
@@ -363,12 +472,13 @@ static void put_program(tbuf *b, const pr_program *p)
 			tb_putc(b, '=');
 			put_string(b, d->specs[k].value);
 		}
-		put_body(b, d->body);
+		put_body(&pr, d->body);
 	}
 	for (int i = 0; i < p->n_methods; i++) {
 		put_top_name(b, "\nmethod @", p->methods[i]->name);
-		put_body(b, p->methods[i]);
+		put_body(&pr, p->methods[i]);
 	}
+	free(pr.specs);
 }
 
 char *pr_text_print(const pr_program *p, size_t *len)

@@ -151,6 +151,31 @@ Test(text, types)
 	pr_program_free(p);
 }
 
+/* The parser keeps the last device text it read and the printer the text
+ * of each layout it printed: neither hands one value's device, arena or
+ * strides to the next value with the same shape. Canonical text prints
+ * back as it was. */
+Test(text, repeated_devices_and_layouts_print_their_own_text)
+{
+	const char *src = "passrun 1\n\nmethod @m {\n"
+		"  %a: f32[2,3]@cuda:0 = input user \"a\"\n"
+		"  %b: f32[2,3]@cuda:1 = input user \"b\"\n"
+		"  %c: f32[2,3]{mem=cuda:0:64} = input user \"c\"\n"
+		"  %d: f32[2,3]@cuda:0{mem=cuda:1:0} = input user \"d\"\n"
+		"  %e: f32[2,3]{strides=[1,2], mem=cpu:8} = input user \"e\"\n"
+		"  %f: f32[2,3] = input user \"f\"\n"
+		"  %g: i64[2,3]@cuda:1{strides=[1,2]} = input user \"g\"\n"
+		"  %h: f32[2,3]@cuda:1 = input user \"h\"\n"
+		"  return %a, %b, %c, %d, %e, %f, %g, %h\n}\n";
+	pr_program *p = NULL;
+	pr_err *e = pr_text_parse("t.pg", src, strlen(src), &p);
+	cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
+	char *t = pr_text_print(p, NULL);
+	cr_expect_str_eq(t, src);
+	free(t);
+	pr_program_free(p);
+}
+
 /* The parser keeps the shapes it has read and hands a repeated one out
  * again: each use still gets its own device and strides, and text that
  * differs only in blanks gives an equal spec. */
@@ -512,6 +537,10 @@ static const bad_case bad_cases[] = {
 	  "duplicate name '%x': expected a name not yet used in '@m' (first defined at line 5)" },
 	{ HEAD "  %y: f32[2] = a::f(%z)\n" TAIL, "6:21", "undefined value '%z': expected a value defined earlier in '@m'" },
 	{ HEAD "  %y: f32[2] = a::f(%y)\n" TAIL, "6:21", "undefined value '%y'" },
+	/* a name defined just before in another graph is not this graph's */
+	{ "passrun 1\nop a::f(Tensor x) -> Tensor\ndelegate @d {\n  %w: f32[2] = input\n  return %w\n}\n"
+	  "method @m {\n  %x: f32[2] = input user\n  %y: f32[2] = a::f(%w)\n  return %y\n}\n", "9:21",
+	  "undefined value '%w': expected a value defined earlier in '@m'" },
 	{ HEAD "  %y: f32[2] = a::f(%x) junk\n" TAIL, "6:25", "expected end of line after the statement, found 'junk'" },
 	{ HEAD "  a::g(%x) junk\n" TAIL, "6:12", "expected end of line after the op call, found 'junk'" },
 	{ HEAD "  %y: f32[2] = a::nope(%x)\n" TAIL, "6:16", "unknown op 'a::nope': expected an op declared with an 'op' statement" },
