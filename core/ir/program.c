@@ -814,6 +814,18 @@ const char *pr_program_intern(pr_program *p, const char *s, size_t n)
 	return strtab_intern(strings_of(p), s, n);
 }
 
+const char *pr_program_intern_hashed(pr_program *p, const char *s, size_t n, uint32_t h)
+{
+	return strtab_intern_hashed(strings_of(p), s, n, h);
+}
+
+void pr_program_prefetch_name(const pr_program *p, uint32_t h)
+{
+	const strtab *t = strings_of(p);
+	if (t->slots)
+		__builtin_prefetch(&t->slots[h & t->mask]);
+}
+
 pr_node *pr_graph_new_node(pr_graph *g, pr_node_kind kind, const char *name)
 {
 	pr_node *n = slot_take(g->store);

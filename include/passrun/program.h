@@ -432,6 +432,13 @@ const char *pr_program_intern(pr_program *p, const char *s, size_t n);
  * names are long and alike: "layers.12.attention.wq.weight"), for other
  * tables of names. */
 uint32_t pr_str_hash(const char *s, size_t n);
+/* pr_program_intern with h = pr_str_hash(s, n) already known. */
+const char *pr_program_intern_hashed(pr_program *p, const char *s, size_t n, uint32_t h);
+/* Starts bringing the string table's slot for hash h into the cache, for a
+ * loader that learns a name well before it interns it: at a million names
+ * each first probe is a cache miss, which the work in between then hides.
+ * A hint: it changes nothing. */
+void pr_program_prefetch_name(const pr_program *p, uint32_t h);
 
 /* A detached node; name may be NULL. Args are set with pr_node_set_args. */
 pr_node *pr_node_new(pr_node_kind kind, const char *name);
