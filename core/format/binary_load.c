@@ -601,9 +601,9 @@ static bool rd_type(rd *r, pr_type *t)
 
 /* ---- arguments ---------------------------------------------------------------- */
 
-static bool rd_args(rd *r, pr_node **nodes, uint64_t self, pr_arg **out, int *n_out);
+static bool rd_args(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_out);
 
-static bool rd_value_ref(rd *r, pr_node **nodes, uint64_t self, pr_arg *a)
+static bool rd_value_ref(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
 {
 	size_t at = r->pos;
 	uint64_t ix;
@@ -612,14 +612,14 @@ static bool rd_value_ref(rd *r, pr_node **nodes, uint64_t self, pr_arg *a)
 	if (ix >= self)
 		return rd_fail(r, at, "the argument reads node %llu, expected a node defined before this "
 			       "one (index < %llu)", (unsigned long long)ix, (unsigned long long)self);
-	if (!nodes[ix]->name)
+	if (!nodes[ix].name)
 		return rd_fail(r, at, "the argument reads node %llu, which has no result, expected a "
 			       "node with a value", (unsigned long long)ix);
-	a->u.value = nodes[ix];
+	a->u.value = &nodes[ix];
 	return true;
 }
 
-static bool rd_arg(rd *r, pr_node **nodes, uint64_t self, pr_arg *a)
+static bool rd_arg(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
 {
 	size_t at = r->pos;
 	uint8_t kind, b;
@@ -675,7 +675,7 @@ static bool rd_arg(rd *r, pr_node **nodes, uint64_t self, pr_arg *a)
 
 /* Arguments are the graph's storage (pr_graph_new_args): no malloc per node,
  * and nothing to free on error, the graph owns them. */
-static bool rd_args(rd *r, pr_node **nodes, uint64_t self, pr_arg **out, int *n_out)
+static bool rd_args(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_out)
 {
 	uint32_t n;
 	if (!rd_count(r, "the argument count", PRB_MIN_ARG, &n))
@@ -855,7 +855,7 @@ static bool rd_input(rd *r, pr_node *n)
 	return true;
 }
 
-static bool rd_node_args(rd *r, pr_node **nodes, uint64_t self, pr_node *n)
+static bool rd_node_args(rd *r, pr_node *nodes, uint64_t self, pr_node *n)
 {
 	pr_arg *args;
 	int count;
@@ -921,7 +921,7 @@ static bool rd_check_arity(rd *r, size_t at, const pr_node *n, int need)
 	return true;
 }
 
-static bool rd_node_rest(rd *r, pr_node **nodes, uint64_t self, pr_node *n)
+static bool rd_node_rest(rd *r, pr_node *nodes, uint64_t self, pr_node *n)
 {
 	size_t at = r->pos;
 	uint32_t ix;
@@ -1028,7 +1028,7 @@ static void rd_pend(rd *r, pr_node *n, const char *name, uint32_t len, uint32_t 
 		(rd_pending){.node = n, .name = name, .len = len, .hash = h, .name_at = name_at};
 }
 
-static bool rd_node(rd *r, pr_graph *g, pr_node **nodes, uint64_t self, uint64_t count)
+static bool rd_node(rd *r, pr_graph *g, pr_node *nodes, uint64_t self, uint64_t count)
 {
 	size_t at = r->pos;
 	uint8_t kind;
@@ -1059,7 +1059,7 @@ static bool rd_node(rd *r, pr_graph *g, pr_node **nodes, uint64_t self, uint64_t
 	pr_node *n = pr_graph_new_node(g, (pr_node_kind)kind, NULL);
 	n->name = name;   /* not NUL-terminated: rd_link interns it */
 	rd_pend(r, n, name, len, h, name_at);
-	nodes[self] = n;
+	PR_ASSERT(n == &nodes[self]);
 	return rd_type(r, &n->type) && rd_node_rest(r, nodes, self, n);
 }
 
@@ -1076,15 +1076,14 @@ static bool rd_graph(rd *r, pr_graph *g)
 			       left / PRB_MIN_NODE);
 	if (count == 0)
 		return rd_fail(r, at, "@%s has no nodes, expected at least its return node", g->name);
-	pr_node **nodes = pr_xcalloc((size_t)count, sizeof *nodes);
-	pr_graph_reserve_nodes(g, (size_t)count);
+	/* the graph is new: its nodes come one after another, node i at nodes + i */
+	pr_node *nodes = pr_graph_reserve_nodes(g, (size_t)count);
+	PR_ASSERT(nodes);
 	r->graph = g;
 	bool ok = true;
 	for (uint64_t i = 0; i < count && ok; i++)
 		ok = rd_node(r, g, nodes, i, count);
-	ok = rd_link_all(r, g) && ok;   /* first: a duplicate before an error wins */
-	free(nodes);
-	return ok;
+	return rd_link_all(r, g) && ok;   /* first: a duplicate before an error wins */
 }
 
 /* ---- sections -------------------------------------------------------------------- */

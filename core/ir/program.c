@@ -852,14 +852,16 @@ void pr_node_make_input(pr_node *n)
 	}
 }
 
-void pr_graph_reserve_nodes(pr_graph *g, size_t count)
+pr_node *pr_graph_reserve_nodes(pr_graph *g, size_t count)
 {
 	pr_graph_store *st = g->store;
-	node_chunk *c = st->chunks;
-	if (!st->free_nodes && (!c || c->cap - c->used < count))
-		node_chunk_add(st, count > NODE_CHUNK_MIN ? count : NODE_CHUNK_MIN);
 	/* and room for their names, so that the table is not rehashed while they come */
 	strtab_fit(strings_of(g->program), count);
+	if (st->free_nodes)   /* slot_take reuses those first */
+		return NULL;
+	if (!st->chunks || st->chunks->cap - st->chunks->used < count)
+		node_chunk_add(st, count > NODE_CHUNK_MIN ? count : NODE_CHUNK_MIN);
+	return &st->chunks->nodes[st->chunks->used];
 }
 
 static void type_free(pr_type *t)

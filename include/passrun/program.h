@@ -457,8 +457,11 @@ pr_node *pr_graph_new_node_fresh(pr_graph *g, pr_node_kind kind, const char *bas
  * parser that learns the kind later calls it. */
 void pr_node_make_input(pr_node *n);
 /* Room for count more nodes in g's slab in one chunk, for a loader that
- * knows how many it will make. */
-void pr_graph_reserve_nodes(pr_graph *g, size_t count);
+ * knows how many it will make. Returns where they will be when g has no
+ * erased slot to reuse first (a new graph has none): the next count nodes
+ * pr_graph_new_node makes in g are that slot and the ones after it, in
+ * order, so that the i-th is found by adding i; else NULL. */
+pr_node *pr_graph_reserve_nodes(pr_graph *g, size_t count);
 /* Takes ownership of args (n items, malloc'd), sets each arg's owner and adds
  * the uses of every value they name (lists included). */
 void pr_node_set_args(pr_node *n, pr_arg *args, int n_args);
