@@ -494,14 +494,14 @@ static const char *strtab_take(strtab *t, sslot *e, const char *s, size_t n, uin
 	return *e ? sslot_str(*e) : strtab_put(t, e, s, n, h);
 }
 
-/* Doubles t (or makes its first STRINGS_FIRST slots), placing every string
+/* Moves t into a table of cap slots (a power of two), placing every string
  * by the hash in its header, which is read a few strings ahead. */
-static void strtab_grow(strtab *t)
+static void strtab_grow(strtab *t, uint32_t cap)
 {
 	sslot *old = t->slots;
-	uint32_t old_cap = old ? t->mask + 1 : 0, cap = old ? 2 * old_cap : STRINGS_FIRST;
+	uint32_t old_cap = old ? t->mask + 1 : 0;
 	sslot *fresh = big_alloc(cap * sizeof *fresh);
-	for (uint32_t i = 0; i < old_cap; i++) {
+	for (uint32_t i = 0; t->n && i < old_cap; i++) {
 		if (i + 8 < old_cap && old[i + 8])
 			__builtin_prefetch(str_head_of(sslot_str(old[i + 8])));
 		if (!old[i])
@@ -517,11 +517,23 @@ static void strtab_grow(strtab *t)
 	t->mask = cap - 1;
 }
 
-/* Room for more strings, so that a probe's empty slot can take one. */
-static void strtab_fit(strtab *t, size_t more)
+/* Room for more strings under the 3/4 load bound, so that a probe's empty
+ * slot can take one: at once, so that a loader's reservation of a million
+ * names moves the strings once, not once per doubling. */
+static __attribute__((noinline)) void strtab_fit_grow(strtab *t, size_t more)
 {
-	while (!t->slots || t->n + more > (size_t)(t->mask + 1) / 4 * 3)
-		strtab_grow(t);
+	size_t cap = t->slots ? 2 * ((size_t)t->mask + 1) : STRINGS_FIRST;
+	while (t->n + more > cap / 4 * 3)
+		cap *= 2;
+	PR_ASSERT(cap <= (size_t)UINT32_MAX);
+	strtab_grow(t, (uint32_t)cap);
+}
+
+/* Inline: every intern asks. */
+static inline void strtab_fit(strtab *t, size_t more)
+{
+	if (!t->slots || t->n + more > (size_t)(t->mask + 1) / 4 * 3)
+		strtab_fit_grow(t, more);
 }
 
 /* s's copy in t, h being pr_str_hash(s, n). */
