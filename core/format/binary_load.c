@@ -54,6 +54,17 @@ typedef struct rd_known_layout {
 	pr_device dev;                    /* and as it loaded */
 } rd_known_layout;
 
+/* A node read but not linked yet (rd_node): its name as the file has it,
+ * hashed, and where the name starts, for the duplicate's message. */
+typedef struct rd_pending {
+	pr_node *node;
+	const char *name;     /* NULL: none */
+	uint32_t len, hash;
+	size_t name_at;
+} rd_pending;
+
+#define RD_LAG 8   /* nodes read ahead of the one interned and linked: a power of two */
+
 typedef struct rd {
 	const char *file;
 	const uint8_t *buf;
@@ -75,6 +86,8 @@ typedef struct rd {
 	rd_known_layout *layout;   /* where the last layout read is remembered */
 	int *schema_need;       /* by schema: the arguments an op must have (schema_need) */
 	size_t scratch_cap;
+	rd_pending lag[RD_LAG];   /* the nodes read and not linked yet, oldest at lag_first */
+	unsigned lag_first, lag_n;
 	pr_err *err;
 } rd;
 
@@ -560,11 +573,11 @@ static bool rd_spec(rd *r, pr_spec *s)
 	return true;
 }
 
+/* t comes zeroed: a fresh node's (pr_graph_new_node). */
 static bool rd_type(rd *r, pr_type *t)
 {
 	size_t at = r->pos;
 	uint8_t kind;
-	memset(t, 0, sizeof *t);
 	if (!rd_u8(r, "a type kind", &kind))
 		return false;
 	if (kind > PR_TYPE_INT)
@@ -588,9 +601,9 @@ static bool rd_type(rd *r, pr_type *t)
 
 /* ---- arguments ---------------------------------------------------------------- */
 
-static bool rd_args(rd *r, pr_node **nodes, uint64_t self, pr_arg **out, int *n_out);
+static bool rd_args(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_out);
 
-static bool rd_value_ref(rd *r, pr_node **nodes, uint64_t self, pr_arg *a)
+static bool rd_value_ref(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
 {
 	size_t at = r->pos;
 	uint64_t ix;
@@ -599,14 +612,14 @@ static bool rd_value_ref(rd *r, pr_node **nodes, uint64_t self, pr_arg *a)
 	if (ix >= self)
 		return rd_fail(r, at, "the argument reads node %llu, expected a node defined before this "
 			       "one (index < %llu)", (unsigned long long)ix, (unsigned long long)self);
-	if (!nodes[ix]->name)
+	if (!nodes[ix].name)
 		return rd_fail(r, at, "the argument reads node %llu, which has no result, expected a "
 			       "node with a value", (unsigned long long)ix);
-	a->u.value = nodes[ix];
+	a->u.value = &nodes[ix];
 	return true;
 }
 
-static bool rd_arg(rd *r, pr_node **nodes, uint64_t self, pr_arg *a)
+static bool rd_arg(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
 {
 	size_t at = r->pos;
 	uint8_t kind, b;
@@ -662,7 +675,7 @@ static bool rd_arg(rd *r, pr_node **nodes, uint64_t self, pr_arg *a)
 
 /* Arguments are the graph's storage (pr_graph_new_args): no malloc per node,
  * and nothing to free on error, the graph owns them. */
-static bool rd_args(rd *r, pr_node **nodes, uint64_t self, pr_arg **out, int *n_out)
+static bool rd_args(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_out)
 {
 	uint32_t n;
 	if (!rd_count(r, "the argument count", PRB_MIN_ARG, &n))
@@ -842,7 +855,7 @@ static bool rd_input(rd *r, pr_node *n)
 	return true;
 }
 
-static bool rd_node_args(rd *r, pr_node **nodes, uint64_t self, pr_node *n)
+static bool rd_node_args(rd *r, pr_node *nodes, uint64_t self, pr_node *n)
 {
 	pr_arg *args;
 	int count;
@@ -908,7 +921,7 @@ static bool rd_check_arity(rd *r, size_t at, const pr_node *n, int need)
 	return true;
 }
 
-static bool rd_node_rest(rd *r, pr_node **nodes, uint64_t self, pr_node *n)
+static bool rd_node_rest(rd *r, pr_node *nodes, uint64_t self, pr_node *n)
 {
 	size_t at = r->pos;
 	uint32_t ix;
@@ -962,16 +975,67 @@ static const char *node_kind_word(pr_node_kind kind)
 									: "a getitem";
 }
 
-/* A node is appended to its graph as soon as its name is known, so that
- * whatever is read into it later is freed with the program on error. Its
- * name is interned straight from the file's bytes and hashed once: the
- * append's own probe is the duplicate check. */
-static bool rd_node(rd *r, pr_graph *g, pr_node **nodes, uint64_t self, uint64_t count)
+/* A node's name is hashed as soon as it is read and its string-table slot
+ * prefetched; the node is interned and appended RD_LAG nodes later, so that
+ * the cache miss of the probe (one per name at a million names) overlaps
+ * the reading of the nodes in between. Until then the node's name points at
+ * the file's bytes: what is read meanwhile only asks whether it has one.
+ * Errors still come in file order: on any error the nodes before it (and
+ * the failing node, when its name was read) are linked first, and a
+ * duplicate name among them replaces the later error. A node that is never
+ * linked (the duplicate, those after it) is freed with its graph's slab all
+ * the same. */
+static bool rd_link(rd *r, pr_graph *g, const rd_pending *p)
+{
+	pr_node *n = p->node;
+	if (p->name)   /* what pr_graph_new_node(g, kind, name) leaves, without a strlen and a hash */
+		n->name = pr_program_intern_hashed(r->prog, p->name, p->len, p->hash);
+	pr_err *e = pr_graph_append(g, n);
+	if (!e)
+		return true;
+	pr_err_free(e);   /* the one way it fails: the name is taken */
+	pr_err_free(r->err);
+	r->err = NULL;
+	rd_fail(r, p->name_at, "%%%s is defined twice in @%s, expected unique names", n->name,
+		g->name);
+	return false;   /* n stays unlinked (nodes read after it may read it) */
+}
+
+/* Links the oldest pending node. */
+static bool rd_link_oldest(rd *r, pr_graph *g)
+{
+	const rd_pending *p = &r->lag[r->lag_first];
+	r->lag_first = (r->lag_first + 1) & (RD_LAG - 1);
+	r->lag_n--;
+	if (rd_link(r, g, p))
+		return true;
+	r->lag_n = 0;   /* the rest stay unlinked */
+	return false;
+}
+
+/* Links every pending node, in order; false on a duplicate name. */
+static bool rd_link_all(rd *r, pr_graph *g)
+{
+	while (r->lag_n)
+		if (!rd_link_oldest(r, g))
+			return false;
+	return true;
+}
+
+static void rd_pend(rd *r, pr_node *n, const char *name, uint32_t len, uint32_t h, size_t name_at)
+{
+	r->lag[(r->lag_first + r->lag_n++) & (RD_LAG - 1)] =
+		(rd_pending){.node = n, .name = name, .len = len, .hash = h, .name_at = name_at};
+}
+
+static bool rd_node(rd *r, pr_graph *g, pr_node *nodes, uint64_t self, uint64_t count)
 {
 	size_t at = r->pos;
 	uint8_t kind;
 	const char *name;
-	uint32_t len;
+	uint32_t len, h = 0;
+	if (r->lag_n == RD_LAG && !rd_link_oldest(r, g))
+		return false;
 	if (!rd_u8(r, "a node kind", &kind))
 		return false;
 	if (kind > PR_NODE_RETURN)
@@ -988,18 +1052,14 @@ static bool rd_node(rd *r, pr_graph *g, pr_node **nodes, uint64_t self, uint64_t
 		return rd_fail(r, name_at, "node %llu (%s) has no name, expected one: its result is "
 			       "read by name (the text's %%NAME: TYPE = ...)", (unsigned long long)self,
 			       node_kind_word((pr_node_kind)kind));
-	pr_node *n = pr_graph_new_node(g, (pr_node_kind)kind, NULL);
-	if (name)   /* what pr_graph_new_node(g, kind, name) leaves, without a strlen and a hash */
-		n->name = pr_program_intern(r->prog, name, len);
-	pr_err *e = pr_graph_append(g, n);
-	if (e) {   /* the one way it fails: the name is taken */
-		pr_err_free(e);
-		rd_fail(r, name_at, "%%%s is defined twice in @%s, expected unique names", n->name,
-			g->name);
-		pr_graph_erase(n);
-		return false;
+	if (name) {
+		h = pr_str_hash(name, len);
+		pr_program_prefetch_name(r->prog, h);
 	}
-	nodes[self] = n;
+	pr_node *n = pr_graph_new_node(g, (pr_node_kind)kind, NULL);
+	n->name = name;   /* not NUL-terminated: rd_link interns it */
+	rd_pend(r, n, name, len, h, name_at);
+	PR_ASSERT(n == &nodes[self]);
 	return rd_type(r, &n->type) && rd_node_rest(r, nodes, self, n);
 }
 
@@ -1016,14 +1076,14 @@ static bool rd_graph(rd *r, pr_graph *g)
 			       left / PRB_MIN_NODE);
 	if (count == 0)
 		return rd_fail(r, at, "@%s has no nodes, expected at least its return node", g->name);
-	pr_node **nodes = pr_xcalloc((size_t)count, sizeof *nodes);
-	pr_graph_reserve_nodes(g, (size_t)count);
+	/* the graph is new: its nodes come one after another, node i at nodes + i */
+	pr_node *nodes = pr_graph_reserve_nodes(g, (size_t)count);
+	PR_ASSERT(nodes);
 	r->graph = g;
 	bool ok = true;
 	for (uint64_t i = 0; i < count && ok; i++)
 		ok = rd_node(r, g, nodes, i, count);
-	free(nodes);
-	return ok;
+	return rd_link_all(r, g) && ok;   /* first: a duplicate before an error wins */
 }
 
 /* ---- sections -------------------------------------------------------------------- */

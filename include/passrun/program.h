@@ -432,11 +432,14 @@ const char *pr_program_intern(pr_program *p, const char *s, size_t n);
  * names are long and alike: "layers.12.attention.wq.weight"), for other
  * tables of names. */
 uint32_t pr_str_hash(const char *s, size_t n);
+/* pr_program_intern with h = pr_str_hash(s, n) already known. */
+const char *pr_program_intern_hashed(pr_program *p, const char *s, size_t n, uint32_t h);
 /* Asks the cache for the string-table slot that a lookup or interning of
  * the string whose pr_str_hash is h would read first, ahead of that step
  * (pr_graph_find, pr_program_intern, pr_graph_new_node_fresh): in a table
- * of a million names each probe is a cache miss, and a pass naming many new
- * nodes can have several in flight. It changes nothing but time. */
+ * of a million names each probe is a cache miss, and a loader that learns a
+ * name well before it interns it, or a pass naming many new nodes, can have
+ * several in flight. A hint: it changes nothing but time. */
 void pr_program_prefetch_name(const pr_program *p, uint32_t h);
 
 /* A detached node; name may be NULL. Args are set with pr_node_set_args. */
@@ -456,8 +459,11 @@ pr_node *pr_graph_new_node_fresh(pr_graph *g, pr_node_kind kind, const char *bas
  * parser that learns the kind later calls it. */
 void pr_node_make_input(pr_node *n);
 /* Room for count more nodes in g's slab in one chunk, for a loader that
- * knows how many it will make. */
-void pr_graph_reserve_nodes(pr_graph *g, size_t count);
+ * knows how many it will make. Returns where they will be when g has no
+ * erased slot to reuse first (a new graph has none): the next count nodes
+ * pr_graph_new_node makes in g are that slot and the ones after it, in
+ * order, so that the i-th is found by adding i; else NULL. */
+pr_node *pr_graph_reserve_nodes(pr_graph *g, size_t count);
 /* Takes ownership of args (n items, malloc'd), sets each arg's owner and adds
  * the uses of every value they name (lists included). */
 void pr_node_set_args(pr_node *n, pr_arg *args, int n_args);

@@ -703,3 +703,90 @@ Test(binary, a_read_of_another_graphs_value_is_refused_whatever_its_scratch_hold
 	pr_arg_set_value(&y->args[0], pr_graph_find(g, "x"));
 	pr_program_free(p);
 }
+
+/* ---- node names: interned a few nodes after they are read ------------------ */
+
+/* %n00 (an input), then %n01 .. %n19, each the negation of the one before, as
+ * binary: more nodes than the loader reads ahead of the one it links. */
+static uint8_t *long_chain(size_t *len)
+{
+	pr_strbuf sb = {0};
+	pr_strbuf_puts(&sb, "passrun 1\nop aten::neg(Tensor self) -> Tensor\nmethod @m {\n"
+			    "  %n00: f32[2] = input user \"x\"\n");
+	for (int i = 1; i < 20; i++)
+		pr_strbuf_printf(&sb, "  %%n%02d: f32[2] = aten::neg(%%n%02d)\n", i, i - 1);
+	pr_strbuf_puts(&sb, "  return %n19\n}\n");
+	pr_program *p = tu_parse(sb.data);
+	pr_strbuf_free(&sb);
+	uint8_t *bin;
+	write_ok(p, &bin, len, "long chain");
+	pr_program_free(p);
+	return bin;
+}
+
+/* Where node %NAME's name field (u32 length, bytes) starts. */
+static size_t name_field(const uint8_t *bin, size_t len, const char *name)
+{
+	uint8_t field[8] = {3, 0, 0, 0};
+	memcpy(field + 4, name, 3);
+	for (size_t at = 0; at + 7 <= len; at++)
+		if (!memcmp(bin + at, field, 7))
+			return at;
+	cr_assert_fail("no name field for %%%s", name);
+	return 0;
+}
+
+static void rename_node(uint8_t *bin, size_t len, const char *from, const char *to)
+{
+	memcpy(bin + name_field(bin, len, from) + 4, to, 3);
+}
+
+/* Loading bin fails with a message holding want. */
+static void expect_load_refused(const uint8_t *bin, size_t len, const char *want)
+{
+	pr_program *q = NULL;
+	pr_err *e = pr_binary_load("chain.bin", bin, len, false, &q);
+	cr_assert_not_null(e, "loaded, expected: %s", want);
+	cr_expect(strstr(pr_err_message(e), want), "got '%s', expected '%s'", pr_err_message(e), want);
+	pr_err_free(e);
+}
+
+/* A duplicate is found where it was when names were linked as read: before
+ * a fault of a later node, before a fault in the rest of its own record,
+ * and with nodes after it already reading it. */
+Test(binary, a_duplicate_node_name_is_reported_before_any_later_fault)
+{
+	size_t len;
+	uint8_t *bin = long_chain(&len);
+	size_t n05 = name_field(bin, len, "n05"), n08 = name_field(bin, len, "n08");
+	uint8_t *bad = malloc(len);
+
+	memcpy(bad, bin, len);   /* a later node's kind: that fault alone */
+	bad[n08 - 1] = 9;
+	expect_load_refused(bad, len, "chain.bin: byte");
+	expect_load_refused(bad, len, "node kind 9 is unknown");
+
+	rename_node(bad, len, "n05", "n03");   /* and a duplicate before it */
+	char want[64];
+	snprintf(want, sizeof want, "byte %zu: %%n03 is defined twice in @m", n05);
+	expect_load_refused(bad, len, want);
+
+	memcpy(bad, bin, len);   /* the duplicate's own type kind */
+	rename_node(bad, len, "n05", "n03");
+	bad[n05 + 7] = 9;
+	expect_load_refused(bad, len, want);
+
+	memcpy(bad, bin, len);   /* the duplicate alone, read by %n06 */
+	rename_node(bad, len, "n05", "n03");
+	expect_load_refused(bad, len, want);
+
+	memcpy(bad, bin, len);   /* at the end, after the last node is read */
+	rename_node(bad, len, "n19", "n00");
+	snprintf(want, sizeof want, "byte %zu: %%n00 is defined twice in @m",
+		 name_field(bin, len, "n19"));
+	expect_load_refused(bad, len, want);
+
+	pr_program_free(load_ok(bin, len, false, "long chain"));
+	free(bad);
+	free(bin);
+}
