@@ -88,27 +88,50 @@ static bool reuse_value(const pr_host_writes *hw, pr_node *s)
  * copy that reuse_copies_of marked. */
 static char seen_once, listed;
 
+/* Counts a copy of s: lists s at its second. */
+static void note_copy_of(pr_node *s, pl_nodes *values)
+{
+	if (s->scratch == &listed)
+		return;
+	if (s->scratch == &seen_once) {
+		s->scratch = &listed;
+		pl_nodes_push(values, s);
+	} else {
+		s->scratch = &seen_once;
+	}
+}
+
+/* A copy's source is most often far from it in a large graph, so the walk
+ * asks for the source's scratch when it comes to the copy and counts the
+ * copy COPY_LAG copies later, in the same order. */
+#define COPY_LAG 8   /* a power of two */
+
 /* The values that two or more copies read, found from the copies: each node
  * is visited once and only a copy's source besides it, never every reader of
  * every node. A value comes before its readers, so its scratch was cleared
- * before a copy of it is seen. Copies themselves are never such values, so
- * no value on the list is erased while the list is walked; the order of the
- * list does not matter, since the values share no copy. */
+ * before a copy of it is seen (cleared only where set: a store to every
+ * node would write every node's line back). Copies themselves are never
+ * such values, so no value on the list is erased while the list is walked;
+ * the order of the list does not matter, since the values share no copy. */
 static void collect_copied_twice(pr_graph *g, pl_nodes *values)
 {
+	pr_node *lag[COPY_LAG];
+	unsigned n_copies = 0;
 	pr_graph_for_each(g, n) {
 		pr_node_prefetch_ahead(n);
-		n->scratch = NULL;
+		if (n->scratch)
+			n->scratch = NULL;
 		pr_node *s = pl_is_h2d(n) ? pl_copy_src(n) : NULL;
-		if (!s || s->scratch == &listed)
+		if (!s)
 			continue;
-		if (s->scratch == &seen_once) {
-			s->scratch = &listed;
-			pl_nodes_push(values, s);
-		} else {
-			s->scratch = &seen_once;
-		}
+		__builtin_prefetch(&s->scratch);
+		if (n_copies >= COPY_LAG)
+			note_copy_of(lag[n_copies % COPY_LAG], values);
+		lag[n_copies++ % COPY_LAG] = s;
 	}
+	unsigned left = n_copies < COPY_LAG ? n_copies : COPY_LAG;
+	for (unsigned age = left; age > 0; age--)
+		note_copy_of(lag[(n_copies - age) % COPY_LAG], values);
 }
 
 /* Per method: a copy is reused only by readers of its own method. */

@@ -54,7 +54,9 @@ static pr_err *getitem_outputs_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g,
 	pl_nodes calls = {0};
 	pr_graph_for_each(g, n) {
 		pr_node_prefetch_ahead(n);
-		if (n->type.kind == PR_TYPE_TENSOR && n->name && pl_call_device(n, true, NULL))
+		/* the kind first: it lies in the line the walk reads anyway */
+		if (n->kind == PR_NODE_DELEGATE && n->type.kind == PR_TYPE_TENSOR && n->name &&
+		    pl_call_device(n, true, NULL))
 			pl_nodes_push(&calls, n);
 	}
 	pr_err *e = NULL;
