@@ -212,78 +212,20 @@ static void report_outputs(pr_pass_ctx *ctx, pr_graph *g, const flags *f,
 	}
 }
 
-/* A copy's source is most often a constant, far from the copy in a large
- * graph, and classifying the copy reads a chain of lines: the source, its
- * input record, that one's name (the mutable-buffer question hashes it),
- * each a miss that waits for the one before. So the walk does not classify
- * a copy when it comes to it: it asks for the source's lines and puts the
- * copy on a short queue, asks for each further link of the chain as the copy
- * gets older, and classifies the copy that has waited longest. Copies are
- * still classified, and reported, in graph order. */
-#define QUEUE 8             /* a power of two */
-#define AGE_RECORD 4        /* ask for the source's input record and name */
-#define AGE_INPUT_NAME 6    /* and for the input's name */
-
-typedef struct queue {
-	pr_node *items[QUEUE];
-	unsigned pushed;
-} queue;
-
-/* Inlined by force: a function that only asks for lines has no effect the
- * compiler knows of, and a call to it that is not inlined is dropped. */
-static inline __attribute__((always_inline)) void fetch_node(const pr_node *n)
-{
-	const char *p = (const char *)n;
-	for (size_t off = 0; off < sizeof *n; off += 64)
-		__builtin_prefetch(p + off);
-	__builtin_prefetch(p + sizeof *n - 1);
-}
-
-static const pr_node *queued_src(const queue *q, unsigned age)
-{
-	return q->pushed >= age ? pl_copy_src(q->items[(q->pushed - age) % QUEUE]) : NULL;
-}
-
-/* Queues copy n (with a source); returns the copy it pushes out, or NULL. */
-static pr_node *queue_push(queue *q, pr_node *n)
-{
-	const pr_node *src = queued_src(q, AGE_RECORD);
-	if (src) {
-		__builtin_prefetch(src->input);
-		__builtin_prefetch(src->name);
-	}
-	src = queued_src(q, AGE_INPUT_NAME);
-	if (src && src->input->name)
-		__builtin_prefetch(src->input->name);
-	fetch_node(pl_copy_src(n));
-	pr_node *out = q->pushed >= QUEUE ? q->items[q->pushed % QUEUE] : NULL;
-	q->items[q->pushed++ % QUEUE] = n;
-	return out;
-}
-
-static void report_copy(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_node *n)
-{
-	pr_node *src = pl_copy_src(n);
-	if (pl_is_h2d(n) && pl_is_constant(src, f->buffers))
-		report_constant(ctx, g, f, n);
-	else if (pl_is_d2h(n) && pl_is_method_input(src, f->buffers) &&
-		 !pr_device_is_host(src->type.tensor.device))
-		report_input(ctx, g, f, n);
-}
-
 static void report_method(pr_pass_ctx *ctx, pr_graph *g, const flags *f)
 {
 	const pr_host_writes *hw = pr_pass_analysis(ctx, PR_HOST_WRITES, g);
-	queue q = {0};
 	pr_graph_for_each(g, n) {
 		pr_node_prefetch_ahead(n);
-		pr_node *out = pl_is_copy(n) && pl_copy_src(n) ? queue_push(&q, n) : NULL;
-		if (out)
-			report_copy(ctx, g, f, out);
+		pr_node *src = pl_is_copy(n) ? pl_copy_src(n) : NULL;
+		if (!src)
+			continue;
+		if (pl_is_h2d(n) && pl_is_constant(src, f->buffers))
+			report_constant(ctx, g, f, n);
+		else if (pl_is_d2h(n) && pl_is_method_input(src, f->buffers) &&
+			 !pr_device_is_host(src->type.tensor.device))
+			report_input(ctx, g, f, n);
 	}
-	unsigned left = q.pushed < QUEUE ? q.pushed : QUEUE;
-	for (unsigned age = left; age > 0; age--)
-		report_copy(ctx, g, f, q.items[(q.pushed - age) % QUEUE]);
 	if (f->skip_d2h)
 		report_outputs(ctx, g, f, hw);
 }
