@@ -223,21 +223,23 @@ Test(provenance, stats_json_records_what_ran)
 {
 	if (!have_runtime())
 		cr_skip_test("passrun was built without the runtime");
-	check_output("import json,sys\n"
+	/* The ABI is the header's, written into the code. */
+	char code[2048];
+	snprintf(code, sizeof code, "import json,sys\n"
 			"p=json.load(open(sys.argv[1]))[\"provenance\"]\n"
 			"h=0xcbf29ce484222325\n"
 			"for c in open(p[\"program\"],\"rb\").read(): "
-			"h=((h^c)*0x100000001b3)%(1<<64)\n"
-			"assert p[\"program_fnv1a64\"]==\"%016x\"%h, p\n"
+			"h=((h^c)*0x100000001b3)%%(1<<64)\n"
+			"assert p[\"program_fnv1a64\"]==\"%%016x\"%%h, p\n"
 			"assert p[\"pipeline\"][\"name\"]==\"cuda+skip_h2d_for_constants=true\"\n"
 			"assert p[\"pipeline\"][\"options\"][\"skip_h2d_for_constants\"] is True\n"
 			"assert \"param-layout\" in [x[\"name\"] for x in p[\"pipeline\"][\"passes\"]]\n"
 			"assert p[\"overrides\"]==[\"skip_h2d_for_constants=true\"]\n"
 			"assert p[\"seed\"]==7 and p[\"status\"]==\"ok\" and p[\"exit\"]==0, p\n"
-			"assert p[\"passrun\"][\"version\"] and p[\"passrun\"][\"plugin_abi\"]==2\n"
+			"assert p[\"passrun\"][\"version\"] and p[\"passrun\"][\"plugin_abi\"]==%u\n"
 			"v={x[\"name\"]:x[\"version\"] for x in p[\"plugins\"]}\n"
-			"assert v[\"propagate-device\"], v\n",
-		     "%s --pipeline cuda --set skip_h2d_for_constants=true --seed 7 --device=sim "
+			"assert v[\"propagate-device\"], v\n", PR_PLUGIN_ABI_VERSION);
+	check_output(code, "%s --pipeline cuda --set skip_h2d_for_constants=true --seed 7 --device=sim "
 		     "--stats=json " EX "f10_device_constants.pg", PASSRUN_EXE);
 }
 
