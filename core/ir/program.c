@@ -716,8 +716,15 @@ static pr_graph_store *store_of(const pr_node *n)
  * enough, else on the heap (and for nodes that have no graph yet). */
 static void uses_grow(pr_node *v)
 {
-	int cap = v->cap_uses ? 2 * v->cap_uses : 2;   /* most values have one or two readers */
 	pr_graph_store *st = store_of(v);
+	if (!v->cap_uses && st && !(v->mem & NODE_USES_HEAP)) {
+		/* the first reader, the common case (each copy a pass makes):
+		 * nothing to move or give back */
+		v->uses = use_block_get(st, 1);
+		v->cap_uses = 2;
+		return;
+	}
+	int cap = v->cap_uses ? 2 * v->cap_uses : 2;   /* most values have one or two readers */
 	if (v->mem & NODE_USES_HEAP) {
 		v->uses = pr_xrealloc(v->uses, (size_t)cap * sizeof *v->uses);
 	} else {
