@@ -1273,9 +1273,31 @@ pr_node *pr_graph_new_node_fresh(pr_graph *g, pr_node_kind kind, const char *bas
 					      next);
 }
 
+/* A slab node named s (len bytes, hash h), whose string-table slot is slot
+ * (see name_free_slot). */
+static pr_node *new_node_named_at(pr_graph *g, pr_node_kind kind, sslot *slot, const char *s,
+				  size_t len, uint32_t h)
+{
+	pr_node *n = pr_graph_new_node(g, kind, NULL);
+	n->name = strtab_take(strings_of(g->program), slot, s, len, h);
+	return n;
+}
+
 pr_node *pr_graph_new_node_fresh_hashed(pr_graph *g, pr_node_kind kind, const char *base,
 					size_t base_len, uint32_t base_hash, int *next)
 {
+	if (!next || !*next) {
+		/* most fresh names are their base: then it is interned from the
+		 * caller's bytes, with no copy to add a suffix to */
+		strtab *t = strings_of(g->program);
+		strtab_fit(t, 1);
+		sslot *slot = name_free_slot(g, t, base, base_len, base_hash);
+		if (slot) {
+			if (next)
+				*next = 1;
+			return new_node_named_at(g, kind, slot, base, base_len, base_hash);
+		}
+	}
 	char stack[128], *buf = stack;
 	if (base_len + FRESH_SUFFIX_MAX + 1 > sizeof stack)
 		buf = pr_xmalloc(base_len + FRESH_SUFFIX_MAX + 1);
@@ -1283,8 +1305,7 @@ pr_node *pr_graph_new_node_fresh_hashed(pr_graph *g, pr_node_kind kind, const ch
 	uint32_t h;
 	sslot *slot;
 	size_t len = fresh_name_in(g, buf, base_len, base_hash, next, &h, &slot);
-	pr_node *n = pr_graph_new_node(g, kind, NULL);
-	n->name = strtab_take(strings_of(g->program), slot, buf, len, h);
+	pr_node *n = new_node_named_at(g, kind, slot, buf, len, h);
 	if (buf != stack)
 		free(buf);
 	return n;
