@@ -716,8 +716,15 @@ static pr_graph_store *store_of(const pr_node *n)
  * enough, else on the heap (and for nodes that have no graph yet). */
 static void uses_grow(pr_node *v)
 {
-	int cap = v->cap_uses ? 2 * v->cap_uses : 2;   /* most values have one or two readers */
 	pr_graph_store *st = store_of(v);
+	if (!v->cap_uses && st && !(v->mem & NODE_USES_HEAP)) {
+		/* the first reader, the common case (each copy a pass makes):
+		 * nothing to move or give back */
+		v->uses = use_block_get(st, 1);
+		v->cap_uses = 2;
+		return;
+	}
+	int cap = v->cap_uses ? 2 * v->cap_uses : 2;   /* most values have one or two readers */
 	if (v->mem & NODE_USES_HEAP) {
 		v->uses = pr_xrealloc(v->uses, (size_t)cap * sizeof *v->uses);
 	} else {
@@ -1218,19 +1225,20 @@ static sslot *name_free_slot(const pr_graph *g, const strtab *t, const char *buf
 }
 
 /* Turns buf (base, base_len bytes, with FRESH_SUFFIX_MAX + 1 bytes of room
- * after it) into the first name not used in g: base itself when *next is
- * 0, else base_i for i from *next (1 at least); *next (may be NULL) is left
+ * after it; base_hash is its pr_str_hash) into the first name not used in
+ * g: base itself when *next is 0, else base_i for i from *next (1 at
+ * least); *next (may be NULL) is left
  * after it. Returns the name's length, its hash in *h and its string-table
  * slot in *slot (see name_free_slot; the table has room for one more
  * string): each candidate is hashed and probed once. */
-static size_t fresh_name_in(const pr_graph *g, char *buf, size_t base_len, int *next,
-			    uint32_t *h, sslot **slot)
+static size_t fresh_name_in(const pr_graph *g, char *buf, size_t base_len, uint32_t base_hash,
+			    int *next, uint32_t *h, sslot **slot)
 {
 	strtab *t = strings_of(g->program);
 	strtab_fit(t, 1);
 	int from = next ? *next : 0;
 	buf[base_len] = 0;
-	*h = pr_str_hash(buf, base_len);
+	*h = base_hash;
 	if (from == 0 && (*slot = name_free_slot(g, t, buf, base_len, *h))) {
 		if (next)
 			*next = 1;
@@ -1254,22 +1262,50 @@ char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next)
 	uint32_t h;
 	sslot *slot;
 	memcpy(name, base, len);
-	fresh_name_in(g, name, len, next, &h, &slot);
+	fresh_name_in(g, name, len, pr_str_hash(name, len), next, &h, &slot);
 	return name;
 }
 
 pr_node *pr_graph_new_node_fresh(pr_graph *g, pr_node_kind kind, const char *base,
 				 size_t base_len, int *next)
 {
+	return pr_graph_new_node_fresh_hashed(g, kind, base, base_len, pr_str_hash(base, base_len),
+					      next);
+}
+
+/* A slab node named s (len bytes, hash h), whose string-table slot is slot
+ * (see name_free_slot). */
+static pr_node *new_node_named_at(pr_graph *g, pr_node_kind kind, sslot *slot, const char *s,
+				  size_t len, uint32_t h)
+{
+	pr_node *n = pr_graph_new_node(g, kind, NULL);
+	n->name = strtab_take(strings_of(g->program), slot, s, len, h);
+	return n;
+}
+
+pr_node *pr_graph_new_node_fresh_hashed(pr_graph *g, pr_node_kind kind, const char *base,
+					size_t base_len, uint32_t base_hash, int *next)
+{
+	if (!next || !*next) {
+		/* most fresh names are their base: then it is interned from the
+		 * caller's bytes, with no copy to add a suffix to */
+		strtab *t = strings_of(g->program);
+		strtab_fit(t, 1);
+		sslot *slot = name_free_slot(g, t, base, base_len, base_hash);
+		if (slot) {
+			if (next)
+				*next = 1;
+			return new_node_named_at(g, kind, slot, base, base_len, base_hash);
+		}
+	}
 	char stack[128], *buf = stack;
 	if (base_len + FRESH_SUFFIX_MAX + 1 > sizeof stack)
 		buf = pr_xmalloc(base_len + FRESH_SUFFIX_MAX + 1);
 	memcpy(buf, base, base_len);
 	uint32_t h;
 	sslot *slot;
-	size_t len = fresh_name_in(g, buf, base_len, next, &h, &slot);
-	pr_node *n = pr_graph_new_node(g, kind, NULL);
-	n->name = strtab_take(strings_of(g->program), slot, buf, len, h);
+	size_t len = fresh_name_in(g, buf, base_len, base_hash, next, &h, &slot);
+	pr_node *n = new_node_named_at(g, kind, slot, buf, len, h);
 	if (buf != stack)
 		free(buf);
 	return n;

@@ -452,6 +452,11 @@ pr_node *pr_graph_new_node(pr_graph *g, pr_node_kind kind, const char *name);
  * hashed once, no malloc for the name. */
 pr_node *pr_graph_new_node_fresh(pr_graph *g, pr_node_kind kind, const char *base,
 				 size_t base_len, int *next);
+/* The same with base_hash = pr_str_hash(base, base_len) already known (a
+ * pass that prefetched the name's slot has it): the base is not hashed
+ * again. */
+pr_node *pr_graph_new_node_fresh_hashed(pr_graph *g, pr_node_kind kind, const char *base,
+					size_t base_len, uint32_t base_hash, int *next);
 /* Makes n, a node made as another kind that is not an input yet, an input
  * with a record of its own (zeroed: PR_INPUT_POSITIONAL, no name, no data),
  * from its graph's storage (a node of pr_graph_new_node) or malloc'd (a

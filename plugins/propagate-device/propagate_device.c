@@ -100,6 +100,8 @@ typedef struct copy_name {
 	char buf[96];
 	char *heap;
 	size_t len;
+	uint32_t hash;        /* pr_str_hash of the name: the prefetch and the
+			       * naming both need it */
 } copy_name;
 
 /* A base name built while looking ahead (see prefetch_copy_name), kept for
@@ -193,6 +195,7 @@ static void copy_base(place_ctx *c, const pr_node *src, bool h2d, pr_device dev,
 	memcpy(base + a, mid, b);
 	memcpy(base + a + b, tag, t + 1);
 	out->len = a + b + t;
+	out->hash = pr_str_hash(base, out->len);
 }
 
 static const char *copy_name_str(const copy_name *n)
@@ -257,7 +260,7 @@ static void prefetch_copy_name(place_ctx *c, const pr_node *src, bool h2d)
 	a->h2d = h2d;
 	a->dev = h2d ? c->tag_dev : pr_device_host();
 	copy_base(c, src, h2d, a->dev, &a->base);
-	pr_program_prefetch_name(c->p, pr_str_hash(copy_name_str(&a->base), a->base.len));
+	pr_program_prefetch_name(c->p, a->base.hash);
 }
 
 /* The base name of src's copies (copy_base), taken over from the look-ahead
@@ -299,8 +302,8 @@ static pr_node *copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device d
 		return NULL;
 	/* In the graph's slab, its argument in graph storage: no malloc of
 	 * their own for the many copies a run makes. */
-	pr_node *n = pr_graph_new_node_fresh(src->graph, PR_NODE_OP, copy_name_str(base),
-					     base->len, next);
+	pr_node *n = pr_graph_new_node_fresh_hashed(src->graph, PR_NODE_OP, copy_name_str(base),
+						    base->len, base->hash, next);
 	n->schema = s;
 	n->type.kind = PR_TYPE_TENSOR;
 	n->type.tensor = *pr_node_spec(src);

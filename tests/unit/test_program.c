@@ -337,15 +337,19 @@ Test(graph, fresh_names_from_a_cursor_match_the_plain_search)
 	pr_program_free(p);
 }
 
-/* Links a pr_graph_new_node_fresh node named after base (the first len
- * bytes of it) and checks its name against the cursor search's. */
+/* Links a pr_graph_new_node_fresh node (or _hashed, given the base's
+ * hash) named after base (the first len bytes of it) and checks its name
+ * against the cursor search's. */
 static void fresh_node_matches(pr_graph *g, const char *base, size_t len, int *next,
-			       int *next_plain)
+			       int *next_plain, bool hashed)
 {
 	char *b = calloc(1, len + 1);
 	memcpy(b, base, len);
 	char *want = pr_graph_fresh_name_next(g, b, next_plain);
-	pr_node *n = pr_graph_new_node_fresh(g, PR_NODE_INPUT, base, len, next);
+	pr_node *n = hashed
+		? pr_graph_new_node_fresh_hashed(g, PR_NODE_INPUT, base, len,
+						 pr_str_hash(base, len), next)
+		: pr_graph_new_node_fresh(g, PR_NODE_INPUT, base, len, next);
 	cr_assert_str_eq(n->name, want);
 	cr_assert_eq(*next, *next_plain);
 	cr_assert_eq(n->name, pr_program_intern(g->program, want, strlen(want)), "interned");
@@ -364,14 +368,14 @@ Test(graph, fresh_nodes_are_named_as_the_cursor_search_names)
 	add_input(g, "x_h2d_cuda0_9");
 	int next = 0, plain = 0;
 	for (int i = 0; i < 12; i++)     /* x_h2d_cuda0, _1, _3, ..., _8, _10, ... */
-		fresh_node_matches(g, "x_h2d_cuda0_tail", 11, &next, &plain);
+		fresh_node_matches(g, "x_h2d_cuda0_tail", 11, &next, &plain, i % 2);
 	cr_assert_eq(next, 14);
 	cr_assert_not_null(pr_graph_find(g, "x_h2d_cuda0_13"));
 	cr_assert_null(pr_graph_find(g, "x_h2d_cuda0_14"));
 
 	add_input(g, "y");               /* the base itself taken, no cursor */
 	int none = 0, none_plain = 0;
-	fresh_node_matches(g, "y", 1, &none, &none_plain);
+	fresh_node_matches(g, "y", 1, &none, &none_plain, true);
 	cr_assert_str_eq(g->first->name, "y_1");
 
 	char longer[300];                /* past the stack buffer */
@@ -379,7 +383,7 @@ Test(graph, fresh_nodes_are_named_as_the_cursor_search_names)
 	longer[sizeof longer - 1] = 0;
 	add_input(g, longer);
 	int l = 0, l_plain = 0;
-	fresh_node_matches(g, longer, strlen(longer), &l, &l_plain);
+	fresh_node_matches(g, longer, strlen(longer), &l, &l_plain, true);
 	cr_assert_eq(strlen(g->first->name), strlen(longer) + 2);
 	pr_program_free(p);
 }
