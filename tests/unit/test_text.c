@@ -167,9 +167,7 @@ Test(text, repeated_devices_and_layouts_print_their_own_text)
 		"  %g: i64[2,3]@cuda:1{strides=[1,2]} = input user \"g\"\n"
 		"  %h: f32[2,3]@cuda:1 = input user \"h\"\n"
 		"  return %a, %b, %c, %d, %e, %f, %g, %h\n}\n";
-	pr_program *p = NULL;
-	pr_err *e = pr_text_parse("t.pg", src, strlen(src), &p);
-	cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
+	pr_program *p = tu_parse(src);
 	char *t = pr_text_print(p, NULL);
 	cr_expect_str_eq(t, src);
 	free(t);
@@ -189,9 +187,7 @@ Test(text, repeated_shapes_keep_their_own_attributes)
 		"  %e: f32[2,3] = input user \"e\"\n"
 		"  %f: i64[2,3] = input user \"f\"\n"
 		"  return %a, %b, %c, %d, %e, %f\n}\n";
-	pr_program *p = NULL;
-	pr_err *e = pr_text_parse("t.pg", src, strlen(src), &p);
-	cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
+	pr_program *p = tu_parse(src);
 	pr_graph *g = p->methods[0];
 	const pr_spec *a = &node(g, "a")->type.tensor, *b = &node(g, "b")->type.tensor;
 	const pr_spec *c = &node(g, "c")->type.tensor, *d = &node(g, "d")->type.tensor;
