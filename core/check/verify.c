@@ -1348,13 +1348,15 @@ static void graph_reset(vctx *c)
 	name_map_clear(&c->inputs);
 }
 
-/* The diagnostics of from added to to, in their order. */
+/* The diagnostics of from (flags included) added to to, in their order. */
 static void pass_on(pr_diags *to, const pr_diags *from)
 {
 	for (int i = 0; i < from->n; i++) {
 		const pr_diag *x = &from->items[i];
 		pr_diags_add(to, x->severity, x->code, x->pass, x->method, x->node, x->bytes,
 			     "%s", x->message ? x->message : "");
+		if (x->flags)
+			pr_diags_flag_last(to, x->flags);
 	}
 }
 
