@@ -1286,6 +1286,7 @@ static pr_node *new_node_named_at(pr_graph *g, pr_node_kind kind, sslot *slot, c
 pr_node *pr_graph_new_node_fresh_hashed(pr_graph *g, pr_node_kind kind, const char *base,
 					size_t base_len, uint32_t base_hash, int *next)
 {
+	int after_base = 1;   /* the cursor once base is known to be taken */
 	if (!next || !*next) {
 		/* most fresh names are their base: then it is interned from the
 		 * caller's bytes, with no copy to add a suffix to */
@@ -1297,6 +1298,11 @@ pr_node *pr_graph_new_node_fresh_hashed(pr_graph *g, pr_node_kind kind, const ch
 				*next = 1;
 			return new_node_named_at(g, kind, slot, base, base_len, base_hash);
 		}
+		/* taken: the search starts at base_1, not probing base again */
+		if (next)
+			*next = 1;
+		else
+			next = &after_base;
 	}
 	char stack[128], *buf = stack;
 	if (base_len + FRESH_SUFFIX_MAX + 1 > sizeof stack)
