@@ -37,9 +37,10 @@ static pr_node *delegate_result_of(pr_node *copy)
 	return x;
 }
 
+/* A copy goes when its last reader is moved off it: one returned at
+ * several slots stays until the last of them is moved. */
 static void keep_outputs(const pr_host_writes *hw, pr_node *ret, bool *changed)
 {
-	pl_nodes dropped = {0};
 	for (int i = 0; i < ret->n_args; i++) {
 		pr_arg *a = &ret->args[i];
 		if (a->kind != PR_ARG_VALUE || !a->u.value ||
@@ -50,14 +51,10 @@ static void keep_outputs(const pr_host_writes *hw, pr_node *ret, bool *changed)
 		if (!x || pr_host_writer(hw, copy))
 			continue;
 		pr_arg_set_value(a, x);
-		pl_nodes_push(&dropped, copy);
+		if (copy->n_uses == 0)
+			pr_graph_erase(copy);
 		*changed = true;
 	}
-	for (int i = 0; i < dropped.n; i++)
-		if (dropped.items[i]->n_uses == 0 &&
-		    (i == 0 || dropped.items[i] != dropped.items[i - 1]))
-			pr_graph_erase(dropped.items[i]);
-	pl_nodes_free(&dropped);
 }
 
 /* Per method: the option and the outputs are the method's. */
