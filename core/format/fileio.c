@@ -10,13 +10,15 @@
  * regular target is replaced atomically through a temporary file in its
  * folder (fsync, rename, fsync of the folder), a symbolic link is followed
  * and its target replaced, a device or FIFO is written in place. On any
- * error the target is left as it was. Programs are saved through a sink as
+ * error the target is left as it was; a big file replaced is freed by a
+ * thread of its own (release_replaced). Programs are saved through a sink as
  * they are written (pr_binary_write_sink, pr_text_print_sink), so that the
  * file is never held whole in memory. */
 #define _GNU_SOURCE   /* fstatat, dirfd */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -450,6 +452,49 @@ void pr_file_sink_abort(pr_file_sink *s)
 	sink_free(s);
 }
 
+/* Freeing a replaced file of some size is slow, and not the rename's work:
+ * the kernel frees its blocks when the last reference to it goes (130-190
+ * ms for 200 MB on ext4 mounted with discard, nearly all of it waiting, not
+ * computing), so the rename leaves that reference to a thread of its own.
+ * Below RELEASE_AWAY_MIN bytes a thread costs more than it saves. */
+#define RELEASE_AWAY_MIN ((off_t)8 << 20)
+
+/* The file at target, held open so that the rename over it is not the one
+ * to free it (release_replaced is); -1 when there is none, or it is small. */
+static int hold_replaced(const char *target)
+{
+	int fd = open(target, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < RELEASE_AWAY_MIN)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static void *close_replaced(void *fd)
+{
+	close((int)(intptr_t)fd);
+	return NULL;
+}
+
+/* Drops the hold on a replaced file, in a detached thread where one can be
+ * started: its last close is where the kernel frees it. A process that ends
+ * first has it closed by the kernel, which frees it then. */
+static void release_replaced(int fd)
+{
+	pthread_t t;
+	pthread_attr_t attr;
+	if (fd < 0)
+		return;
+	bool started = !pthread_attr_init(&attr) &&
+		       !pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) &&
+		       !pthread_create(&t, &attr, close_replaced, (void *)(intptr_t)fd);
+	pthread_attr_destroy(&attr);
+	if (!started)
+		close(fd);
+}
+
 /* A temporary file: flushed, closed and renamed over the target. */
 static pr_err *commit_temp(pr_file_sink *s)
 {
@@ -459,8 +504,10 @@ static pr_err *commit_temp(pr_file_sink *s)
 	if (close(s->fd) < 0 && !e)
 		e = pr_err_new("%s: cannot close: %s", s->path, strerror(errno));
 	s->fd = -1;
+	int replaced = e ? -1 : hold_replaced(s->target);
 	if (!e && rename(s->tmp, s->target) < 0)
 		e = pr_err_new("%s: cannot replace it with %s: %s", s->path, s->tmp, strerror(errno));
+	release_replaced(replaced);
 	if (e)
 		return e;
 	free(s->tmp);

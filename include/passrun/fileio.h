@@ -17,6 +17,9 @@
  *     others; never set-id bits), and its owner and group where this process
  *     may set them; a new one gets what a plain create gives (0666 less the
  *     umask). A file with several hard links is replaced under this name only.
+ *     A replaced file of 8 MB or more is let go by a short-lived detached
+ *     thread, whose close is where the kernel frees it, so that the commit
+ *     does not wait for that (or, if the process ends first, its exit).
  *   - A symbolic link is followed to its final target, which is replaced as
  *     above (created when the link dangles); the link stays a link.
  *   - Anything else that exists (/dev/null, a FIFO, a terminal) is opened and

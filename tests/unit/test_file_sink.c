@@ -162,6 +162,37 @@ Test(file_sink, long_files_arrive_whole_past_the_writeback_steps)
 	free(want);
 }
 
+/* A replaced file past 8 MB is let go by a thread of the sink's (freeing
+ * it is slow), not by the rename: the name gets the new bytes at once, the
+ * old file's other name and a reader that opened it before keep the old
+ * bytes, and the old file, its last name gone, is freed. */
+Test(file_sink, big_replaced_file_is_released_whole)
+{
+	size_t n = (size_t)9 << 20;
+	uint8_t *old = malloc(n);
+	memset(old, 'o', n);
+	const char *out = tpath(0, "big.bin"), *other = tpath(1, "big-other.bin");
+	cr_assert_null(pr_file_write_atomic(out, old, n));
+	cr_assert_eq(link(out, other), 0);
+	int reader = open(out, O_RDONLY);
+	cr_assert_geq(reader, 0);
+	cr_assert_null(pr_file_write_atomic(out, "new", 3));
+	assert_file_is(out, "new", 3);
+	assert_file_is(other, old, n);
+	cr_assert_null(pr_file_write_atomic(other, "new too", 7));
+	assert_file_is(other, "new too", 7);
+	struct stat st;
+	cr_assert_eq(fstat(reader, &st), 0);
+	cr_assert_eq(st.st_nlink, 0, "the old file keeps a name");
+	char *got = malloc(n);
+	cr_assert_eq(pread(reader, got, n, 0), (ssize_t)n);
+	cr_assert(!memcmp(got, old, n), "the old file changed under its reader");
+	close(reader);
+	cr_assert_eq(count_temps(), 0);
+	free(got);
+	free(old);
+}
+
 /* The sink's own error midway: the file system refuses a write once the
  * file passes RLIMIT_FSIZE (EFBIG, SIGXFSZ ignored), chunks after the
  * first. Each test runs in its own process, so the limit stays here. */
