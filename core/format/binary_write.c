@@ -220,6 +220,7 @@ typedef struct writer {
 	outbuf made;           /* the materialized storage of constants, one after another */
 	w_known_device devices[W_KNOWN_DEVICES];
 	unsigned next_device;  /* the entry replaced next */
+	unsigned last_device, last_arena;   /* the entries the last spec's fields had */
 	w_known_layout layout; /* the last constant's */
 	pr_err *err;
 } writer;
@@ -241,19 +242,23 @@ static uint8_t *encode_device(uint8_t *q, pr_device d)
 	return put_le(q + n, (uint32_t)d.index, 4);
 }
 
-/* A device's bytes at q, which has W_DEVICE_COPY bytes of room. Devices
- * compare whole (the bytes after a type's NUL too): one that differs only
- * there is encoded again, to the same bytes. */
-static uint8_t *put_device(writer *w, uint8_t *q, const pr_device *d)
+/* A device's bytes at q, which has W_DEVICE_COPY bytes of room, for one
+ * not the last of its field (put_device). Devices compare whole (the bytes
+ * after a type's NUL too): one that differs only there is encoded again, to
+ * the same bytes. */
+static __attribute__((noinline)) uint8_t *put_device_looked_up(writer *w, uint8_t *q,
+							       const pr_device *d, unsigned *last)
 {
-	for (int i = 0; i < W_KNOWN_DEVICES; i++) {
+	for (unsigned i = 0; i < W_KNOWN_DEVICES; i++) {
 		const w_known_device *k = &w->devices[i];
 		if (k->len && !memcmp(&k->dev, d, sizeof *d)) {
+			*last = i;
 			memcpy(q, k->raw, W_DEVICE_COPY);
 			return q + k->len;
 		}
 	}
-	w_known_device *k = &w->devices[w->next_device++ % W_KNOWN_DEVICES];
+	*last = w->next_device++ % W_KNOWN_DEVICES;
+	w_known_device *k = &w->devices[*last];
 	memset(k->raw, 0, sizeof k->raw);
 	k->dev = *d;
 	k->len = (size_t)(encode_device(k->raw, *d) - k->raw);
@@ -261,34 +266,59 @@ static uint8_t *put_device(writer *w, uint8_t *q, const pr_device *d)
 	return q + k->len;
 }
 
-/* A spec is the record every node has: its largest size is reserved once,
- * then the fields are stored at a cursor (with room for the devices'
- * whole blocks, put_device). */
-static void w_spec(writer *w, wbuf *b, const pr_spec *s)
+/* The same, tried first against the entry the field (a spec's device, its
+ * arena: *last) had the time before, which it nearly always has again. */
+static inline uint8_t *put_device(writer *w, uint8_t *q, const pr_device *d, unsigned *last)
+{
+	const w_known_device *k = &w->devices[*last];
+	if (__builtin_expect(k->len && !memcmp(&k->dev, d, sizeof *d), 1)) {
+		memcpy(q, k->raw, W_DEVICE_COPY);
+		return q + k->len;
+	}
+	return put_device_looked_up(w, q, d, last);
+}
+
+/* The most bytes a spec of rank dims takes, with room for the devices'
+ * whole blocks (put_device). */
+#define W_SPEC_MAX(rank) (4 + 16 * (rank) + 2 * W_DEVICE_MAX + 8 + W_DEVICE_COPY)
+
+/* A spec is the record every node has: its largest size is reserved once
+ * (W_SPEC_MAX), with the type kind before it, then the fields are stored
+ * at a cursor. */
+static uint8_t *put_spec(writer *w, uint8_t *q, const pr_spec *s)
 {
 	size_t rank = (size_t)s->rank;
-	uint8_t *q0 = wb_room(b, 4 + 16 * rank + 2 * W_DEVICE_MAX + 8 + W_DEVICE_COPY), *q = q0;
 	*q++ = (uint8_t)s->dtype;
 	*q++ = (uint8_t)rank;
 	*q++ = s->has_mem ? PRB_SPEC_HAS_MEM : 0;
 	*q++ = 0;
-	for (size_t i = 0; i < rank; i++)
-		q = put_le(q, (uint64_t)s->shape[i], 8);
-	for (size_t i = 0; i < rank; i++)
-		q = put_le(q, (uint64_t)s->strides[i], 8);
-	q = put_device(w, q, &s->device);
+	for (size_t i = 0; i < rank; i++) {
+		put_le(q + 8 * i, (uint64_t)s->shape[i], 8);
+		put_le(q + 8 * (rank + i), (uint64_t)s->strides[i], 8);
+	}
+	q = put_device(w, q + 16 * rank, &s->device, &w->last_device);
 	if (s->has_mem) {
-		q = put_device(w, q, &s->mem_arena);
+		q = put_device(w, q, &s->mem_arena, &w->last_arena);
 		q = put_le(q, (uint64_t)s->mem_offset, 8);
 	}
-	b->o.len += (size_t)(q - q0);
+	return q;
+}
+
+static void w_spec(writer *w, wbuf *b, const pr_spec *s)
+{
+	uint8_t *q = wb_room(b, W_SPEC_MAX((size_t)s->rank));
+	b->o.len += (size_t)(put_spec(w, q, s) - q);
 }
 
 static void w_type(writer *w, wbuf *b, const pr_type *t)
 {
+	if (t->kind == PR_TYPE_TENSOR) {
+		uint8_t *q = wb_room(b, 1 + W_SPEC_MAX((size_t)t->tensor.rank));
+		*q = (uint8_t)t->kind;
+		b->o.len += (size_t)(put_spec(w, q + 1, &t->tensor) - q);
+		return;
+	}
 	wb_u8(b, (unsigned)t->kind);
-	if (t->kind == PR_TYPE_TENSOR)
-		w_spec(w, b, &t->tensor);
 	if (t->kind == PR_TYPE_TUPLE) {
 		wb_u32(b, (uint32_t)t->n_elems);
 		for (int i = 0; i < t->n_elems; i++)
