@@ -455,12 +455,15 @@ static inline bool node_index(const writer *w, const pr_node *v, uint64_t *ix)
 	return *ix < w->n_written && w->slots[*ix].node == v;
 }
 
+/* An arg is its kind byte and at most 8 bytes of its own (a string's and a
+ * list's follow): room for those 9 is checked once per arg. */
 static bool w_args(writer *w, wbuf *b, const pr_node *n, const pr_arg *args, int count)
 {
 	wb_u32(b, (uint32_t)count);
 	for (int i = 0; i < count; i++) {
 		const pr_arg *a = &args[i];
-		wb_u8(b, (unsigned)a->kind);
+		uint8_t *q = wb_room(b, 9), *end = q + 1;
+		*q = (uint8_t)a->kind;
 		uint64_t ix;
 		switch (a->kind) {
 		case PR_ARG_VALUE:
@@ -468,18 +471,28 @@ static bool w_args(writer *w, wbuf *b, const pr_node *n, const pr_arg *args, int
 				return w_fail(w, pr_err_new("cannot write @%s: %%%s reads a value that is "
 							    "not defined before it in the graph",
 							    n->graph->name, n->name ? n->name : "(a statement)"));
-			wb_u64(b, ix);
+			end = put_le(end, ix, 8);
 			break;
-		case PR_ARG_INT: wb_i64(b, a->u.i); break;
-		case PR_ARG_FLOAT: wb_f64(b, a->u.f); break;
-		case PR_ARG_BOOL: wb_u8(b, a->u.b ? 1 : 0); break;
-		case PR_ARG_NONE: break;
-		case PR_ARG_STRING: wb_str(b, a->u.s); break;
-		case PR_ARG_LIST:
-			if (!w_args(w, b, n, a->u.list.items, a->u.list.n))
-				return false;
+		case PR_ARG_INT: end = put_le(end, (uint64_t)a->u.i, 8); break;
+		case PR_ARG_FLOAT: {
+			uint64_t v;
+			memcpy(&v, &a->u.f, sizeof v);
+			end = put_le(end, v, 8);
 			break;
 		}
+		case PR_ARG_BOOL: *end++ = a->u.b ? 1 : 0; break;
+		case PR_ARG_NONE: break;
+		case PR_ARG_STRING:
+			b->o.len++;
+			wb_str(b, a->u.s);
+			continue;
+		case PR_ARG_LIST:
+			b->o.len++;
+			if (!w_args(w, b, n, a->u.list.items, a->u.list.n))
+				return false;
+			continue;
+		}
+		b->o.len += (size_t)(end - q);
 	}
 	return true;
 }
