@@ -145,6 +145,10 @@ const prt_kernel prt_host_kernels[] = {
 	{"aten::clamp_max.Tensor", prt_k_clamp_max, NULL, 0},
 	{"aten::clamp_max_", prt_k_clamp_max, NULL, 0},
 	{"aten::clamp_max_.Tensor", prt_k_clamp_max, NULL, 0},
+	{"aten::round", prt_k_round, NULL, 0},
+	{"aten::round_", prt_k_round, NULL, 0},
+	{"aten::round.decimals", prt_k_round_decimals, NULL, 0},
+	{"aten::round_.decimals", prt_k_round_decimals, NULL, 0},
 	/* factories, cumsum, gather, indexing, ops with several results (kernels_tensor.c) */
 	{"aten::arange", prt_k_arange, NULL, 0},
 	{"aten::arange.start", prt_k_arange_start, NULL, 0},

@@ -126,7 +126,7 @@ int prt_dim(int64_t d, int rank);
 	X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(bitwise_not)            \
 	X(where) X(masked_fill) X(to_copy) X(assert_tensor_metadata)            \
 	X(div_mode) X(rsub) X(maximum) X(minimum) X(clamp) X(clamp_min)       \
-	X(clamp_max)
+	X(clamp_max) X(round) X(round_decimals)
 PRT_KERNELS_EW(PRT_DECLARE_KERNEL)
 
 /* An operand of a typed elementwise op: a tensor seen with the result's
@@ -141,7 +141,8 @@ typedef struct prt_ew_operand {
 
 /* Everything a device needs to run one typed elementwise op (the semantics
  * of one element are kernels_elementwise.h's): out = op(x[0], alpha * x[1])
- * computed in dtype ct, clamp's out = clamp(x[0], x[1], x[2]), or with
+ * computed in dtype ct (round.decimals: x[1] is the number of decimals),
+ * clamp's out = clamp(x[0], x[1], x[2]), or with
  * select, out = cond ? x[0] : x[1] in ct. */
 typedef struct prt_ew_plan {
 	prt_ewt_op op;

@@ -24,7 +24,7 @@
  *     prt_pool_args_get).
  *   - The typed elementwise ops (sqrt, rsqrt, abs, pow, comparisons,
  *     logical and bitwise ops, where, masked_fill, _to_copy, maximum,
- *     minimum, clamp): the host's planner (prt_ew_plan_get and its where,
+ *     minimum, clamp, round): the host's planner (prt_ew_plan_get and its where,
  *     masked_fill and clamp forms) makes the
  *     plan, checks included, and one kernel runs it over the result, each
  *     element as kernels_elementwise.c's loop computes it (the arithmetic
@@ -983,7 +983,7 @@ __device__ void ew_element(const ew_plan_desc &d, void *o, int64_t oo, const int
 		if (add && d.alpha_f != 1)
 			bv = round_to(d.ct, bv * d.alpha_f);
 		double r = d.op == PRT_EWT_CLAMP ? prt_ew_clamp_f(av, bv, load_f(c, off[2], d.ct))
-						 : prt_ewt_float(d.op, av, bv);
+						 : prt_ewt_float_in(d.ct, d.op, av, bv);
 		ew_store_f(d.od, o, oo, prt_ewt_gives_bool(d.op) ? r : round_to(d.ct, r));
 	} else {
 		int64_t av = load_i(a, off[0], d.ct), bv = d.n > 1 ? load_bound_i(d, b, off[1]) : 0;
@@ -1158,6 +1158,12 @@ pr_err *clamp_launch(prt_kctx *k, int lo_at, int hi_at)
 pr_err *cu_clamp(prt_kctx *k) { return clamp_launch(k, 1, 2); }
 pr_err *cu_clamp_min(prt_kctx *k) { return clamp_launch(k, 1, -1); }
 pr_err *cu_clamp_max(prt_kctx *k) { return clamp_launch(k, -1, 1); }
+
+/* round and round.decimals (and their in-place forms) in the host's
+ * arithmetic, ATen's CPU kernel's: with decimals, f16 and bf16 scale in
+ * float (prt_ew_round_decimals), the results the host and eager CPU give. */
+pr_err *cu_round(prt_kctx *k) { return ew_run(k, PRT_EWT_ROUND, 1, -1); }
+pr_err *cu_round_decimals(prt_kctx *k) { return ew_run(k, PRT_EWT_ROUND_DECIMALS, 2, -1); }
 
 /* rsub.Scalar(self, other, alpha=1) = other - alpha * self: sub with its
  * operands swapped, as the host. */
@@ -1759,6 +1765,10 @@ const prt_cuda_kernel nn_kernels[] = {
 	{"aten::clamp_max.Tensor", cu_clamp_max},
 	{"aten::clamp_max_", cu_clamp_max},
 	{"aten::clamp_max_.Tensor", cu_clamp_max},
+	{"aten::round", cu_round},
+	{"aten::round_", cu_round},
+	{"aten::round.decimals", cu_round_decimals},
+	{"aten::round_.decimals", cu_round_decimals},
 	{"aten::arange", cu_arange},
 	{"aten::arange.start", cu_arange_start},
 	{"aten::arange.start_step", cu_arange_start_step},

@@ -1,7 +1,7 @@
 /* kernels_elementwise.c: elementwise ops with ATen's dtype semantics: the
  * comparisons, logical and bitwise ops, sqrt, rsqrt, pow, where, masked_fill,
- * _to_copy, maximum, minimum, clamp, and add/sub/mul/div/neg on anything but
- * all-f32 operands.
+ * _to_copy, maximum, minimum, clamp, round, and add/sub/mul/div/neg on
+ * anything but all-f32 operands.
  *
  * A kernel first makes a plan (prt_ew_plan_get): its operands (tensors seen
  * with the result's shape through broadcast strides, or numbers), the
@@ -177,7 +177,7 @@ static const char *ewt_name(prt_ewt_op op)
 		"add", "sub", "mul", "div", "pow", "neg", "abs", "sqrt", "rsqrt", "eq", "ne", "lt",
 		"le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
 		"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "copy", "div", "div",
-		"maximum", "minimum", "clamp",
+		"maximum", "minimum", "clamp", "round", "round",
 	};
 	return names[op];
 }
@@ -228,6 +228,21 @@ static pr_err *clamp_check(prt_kctx *k, const prt_ew_plan *p)
 	return NULL;
 }
 
+/* ATen's refusals of round: bool, and decimals on anything but floats
+ * (torch.round(i, decimals=0) of an integer tensor raises too); decimals is
+ * an int. */
+static pr_err *round_check(prt_kctx *k, const prt_ew_plan *p)
+{
+	bool decimals = p->op == PRT_EWT_ROUND_DECIMALS;
+	pr_dtype t = p->x[0].dtype;
+	if (decimals && (p->x[1].t || p->x[1].dtype != PR_I64))
+		return prt_kernel_error(k, "round's decimals must be an int");
+	if ((p->op == PRT_EWT_ROUND && t == PR_BOOL) || (decimals && !is_float(t)))
+		return prt_kernel_error(k, "round%s is not implemented for %s",
+				       decimals ? " with decimals" : "", pr_dtype_name(t));
+	return NULL;
+}
+
 /* ATen's refusals for op in compute dtype ct. */
 static pr_err *plan_check(prt_kctx *k, const prt_ew_plan *p)
 {
@@ -245,7 +260,7 @@ static pr_err *plan_check(prt_kctx *k, const prt_ew_plan *p)
 		return prt_kernel_error(k, "pow is not implemented for bool");
 	if (p->op == PRT_EWT_POW && is_int(p->ct) && !p->x[1].t && p->x[1].i < 0)
 		return prt_kernel_error(k, "integers to negative integer powers are not allowed");
-	if ((err = clamp_check(k, p)))
+	if ((err = clamp_check(k, p)) || (err = round_check(k, p)))
 		return err;
 	if (!prt_ewt_gives_bool(p->op) && p->op != PRT_EWT_COPY && !can_cast(p->ct, p->out->dtype))
 		return prt_kernel_error(k, "result type %s cannot be cast to the result's dtype %s",
@@ -372,7 +387,7 @@ static void ew_element(const prt_ew_plan *p, uint8_t *o, const int64_t *off)
 		if (add && p->alpha_f != 1)
 			bv = round_to(ct, bv * p->alpha_f);
 		double r = p->op == PRT_EWT_CLAMP ? prt_ew_clamp_f(av, bv, load_f(c, off[2], ct))
-						  : prt_ewt_float(p->op, av, bv);
+						  : prt_ewt_float_in(ct, p->op, av, bv);
 		prt_ew_store_f(od, o, prt_ewt_gives_bool(p->op) ? r : round_to(ct, r));
 	} else {
 		int64_t av = load_i(a, off[0], ct), bv = p->n > 1 ? load_bound_i(p, b, off[1]) : 0;
@@ -662,6 +677,13 @@ pr_err *prt_k_clamp(prt_kctx *k) { return clamp_run(k, 1, 2); }
 /* clamp_min(self, min) / clamp_max(self, max), their .Tensor and in-place forms. */
 pr_err *prt_k_clamp_min(prt_kctx *k) { return clamp_run(k, 1, -1); }
 pr_err *prt_k_clamp_max(prt_kctx *k) { return clamp_run(k, -1, 1); }
+
+/* ---- round -------------------------------------------------------------------- */
+
+/* round(self) and round_: half to even; integers stay as they are. */
+pr_err *prt_k_round(prt_kctx *k) { return ew_run(k, PRT_EWT_ROUND, 1, -1); }
+/* round.decimals(self, *, decimals) and round_.decimals: floats only. */
+pr_err *prt_k_round_decimals(prt_kctx *k) { return ew_run(k, PRT_EWT_ROUND_DECIMALS, 2, -1); }
 
 /* _assert_tensor_metadata(a, size?, stride?, dtype?, *, device?, layout?) -> ():
  * PyTorch's check, written next to every .to(): the dtype (a c10 ScalarType

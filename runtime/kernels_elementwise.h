@@ -16,7 +16,9 @@
  * ATen promotes integer inputs to float for them. maximum, minimum and
  * clamp give NaN when any operand is NaN; clamp's number bounds are compared
  * at full width, not wrapped to an integer compute dtype first (clamp of i8
- * 100 to [-300, 300] is 100), as ATen does.
+ * 100 to [-300, 300] is 100), as ATen does. round rounds half to even and
+ * leaves integers as they are; round with decimals computes in ATen's
+ * "opmath" type, not in the compute dtype (prt_ewt_float_in).
  *
  * Casts between dtypes (prt_ew_store_f / prt_ew_store_i) are C++'s as PyTorch
  * does them on x86-64: integers wrap to a narrower width; a float to an
@@ -55,6 +57,8 @@ typedef enum prt_ewt_op {
 	PRT_EWT_MAXIMUM,        /* the larger; NaN if either is NaN */
 	PRT_EWT_MINIMUM,        /* the smaller; NaN if either is NaN */
 	PRT_EWT_CLAMP,          /* three operands: minimum(maximum(x, lo), hi) */
+	PRT_EWT_ROUND,          /* to the nearest integer, half to even */
+	PRT_EWT_ROUND_DECIMALS, /* two operands: x and the number of decimals */
 } prt_ewt_op;
 
 typedef enum prt_ew_domain { PRT_EWD_BOOL, PRT_EWD_INT, PRT_EWD_FLOAT } prt_ew_domain;
@@ -179,6 +183,21 @@ PRT_EW_FN int64_t prt_ew_clamp_i(int64_t x, int64_t lo, int64_t hi)
 	return r < hi ? r : hi;
 }
 
+/* torch.round(a, decimals=d) as ATen's CPU kernel computes it: in the
+ * opmath type (double for f64, else float: f16 and bf16 too), with
+ * s = 10^|d| rounded to it, nearbyint(a * s) / s, or for d < 0
+ * nearbyint(a / s) * s, each step rounded to the opmath type. So an f32
+ * 3.4e38 with d = 2 overflows to inf, and |d| >= 39 makes s inf in float:
+ * every result NaN (0 * inf, inf / inf). */
+PRT_EW_FN double prt_ew_round_decimals(double a, double d, bool f64)
+{
+	double s = pow(10.0, fabs(d));
+	if (f64)
+		return d < 0 ? nearbyint(a / s) * s : nearbyint(a * s) / s;
+	float af = (float)a, sf = (float)s;
+	return d < 0 ? nearbyintf(af / sf) * sf : nearbyintf(af * sf) / sf;
+}
+
 /* The FLOAT domain: a and b rounded to the compute dtype already. */
 PRT_EW_FN double prt_ewt_float(prt_ewt_op op, double a, double b)
 {
@@ -207,9 +226,21 @@ PRT_EW_FN double prt_ewt_float(prt_ewt_op op, double a, double b)
 	case PRT_EWT_DIV_FLOOR: return prt_ew_div_floor_f(a, b);
 	case PRT_EWT_MAXIMUM: return prt_ew_max_f(a, b);
 	case PRT_EWT_MINIMUM: return prt_ew_min_f(a, b);
+	case PRT_EWT_ROUND: return nearbyint(a);   /* half to even in the default mode */
 	default: return NAN;   /* bitwise ops take no floats (refused before); clamp
-				* has three operands (prt_ew_clamp_f) */
+				* has three operands (prt_ew_clamp_f); round with
+				* decimals needs ct (prt_ewt_float_in) */
 	}
+}
+
+/* prt_ewt_float in compute dtype ct (the caller rounds the result to ct):
+ * what computes in an opmath type of its own, round with decimals, is told
+ * which. */
+PRT_EW_FN double prt_ewt_float_in(pr_dtype ct, prt_ewt_op op, double a, double b)
+{
+	if (op == PRT_EWT_ROUND_DECIMALS)
+		return prt_ew_round_decimals(a, b, ct == PR_F64);
+	return prt_ewt_float(op, a, b);
 }
 
 /* The INT and BOOL domains: wrapping int64 arithmetic (the caller wraps the
@@ -245,7 +276,9 @@ PRT_EW_FN int64_t prt_ewt_int(prt_ewt_op op, int64_t a, int64_t b)
 	case PRT_EWT_DIV_FLOOR: return b ? prt_ew_div_i(a, b, true) : 0;
 	case PRT_EWT_MAXIMUM: return a > b ? a : b;
 	case PRT_EWT_MINIMUM: return a < b ? a : b;
-	default: return 0;   /* DIV, SQRT, RSQRT compute in FLOAT; CLAMP: prt_ew_clamp_i */
+	case PRT_EWT_ROUND: return a;   /* integers are whole (bool is refused before) */
+	default: return 0;   /* DIV, SQRT, RSQRT compute in FLOAT; CLAMP: prt_ew_clamp_i;
+			      * ROUND_DECIMALS takes floats only (refused before) */
 	}
 }
 

@@ -62,8 +62,9 @@ if ! ctest --test-dir "$BUILD" -R '^runtime_' --output-on-failure --timeout 120;
 fi
 # A skipped CUDA test passes under ctest: make sure the CUDA kernels really
 # were compared with the host kernels (every op: tests/runtime/
-# test_device_kernels.c, and issue 12's in test_cuda_nn_kernels.c).
-for t in test_device_kernels test_cuda_nn_kernels; do
+# test_device_kernels.c, issue 12's in test_cuda_nn_kernels.c, round's in
+# test_cuda_round_kernels.c).
+for t in test_device_kernels test_cuda_nn_kernels test_cuda_round_kernels; do
 	if (cd "$ROOT" && "$BUILD/tests/runtime/$t" --jobs 1 --verbose 2>&1) | grep '^\[SKIP\] cuda::'; then
 		echo "run.sh: the CUDA kernel tests of $t were skipped on a GPU machine" >&2
 		fail=1

@@ -42,6 +42,14 @@ class NpyCompare(unittest.TestCase):
         write_npy(os.path.join(self.got, "forward.0.npy"), "<f4", "f", (2,), [1.0, 2.01])
         self.assertEqual(npy_compare.main([self.want, self.got]), 1)
 
+    def test_equal_infinities_match_and_opposite_ones_fail(self):
+        inf = float("inf")
+        write_npy(os.path.join(self.want, "forward.0.npy"), "<f4", "f", (2,), [inf, -inf])
+        write_npy(os.path.join(self.got, "forward.0.npy"), "<f4", "f", (2,), [inf, -inf])
+        self.assertEqual(npy_compare.main([self.want, self.got]), 0)
+        write_npy(os.path.join(self.got, "forward.0.npy"), "<f4", "f", (2,), [inf, inf])
+        self.assertEqual(npy_compare.main([self.want, self.got]), 1)
+
     def test_wrong_shape_fails(self):
         write_npy(os.path.join(self.want, "forward.0.npy"), "<i8", "q", (2,), [1, 2])
         write_npy(os.path.join(self.got, "forward.0.npy"), "<i8", "q", (1, 2), [1, 2])

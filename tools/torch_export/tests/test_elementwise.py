@@ -1,8 +1,8 @@
 """The elementwise family through the exporter (issue 12): comparisons with
 tensors and numbers, logical and bitwise ops, pow, sqrt/rsqrt, where,
 masked_fill, casts, `1 - x` (rsub), `//` and rounding divisions, maximum,
-minimum and every form of clamp, on f32,
-int64, bool and f16 values. Each module exports in both partition modes and,
+minimum, every form of clamp and round (with decimals too), on f32,
+int64, bool, f16 and bf16 values. Each module exports in both partition modes and,
 with PASSRUN set (ctest sets it), runs under passrun --check and matches
 eager PyTorch. Skipped, with a message, without torch."""
 import os
@@ -67,6 +67,23 @@ if HAVE_TORCH:
             y.clamp_(-1, 1)
             return a, b, c, y, i.clamp(-3, 4), i.clamp(0.5), torch.clamp(x, 2, 1)
 
+    class Rounds(nn.Module):
+        """round half to even and with decimals 0, 2 and -1 (quantizers and
+        metrics round so), in place, on f32, f16 and bf16; integers as they
+        are. The inputs hold halves, NaN, infinities and values whose scaled
+        form is a half only in float (2.675 * 100); bf16 is made here (.npy
+        has no bf16)."""
+
+        def forward(self, x, h, i):
+            b = x.bfloat16()
+            a = torch.round(x), torch.round(x, decimals=2), x.round(decimals=-1)
+            y = x * 3
+            y.round_(decimals=1)
+            z = x * 2
+            z.round_()
+            return (*a, y, z, torch.round(x, decimals=0), h.round(), h.round(decimals=2),
+                    b.round(decimals=-1).float(), b.round().float(), torch.round(i))
+
 
 @unittest.skipUnless(HAVE_TORCH, SKIP)
 class Elementwise(unittest.TestCase):
@@ -77,7 +94,21 @@ class Elementwise(unittest.TestCase):
                 ("arith", Arith(), (torch.randn(3, 4) * 3, torch.tensor([[-7, -2, 0, 5]] * 3))),
                 ("half", Half(), (torch.rand(2, 3).half() * 2,)),
                 ("clamps", Clamps(), (torch.randn(3, 4), torch.randn(4) * 0.5,
-                                      torch.tensor([[-7, -2, 0, 5]] * 3))))
+                                      torch.tensor([[-7, -2, 0, 5]] * 3))),
+                ("rounds", Rounds(), self.round_inputs()))
+
+    def round_inputs(self):
+        x = torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 2.675, 0.125, 12345.678, float("nan"),
+                          float("inf"), -float("inf"), 3e38])
+        x = torch.cat([x, torch.randn(12) * 40]).reshape(4, 6)
+        return x, x.half().clamp(-60000, 60000), torch.tensor([[-7, 0, 5]] * 2)
+
+    def test_round_exports_round_and_round_decimals(self):
+        from torch_export import export_module
+        text, _ = export_module(Rounds(), self.round_inputs())
+        self.assertIn("aten::round(", text)
+        self.assertIn("aten::round.decimals(", text)
+        self.assertIn(", -1)", text)
 
     def test_every_op_exports_without_refusal(self):
         from torch_export import export_module

@@ -10,9 +10,9 @@ import os
 import re
 
 # Typed elementwise ops: comparisons, logic, pow, where, casts, maximum,
-# minimum and clamp (kernels_elementwise.c). All compute, so COMPUTE_OPS has them all; the
-# in-place masked_fill_ is not one of them (SUPPORTED_OPS adds it), as add_
-# and mul_ are not compute ops.
+# minimum, clamp and round (kernels_elementwise.c). All compute, so COMPUTE_OPS
+# has them all; the in-place masked_fill_, clamp_ and round_ are not among them
+# (SUPPORTED_OPS adds them), as add_ and mul_ are not compute ops.
 TYPED_ELEMENTWISE_OPS = frozenset("""
 aten::sqrt aten::rsqrt aten::abs aten::pow.Tensor_Scalar aten::pow.Tensor_Tensor
 aten::pow.Scalar aten::eq.Tensor aten::eq.Scalar aten::ne.Tensor aten::ne.Scalar
@@ -24,7 +24,7 @@ aten::bitwise_xor.Scalar aten::bitwise_not aten::where.self aten::where.ScalarSe
 aten::where.ScalarOther aten::where.Scalar aten::masked_fill.Scalar aten::masked_fill.Tensor
 aten::_to_copy aten::div.Tensor_mode aten::div.Scalar_mode aten::rsub.Scalar
 aten::maximum aten::minimum aten::clamp aten::clamp.Tensor aten::clamp_min
-aten::clamp_min.Tensor aten::clamp_max aten::clamp_max.Tensor
+aten::clamp_min.Tensor aten::clamp_max aten::clamp_max.Tensor aten::round aten::round.decimals
 """.split())
 
 SUPPORTED_OPS = frozenset("""
@@ -50,11 +50,12 @@ aten::arange aten::arange.start aten::arange.start_step aten::full aten::full_li
 aten::zeros aten::ones aten::scalar_tensor aten::cumsum aten::gather aten::index.Tensor
 aten::split.Tensor aten::split_with_sizes aten::unbind.int
 """.split()) | frozenset(
-    # typed elementwise ops, the in-place masked_fill_ and clamps, and the metadata assertion
+    # typed elementwise ops, the in-place masked_fill_, clamps and rounds, and the metadata
+    # assertion
     """
 aten::masked_fill_.Scalar aten::masked_fill_.Tensor aten::_assert_tensor_metadata
 aten::clamp_ aten::clamp_.Tensor aten::clamp_min_ aten::clamp_min_.Tensor
-aten::clamp_max_ aten::clamp_max_.Tensor
+aten::clamp_max_ aten::clamp_max_.Tensor aten::round_ aten::round_.decimals
 """.split()) | TYPED_ELEMENTWISE_OPS | frozenset(
     # convolutional networks (kernels_nn.c)
     """
