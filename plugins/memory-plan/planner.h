@@ -31,7 +31,9 @@ typedef struct mp_result {
 extern const char *const mp_order_names[];
 
 /* Plans items in place. n_positions bounds every end (end < n_positions).
- * align is a power of two. */
+ * align is a power of two. Ids and positions are 32-bit inside (plan.h's
+ * lifetimes are): n < INT32_MAX and n_positions <= INT32_MAX, else an
+ * invariant failure. */
 mp_result mp_plan(mp_item *items, int64_t n, int64_t n_positions, int64_t align);
 
 
