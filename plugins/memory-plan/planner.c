@@ -953,7 +953,8 @@ bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_rep
 	arena_set set = { 0 };
 	arena_items per[MP_MAX_ARENAS] = { 0 };
 	for (int64_t i = 0; i < lt->n_classes; i++) {
-		arena[i] = wants_memory(&lt->classes[i], o) ? arena_of(&set, lt->classes[i].device) : -1;
+		const pr_plan_class *c = &lt->classes[i];
+		arena[i] = wants_memory(c, o) ? arena_of(&set, pr_plan_class_device(lt, c)) : -1;
 		if (arena[i] >= 0)
 			per[arena[i]].n++;
 	}
