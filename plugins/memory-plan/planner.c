@@ -948,13 +948,13 @@ bool mp_plan_graph(pr_graph *g, const mp_graph_options *o, mp_arena_report *repo
 bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
 		       int max_reports, int *n_reports)
 {
-	int *arena = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena);
+	int8_t *arena = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena); /* < MP_MAX_ARENAS */
 	int64_t *offset = pr_xcalloc((size_t)lt->n_classes + 1, sizeof *offset);
 	arena_set set = { 0 };
 	arena_items per[MP_MAX_ARENAS] = { 0 };
 	for (int64_t i = 0; i < lt->n_classes; i++) {
 		const pr_plan_class *c = &lt->classes[i];
-		arena[i] = wants_memory(c, o) ? arena_of(&set, pr_plan_class_device(lt, c)) : -1;
+		arena[i] = (int8_t)(wants_memory(c, o) ? arena_of(&set, pr_plan_class_device(lt, c)) : -1);
 		if (arena[i] >= 0)
 			per[arena[i]].n++;
 	}

@@ -13,7 +13,8 @@
 #include "passrun/plan.h"
 
 typedef struct mp_item {
-	int64_t start, end;  /* positions, inclusive; start <= end */
+	int32_t start, end;  /* positions, inclusive; start <= end (32-bit as
+			      * plan.h's: 24 bytes an item, not 32) */
 	int64_t size;        /* bytes; 0 is allowed (gets offset 0) */
 	int64_t offset;      /* out */
 } mp_item;
