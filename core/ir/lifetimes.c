@@ -36,6 +36,7 @@ typedef struct lt_builder {
 	pr_lifetimes *lt;
 	int64_t cap_values, cap_classes, cap_devices;
 	int64_t last_device;    /* the device add_class found last */
+	bool *device_is_host;   /* per device: asked once, not per class */
 	int32_t *first;         /* per position: its node's first value, or -1 (none,
 				 * or not yet defined): 4 bytes a node, the value
 				 * naming the node and its class */
@@ -108,8 +109,13 @@ static uint16_t device_index(lt_builder *b, pr_device d)
 		if (!memcmp(&lt->devices[i], &d, sizeof d))
 			return (uint16_t)(b->last_device = i);
 	PR_ASSERT(lt->n_devices < UINT16_MAX);   /* plan.h: a 16-bit index */
-	PR_GROW(lt->devices, lt->n_devices, b->cap_devices);
+	if (lt->n_devices == b->cap_devices) {
+		b->cap_devices = b->cap_devices ? 2 * b->cap_devices : 4;
+		lt->devices = pr_xrealloc(lt->devices, (size_t)b->cap_devices * sizeof *lt->devices);
+		b->device_is_host = pr_xrealloc(b->device_is_host, (size_t)b->cap_devices * sizeof *b->device_is_host);
+	}
 	lt->devices[lt->n_devices] = d;
+	b->device_is_host[lt->n_devices] = pr_device_is_host(d);
 	return (uint16_t)(b->last_device = lt->n_devices++);
 }
 
@@ -123,12 +129,11 @@ static int32_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int
 	c->node = n;
 	c->elem = elem;
 	c->spec = spec;
-	pr_device d = pr_device_canonical(spec->device);
-	c->device = device_index(b, d);
+	c->device = device_index(b, pr_device_canonical(spec->device));
 	c->bytes = 0;
 	c->start = c->end = pos;
 	c->flags = (uint16_t)((elem < 0 && n->kind == PR_NODE_INPUT ? input_flags(n, b->mutable_buffers) : 0) |
-			      (pr_device_is_host(d) ? PR_CLASS_HOST : 0));
+			      (b->device_is_host[c->device] ? PR_CLASS_HOST : 0));
 	return (int32_t)lt->n_classes++;   /* no more classes than values */
 }
 
@@ -332,6 +337,7 @@ static void builder_reset(lt_builder *b)
 	free(b->lt->values);
 	free(b->lt->classes);
 	free(b->lt->devices);
+	free(b->device_is_host);
 	memset(b->lt, 0, sizeof *b->lt);
 	pr_lifetimes *lt = b->lt;
 	pr_mutable_buffers *mutable_buffers = b->mutable_buffers;
@@ -355,6 +361,7 @@ pr_lifetimes *pr_lifetimes_compute(pr_graph *g)
 	finish_classes(b.lt);
 	pr_mutable_buffers_free(b.mutable_buffers);
 	free(b.first);
+	free(b.device_is_host);
 	return b.lt;
 }
 

@@ -952,9 +952,15 @@ bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_rep
 	int64_t *offset = pr_xcalloc((size_t)lt->n_classes + 1, sizeof *offset);
 	arena_set set = { 0 };
 	arena_items per[MP_MAX_ARENAS] = { 0 };
+	/* per device of lt: its arena, -2 until a class wanting memory asks */
+	int8_t *arena_of_device = pr_xmalloc((size_t)(lt->n_devices + 1) * sizeof *arena_of_device);
+	memset(arena_of_device, -2, (size_t)(lt->n_devices + 1));
 	for (int64_t i = 0; i < lt->n_classes; i++) {
 		const pr_plan_class *c = &lt->classes[i];
-		arena[i] = (int8_t)(wants_memory(c, o) ? arena_of(&set, pr_plan_class_device(lt, c)) : -1);
+		bool wants = wants_memory(c, o);
+		if (wants && arena_of_device[c->device] == -2)
+			arena_of_device[c->device] = (int8_t)arena_of(&set, pr_plan_class_device(lt, c));
+		arena[i] = wants ? arena_of_device[c->device] : -1;
 		if (arena[i] >= 0)
 			per[arena[i]].n++;
 	}
@@ -972,6 +978,7 @@ bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_rep
 	 * before the planner takes its own. */
 	free(lt->classes);
 	lt->classes = NULL;
+	free(arena_of_device);
 	for (int a = 0; a < set.n; a++) {
 		mp_arena_report rep = { .n_items = per[a].n, .unknown_type = !per[a].align };
 		if (per[a].align)
