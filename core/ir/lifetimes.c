@@ -34,7 +34,9 @@ typedef struct bytes_memo {
 
 typedef struct lt_builder {
 	pr_lifetimes *lt;
-	int64_t cap_values, cap_classes;
+	int64_t cap_values, cap_classes, cap_devices;
+	int64_t last_device;    /* the device add_class found last */
+	bool *device_is_host;   /* per device: asked once, not per class */
 	int32_t *first;         /* per position: its node's first value, or -1 (none,
 				 * or not yet defined): 4 bytes a node, the value
 				 * naming the node and its class */
@@ -95,6 +97,28 @@ static unsigned input_flags(const pr_node *in, const pr_mutable_buffers *mutable
 	return f;
 }
 
+/* The index of device d (canonical) in lt->devices, added when new.
+ * Neighbouring classes are mostly on one device: the last answer first.
+ * Spellings are kept apart (memcmp): the plan writes a class's device. */
+static uint16_t device_index(lt_builder *b, pr_device d)
+{
+	pr_lifetimes *lt = b->lt;
+	if (b->last_device < lt->n_devices && !memcmp(&lt->devices[b->last_device], &d, sizeof d))
+		return (uint16_t)b->last_device;
+	for (int64_t i = 0; i < lt->n_devices; i++)
+		if (!memcmp(&lt->devices[i], &d, sizeof d))
+			return (uint16_t)(b->last_device = i);
+	PR_ASSERT(lt->n_devices < UINT16_MAX);   /* plan.h: a 16-bit index */
+	if (lt->n_devices == b->cap_devices) {
+		b->cap_devices = b->cap_devices ? 2 * b->cap_devices : 4;
+		lt->devices = pr_xrealloc(lt->devices, (size_t)b->cap_devices * sizeof *lt->devices);
+		b->device_is_host = pr_xrealloc(b->device_is_host, (size_t)b->cap_devices * sizeof *b->device_is_host);
+	}
+	lt->devices[lt->n_devices] = d;
+	b->device_is_host[lt->n_devices] = pr_device_is_host(d);
+	return (uint16_t)(b->last_device = lt->n_devices++);
+}
+
 /* A new class, its first value n's element elem (-1: the tensor). An
  * input's flags are set here, while the node is in cache. */
 static int32_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int32_t pos)
@@ -105,10 +129,11 @@ static int32_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int
 	c->node = n;
 	c->elem = elem;
 	c->spec = spec;
-	c->device = pr_device_canonical(spec->device);
+	c->device = device_index(b, pr_device_canonical(spec->device));
 	c->bytes = 0;
 	c->start = c->end = pos;
-	c->flags = elem < 0 && n->kind == PR_NODE_INPUT ? input_flags(n, b->mutable_buffers) : 0;
+	c->flags = (uint16_t)((elem < 0 && n->kind == PR_NODE_INPUT ? input_flags(n, b->mutable_buffers) : 0) |
+			      (b->device_is_host[c->device] ? PR_CLASS_HOST : 0));
 	return (int32_t)lt->n_classes++;   /* no more classes than values */
 }
 
@@ -197,7 +222,7 @@ static void read_arg(lt_builder *b, const pr_arg *a, int32_t pos, unsigned flags
 		pr_plan_class *c = &b->lt->classes[v->cls];
 		if (pos > c->end)
 			c->end = pos;
-		c->flags |= flags;
+		c->flags |= (uint16_t)flags;
 	} while (v->elem >= 0 && ++v < end && v->node == a->u.value);
 }
 
@@ -311,6 +336,8 @@ static void builder_reset(lt_builder *b)
 	free(b->first);
 	free(b->lt->values);
 	free(b->lt->classes);
+	free(b->lt->devices);
+	free(b->device_is_host);
 	memset(b->lt, 0, sizeof *b->lt);
 	pr_lifetimes *lt = b->lt;
 	pr_mutable_buffers *mutable_buffers = b->mutable_buffers;
@@ -334,6 +361,7 @@ pr_lifetimes *pr_lifetimes_compute(pr_graph *g)
 	finish_classes(b.lt);
 	pr_mutable_buffers_free(b.mutable_buffers);
 	free(b.first);
+	free(b.device_is_host);
 	return b.lt;
 }
 
@@ -343,13 +371,19 @@ void pr_lifetimes_free(pr_lifetimes *lt)
 		return;
 	free(lt->values);
 	free(lt->classes);
+	free(lt->devices);
 	free(lt);
+}
+
+pr_device pr_plan_class_device(const pr_lifetimes *lt, const pr_plan_class *c)
+{
+	return lt->devices[c->device];
 }
 
 bool pr_plan_class_plannable(const pr_plan_class *c)
 {
 	if (c->flags & PR_CLASS_CONSTANT)
-		return !pr_device_is_host(c->device);
+		return !(c->flags & PR_CLASS_HOST);
 	return true;
 }
 

@@ -47,8 +47,9 @@ extern "C" {
  * program. 2: specs point at interned shapes and strides, an input's facts
  * are a record of their own (pr_node.input), names are interned. 3: a
  * lifetimes' positions and class indexes are 32-bit (pr_plan_class,
- * pr_plan_value in plan.h). */
-#define PR_PLUGIN_ABI_VERSION 3u
+ * pr_plan_value in plan.h). 4: a pr_plan_class names its device by an index
+ * into pr_lifetimes.devices (plan.h). */
+#define PR_PLUGIN_ABI_VERSION 4u
 /* The entry point's name, as a C name and as the string dlsym looks up. */
 #define PR_PLUGIN_ENTRY passrun_plugin_info
 #define PR_PLUGIN_ENTRY_SYMBOL PR_PLUGIN_STR_(PR_PLUGIN_ENTRY)

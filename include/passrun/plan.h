@@ -42,20 +42,23 @@ enum {
 	PR_CLASS_MUTABLE = 1u << 3,     /* the base is a mutable buffer */
 	PR_CLASS_WHOLE = 1u << 4,       /* lives for the whole method (see above) */
 	PR_CLASS_WRITEBACK = 1u << 5,   /* a member is written back to a buffer or input */
+	PR_CLASS_HOST = 1u << 6,        /* the base is on the host */
 };
 
 /* Positions and indexes are 32-bit (a 10^6-node method's records are then
  * a third smaller, and the memory they take is time: every first-touched page
  * is zeroed): pr_lifetimes_compute stops with an invariant failure on a
- * method of 2^31 nodes or values, which would need hundreds of GB as nodes. */
+ * method of 2^31 nodes or values, which would need hundreds of GB as nodes.
+ * For the same reason a class names its device by an index into the
+ * lifetimes' few devices (40 bytes a class, not 64 with the device in it). */
 typedef struct pr_plan_class {
 	pr_node *node;       /* the base's node */
 	pr_spec *spec;       /* the base's spec: where the plan is read from */
 	int64_t bytes;       /* storage bytes, the largest over the members */
 	int32_t start, end;  /* positions, inclusive */
-	pr_device device;    /* the base's device; the host is always "cpu" */
-	int elem;            /* its tuple element, or -1 */
-	unsigned flags;      /* PR_CLASS_* */
+	int32_t elem;        /* its tuple element, or -1 */
+	uint16_t flags;      /* PR_CLASS_* */
+	uint16_t device;     /* the base's device: index into pr_lifetimes.devices */
 } pr_plan_class;
 
 typedef struct pr_plan_value {
@@ -71,6 +74,9 @@ typedef struct pr_lifetimes {
 	pr_plan_value *values;   /* every tensor value, in graph order */
 	int64_t n_classes;
 	pr_plan_class *classes;  /* in order of their base's definition */
+	int64_t n_devices;
+	pr_device *devices;      /* the classes' devices, canonical (the host is
+				  * "cpu"), each spelling once, in order of first use */
 } pr_lifetimes;
 
 /* Computes the storage classes of method g. Writes nothing into the graph
@@ -79,6 +85,8 @@ typedef struct pr_lifetimes {
  * is renumbered first, as pr_node_before would), so that they do after. */
 pr_lifetimes *pr_lifetimes_compute(pr_graph *g);
 void pr_lifetimes_free(pr_lifetimes *lt);
+/* The device of class c of lt. */
+pr_device pr_plan_class_device(const pr_lifetimes *lt, const pr_plan_class *c);
 /* May the class get planned memory at all? Host constants may not. */
 bool pr_plan_class_plannable(const pr_plan_class *c);
 /* "x", or "d[1]" for element 1 of tuple %d; into buf of at least 128 bytes. */

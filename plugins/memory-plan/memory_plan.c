@@ -60,8 +60,8 @@ static void report_split_classes(pr_pass_ctx *ctx, pr_graph *g, const pr_lifetim
 		const pr_plan_class *c = &lt->classes[v->cls];
 		if (v->spec == c->spec)
 			continue;   /* the class's device is its base's */
-		pr_device d = pr_device_canonical(v->spec->device);
-		if (pr_device_equal(d, c->device))
+		pr_device d = pr_device_canonical(v->spec->device), cd = pr_plan_class_device(lt, c);
+		if (pr_device_equal(d, cd))
 			continue;
 		char name[128], base[128], dv[PR_DEVICE_STR_MAX], dc[PR_DEVICE_STR_MAX];
 		pr_plan_value_name(v->node, v->elem, name, sizeof name);
@@ -69,7 +69,7 @@ static void report_split_classes(pr_pass_ctx *ctx, pr_graph *g, const pr_lifetim
 		pr_pass_diag(ctx, PR_SEV_ERROR, "E-PLAN", g->name, name, pr_spec_storage_bytes(v->spec),
 			     "%%%s is on %s but shares the memory of %%%s (it is an in-place result or a view of it), which is on %s: "
 			     "one memory cannot be in two arenas",
-			     name, pr_device_str(d, dv), base, pr_device_str(c->device, dc));
+			     name, pr_device_str(d, dv), base, pr_device_str(cd, dc));
 	}
 }
 

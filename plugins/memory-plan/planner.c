@@ -74,18 +74,18 @@ typedef struct engine {
 	const mp_item *items;
 	const int64_t *asize;     /* aligned sizes */
 	int64_t m;                /* items placed by the greedy (not stacked) */
-	int64_t *by_start;        /* item ids, by start */
-	int64_t *started;         /* per position t: how many start at or before t */
+	int32_t *by_start;        /* item ids, by start */
+	int32_t *started;         /* per position t: how many start at or before t */
 	int64_t T;                /* positions */
-	int64_t *slot;            /* item id -> index in by_start */
+	int32_t *slot;            /* item id -> index in by_start */
 	int64_t M;                /* leaves of the segment tree (power of two) */
 	int depth;                /* log2(M): the leaves' depth */
-	int64_t *tree;            /* max end of placed items per subtree; -1 none */
+	int32_t *tree;            /* max end of placed items per subtree; -1 none */
 	int64_t *offset;          /* per item id, for the run in progress */
 	struct span *found;       /* memory of the overlapping placed items */
 	struct span *found_tmp;   /* sort_spans' room, as large as found */
 	int64_t n_found, cap_found;
-	int64_t *hits;            /* find_overlapping's answer: item ids */
+	int32_t *hits;            /* find_overlapping's answer: item ids */
 	int64_t n_hits, cap_hits;
 	int64_t base;             /* where the greedy starts (above the stack) */
 	int64_t base_top;         /* the stack's last byte */
@@ -93,8 +93,11 @@ typedef struct engine {
 	bool first_fit;           /* the lowest gap that fits, not the tightest */
 } engine;
 
+/* k3 is a position or a duration and id an item: both fit 32 bits (mp_plan
+ * takes no more), and 24-byte keys are a quarter less to sort. */
 typedef struct sort_key {
-	int64_t k1, k2, k3, id;   /* ascending on k1, k2, k3 (then id for qsort) */
+	int64_t k1, k2;
+	int32_t k3, id;           /* ascending on k1, k2, k3 (then id for qsort) */
 } sort_key;
 
 static int cmp_key(const void *a, const void *b)
@@ -178,7 +181,8 @@ static void descend_inside(engine *e, int64_t root, int64_t s)
 {
 	int64_t stack[64 + 1]; /* a pop pushes <= 2: at most depth + 1 entries */
 	int sp = 0;
-	const int64_t *tree = e->tree, M = e->M;
+	const int32_t *tree = e->tree;
+	const int64_t M = e->M;
 	stack[sp++] = root;
 	while (sp) {
 		int64_t node = stack[--sp];
@@ -271,7 +275,8 @@ static int64_t choose_offset(engine *e, int64_t need)
  * already holds the item's end or more (so do all above it). */
 static void mark_placed(engine *e, int64_t id)
 {
-	int64_t x = e->M + e->slot[id], end = e->items[id].end;
+	int64_t x = e->M + e->slot[id];
+	int32_t end = (int32_t)e->items[id].end;
 	e->tree[x] = end;
 	for (x /= 2; x >= 1 && e->tree[x] < end; x /= 2)
 		e->tree[x] = end;
@@ -287,8 +292,7 @@ static int64_t item_top(const engine *e, int64_t id, int64_t off)
 /* Places the greedy items in the given order; returns the plan's top. */
 static int64_t run_greedy(engine *e, const sort_key *order)
 {
-	for (int64_t i = 0; i < 2 * e->M; i++)
-		e->tree[i] = -1;
+	memset(e->tree, 0xff, (size_t)(2 * e->M) * sizeof *e->tree); /* every entry -1 */
 	int64_t peak = e->base_top;
 	for (int64_t i = 0; i < e->m; i++) {
 		int64_t id = order[i].id;
@@ -359,7 +363,7 @@ enum { RADIX_BITS = 11, RADIX = 1 << RADIX_BITS };
 
 static uint64_t key_field(const sort_key *k, int field)
 {
-	int64_t v = field == 0 ? k->k1 : field == 1 ? k->k2 : k->k3;
+	int64_t v = field == 0 ? k->k1 : field == 1 ? k->k2 : (int64_t)k->k3;
 	return (uint64_t)v ^ (1ull << 63); /* signed order as unsigned */
 }
 
@@ -422,25 +426,25 @@ static uint64_t mix64(uint64_t x)
 static void make_order(const engine *e, int which, const range_max *profile, sort_key *out)
 {
 	for (int64_t i = 0; i < e->m; i++) {
-		int64_t id = e->by_start[i];
+		int32_t id = e->by_start[i], start = (int32_t)e->items[id].start;
 		const mp_item *it = &e->items[id];
 		int64_t size = e->asize[id], dur = it->end - it->start + 1;
 		sort_key k = { 0, 0, 0, id };
 		switch (which) {
-		case 0: k = (sort_key){ -size, -dur, it->start, id }; break;
-		case 1: k = (sort_key){ -range_max_query(profile, it->start, it->end), -size, it->start, id }; break;
-		case 2: k = (sort_key){ -dur, -size, it->start, id }; break;
+		case 0: k = (sort_key){ -size, -dur, start, id }; break;
+		case 1: k = (sort_key){ -range_max_query(profile, it->start, it->end), -size, start, id }; break;
+		case 2: k = (sort_key){ -dur, -size, start, id }; break;
 		case 3: {
 			double area = (double)size * (double)dur;
-			k = (sort_key){ area > 9e18 ? INT64_MIN : -(int64_t)area, -size, it->start, id };
+			k = (sort_key){ area > 9e18 ? INT64_MIN : -(int64_t)area, -size, start, id };
 			break;
 		}
-		case 4: k = (sort_key){ it->start, -size, -dur, id }; break;
+		case 4: k = (sort_key){ it->start, -size, (int32_t)-dur, id }; break;
 		default: {
 			/* by size, each size scaled by a pseudo-random factor in
 			 * [0.7, 1.4): near sizes trade places, far ones do not */
 			double f = 0.7 + 0.7 * (double)(mix64((uint64_t)id * 0x9e3779b97f4a7c15ull + (uint64_t)which) >> 11) / 9007199254740992.0;
-			k = (sort_key){ -(int64_t)((double)size * f), -dur, it->start, id };
+			k = (sort_key){ -(int64_t)((double)size * f), -dur, start, id };
 			break;
 		}
 		}
@@ -510,7 +514,7 @@ static int64_t stack_whole(mp_item *items, const int64_t *asize, int64_t n, int6
 	sort_key *keys = pr_xmalloc((size_t)(n + 1) * sizeof *keys);
 	for (int64_t i = 0; i < n; i++)
 		if (lives_throughout(&items[i], T) && items[i].size > 0)
-			keys[k++] = (sort_key){ -asize[i], 0, 0, i };
+			keys[k++] = (sort_key){ -asize[i], 0, 0, (int32_t)i };
 	qsort(keys, (size_t)k, sizeof *keys, cmp_key);
 	int64_t top = 0;
 	*last_byte = 0;
@@ -524,7 +528,7 @@ static int64_t stack_whole(mp_item *items, const int64_t *asize, int64_t n, int6
 }
 
 /* Sorts the ids by (start, id). */
-static void sort_by_start(const mp_item *items, int64_t *ids, int64_t m)
+static void sort_by_start(const mp_item *items, int32_t *ids, int64_t m)
 {
 	sort_key *keys = pr_xmalloc((size_t)(m + 1) * sizeof *keys);
 	for (int64_t i = 0; i < m; i++)
@@ -545,7 +549,7 @@ static void engine_init(engine *e, mp_item *items, const int64_t *asize, int64_t
 	for (int64_t i = 0; i < n; i++)
 		if (!lives_throughout(&items[i], T) && items[i].size > 0) {
 			sorted = sorted && (!e->m || items[e->by_start[e->m - 1]].start <= items[i].start);
-			e->by_start[e->m++] = i;
+			e->by_start[e->m++] = (int32_t)i;
 		}
 	if (!sorted)
 		sort_by_start(items, e->by_start, e->m);
@@ -554,7 +558,7 @@ static void engine_init(engine *e, mp_item *items, const int64_t *asize, int64_t
 	e->slot = pr_xmalloc((size_t)(n + 1) * sizeof *e->slot);
 	for (int64_t i = 0; i < e->m; i++) {
 		e->started[items[e->by_start[i]].start]++;
-		e->slot[e->by_start[i]] = i;
+		e->slot[e->by_start[i]] = (int32_t)i;
 	}
 	for (int64_t t = 1; t < T; t++)
 		e->started[t] += e->started[t - 1];
@@ -599,9 +603,9 @@ static int64_t plan_peak(const engine *e, int64_t *n_at_peak)
 static void set_placed(engine *e, int64_t id, bool placed)
 {
 	int64_t x = e->M + e->slot[id];
-	e->tree[x] = placed ? e->items[id].end : -1;
+	e->tree[x] = placed ? (int32_t)e->items[id].end : -1;
 	for (x /= 2; x >= 1; x /= 2) {
-		int64_t l = e->tree[2 * x], r = e->tree[2 * x + 1];
+		int32_t l = e->tree[2 * x], r = e->tree[2 * x + 1];
 		e->tree[x] = l > r ? l : r;
 	}
 }
@@ -808,6 +812,7 @@ mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
 	mp_result r = { 0 };
 	if (n == 0 || T <= 0)
 		return r;
+	PR_ASSERT(n < INT32_MAX && T <= INT32_MAX);   /* ids, positions: 32-bit */
 	int64_t *asize = pr_xmalloc((size_t)n * sizeof *asize);
 	for (int64_t i = 0; i < n; i++) {
 		asize[i] = round_up(items[i].size, align);
@@ -943,12 +948,19 @@ bool mp_plan_graph(pr_graph *g, const mp_graph_options *o, mp_arena_report *repo
 bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
 		       int max_reports, int *n_reports)
 {
-	int *arena = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena);
+	int8_t *arena = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena); /* < MP_MAX_ARENAS */
 	int64_t *offset = pr_xcalloc((size_t)lt->n_classes + 1, sizeof *offset);
 	arena_set set = { 0 };
 	arena_items per[MP_MAX_ARENAS] = { 0 };
+	/* per device of lt: its arena, -2 until a class wanting memory asks */
+	int8_t *arena_of_device = pr_xmalloc((size_t)(lt->n_devices + 1) * sizeof *arena_of_device);
+	memset(arena_of_device, -2, (size_t)(lt->n_devices + 1));
 	for (int64_t i = 0; i < lt->n_classes; i++) {
-		arena[i] = wants_memory(&lt->classes[i], o) ? arena_of(&set, lt->classes[i].device) : -1;
+		const pr_plan_class *c = &lt->classes[i];
+		bool wants = wants_memory(c, o);
+		if (wants && arena_of_device[c->device] == -2)
+			arena_of_device[c->device] = (int8_t)arena_of(&set, pr_plan_class_device(lt, c));
+		arena[i] = wants ? arena_of_device[c->device] : -1;
 		if (arena[i] >= 0)
 			per[arena[i]].n++;
 	}
@@ -966,6 +978,7 @@ bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_rep
 	 * before the planner takes its own. */
 	free(lt->classes);
 	lt->classes = NULL;
+	free(arena_of_device);
 	for (int a = 0; a < set.n; a++) {
 		mp_arena_report rep = { .n_items = per[a].n, .unknown_type = !per[a].align };
 		if (per[a].align)

@@ -13,7 +13,8 @@
 #include "passrun/plan.h"
 
 typedef struct mp_item {
-	int64_t start, end;  /* positions, inclusive; start <= end */
+	int32_t start, end;  /* positions, inclusive; start <= end (32-bit as
+			      * plan.h's: 24 bytes an item, not 32) */
 	int64_t size;        /* bytes; 0 is allowed (gets offset 0) */
 	int64_t offset;      /* out */
 } mp_item;
@@ -31,7 +32,9 @@ typedef struct mp_result {
 extern const char *const mp_order_names[];
 
 /* Plans items in place. n_positions bounds every end (end < n_positions).
- * align is a power of two. */
+ * align is a power of two. Ids and positions are 32-bit inside (plan.h's
+ * lifetimes are): n < INT32_MAX and n_positions <= INT32_MAX, else an
+ * invariant failure. */
 mp_result mp_plan(mp_item *items, int64_t n, int64_t n_positions, int64_t align);
 
 

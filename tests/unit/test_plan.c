@@ -107,8 +107,8 @@ Test(plan, M1_inplace_views_and_getitems_share_and_extend)
 	cr_assert(d0 != d1);
 	cr_assert(d0->start == 5 && d0->end == 5, "an unread element lives only at its definition");
 	cr_assert(d1->start == 5 && d1->end == 8);
-	cr_assert(pr_device_equal(d1->device, class_of(lt, "hd", -1)->device));
-	cr_assert_str_eq(d1->device.type, "cuda");
+	cr_assert(pr_device_equal(pr_plan_class_device(lt, d1), pr_plan_class_device(lt, class_of(lt, "hd", -1))));
+	cr_assert_str_eq(pr_plan_class_device(lt, d1).type, "cuda");
 	pr_lifetimes_free(lt);
 	pr_program_free(p);
 }
