@@ -245,6 +245,28 @@ Test(plan, M1_checker_sweeps_many_tensors)
 	free(text);
 }
 
+Test(plan, M1_checker_looks_past_ended_neighbours)
+{
+	/* %w spans the slots of %x, %d and %e, all ended when it starts, and of
+	 * %l, still live: only %l is reported, though the three lie nearer to
+	 * %w in the arena. */
+	pr_program *p = tu_parse(OPS
+		"method @forward {\n"
+		"  %x: f32[16]{mem=cpu:0} = input user \"x\"\n"
+		"  %d: f32[16]{mem=cpu:64} = aten::add.Tensor(%x, %x)\n"
+		"  %l: f32[16]{mem=cpu:128} = aten::add.Tensor(%d, %d)\n"
+		"  %e: f32[16]{mem=cpu:64} = aten::add.Tensor(%l, %l)\n"
+		"  %w: f32[64]{mem=cpu:0} = aten::add.Tensor(%l, %l)\n"
+		"  return %l, %w\n"
+		"}\n");
+	pr_diags d;
+	cr_assert_eq(check(p, &d), 1, "%s", d.n ? d.items[0].message : "none");
+	cr_assert(has_diag(&d, "l", "overlap"), "%s", d.items[0].message);
+	cr_assert(strstr(d.items[0].message, "%w"), "%s", d.items[0].message);
+	pr_diags_free(&d);
+	pr_program_free(p);
+}
+
 Test(plan, M1_usage_lower_bound_counts_aliases_once)
 {
 	pr_program *p = tu_parse(OPS
