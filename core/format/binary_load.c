@@ -1014,9 +1014,9 @@ static const char *node_kind_word(pr_node_kind kind)
 static bool rd_link(rd *r, pr_graph *g, const rd_pending *p)
 {
 	pr_node *n = p->node;
-	if (p->name)   /* what pr_graph_new_node(g, kind, name) leaves, without a strlen and a hash */
-		n->name = pr_program_intern_hashed(r->prog, p->name, p->len, p->hash);
-	pr_err *e = pr_graph_append(g, n);
+	n->name = NULL;   /* the file's bytes until now */
+	pr_err *e = p->name ? pr_graph_append_named(g, n, p->name, p->len, p->hash)
+			    : pr_graph_append(g, n);
 	if (!e)
 		return true;
 	pr_err_free(e);   /* the one way it fails: the name is taken */
