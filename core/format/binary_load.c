@@ -84,6 +84,10 @@ typedef struct rd {
 	rd_known_layout *layouts;   /* RD_KNOWN_LAYOUTS, by a hash of their bytes */
 	int64_t storage;        /* the storage bytes of the last layout read, checked */
 	rd_known_layout *layout;   /* where the last layout read is remembered */
+	const uint8_t *last_spec;  /* the last spec read without a memory arena, */
+	size_t last_spec_len;      /* as the file spells it (0: none yet), */
+	pr_spec last_spec_read;    /* as it loaded, */
+	int64_t last_storage;      /* and its storage bytes (rd_spec_repeated) */
 	int *schema_need;       /* by schema: the arguments an op must have (schema_need) */
 	size_t scratch_cap;
 	rd_pending lag[RD_LAG];   /* the nodes read and not linked yet, oldest at lag_first */
@@ -553,14 +557,36 @@ static bool rd_spec_device(rd *r, pr_device *d)
 	return true;
 }
 
+/* The spec at the cursor when its bytes are those of the last spec read
+ * (without a memory arena): consecutive nodes mostly have the same type (a
+ * delegate call's one-tuple and the getitem of it), and the same bytes were
+ * checked and loaded then, so they load the same now, in one compare. */
+static bool rd_spec_repeated(rd *r, pr_spec *s)
+{
+	size_t len = r->last_spec_len;
+	if (!len || r->end - r->pos < len || !bytes_equal(r->last_spec, r->buf + r->pos, len))
+		return false;
+	*s = r->last_spec_read;
+	r->storage = r->last_storage;
+	r->pos += len;
+	return true;
+}
+
 static bool rd_spec(rd *r, pr_spec *s)
 {
+	if (rd_spec_repeated(r, s))
+		return true;
 	size_t at = r->pos;
 	if (!rd_layout(r, s) || !rd_spec_device(r, &s->device))
 		return false;
 	s->has_mem = r->buf[at + 2] & PRB_SPEC_HAS_MEM;   /* the flags, checked */
-	if (!s->has_mem)
+	if (!s->has_mem) {
+		r->last_spec = r->buf + at;
+		r->last_spec_len = r->pos - at;
+		r->last_spec_read = *s;
+		r->last_storage = r->storage;
 		return true;
+	}
 	size_t oat;
 	if (!rd_device(r, "the memory arena", &s->mem_arena))
 		return false;
@@ -988,9 +1014,9 @@ static const char *node_kind_word(pr_node_kind kind)
 static bool rd_link(rd *r, pr_graph *g, const rd_pending *p)
 {
 	pr_node *n = p->node;
-	if (p->name)   /* what pr_graph_new_node(g, kind, name) leaves, without a strlen and a hash */
-		n->name = pr_program_intern_hashed(r->prog, p->name, p->len, p->hash);
-	pr_err *e = pr_graph_append(g, n);
+	n->name = NULL;   /* the file's bytes until now */
+	pr_err *e = p->name ? pr_graph_append_named(g, n, p->name, p->len, p->hash)
+			    : pr_graph_append(g, n);
 	if (!e)
 		return true;
 	pr_err_free(e);   /* the one way it fails: the name is taken */

@@ -1419,11 +1419,9 @@ static pr_err *link_check(pr_graph *g, pr_node *n)
 	return NULL;
 }
 
-pr_err *pr_graph_append(pr_graph *g, pr_node *n)
+/* Puts n, counted in, at the end of g's list. */
+static void list_append(pr_graph *g, pr_node *n)
 {
-	pr_err *e = link_check(g, n);
-	if (e)
-		return e;
 	n->prev = g->last;
 	if (g->last)
 		g->last->next = n;
@@ -1431,6 +1429,34 @@ pr_err *pr_graph_append(pr_graph *g, pr_node *n)
 		g->first = n;
 	g->last = n;
 	order_between(g, n);
+}
+
+pr_err *pr_graph_append(pr_graph *g, pr_node *n)
+{
+	pr_err *e = link_check(g, n);
+	if (e)
+		return e;
+	list_append(g, n);
+	return NULL;
+}
+
+/* A name new to the program is bound nowhere: it needs no index lookup,
+ * only its binding; one seen before goes the general way. */
+pr_err *pr_graph_append_named(pr_graph *g, pr_node *n, const char *s, size_t len, uint32_t h)
+{
+	PR_ASSERT(n->graph == g && !n->name && !(n->mem & (NODE_LINKED | NODE_HEAP)));
+	strtab *t = strings_of(g->program);
+	strtab_fit(t, 1);
+	sslot *e = strtab_probe(t, s, len, h);
+	if (*e) {
+		n->name = sslot_str(*e);
+		return pr_graph_append(g, n);
+	}
+	n->name = strtab_put(t, e, s, len, h);
+	str_head_of(n->name)->bound = n;
+	n->mem |= NODE_LINKED;
+	g->n_nodes++;
+	list_append(g, n);
 	return NULL;
 }
 

@@ -482,6 +482,11 @@ void pr_node_set_graph_args(pr_node *n, pr_arg *args, int n_args);
 void pr_arg_set_value(pr_arg *a, pr_node *v);
 
 pr_err *pr_graph_append(pr_graph *g, pr_node *n);          /* at the end */
+/* For a loader: pr_graph_append of n, made by pr_graph_new_node(g, kind,
+ * NULL) and not linked, named by the len bytes at s (no NUL needed; h =
+ * pr_str_hash(s, len)), interning and indexing the name in the same step.
+ * On a name g has, n keeps the interned name and stays unlinked. */
+pr_err *pr_graph_append_named(pr_graph *g, pr_node *n, const char *s, size_t len, uint32_t h);
 pr_err *pr_graph_insert_before(pr_node *pos, pr_node *n);
 pr_err *pr_graph_insert_after(pr_node *pos, pr_node *n);
 /* Unlinks and frees n (a detached node too); n must have no readers left. */

@@ -506,6 +506,26 @@ Test(binary, strings_keep_any_byte_the_text_can_escape)
 	expect_same_text_after_round_trip(p, "strings", "\\xff");
 }
 
+/* A spec with the bytes of the last one loads as a copy of it, its storage
+ * size included: %b repeats %a's spec after a spec with a memory arena (never
+ * copied, and of other storage) came between, so %b's data is checked
+ * against its own storage, and the memory offsets stay each node's own. */
+Test(binary, a_repeated_spec_loads_as_its_own)
+{
+	pr_program *p = tu_parse("passrun 1\n"
+				 "op custom::pair(Tensor a, Tensor b) -> (Tensor, Tensor)\n"
+				 "method @m {\n"
+				 "  %a: u8[2,3]{strides=[8,1]} = input constant \"a\" data=arange\n"
+				 "  %x: f32[4]{mem=cpu:0} = input user \"x\"\n"
+				 "  %y: f32[4]{mem=cpu:64} = input user \"y\"\n"
+				 "  %b: u8[2,3]{strides=[8,1]} = input constant \"b\" data=arange\n"
+				 "  %t: (u8[2,3]{strides=[8,1]}, u8[2,3]{strides=[8,1]}) = custom::pair(%a, %b)\n"
+				 "  %u: u8[2,3]{strides=[8,1]} = getitem %t, 1\n"
+				 "  return %u, %x, %y\n"
+				 "}\n");
+	expect_same_text_after_round_trip(p, "repeated specs", "{mem=cpu:64}");
+}
+
 /* The loader checks and parses each distinct device once and reuses the
  * result for the same bytes: more devices than it keeps (8), in an order
  * that replaces them, in specs and memory arenas alike, all load as

@@ -107,6 +107,37 @@ Test(graph, duplicate_names_are_refused_and_fresh_names_are_readable)
 	pr_program_free(p);
 }
 
+/* A loader's append by name: a name new to the program and one another
+ * graph has both link and are found, the node after a name its graph has
+ * stays unlinked with the same message as pr_graph_append's. */
+Test(graph, append_named_links_new_and_shared_names_and_refuses_a_taken_one)
+{
+	pr_program *p = pr_program_new();
+	pr_graph *g, *h;
+	cr_assert_null(pr_program_add_method(p, "forward", &g));
+	cr_assert_null(pr_program_add_method(p, "backward", &h));
+	pr_node *hx = add_input(h, "x");
+	const char *bytes = "xyz";   /* names are the first byte or two, no NUL */
+	pr_node *x = pr_graph_new_node(g, PR_NODE_INPUT, NULL);
+	pr_node *xy = pr_graph_new_node(g, PR_NODE_INPUT, NULL);
+	cr_assert_null(pr_graph_append_named(g, x, bytes, 1, pr_str_hash(bytes, 1)));
+	cr_assert_null(pr_graph_append_named(g, xy, bytes, 2, pr_str_hash(bytes, 2)));
+	cr_assert_str_eq(xy->name, "xy");
+	cr_assert_eq(pr_graph_find(g, "x"), x);
+	cr_assert_eq(pr_graph_find(g, "xy"), xy);
+	cr_assert_eq(pr_graph_find(h, "x"), hx);
+	cr_assert(g->first == x && x->next == xy && g->last == xy && g->n_nodes == 2);
+	cr_assert(pr_node_before(x, xy));
+	pr_node *dup = pr_graph_new_node(g, PR_NODE_INPUT, NULL);
+	pr_err *e = pr_graph_append_named(g, dup, bytes, 2, pr_str_hash(bytes, 2));
+	cr_assert_not_null(e);
+	cr_assert_str_eq(pr_err_message(e), "%xy is already defined in @forward");
+	pr_err_free(e);
+	cr_assert(g->last == xy && g->n_nodes == 2);
+	pr_graph_erase(dup);
+	pr_program_free(p);
+}
+
 /* Asking for a name's slot ahead changes nothing: on a program with no
  * names yet (no table to read), and around naming a node under it. */
 Test(graph, prefetching_a_name_changes_no_name)
