@@ -187,6 +187,10 @@ static int n_writers(const pr_host_writes *hw, pr_node *t)
 	return e ? e->n : 0;
 }
 
+/* The walk asks for nodes ahead (pr_node_prefetch_ahead) like every pass's
+ * walk: it reads only each node's kind and schema, so at a million nodes
+ * waiting for each next node was most of its time. */
+
 /* Whether a schema writes any argument, remembered per schema: a graph has
  * a few schemas and many ops, and most schemas write nothing, so most ops
  * cost one look here instead of one question per argument. */
@@ -217,6 +221,7 @@ static void *host_writes_compute(pr_pass_ctx *ctx, pr_graph *g)
 	w->graph = g;
 	schema_memo memo = {0};
 	pr_graph_for_each(g, n) {
+		pr_node_prefetch_ahead(n);
 		if (n->kind != PR_NODE_OP || !n->schema || !schema_writes(&memo, n->schema))
 			continue;
 		for (int i = 0; i < n->n_args && i < n->schema->n_args; i++)
