@@ -47,14 +47,22 @@ typedef struct write_note {
 } write_note;
 
 /* The root -> entry index: open addressing on the root's address, so a
- * question about a tensor nobody writes (most of them) reads one slot. */
+ * question about a tensor nobody writes (most of them: 86% of those
+ * elide-round-trips asks) ends at the first empty slot. At a million nodes
+ * the slots fill megabytes, so the index is laid out for the cache: a slot's
+ * tag byte (0: empty, else 8 bits of the root's hash) lies apart from the
+ * slots, so a probe reads tags and only a matching tag reads its slot; and a
+ * root's first slot follows its address, not a hash of it, since the passes
+ * ask about copies in graph order, which is the order they were made in
+ * memory: one question's tag is most often on the line of the one before. */
 typedef struct root_slot {
-	const pr_node *root;     /* NULL: empty */
+	const pr_node *root;
 	writes_entry *entry;
 } root_slot;
 
 typedef struct writes_impl {
 	pr_graph *graph;
+	uint8_t *tags;           /* one per slot */
 	root_slot *slots;
 	size_t cap, count;       /* cap: 0 or a power of two, at most half full */
 	entry_block *blocks;
@@ -63,27 +71,55 @@ typedef struct writes_impl {
 	write_note *notes;
 } writes_impl;
 
-static root_slot *slot_of(root_slot *slots, size_t cap, const pr_node *root)
+static uint64_t root_hash(const pr_node *root)
 {
-	size_t at = (size_t)(((uint64_t)(uintptr_t)root * 0x9E3779B97F4A7C15u) >> 32) & (cap - 1);
-	while (slots[at].root && slots[at].root != root)
+	return (uint64_t)(uintptr_t)root * 0x9E3779B97F4A7C15u;
+}
+
+static uint8_t tag_of(uint64_t hash)
+{
+	uint8_t tag = (uint8_t)(hash >> 56);
+	return tag ? tag : 1;
+}
+
+/* The slot of root, or the empty one where it would go. */
+static size_t slot_of(const uint8_t *tags, const root_slot *slots, size_t cap,
+		      const pr_node *root)
+{
+	uint64_t hash = root_hash(root);
+	uint8_t tag = tag_of(hash);
+	size_t at = (size_t)((uintptr_t)root / 8) & (cap - 1);
+	while (tags[at] && (tags[at] != tag || slots[at].root != root))
 		at = (at + 1) & (cap - 1);
-	return &slots[at];
+	return at;
 }
 
 static writes_entry *find_entry(const writes_impl *w, const pr_node *root)
 {
-	return w->cap ? slot_of(w->slots, w->cap, root)->entry : NULL;
+	if (!w->cap)
+		return NULL;
+	size_t at = slot_of(w->tags, w->slots, w->cap, root);
+	return w->tags[at] ? w->slots[at].entry : NULL;
+}
+
+static void put_slot(uint8_t *tags, root_slot *slots, size_t cap, root_slot s)
+{
+	size_t at = slot_of(tags, slots, cap, s.root);
+	tags[at] = tag_of(root_hash(s.root));
+	slots[at] = s;
 }
 
 static void grow_slots(writes_impl *w)
 {
 	size_t cap = w->cap ? w->cap * 2 : 64;
-	root_slot *slots = pr_xcalloc(cap, sizeof *slots);
+	uint8_t *tags = pr_xcalloc(cap, sizeof *tags);
+	root_slot *slots = pr_xmalloc(cap * sizeof *slots);
 	for (size_t i = 0; i < w->cap; i++)
-		if (w->slots[i].root)
-			*slot_of(slots, cap, w->slots[i].root) = w->slots[i];
+		if (w->tags[i])
+			put_slot(tags, slots, cap, w->slots[i]);
+	free(w->tags);
 	free(w->slots);
+	w->tags = tags;
 	w->slots = slots;
 	w->cap = cap;
 }
@@ -99,7 +135,7 @@ static writes_entry *new_entry(writes_impl *w, const pr_node *root)
 	e->root = root;
 	if (2 * (w->count + 1) > w->cap)
 		grow_slots(w);
-	*slot_of(w->slots, w->cap, root) = (root_slot){root, e};
+	put_slot(w->tags, w->slots, w->cap, (root_slot){root, e});
 	w->count++;
 	return e;
 }
@@ -187,6 +223,10 @@ static int n_writers(const pr_host_writes *hw, pr_node *t)
 	return e ? e->n : 0;
 }
 
+/* The walk asks for nodes ahead (pr_node_prefetch_ahead) like every pass's
+ * walk: it reads only each node's kind and schema, so at a million nodes
+ * waiting for each next node was most of its time. */
+
 /* Whether a schema writes any argument, remembered per schema: a graph has
  * a few schemas and many ops, and most schemas write nothing, so most ops
  * cost one look here instead of one question per argument. */
@@ -217,6 +257,7 @@ static void *host_writes_compute(pr_pass_ctx *ctx, pr_graph *g)
 	w->graph = g;
 	schema_memo memo = {0};
 	pr_graph_for_each(g, n) {
+		pr_node_prefetch_ahead(n);
 		if (n->kind != PR_NODE_OP || !n->schema || !schema_writes(&memo, n->schema))
 			continue;
 		for (int i = 0; i < n->n_args && i < n->schema->n_args; i++)
@@ -236,6 +277,7 @@ static void host_writes_destroy(void *result)
 {
 	pr_host_writes *hw = result;
 	writes_impl *w = hw->impl;
+	free(w->tags);
 	free(w->slots);
 	for (entry_block *b = w->blocks, *next; b; b = next) {
 		next = b->next;

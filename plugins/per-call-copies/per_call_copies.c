@@ -69,17 +69,19 @@ static void report_constant(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_no
 	pr_severity sev = err ? PR_SEV_ERROR : PR_SEV_WARNING;
 	const char *code = err ? "E-CONSTANT-COPY" : "W-CONSTANT-COPY";
 	char ds[PR_DEVICE_STR_MAX] = "", r[160] = "no reader";
+	const char *kind = "";
 	if (pr_pass_diag_wanted(ctx, sev, code)) {
 		if (h->n_uses)
 			pl_describe_use(pl_first_use(h), r, sizeof r);
 		pr_device_str(h->type.tensor.device, ds);
+		kind = pl_input_kind_word(c, f->buffers);   /* a buffer's is a set lookup */
 	}
 	int64_t bytes = pl_bytes(c);
 	pr_pass_diag(ctx, sev, code, g->name, c->name, bytes,
 		     "Constant '%s' (%s %%%s, %" PRId64 " bytes) is copied to %s on every call "
 		     "(%%%s, read by %s): its data is stored on the host, and "
 		     "skip_h2d_for_method_inputs does not apply to constants%s%s",
-		     name_of(c), pl_input_kind_word(c, f->buffers), c->name, bytes, ds, h->name, r,
+		     name_of(c), kind, c->name, bytes, ds, h->name, r,
 		     f->skip_const ? "" : "; skip_h2d_for_constants keeps a constant that only one "
 					   "device's delegates read in device memory",
 		     err ? RAISED : "");
