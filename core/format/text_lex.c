@@ -275,29 +275,11 @@ static bool plain_in_string(unsigned char c)
 	return ch_class[c] & CH_PLAIN;
 }
 
-/* How many of the n bytes at s, a multiple of 8, are plain for sure: eight
- * at a time, while none of a word is below 0x20, 0x7f, '"' or '\\' (the
- * subtractions borrow into a byte's high bit, which a byte >= 0x80, plain,
- * masks off). The bytes after are looked at one by one. */
-static size_t plain_words(const char *s, size_t n)
-{
-	const uint64_t lows = 0x0101010101010101u, highs = 0x8080808080808080u;
-	size_t i = 0;
-	for (uint64_t w; i + 8 <= n; i += 8) {
-		memcpy(&w, s + i, 8);
-		uint64_t quote = w ^ ('"' * lows), bslash = w ^ ('\\' * lows), del = w ^ (0x7f * lows);
-		uint64_t bad = (w - 0x20 * lows) | (quote - lows) | (bslash - lows) | (del - lows);
-		if (bad & ~w & highs)
-			break;
-	}
-	return i;
-}
-
 /* The common string, plain bytes up to the closing quote, in one copy;
  * false (nothing consumed) when it holds an escape or a bad byte. */
 static bool tp_plain_string(tp *p, char **out)
 {
-	size_t end = p->pos + plain_words(p->s + p->pos, p->n - p->pos);
+	size_t end = p->pos + tp_plain_words(p->s + p->pos, p->n - p->pos, true);
 	while (end < p->n && plain_in_string((unsigned char)p->s[end]))
 		end++;
 	if (end >= p->n || p->s[end] != '"' || end - p->pos > PR_MAX_STRING_BYTES)

@@ -964,38 +964,45 @@ static bool tp_resolve(tp *p)
 
 /* ---- UTF-8 ------------------------------------------------------------ */
 
+/* The line and its start for an error at byte i of the check below, which
+ * does not count lines as it goes. */
+static bool tp_utf8_error(tp *p, size_t i)
+{
+	for (const char *q = p->s, *nl; (nl = memchr(q, '\n', (size_t)(p->s + i - q))); q = nl + 1) {
+		p->line++;
+		p->line_start = (size_t)(nl + 1 - p->s);
+	}
+	const unsigned char c = (unsigned char)p->s[i];
+	if (c == 0)
+		return tp_error_at(p, i, "expected text, found a NUL byte");
+	return tp_error_at(p, i, "expected UTF-8 text, found the invalid byte 0x%02x", c);
+}
+
+/* Any ASCII byte but NUL is text here (the scanner judges control bytes
+ * where it meets them), so eight bytes at a time need only have no high
+ * bit and no zero byte (the subtraction borrows into the high bit of a
+ * zero); a newline does not stop the run, as lines are counted only for an
+ * error. */
 static bool tp_check_utf8(tp *p)
 {
 	const unsigned char *s = (const unsigned char *)p->s;
 	size_t i = 0;
 	const uint64_t lows = 0x0101010101010101u, highs = 0x8080808080808080u;
 	while (i < p->n) {
-		/* Eight printable ASCII bytes at a time: none with the high bit,
-		 * none below 0x20 (the subtraction borrows into its high bit). */
 		uint64_t w;
-		if (p->n - i >= 8 && (memcpy(&w, s + i, 8), !((w | (w - 0x20 * lows)) & highs))) {
+		if (p->n - i >= 8 && (memcpy(&w, s + i, 8), !((w | ((w - lows) & ~w)) & highs))) {
 			i += 8;
 			continue;
 		}
-		if (s[i] >= 0x20 && s[i] < 0x80) {
+		if (s[i] && s[i] < 0x80) {
 			i++;
 			continue;
 		}
-		if (s[i] == '\n') {
-			p->line++;
-			p->line_start = ++i;
-			continue;
-		}
 		size_t k = pr_utf8_len(s + i, p->n - i);
-		if (!k) {
-			if (s[i] == 0)
-				return tp_error_at(p, i, "expected text, found a NUL byte");
-			return tp_error_at(p, i, "expected UTF-8 text, found the invalid byte 0x%02x", s[i]);
-		}
+		if (!k)
+			return tp_utf8_error(p, i);
 		i += k;
 	}
-	p->line = 1;
-	p->line_start = 0;
 	return true;
 }
 

@@ -752,3 +752,27 @@ Test(text, a_tuple_type_holds_its_specs_in_an_allocation_of_their_size)
 	cr_expect_str_eq(ten->elems[8].device.type, "cuda");
 	pr_program_free(p);
 }
+
+/* The printer scans strings eight bytes at a time too: each byte it must
+ * escape, or check as UTF-8, is printed right wherever it falls. */
+Test(text, a_string_byte_printed_with_care_is_found_wherever_it_falls_in_an_eight_byte_block)
+{
+	static const char *const raw[] = { "\"", "\\", "\t", "\x7f", "\xc3\xa9", "\xff" };
+	static const char *const printed[] = { "\\\"", "\\\\", "\\t", "\\x7f", "\xc3\xa9", "\\xff" };
+	pr_program *p = tu_parse("passrun 1\nmethod @m {\n  %x: f32[1] = input user \"a\"\n  return %x\n}\n");
+	pr_node *x = pr_graph_find(p->methods[0], "x");
+	for (int at = 0; at < 17; at++) {
+		for (size_t k = 0; k < sizeof raw / sizeof raw[0]; k++) {
+			char name[64], want[96];
+			snprintf(name, sizeof name, "%.*s%sabcdefghijklmnopq", at, "0123456789abcdefg", raw[k]);
+			snprintf(want, sizeof want, "input user \"%.*s%sabcdefghijklmnopq\"\n", at,
+				 "0123456789abcdefg", printed[k]);
+			free(x->input->name);
+			x->input->name = strdup(name);
+			char *t = print(p);
+			cr_expect(strstr(t, want), "byte %zu after %d bytes: %s", k, at, t);
+			free(t);
+		}
+	}
+	pr_program_free(p);
+}
