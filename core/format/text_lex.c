@@ -185,23 +185,25 @@ void tp_skip_blank_lines(tp *p)
 size_t tp_word(tp *p, const char **start)
 {
 	tp_ws(p);
-	*start = p->s + p->pos;
-	if (p->pos >= p->n)
+	const char *b = p->s + p->pos, *e = p->s + p->n, *q = b;
+	*start = b;
+	if (q == e || !is_word_char(*q) || (*q >= '0' && *q <= '9'))
 		return 0;
-	unsigned char c = (unsigned char)p->s[p->pos];
-	if (!is_word_char(c) || (c >= '0' && c <= '9'))
-		return 0;
-	size_t b = p->pos;
-	while (p->pos < p->n && is_word_char((unsigned char)p->s[p->pos]))
-		p->pos++;
-	return p->pos - b;
+	/* locals, not p->pos: a char read may alias p, so the field would be
+	 * stored and loaded again for every byte */
+	while (++q < e && is_word_char(*q))
+		;
+	p->pos += (size_t)(q - b);
+	return (size_t)(q - b);
 }
 
 bool tp_name(tp *p, const char *what)
 {
 	size_t b = p->pos;
-	while (p->pos < p->n && is_name_char((unsigned char)p->s[p->pos]))
-		p->pos++;
+	const char *q = p->s + b, *e = p->s + p->n;
+	while (q < e && is_name_char(*q))   /* locals, as in tp_word */
+		q++;
+	p->pos = (size_t)(q - p->s);
 	if (p->pos == b)
 		return tp_expected(p, b, what);
 	if (p->pos - b > PR_MAX_STRING_BYTES)
@@ -277,7 +279,7 @@ static bool plain_in_string(unsigned char c)
  * false (nothing consumed) when it holds an escape or a bad byte. */
 static bool tp_plain_string(tp *p, char **out)
 {
-	size_t end = p->pos;
+	size_t end = p->pos + tp_plain_words(p->s + p->pos, p->n - p->pos, true);
 	while (end < p->n && plain_in_string((unsigned char)p->s[end]))
 		end++;
 	if (end >= p->n || p->s[end] != '"' || end - p->pos > PR_MAX_STRING_BYTES)

@@ -67,8 +67,9 @@ static void tp_pend(tp *p, tp_pending_kind kind, pr_node *n, const char *name, s
 	p->pend[p->n_pend++] = (tp_pending){ kind, n, pr_xstrdup(name), p->line, tp_col(p, at) };
 }
 
-/* A word that is a keyword, not the namespace of an op name. */
-static bool tp_keyword(tp *p, const char *w, size_t k, const char *kw)
+/* A word that is a keyword, not the namespace of an op name. Inline, so
+ * that the keyword's length and bytes are constants. */
+static inline __attribute__((always_inline)) bool tp_keyword(tp *p, const char *w, size_t k, const char *kw)
 {
 	return tp_word_is(w, k, kw) && !(p->pos + 1 < p->n && p->s[p->pos] == ':' && p->s[p->pos + 1] == ':');
 }
@@ -146,9 +147,9 @@ static tp_recent *tp_recent_slot(tp *p, uint32_t h)
 	return &p->recent[h & (TP_RECENT - 1)];
 }
 
-static void tp_recent_add(tp *p, pr_node *n)
+/* n, named by a string whose pr_str_hash is h. */
+static void tp_recent_add(tp *p, pr_node *n, uint32_t h)
 {
-	uint32_t h = pr_str_hash(n->name, strlen(n->name));
 	*tp_recent_slot(p, h) = (tp_recent){ h, n };
 }
 
@@ -594,7 +595,8 @@ static bool tp_value_stmt(tp *p, pr_graph *g)
 	p->pos++;
 	if (!tp_name(p, "a value name after '%'"))
 		return false;
-	const char *name = pr_program_intern(p->prog, p->scratch.data, p->scratch.len);
+	uint32_t h = pr_str_hash(p->scratch.data, p->scratch.len);   /* once, for both tables */
+	const char *name = pr_program_intern_hashed(p->prog, p->scratch.data, p->scratch.len, h);
 	pr_node *old = pr_graph_find(g, name);
 	if (old)
 		return tp_error_at(p, at, "duplicate name '%%%s': expected a name not yet used in '@%s' "
@@ -606,7 +608,7 @@ static bool tp_value_stmt(tp *p, pr_graph *g)
 	/* Appended even after an error, so the program frees it with the rest. */
 	bool appended = tp_append(p, g, n, at);
 	if (appended)
-		tp_recent_add(p, n);
+		tp_recent_add(p, n, h);
 	return ok && appended && tp_end_stmt(p, "the statement");
 }
 
@@ -664,10 +666,28 @@ static bool tp_return_stmt(tp *p, pr_graph *g)
 
 /* ---- graphs and top-level statements ---------------------------------- */
 
+/* The lines from the cursor to the first that starts with '}': at most one
+ * statement each, so room for that many nodes, made at once, spares the
+ * graph's slab and the program's string table their growing (each growth
+ * of the table touches it all again). A hint: a '}' indented, or a body
+ * with blank lines, only makes it more than needed. */
+static size_t tp_body_lines(const tp *p)
+{
+	size_t lines = 0;
+	for (const char *q = p->s + p->pos, *e = p->s + p->n; q < e && *q != '}'; lines++) {
+		q = memchr(q, '\n', (size_t)(e - q));
+		if (!q)
+			break;
+		q++;
+	}
+	return lines;
+}
+
 /* Statements up to the closing '}' (which it consumes); the '{' line is done. */
 static bool tp_body(tp *p, pr_graph *g, uint32_t open_line)
 {
 	bool returned = false;
+	pr_graph_reserve_nodes(g, tp_body_lines(p));
 	for (;;) {
 		tp_skip_blank_lines(p);
 		int c = tp_peek(p);
@@ -944,38 +964,45 @@ static bool tp_resolve(tp *p)
 
 /* ---- UTF-8 ------------------------------------------------------------ */
 
+/* The line and its start for an error at byte i of the check below, which
+ * does not count lines as it goes. */
+static bool tp_utf8_error(tp *p, size_t i)
+{
+	for (const char *q = p->s, *nl; (nl = memchr(q, '\n', (size_t)(p->s + i - q))); q = nl + 1) {
+		p->line++;
+		p->line_start = (size_t)(nl + 1 - p->s);
+	}
+	const unsigned char c = (unsigned char)p->s[i];
+	if (c == 0)
+		return tp_error_at(p, i, "expected text, found a NUL byte");
+	return tp_error_at(p, i, "expected UTF-8 text, found the invalid byte 0x%02x", c);
+}
+
+/* Any ASCII byte but NUL is text here (the scanner judges control bytes
+ * where it meets them), so eight bytes at a time need only have no high
+ * bit and no zero byte (the subtraction borrows into the high bit of a
+ * zero); a newline does not stop the run, as lines are counted only for an
+ * error. */
 static bool tp_check_utf8(tp *p)
 {
 	const unsigned char *s = (const unsigned char *)p->s;
 	size_t i = 0;
 	const uint64_t lows = 0x0101010101010101u, highs = 0x8080808080808080u;
 	while (i < p->n) {
-		/* Eight printable ASCII bytes at a time: none with the high bit,
-		 * none below 0x20 (the subtraction borrows into its high bit). */
 		uint64_t w;
-		if (p->n - i >= 8 && (memcpy(&w, s + i, 8), !((w | (w - 0x20 * lows)) & highs))) {
+		if (p->n - i >= 8 && (memcpy(&w, s + i, 8), !((w | ((w - lows) & ~w)) & highs))) {
 			i += 8;
 			continue;
 		}
-		if (s[i] >= 0x20 && s[i] < 0x80) {
+		if (s[i] && s[i] < 0x80) {
 			i++;
 			continue;
 		}
-		if (s[i] == '\n') {
-			p->line++;
-			p->line_start = ++i;
-			continue;
-		}
 		size_t k = pr_utf8_len(s + i, p->n - i);
-		if (!k) {
-			if (s[i] == 0)
-				return tp_error_at(p, i, "expected text, found a NUL byte");
-			return tp_error_at(p, i, "expected UTF-8 text, found the invalid byte 0x%02x", s[i]);
-		}
+		if (!k)
+			return tp_utf8_error(p, i);
 		i += k;
 	}
-	p->line = 1;
-	p->line_start = 0;
 	return true;
 }
 

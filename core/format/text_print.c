@@ -15,6 +15,7 @@
 #include "passrun/format.h"
 #include "passrun/strbuf.h"
 #include "outbuf.h"
+#include "text_lex.h"
 
 /* The output (outbuf.h). Numbers are formatted here rather than by
  * printf, which would cost more than everything else a node prints. */
@@ -72,9 +73,12 @@ static inline bool plain_ascii(unsigned char c)
 static void put_string(tbuf *b, const char *s)
 {
 	tb_putc(b, '"');
-	for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c;) {
+	const unsigned char *c = (const unsigned char *)(s ? s : "");
+	const unsigned char *end = c + strlen((const char *)c);   /* words are read up to it only */
+	while (*c) {
 		size_t k;
 		const unsigned char *run = c;
+		c += tp_plain_words((const char *)c, (size_t)(end - c), false);
 		while (plain_ascii(*c))   /* the common string is one run, in one copy */
 			c++;
 		size_t n = (size_t)(c - run);

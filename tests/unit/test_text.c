@@ -5,6 +5,7 @@
 #define _XOPEN_SOURCE 700
 #include <criterion/criterion.h>
 #include <ftw.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -694,4 +695,84 @@ Test(text, a_bad_byte_is_found_wherever_it_falls_in_an_eight_byte_block)
 			  "'%s' lacks '%s'", pr_err_message(e), want);
 		pr_err_free(e);
 	}
+}
+
+/* Strings are scanned eight bytes at a time: a quote, a backslash, a
+ * control byte or DEL is seen wherever it falls in a block, and a byte of
+ * UTF-8 is kept as it is. */
+Test(text, a_string_byte_that_needs_care_is_found_wherever_it_falls_in_an_eight_byte_block)
+{
+	static const char *const specials[] = { "\\\"", "\\\\", "\xc3\xa9", "\t", "\x7f" };
+	static const char *const read_as[] = { "\"", "\\", "\xc3\xa9", NULL, NULL };
+	for (int at = 0; at < 17; at++) {
+		for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++) {
+			char text[256], want[64];
+			snprintf(text, sizeof text, "passrun 1\nmethod @m {\n  %%x: f32[2] = input user "
+				 "\"%.*s%sabcdefghijklmnopq\"\n  return %%x\n}\n", at, "0123456789abcdefg",
+				 specials[k]);
+			pr_program *p = NULL;
+			pr_err *e = pr_text_parse("t.pg", text, strlen(text), &p);
+			if (!read_as[k]) {
+				cr_assert_not_null(e, "byte %zu after %d bytes was not found", k, at);
+				snprintf(want, sizeof want, "t.pg:3:%d: expected a printable character", 28 + at);
+				cr_expect(strstr(pr_err_message(e), want), "'%s' lacks '%s'", pr_err_message(e), want);
+				pr_err_free(e);
+				continue;
+			}
+			cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
+			snprintf(want, sizeof want, "%.*s%sabcdefghijklmnopq", at, "0123456789abcdefg", read_as[k]);
+			cr_expect_str_eq(node(p->methods[0], "x")->input->name, want);
+			pr_program_free(p);
+		}
+	}
+}
+
+/* A tuple's specs are kept in an allocation of their size (grown as a list
+ * they took eight specs' room, at a million one-spec tuples 125 MB), also
+ * past the eight read on the stack. */
+Test(text, a_tuple_type_holds_its_specs_in_an_allocation_of_their_size)
+{
+	pr_program *p = tu_parse("passrun 1\nop a::f(Tensor x) -> Tensor[]\nmethod @m {\n"
+				 "  %x: f32[2] = input user \"x\"\n"
+				 "  %one: (f32[2]) = a::f(%x)\n"
+				 "  %ten: (f32[1], f32[2], f32[3], f32[4], f32[5], f32[6], f32[7], f32[8], "
+				 "f32[9]@cuda:0, i64[10]) = a::f(%x)\n"
+				 "  return %x\n}\n");
+	pr_graph *g = p->methods[0];
+	const pr_type *one = &node(g, "one")->type, *ten = &node(g, "ten")->type;
+	cr_assert_eq(one->n_elems, 1);
+	cr_expect_lt(malloc_usable_size(one->elems), 2 * sizeof(pr_spec));
+	cr_assert_eq(ten->n_elems, 10);
+	cr_expect_lt(malloc_usable_size(ten->elems), 11 * sizeof(pr_spec));
+	for (int i = 0; i < 10; i++) {
+		cr_expect_eq(ten->elems[i].rank, 1);
+		cr_expect_eq(ten->elems[i].shape[0], i + 1);
+	}
+	cr_expect_eq(ten->elems[9].dtype, PR_I64);
+	cr_expect_str_eq(ten->elems[8].device.type, "cuda");
+	pr_program_free(p);
+}
+
+/* The printer scans strings eight bytes at a time too: each byte it must
+ * escape, or check as UTF-8, is printed right wherever it falls. */
+Test(text, a_string_byte_printed_with_care_is_found_wherever_it_falls_in_an_eight_byte_block)
+{
+	static const char *const raw[] = { "\"", "\\", "\t", "\x7f", "\xc3\xa9", "\xff" };
+	static const char *const printed[] = { "\\\"", "\\\\", "\\t", "\\x7f", "\xc3\xa9", "\\xff" };
+	pr_program *p = tu_parse("passrun 1\nmethod @m {\n  %x: f32[1] = input user \"a\"\n  return %x\n}\n");
+	pr_node *x = pr_graph_find(p->methods[0], "x");
+	for (int at = 0; at < 17; at++) {
+		for (size_t k = 0; k < sizeof raw / sizeof raw[0]; k++) {
+			char name[64], want[96];
+			snprintf(name, sizeof name, "%.*s%sabcdefghijklmnopq", at, "0123456789abcdefg", raw[k]);
+			snprintf(want, sizeof want, "input user \"%.*s%sabcdefghijklmnopq\"\n", at,
+				 "0123456789abcdefg", printed[k]);
+			free(x->input->name);
+			x->input->name = strdup(name);
+			char *t = print(p);
+			cr_expect(strstr(t, want), "byte %zu after %d bytes: %s", k, at, t);
+			free(t);
+		}
+	}
+	pr_program_free(p);
 }
