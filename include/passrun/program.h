@@ -35,9 +35,8 @@
  *     table of its own for names also bound in another graph of the program.
  *     Finding a name is one hash and one probe; linking a node whose name is
  *     interned already needs no probe.
- *   - Use lists are blocks of 2^k entries from the graph's arena, with a
- *     free list per size: one entry for a first reader (most values have
- *     one), two for a second; a list past 2048 entries moves to the heap.
+ *   - Use lists are blocks of 2^k (>= 2) entries from the graph's arena, with a
+ *     free list per size; a list past 2048 entries moves to the heap.
  *     Growing a list moves it (as realloc did): do not keep a pointer into
  *     a node's uses across an edit that adds readers of that node.
  *   - Args are malloc'd (pr_node_set_args), or graph storage
