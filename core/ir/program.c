@@ -937,6 +937,12 @@ pr_node *pr_graph_reserve_nodes(pr_graph *g, size_t count)
 		return NULL;
 	if (!st->chunks || st->chunks->cap - st->chunks->used < count)
 		node_chunk_add(st, count > NODE_CHUNK_MIN ? count : NODE_CHUNK_MIN);
+	/* A graph loaded this big grows by a part of it (a pass adding copies):
+	 * chunks after this one start a quarter of its size, not at the
+	 * minimum, so that its new nodes do not come through a dozen small
+	 * chunks, cleared by calloc, before they reach huge pages. */
+	while (st->next_chunk < NODE_CHUNK_MAX && st->next_chunk < count / 4)
+		st->next_chunk = st->next_chunk ? 2 * st->next_chunk : NODE_CHUNK_MIN;
 	return &st->chunks->nodes[st->chunks->used];
 }
 

@@ -343,6 +343,26 @@ static int use_by_order(const void *a, const void *b)
 	return (u->arg->use_index > w->arg->use_index) - (u->arg->use_index < w->arg->use_index);
 }
 
+/* Most values that need copies have a few readers: an insertion sort of
+ * those costs a fraction of qsort's calls through a comparator. The order
+ * is total (a reader's slots differ in use_index), so both give the same. */
+#define SORT_INSERTION_MAX 16
+
+static void sort_readers(reader *items, int n)
+{
+	if (n > SORT_INSERTION_MAX) {
+		qsort(items, (size_t)n, sizeof *items, use_by_order);
+		return;
+	}
+	for (int i = 1; i < n; i++) {
+		reader k = items[i];
+		int j = i;
+		for (; j > 0 && use_by_order(&items[j - 1], &k) > 0; j--)
+			items[j] = items[j - 1];
+		items[j] = k;
+	}
+}
+
 /* pl_call_device(n, true, out), through c's memo; *host: out is the host. */
 static bool call_device(place_ctx *c, const pr_node *n, pr_device *out, bool *host)
 {
@@ -400,7 +420,7 @@ static int copy_readers(place_ctx *c, pr_node *v)
 	if (n > 1) {
 		if (v->graph->order_stale)
 			pr_graph_renumber(v->graph);
-		qsort(r->items, (size_t)n, sizeof *r->items, use_by_order);
+		sort_readers(r->items, n);
 	}
 	return n;
 }
