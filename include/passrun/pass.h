@@ -48,7 +48,8 @@ extern "C" {
  * are a record of their own (pr_node.input), names are interned. 3: a
  * lifetimes' positions and class indexes are 32-bit (pr_plan_class,
  * pr_plan_value in plan.h). 4: a pr_plan_class names its device by an index
- * into pr_lifetimes.devices (plan.h). */
+ * into pr_lifetimes.devices (plan.h), and pr_arg's use_index follows its
+ * kind (32 bytes, not 40). */
 #define PR_PLUGIN_ABI_VERSION 4u
 /* The entry point's name, as a C name and as the string dlsym looks up. */
 #define PR_PLUGIN_ENTRY passrun_plugin_info

@@ -35,8 +35,9 @@
  *     table of its own for names also bound in another graph of the program.
  *     Finding a name is one hash and one probe; linking a node whose name is
  *     interned already needs no probe.
- *   - Use lists are blocks of 2^k (>= 2) entries from the graph's arena, with a
- *     free list per size; a list past 2048 entries moves to the heap.
+ *   - Use lists are blocks of 2^k entries from the graph's arena, with a
+ *     free list per size: one entry for a first reader (most values have
+ *     one), two for a second; a list past 2048 entries moves to the heap.
  *     Growing a list moves it (as realloc did): do not keep a pointer into
  *     a node's uses across an edit that adds readers of that node.
  *   - Args are malloc'd (pr_node_set_args), or graph storage
@@ -217,8 +218,11 @@ typedef enum pr_arg_kind {
 	PR_ARG_STRING, PR_ARG_LIST,
 } pr_arg_kind;
 
+/* 32 bytes: use_index sits beside kind, where it fills what would pad
+ * (every node's arguments and every copy's are one of these). */
 typedef struct pr_arg {
 	pr_arg_kind kind;
+	int use_index;       /* PR_ARG_VALUE: its place in the value's use list */
 	union {
 		pr_node *value;
 		int64_t i;
@@ -228,7 +232,6 @@ typedef struct pr_arg {
 		struct { int n; struct pr_arg *items; } list;
 	} u;
 	pr_node *owner;      /* the node whose argument this is */
-	int use_index;       /* PR_ARG_VALUE: its place in the value's use list */
 } pr_arg;
 
 /* A reader of a value: the node and the argument slot that names it. */

@@ -89,8 +89,8 @@ class ArgValue(Union):
                 ("s", c_char_p), ("list", ArgList)]
 
 
-Arg._fields_ = [("kind", c_int), ("u", ArgValue), ("owner", POINTER(Node)),
-                ("use_index", c_int)]
+Arg._fields_ = [("kind", c_int), ("use_index", c_int), ("u", ArgValue),
+                ("owner", POINTER(Node))]
 
 
 class Use(Structure):

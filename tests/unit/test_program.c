@@ -819,6 +819,38 @@ Test(storage, use_lists_grow_past_their_pool_blocks)
 	pr_program_free(p);
 }
 
+/* Most values have one reader: its list takes a block of one, and a second
+ * reader moves it into a block of two, the block of one going to the next
+ * value's first reader. */
+Test(storage, a_first_reader_takes_a_block_of_one)
+{
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	pr_node *v = slab_input(g, "v"), *w = slab_input(g, "w");
+	pr_node *r[3];
+	const pr_use *first_block = NULL;
+	for (int i = 0; i < 3; i++) {
+		r[i] = pr_graph_new_node(g, PR_NODE_OP, NULL);
+		pr_arg *a = pr_graph_new_args(g, 1);
+		a->kind = PR_ARG_VALUE;
+		a->u.value = i < 2 ? v : w;
+		pr_node_set_graph_args(r[i], a, 1);
+		if (i == 0) {
+			cr_assert_eq(v->cap_uses, 1, "one reader, one entry");
+			first_block = v->uses;
+		}
+	}
+	cr_assert_eq(v->n_uses, 2);
+	cr_assert_eq(v->cap_uses, 2);
+	cr_assert_eq(v->uses[0].user, r[0], "moving keeps the order");
+	cr_assert_eq(v->uses[1].user, r[1]);
+	check_uses(v);
+	cr_assert_eq(w->cap_uses, 1);
+	cr_assert_eq(w->uses, first_block, "the block of one given back is taken again");
+	check_uses(w);
+	pr_program_free(p);
+}
+
 Test(storage, detached_nodes_keep_their_names_until_linked)
 {
 	pr_graph *g;

@@ -387,10 +387,24 @@ Test(verify, use_missing_from_use_list)
 	expect_one(e.p, "E-USES", "x");
 }
 
+/* Grows v's use list the way a pass would, by a reader that then goes, so
+ * that a test can write one entry past its readers: a list holds only as many
+ * entries as its block (a first reader's is one). */
+static void make_room_for_a_use(example *e, pr_node *v)
+{
+	pr_node *n = pr_node_new(PR_NODE_OP, "passing_reader");
+	n->schema = e->add;
+	pr_node_set_args(n, ARGS(V(v), V(v)));
+	cr_assert(!pr_graph_insert_before(e->ret, n));
+	pr_graph_erase(n);
+	cr_assert_gt(v->cap_uses, v->n_uses);
+}
+
 Test(verify, use_list_naming_a_non_reader)
 {
 	example e = build_example();
 	cr_assert_eq(e.w->n_uses, 1);
+	make_room_for_a_use(&e, e.w);
 	/* %w claims %r reads it */
 	e.w->uses[e.w->n_uses++] = (pr_use){.user = e.r, .arg = &e.r->args[0]};
 	expect_one(e.p, "E-USES", "w");
@@ -412,6 +426,7 @@ Test(verify, use_list_naming_one_argument_twice)
 {
 	example e = build_example();
 	pr_use u = e.x->uses[0];
+	make_room_for_a_use(&e, e.x);
 	e.x->uses[e.x->n_uses++] = u;
 	expect_one(e.p, "E-USES", "x");
 }
