@@ -21,7 +21,6 @@
  * without computing its lifetimes. */
 #include "passrun/plan.h"
 #include "passrun/verify.h"
-#include "same_device.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -43,7 +42,7 @@ typedef struct arena_list {
 /* Index of arena d (canonical) in the list, adding it when new. */
 static int arena_index(arena_list *l, pr_device d)
 {
-	if (l->n && check_same_device(&l->d[l->last], &d))
+	if (l->n && pr_device_equal_at(&l->d[l->last], &d))
 		return l->last;
 	for (int i = 0; i < l->n; i++)
 		if (pr_device_equal(l->d[i], d))
@@ -57,8 +56,7 @@ static int arena_index(arena_list *l, pr_device d)
  * it is spelt as the last one was. */
 static int spec_arena(arena_list *l, const pr_spec *s)
 {
-	if (l->has_raw && l->raw.index == s->mem_arena.index &&
-	    check_same_type(l->raw.type, s->mem_arena.type))
+	if (l->has_raw && pr_device_same_spelling(&l->raw, &s->mem_arena))
 		return l->raw_index;
 	l->raw_index = arena_index(l, pr_device_canonical(s->mem_arena));
 	l->raw = s->mem_arena;
@@ -138,7 +136,7 @@ typedef struct check_ctx {
 	pr_diags *diags;
 	const char *pass;
 	const char *method;
-	const pr_lifetimes *lt;
+	pr_lifetimes *lt;     /* check_method frees its values once checked */
 	int errors;
 	planned_class *pcs;   /* the classes the sweep checks, in class order */
 	int64_t n_pcs;
@@ -158,7 +156,7 @@ static bool same_mem(const pr_spec *a, const pr_spec *b)
 {
 	if (a->has_mem != b->has_mem)
 		return false;
-	return !a->has_mem || (a->mem_offset == b->mem_offset && check_same_device(&a->mem_arena, &b->mem_arena));
+	return !a->has_mem || (a->mem_offset == b->mem_offset && pr_device_equal_at(&a->mem_arena, &b->mem_arena));
 }
 
 /* "cuda:0:128", or "none". */
@@ -179,7 +177,7 @@ static void check_placed(check_ctx *k, const pr_plan_value *v, int64_t class_byt
 {
 	const pr_spec *s = v->spec;
 	char msg[512], dev[PR_DEVICE_STR_MAX], mem[64];
-	if (!check_same_device(&s->mem_arena, &s->device)) {
+	if (!pr_device_equal_at(&s->mem_arena, &s->device)) {
 		snprintf(msg, sizeof msg, "is on %s but planned in another arena (mem=%s)",
 			 pr_device_str(pr_device_canonical(s->device), dev), mem_str(s, mem, sizeof mem));
 		plan_error(k, v, msg);
@@ -448,8 +446,9 @@ static void check_overlaps(check_ctx *k)
 /* Every rule over one method's lifetimes, computed once. The values are
  * freed once checked: the sweep reads only classes, and its arrays then take
  * the memory the values held (a 10^6-node method's peak). */
-static void check_method(check_ctx *k, pr_lifetimes *lt)
+static void check_method(check_ctx *k)
 {
+	pr_lifetimes *lt = k->lt;
 	k->pcs = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *k->pcs);
 	for (int64_t i = 0; i < lt->n_values; i++) {
 		if (i + 8 < lt->n_values)   /* the specs are all over the heap */
@@ -489,11 +488,10 @@ int pr_plan_check(pr_program *p, pr_diags *diags, const char *pass_name)
 		if (!any_planned(g))
 			continue;
 		check_ctx k = { .diags = diags, .pass = pass_name ? pass_name : "verifier", .method = g->name };
-		pr_lifetimes *lt = pr_lifetimes_compute(g);
-		k.lt = lt;
-		check_method(&k, lt);
+		k.lt = pr_lifetimes_compute(g);
+		check_method(&k);
 		errors += k.errors;
-		pr_lifetimes_free(lt);
+		pr_lifetimes_free(k.lt);
 	}
 	return errors;
 }

@@ -92,7 +92,6 @@
  * error about a tensor that is read: then it is that tensor (with its size),
  * and the message names the reader. */
 #include "passrun/verify.h"
-#include "same_device.h"
 #include "view_bounds.h"
 
 #include <inttypes.h>
@@ -738,7 +737,7 @@ static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool w
 			continue;
 		bool host = pr_device_is_host(s->device);
 		if (want_host ? host_addressable(s->device) :
-				((also_host && host) || check_same_device(&s->device, &want)))
+				((also_host && host) || pr_device_equal_at(&s->device, &want)))
 			continue;
 		pr_node *v = args[i].u.value;
 		report(c, "E-PLACEMENT", v, "%s reads %s (%s, %" PRId64 " bytes); %s, expected "
@@ -757,7 +756,7 @@ static void check_result_on(vctx *c, pr_node *n, bool want_host, pr_device want,
 		    n->type.kind == PR_TYPE_TUPLE ? n->type.n_elems : 0;
 	for (int i = 0; i < count; i++) {
 		pr_spec *s = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : &n->type.elems[i];
-		bool ok = want_host ? pr_device_is_host(s->device) : check_same_device(&s->device, &want);
+		bool ok = want_host ? pr_device_is_host(s->device) : pr_device_equal_at(&s->device, &want);
 		if (ok)
 			continue;
 		report(c, "E-PLACEMENT", n, "%s%s is %s; %s, expected it on %s", label(n, ln),
@@ -893,7 +892,7 @@ static void check_getitem(vctx *c, pr_node *n)
 		report(c, "E-GETITEM", n, "getitem %s is %s; expected %s, element %" PRId64
 		       " of %s", label(n, ln), spec_str(&n->type.tensor, s1), spec_str(e, s2),
 		       n->index, label(t, lv));
-	else if (!check_same_device(&n->type.tensor.device, &e->device))
+	else if (!pr_device_equal_at(&n->type.tensor.device, &e->device))
 		report(c, c->body ? "E-GETITEM" : "E-PLACEMENT", n, "getitem %s is %s but "
 		       "element %" PRId64 " of %s is %s; expected a getitem on the device of "
 		       "the element it reads",

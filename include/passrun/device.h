@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "passrun/error.h"
 
@@ -44,6 +45,32 @@ bool pr_device_is_host(pr_device d);
 pr_device pr_device_canonical(pr_device d);
 /* Equal once canonical: "cuda" and "cuda:0" are one device. */
 bool pr_device_equal(pr_device a, pr_device b);
+
+#ifndef __cplusplus   /* C++ spells it static_assert; the C builds check it */
+_Static_assert(PR_DEVICE_TYPE_MAX >= 8, "pr_device_same_spelling reads 8 bytes of a type");
+#endif
+
+/* a and b spelt alike: the same index and type name (up to its 0). The
+ * names' first 8 bytes are compared as one word: equal words holding a 0 byte
+ * are equal names (most are short: "cpu", "cuda"), with no call to strcmp. */
+static inline bool pr_device_same_spelling(const pr_device *a, const pr_device *b)
+{
+	uint64_t x, y;
+	memcpy(&x, a->type, sizeof x);
+	memcpy(&y, b->type, sizeof y);
+	if (a->index != b->index)
+		return false;
+	if (x == y && ((x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull))
+		return true;
+	return !strcmp(a->type, b->type);
+}
+
+/* pr_device_equal, with its usual case (the same spelling: copies of one
+ * device value) decided inline, for code that compares a device per value. */
+static inline bool pr_device_equal_at(const pr_device *a, const pr_device *b)
+{
+	return pr_device_same_spelling(a, b) || pr_device_equal(*a, *b);
+}
 /* Parses s[0, n) as TYPE[:INDEX] (a letter, then letters, digits or '_')
  * case-insensitively into a canonical device. Only the syntax is checked:
  * whether the type is registered is pr_device_type_find's question. */

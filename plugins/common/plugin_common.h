@@ -67,13 +67,6 @@ static inline bool pl_call_device(const pr_node *n, bool cpu_is_device, pr_devic
 	       pl_delegate_where(n->delegate, cpu_is_device, out) == PL_ON_DEVICE;
 }
 
-/* pr_device_equal, with the usual case (the same bytes: copies of one
- * device value) decided inline: placement compares devices per reader. */
-static inline bool pl_device_equal(const pr_device *a, const pr_device *b)
-{
-	return !memcmp(a, b, sizeof *a) || pr_device_equal(*a, *b);
-}
-
 /* ---- node lists ------------------------------------------------------------ */
 
 typedef struct pl_nodes {

@@ -165,7 +165,7 @@ static pr_err *copy_schema(place_ctx *c, bool h2d, pr_schema **out)
  * copies are mostly onto one device. */
 static const char *device_tag(place_ctx *c, pr_device d)
 {
-	if (c->tag[0] && pl_device_equal(&c->tag_dev, &d))
+	if (c->tag[0] && pr_device_equal_at(&c->tag_dev, &d))
 		return c->tag;
 	char s[PR_DEVICE_STR_MAX];
 	pr_device_str(d, s);
@@ -270,7 +270,7 @@ static void copy_base_ahead(place_ctx *c, const pr_node *src, bool h2d, pr_devic
 {
 	for (int i = 0; i < AHEAD_RING; i++) {
 		ahead_name *a = &c->ahead[i];
-		if (a->src == src && a->h2d == h2d && (!h2d || pl_device_equal(&a->dev, &dev))) {
+		if (a->src == src && a->h2d == h2d && (!h2d || pr_device_equal_at(&a->dev, &dev))) {
 			*out = a->base;
 			a->src = NULL;
 			return;
@@ -393,7 +393,7 @@ static bool needs_copy(place_ctx *c, const pr_use *u, const pr_spec *vs, pr_devi
 	 * which copied every argument "to the CPU". */
 	bool host;
 	return call_device(c, u->user, dev, &host) &&
-	       (c->copy_placed || host || !pl_device_equal(dev, &vs->device));
+	       (c->copy_placed || host || !pr_device_equal_at(dev, &vs->device));
 }
 
 /* v's readers that need a copy, into c->readers.items in graph order (use
@@ -441,7 +441,7 @@ static copy_group *group_of(place_ctx *c, copy_group *g, int *n, const pr_node *
 			    pr_device dev)
 {
 	for (int d = 0; d < *n; d++)
-		if (pl_device_equal(&g[d].dev, &dev))
+		if (pr_device_equal_at(&g[d].dev, &dev))
 			return &g[d];
 	if (*n == MAX_GROUPS)
 		return NULL;
@@ -739,7 +739,7 @@ static bool reads_on_device(place_ctx *c, const pr_use *u, pr_device dev)
 	pr_device d;
 	bool host;
 	if (call_device(c, u->user, &d, &host))
-		return pl_device_equal(&d, &dev);
+		return pr_device_equal_at(&d, &dev);
 	if (u->user->kind == PR_NODE_OP && u->user->schema && u->user->schema->shape_only)
 		return true;
 	return c->skip_d2h && pl_use_is_output(u);
