@@ -963,6 +963,23 @@ static void keep_freed_memory(void)
 #endif
 }
 
+/* At exit the kernel takes a process's memory back at once; freeing a
+ * million-node program node by node first cost a tenth of a second and
+ * two hundred million instructions. So, as clang's driver does
+ * (-disable-free), the last session leaves its programs to the exit. Their
+ * pointers stay here, so leak checkers (the Valgrind tier, LeakSanitizer)
+ * see reachable memory, not a leak; every other path, compare's sessions
+ * among them, frees as before. */
+static pr_program *volatile left_to_exit[2];  /* volatile: the stores must stay */
+
+static void session_free_at_exit(session *s)
+{
+	left_to_exit[0] = s->prog;
+	left_to_exit[1] = s->original;
+	s->prog = s->original = NULL;
+	session_free(s);
+}
+
 int main(int argc, char **argv)
 {
 	keep_freed_memory();
@@ -998,7 +1015,7 @@ int main(int argc, char **argv)
 			st = write_result(&s);
 		report(&s, st);
 	}
-	session_free(&s);
+	session_free_at_exit(&s);
 	free(o.around_name);
 	return st;
 }
