@@ -6,21 +6,15 @@ int64, bool, f16 and bf16 values. Each module exports in both partition modes an
 with PASSRUN set (ctest sets it), runs under passrun --check and matches
 eager PyTorch. Skipped, with a message, without torch."""
 import os
-import shutil
-import subprocess
-import tempfile
 import unittest
+
+from .common import HAVE_TORCH, NO_PASSRUN, SKIP, assert_match_eager, ready
 
 try:
     import torch
     from torch import nn
-    HAVE_TORCH = True
 except ImportError:
-    HAVE_TORCH = False
-
-SKIP = "torch is not installed: the exporter tests are skipped (pip install torch to run them)"
-HERE = os.path.dirname(os.path.abspath(__file__))
-COMPARE = os.path.normpath(os.path.join(HERE, "..", "..", "..", "tests", "torch", "run_one.sh"))
+    pass
 
 
 if HAVE_TORCH:
@@ -124,20 +118,9 @@ class Elementwise(unittest.TestCase):
         text, _ = export_module(Masks(), self.cases()[0][2])
         self.assertIn("aten::rsub.Scalar(", text)
 
-    @unittest.skipUnless(os.environ.get("PASSRUN"), "PASSRUN is not set: not running passrun")
+    @unittest.skipUnless(os.environ.get("PASSRUN"), NO_PASSRUN)
     def test_matches_eager_through_passrun(self):
-        from torch_export.examples import write_example
-        tmp = tempfile.mkdtemp()
-        try:
-            for name, m, a in self.cases():
-                for mode in ("per-op", "grouped"):
-                    d = os.path.join(tmp, f"{name}_{mode}")
-                    write_example(d, m, a, [name], mode=mode)
-                    r = subprocess.run(["sh", COMPARE, os.environ["PASSRUN"], d, "sim"],
-                                       capture_output=True, text=True)
-                    self.assertEqual(r.returncode, 0, f"{name} {mode}:\n{r.stdout}{r.stderr}")
-        finally:
-            shutil.rmtree(tmp)
+        assert_match_eager(self, [(name, ready(m, a)) for name, m, a in self.cases()])
 
 
 if __name__ == "__main__":

@@ -3,22 +3,17 @@ installed (CI has no torch); with PASSRUN set (ctest sets it) the exported
 programs are also run with passrun and compared with eager PyTorch."""
 import os
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
 
+from .common import HAVE_TORCH, NO_PASSRUN, SKIP, assert_match_eager, ready, run_cli
+
 try:
     import torch
     from torch import nn
-    HAVE_TORCH = True
 except ImportError:
-    HAVE_TORCH = False
-
-SKIP = "torch is not installed: the exporter tests are skipped (pip install torch to run them)"
-HERE = os.path.dirname(os.path.abspath(__file__))
-COMPARE = os.path.normpath(os.path.join(HERE, "..", "..", "..", "tests", "torch", "run_one.sh"))
+    pass
 
 
 if HAVE_TORCH:
@@ -188,39 +183,17 @@ class Export(unittest.TestCase):
         self.assertEqual(list(m.args[1:3]), [[3, 3], [1, 1]])
         self.assertEqual(tuple(m.meta["val"].shape), (1, 1, 2, 2))
 
-    @unittest.skipUnless(os.environ.get("PASSRUN"), "PASSRUN is not set: not running passrun")
+    @unittest.skipUnless(os.environ.get("PASSRUN"), NO_PASSRUN)
     def test_cnn_layers_match_eager_through_passrun(self):
-        from torch_export.examples import write_example
-        tmp = tempfile.mkdtemp()
-        try:
-            for name, m, a in (("cnn_layers", CnnLayers(), (torch.randn(1, 3, 12, 12),)),
-                               ("audio_stem", AudioStem(), (torch.randn(2, 1, 160),)),
-                               ("upsample", UpsampleWithIndices(), (torch.randn(1, 4, 5, 5),))):
-                for mode in ("per-op", "grouped"):
-                    d = os.path.join(tmp, f"{name}_{mode}")
-                    write_example(d, m, a, [name], mode=mode)
-                    r = subprocess.run(["sh", COMPARE, os.environ["PASSRUN"], d, "sim"],
-                                       capture_output=True, text=True)
-                    self.assertEqual(r.returncode, 0, f"{name} {mode}:\n{r.stdout}{r.stderr}")
-        finally:
-            shutil.rmtree(tmp)
+        assert_match_eager(self, [
+            ("cnn_layers", ready(CnnLayers(), (torch.randn(1, 3, 12, 12),))),
+            ("audio_stem", ready(AudioStem(), (torch.randn(2, 1, 160),))),
+            ("upsample", ready(UpsampleWithIndices(), (torch.randn(1, 4, 5, 5),)))])
 
-    @unittest.skipUnless(os.environ.get("PASSRUN"), "PASSRUN is not set: not running passrun")
+    @unittest.skipUnless(os.environ.get("PASSRUN"), NO_PASSRUN)
     def test_every_example_matches_eager_through_passrun(self):
         from torch_export import models
-        from torch_export.examples import write_example
-        tmp = tempfile.mkdtemp()
-        try:
-            for name, factory in models.EXAMPLES.items():
-                for mode in ("per-op", "grouped"):
-                    d = os.path.join(tmp, f"{name}_{mode}")
-                    m, a = factory()
-                    write_example(d, m, a, [name], mode=mode)
-                    r = subprocess.run(["sh", COMPARE, os.environ["PASSRUN"], d, "sim"],
-                                       capture_output=True, text=True)
-                    self.assertEqual(r.returncode, 0, f"{name} {mode}:\n{r.stdout}{r.stderr}")
-        finally:
-            shutil.rmtree(tmp)
+        assert_match_eager(self, models.EXAMPLES.items())
 
 
 @unittest.skipUnless(HAVE_TORCH, SKIP)
@@ -228,17 +201,13 @@ class Cli(unittest.TestCase):
     def test_cli_writes_a_program(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "t.pg")
-            r = subprocess.run([sys.executable, "-m", "torch_export", "examples:transposed_param",
-                                "-o", out, "--mode", "per-op"], capture_output=True, text=True,
-                               env={**os.environ, "PYTHONPATH": os.path.dirname(HERE)})
+            r = run_cli("examples:transposed_param", "-o", out, "--mode", "per-op")
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(out) as f:
                 self.assertTrue(f.read().startswith("# Exported by tools/torch_export"))
 
     def test_cli_names_a_missing_example(self):
-        r = subprocess.run([sys.executable, "-m", "torch_export", "examples:nope"],
-                           capture_output=True, text=True,
-                           env={**os.environ, "PYTHONPATH": os.path.dirname(HERE)})
+        r = run_cli("examples:nope")
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("no example 'nope'", r.stderr)
 

@@ -6,22 +6,16 @@ checked against eager PyTorch in PyTorch itself; with PASSRUN set (ctest sets
 it) each module is also exported in both partition modes, run with passrun
 on sim and compared with eager. Skipped, with a message, without torch."""
 import os
-import shutil
-import subprocess
-import tempfile
 import unittest
+
+from .common import HAVE_TORCH, NO_PASSRUN, SKIP, assert_match_eager, ready
 
 try:
     import torch
     import torch.nn.functional as F
     from torch import nn
-    HAVE_TORCH = True
 except ImportError:
-    HAVE_TORCH = False
-
-SKIP = "torch is not installed: the exporter tests are skipped (pip install torch to run them)"
-HERE = os.path.dirname(os.path.abspath(__file__))
-COMPARE = os.path.normpath(os.path.join(HERE, "..", "..", "..", "tests", "torch", "run_one.sh"))
+    pass
 
 
 if HAVE_TORCH:
@@ -149,21 +143,10 @@ class SeveralResults(unittest.TestCase):
 
 
 @unittest.skipUnless(HAVE_TORCH, SKIP)
-@unittest.skipUnless(os.environ.get("PASSRUN"), "PASSRUN is not set: not running passrun")
+@unittest.skipUnless(os.environ.get("PASSRUN"), NO_PASSRUN)
 class ThroughPassrun(unittest.TestCase):
     def test_each_module_matches_eager_in_both_modes(self):
-        from torch_export.examples import write_example
-        tmp = tempfile.mkdtemp()
-        try:
-            for name, (m, a) in _cases().items():
-                for mode in ("per-op", "grouped"):
-                    d = os.path.join(tmp, f"{name}_{mode}")
-                    write_example(d, m, a, [name], mode=mode)
-                    r = subprocess.run(["sh", COMPARE, os.environ["PASSRUN"], d, "sim"],
-                                       capture_output=True, text=True)
-                    self.assertEqual(r.returncode, 0, f"{name} {mode}:\n{r.stdout}{r.stderr}")
-        finally:
-            shutil.rmtree(tmp)
+        assert_match_eager(self, [(name, ready(m, a)) for name, (m, a) in _cases().items()])
 
 
 if __name__ == "__main__":

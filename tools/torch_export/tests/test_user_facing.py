@@ -5,21 +5,17 @@ Skipped without torch."""
 import inspect
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import unittest
 
+from .common import HAVE_TORCH, NO_PASSRUN, ROOT, SKIP, run_cli, run_one
+
 try:
     import torch
     from torch import nn
-    HAVE_TORCH = True
 except ImportError:
-    HAVE_TORCH = False
-
-SKIP = "torch is not installed: the exporter tests are skipped (pip install torch to run them)"
-HERE = os.path.dirname(os.path.abspath(__file__))
-RUN_ONE = os.path.normpath(os.path.join(HERE, "..", "..", "..", "tests", "torch", "run_one.sh"))
+    pass
 
 
 def line_of(fn, text):
@@ -162,13 +158,12 @@ class Fold(unittest.TestCase):
         text, _ = self.export(*models.llama_step())
         self.assertIn("aten::index_put_(%b_layers_0_k_cache", text)
 
-    @unittest.skipUnless(os.environ.get("PASSRUN"), "PASSRUN is not set: not running passrun")
+    @unittest.skipUnless(os.environ.get("PASSRUN"), NO_PASSRUN)
     def test_a_folded_program_matches_eager_through_passrun(self):
         from torch_export.examples import write_example
         with tempfile.TemporaryDirectory() as d:
             write_example(d, PositionsAndMask(), (torch.randn(4, 4),), ["fold"])
-            r = subprocess.run(["sh", RUN_ONE, os.environ["PASSRUN"], d, "sim"],
-                               capture_output=True, text=True)
+            r = run_one(d)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
 
@@ -208,9 +203,7 @@ class Defaults(unittest.TestCase):
         text, _ = export_module(*models.transposed())
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "t.pg")
-            r = subprocess.run([sys.executable, "-m", "torch_export", "examples:transposed_param",
-                                "-o", out], capture_output=True, text=True,
-                               env={**os.environ, "PYTHONPATH": os.path.dirname(HERE)})
+            r = run_cli("examples:transposed_param", "-o", out)
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(out, encoding="utf-8") as f:
                 cli_text = f.read()
@@ -218,10 +211,8 @@ class Defaults(unittest.TestCase):
         self.assertEqual(strip(cli_text), strip(text))
 
     def test_cli_exports_a_zoo_model_by_name(self):
-        zoo = os.path.normpath(os.path.join(HERE, "..", "..", "..", "examples", "models", "zoo.py"))
-        r = subprocess.run([sys.executable, "-m", "torch_export",
-                            f"{zoo}:transformer_encoder_layer"], capture_output=True, text=True,
-                           env={**os.environ, "PYTHONPATH": os.path.dirname(HERE)})
+        zoo = os.path.join(ROOT, "examples", "models", "zoo.py")
+        r = run_cli(f"{zoo}:transformer_encoder_layer")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("aten::layer_norm", r.stdout)
 
@@ -235,9 +226,7 @@ class Defaults(unittest.TestCase):
                         "        return torch.digamma(x) + torch.lgamma(x)\n"
                         "def make():\n"
                         "    return M(), (torch.rand(3) + 0.5,)\n")
-            r = subprocess.run([sys.executable, "-m", "torch_export", f"{src}:make"],
-                               capture_output=True, text=True,
-                               env={**os.environ, "PYTHONPATH": os.path.dirname(HERE)})
+            r = run_cli(f"{src}:make")
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn(f"{src}:4 in forward: return torch.digamma(x) + torch.lgamma(x)", r.stderr)
         self.assertIn("aten::digamma", r.stderr)
