@@ -94,7 +94,7 @@ int pr_plan_usage(pr_graph *g, pr_arena_usage **out)
 	arena_list arenas = { 0 };
 	int *arena_of = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena_of);
 	for (int64_t i = 0; i < lt->n_classes; i++) {
-		const pr_spec *s = lt->classes[i].spec;
+		const pr_spec *s = pr_plan_class_spec(&lt->classes[i]);
 		arena_of[i] = s->has_mem ? spec_arena(&arenas, s) : -1;
 	}
 	int n_arenas = arenas.n;
@@ -107,7 +107,7 @@ int pr_plan_usage(pr_graph *g, pr_arena_usage **out)
 		if (arena_of[i] < 0)
 			continue;
 		int64_t top;
-		if (__builtin_add_overflow(lt->classes[i].spec->mem_offset, lt->classes[i].bytes, &top))
+		if (__builtin_add_overflow(pr_plan_class_spec(&lt->classes[i])->mem_offset, lt->classes[i].bytes, &top))
 			top = INT64_MAX;   /* the checker reports it */
 		if (top > u[arena_of[i]].planned_bytes)
 			u[arena_of[i]].planned_bytes = top;
@@ -148,7 +148,7 @@ static void plan_error(check_ctx *k, const pr_plan_value *v, const char *msg)
 	char name[128];
 	pr_plan_value_name(v->node, v->elem, name, sizeof name);
 	pr_diags_add(k->diags, PR_SEV_ERROR, "E-PLAN", k->pass, k->method, name,
-		     pr_spec_storage_bytes(v->spec), "%%%s %s", name, msg);
+		     pr_spec_storage_bytes(pr_plan_value_spec(v)), "%%%s %s", name, msg);
 	k->errors++;
 }
 
@@ -175,7 +175,7 @@ static const char *mem_str(const pr_spec *s, char *buf, size_t cap)
  * class_bytes (the most any of its values spans). */
 static void check_placed(check_ctx *k, const pr_plan_value *v, int64_t class_bytes)
 {
-	const pr_spec *s = v->spec;
+	const pr_spec *s = pr_plan_value_spec(v);
 	char msg[512], dev[PR_DEVICE_STR_MAX], mem[64];
 	if (!pr_device_equal_at(&s->mem_arena, &s->device)) {
 		snprintf(msg, sizeof msg, "is on %s but planned in another arena (mem=%s)",
@@ -205,12 +205,13 @@ static void check_placed(check_ctx *k, const pr_plan_value *v, int64_t class_byt
 static void note_planned(check_ctx *k, int32_t cls)
 {
 	const pr_plan_class *c = &k->lt->classes[cls];
+	const pr_spec *s = pr_plan_class_spec(c);
 	int64_t end;
-	if (!c->spec->has_mem || c->bytes <= 0 || c->spec->mem_offset < 0 ||
-	    __builtin_add_overflow(c->spec->mem_offset, c->bytes, &end))
+	if (!s->has_mem || c->bytes <= 0 || s->mem_offset < 0 ||
+	    __builtin_add_overflow(s->mem_offset, c->bytes, &end))
 		return;
-	k->pcs[k->n_pcs++] = (planned_class){ c->spec->mem_offset, c->bytes, cls, (uint32_t)c->start,
-					      (uint32_t)c->end, spec_arena(&k->arenas, c->spec) };
+	k->pcs[k->n_pcs++] = (planned_class){ s->mem_offset, c->bytes, cls, (uint32_t)c->start,
+					      (uint32_t)c->end, spec_arena(&k->arenas, s) };
 }
 
 /* Arena, alias and constant rules, one value at a time. A class's own value
@@ -218,22 +219,23 @@ static void note_planned(check_ctx *k, int32_t cls)
 static void check_value(check_ctx *k, const pr_plan_value *v)
 {
 	const pr_plan_class *c = &k->lt->classes[v->cls];
-	const pr_spec *s = v->spec;
+	const pr_spec *s = pr_plan_value_spec(v), *cs = pr_plan_class_spec(c);
+	bool is_base = s == cs;
 	char msg[512], mem[64], base_mem[64], base[128];
 	if (s->has_mem)
 		check_placed(k, v, c->bytes);
-	if (v->spec != c->spec && !same_mem(s, c->spec)) {
+	if (!is_base && !same_mem(s, cs)) {
 		snprintf(msg, sizeof msg, "shares the memory of %%%s (an in-place result, view or getitem of it) but is planned apart (mem=%s, %%%s has mem=%s)",
 			 pr_plan_value_name(c->node, c->elem, base, sizeof base), mem_str(s, mem, sizeof mem),
-			 base, mem_str(c->spec, base_mem, sizeof base_mem));
+			 base, mem_str(cs, base_mem, sizeof base_mem));
 		plan_error(k, v, msg);
 	}
-	if (v->spec == c->spec && s->has_mem && !pr_plan_class_plannable(c)) {
+	if (is_base && s->has_mem && !pr_plan_class_plannable(c)) {
 		snprintf(msg, sizeof msg, "is a constant on the host but has planned memory (mem=%s); only device-resident constants are planned",
 			 mem_str(s, mem, sizeof mem));
 		plan_error(k, v, msg);
 	}
-	if (v->spec == c->spec)
+	if (is_base)
 		note_planned(k, v->cls);
 }
 
@@ -318,42 +320,95 @@ static int64_t rs_above(const rank_set *s, int64_t r)
 	return r;
 }
 
-/* Byte b of the sort key (arena, offset), least significant first: bytes 0-7
- * the offset (>= 0), 8-11 the arena index (>= 0). */
+/* Byte b of the sort key (arena, offset, class), least significant first:
+ * bytes 0-3 the class, 4-11 the offset (>= 0), 12-15 the arena index (>= 0). */
 static unsigned planned_byte(const planned_class *p, int b)
 {
-	uint64_t v = b < 8 ? (uint64_t)p->offset : (uint64_t)(uint32_t)p->arena;
-	return (unsigned)(v >> (8 * (b & 7))) & 255;
+	if (b < 4)
+		return (unsigned)((uint32_t)p->cls >> (8 * b)) & 255;
+	if (b < 12)
+		return (unsigned)((uint64_t)p->offset >> (8 * (b - 4))) & 255;
+	return (unsigned)((uint32_t)p->arena >> (8 * (b - 12))) & 255;
 }
 
-/* Sorts by (arena, offset), stable, so that equal keys stay in class order:
- * an LSD radix sort skipping the bytes every key shares (most of the
- * offset's high bytes). qsort's comparisons cost more than the sweep. */
+/* The sort's order: (arena, offset), then class, so that equal memory
+ * stays in class order (pcs come in class order). */
+static bool pc_less(const planned_class *x, const planned_class *y)
+{
+	if (x->arena != y->arena)
+		return x->arena < y->arena;
+	if (x->offset != y->offset)
+		return x->offset < y->offset;
+	return x->cls < y->cls;
+}
+
+static void insertion_sort_planned(planned_class *a, int64_t n)
+{
+	for (int64_t i = 1; i < n; i++) {
+		planned_class x = a[i];
+		int64_t j = i;
+		for (; j > 0 && pc_less(&x, &a[j - 1]); j--)
+			a[j] = a[j - 1];
+		a[j] = x;
+	}
+}
+
+/* Sorts a[0..n) on key bytes b and below (planned_byte's numbering; bit b
+ * of varying: some key's byte b is unlike the first's): an in-place MSD
+ * radix sort (American flag), each bucket sorted on the next byte. In
+ * place, so that the sweep's peak holds no second copy of the classes. */
+static void msd_sort_planned(planned_class *a, int64_t n, int b, unsigned varying)
+{
+	int64_t count[256], next[256], end[256];
+	for (;; b--) {   /* a byte that every key of a shares splits nothing */
+		while (b >= 0 && !(varying >> b & 1))
+			b--;
+		if (n <= 48 || b < 0) {   /* b < 0: one key (a class is in one) */
+			insertion_sort_planned(a, n);
+			return;
+		}
+		memset(count, 0, sizeof count);
+		for (int64_t i = 0; i < n; i++)
+			count[planned_byte(&a[i], b)]++;
+		if (count[planned_byte(&a[0], b)] < n)
+			break;
+	}
+	for (int64_t v = 0, sum = 0; v < 256; v++) {
+		next[v] = sum;
+		sum += count[v];
+		end[v] = sum;
+	}
+	for (int v = 0; v < 256; v++)
+		while (next[v] < end[v]) {   /* carry each misplaced key home */
+			planned_class x = a[next[v]];
+			unsigned d;
+			while ((d = planned_byte(&x, b)) != (unsigned)v) {
+				planned_class y = a[next[d]];
+				a[next[d]++] = x;
+				x = y;
+			}
+			a[next[v]++] = x;
+		}
+	for (int v = 0; v < 256; v++)
+		if (count[v] > 1)
+			msd_sort_planned(a + end[v] - count[v], count[v], b - 1, varying);
+}
+
+/* Sorts by (arena, offset), equal memory in class order. qsort's
+ * comparisons cost more than the sweep. */
 static void sort_planned(planned_class *a, int64_t n)
 {
-	planned_class *tmp = pr_xmalloc((size_t)(n + 1) * sizeof *tmp), *src = a, *dst = tmp;
-	uint64_t offsets = 0, arenas = 0;   /* the bits some key has unlike the first */
+	uint64_t cls = 0, offsets = 0, arenas = 0;   /* the bits some key has unlike the first */
 	for (int64_t i = 1; i < n; i++) {
+		cls |= (uint64_t)(uint32_t)(a[i].cls ^ a[0].cls);
 		offsets |= (uint64_t)(a[i].offset ^ a[0].offset);
 		arenas |= (uint64_t)(uint32_t)(a[i].arena ^ a[0].arena);
 	}
-	for (int b = 0; b < 12; b++) {
-		if (!(((b < 8 ? offsets : arenas) >> (8 * (b & 7))) & 255))
-			continue;   /* every key has this byte */
-		int64_t count[257] = { 0 };
-		for (int64_t i = 0; i < n; i++)
-			count[planned_byte(&src[i], b) + 1]++;
-		for (int v = 1; v <= 256; v++)
-			count[v] += count[v - 1];
-		for (int64_t i = 0; i < n; i++)
-			dst[count[planned_byte(&src[i], b)]++] = src[i];
-		planned_class *t = src;   /* the next pass reads what this one wrote */
-		src = dst;
-		dst = t;
-	}
-	if (src != a)
-		memcpy(a, src, (size_t)n * sizeof *a);
-	free(tmp);
+	unsigned varying = 0;
+	for (int b = 0; b < 16; b++)
+		if (((b < 4 ? cls >> (8 * b) : b < 12 ? offsets >> (8 * (b - 4)) : arenas >> (8 * (b - 12)))) & 255)
+			varying |= 1u << b;
+	msd_sort_planned(a, n, 15, varying);
 }
 
 static bool pc_overlap(const planned_class *a, const planned_class *b)
@@ -374,7 +429,7 @@ static void overlap_error(check_ctx *k, const planned_class *a, const planned_cl
 		     "%%%s (offset %lld, %lld bytes, live %lld..%lld) and %%%s (offset %lld, %lld bytes, live %lld..%lld) overlap in arena %s while both are live",
 		     na, (long long)a->offset, (long long)ca->bytes, (long long)ca->start, (long long)ca->end,
 		     nb, (long long)b->offset, (long long)cb->bytes, (long long)cb->start, (long long)cb->end,
-		     pr_device_str(pr_device_canonical(ca->spec->mem_arena), arena));
+		     pr_device_str(pr_device_canonical(pr_plan_class_spec(ca)->mem_arena), arena));
 	k->errors++;
 }
 
@@ -452,7 +507,7 @@ static void check_method(check_ctx *k)
 	k->pcs = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *k->pcs);
 	for (int64_t i = 0; i < lt->n_values; i++) {
 		if (i + 8 < lt->n_values)   /* the specs are all over the heap */
-			__builtin_prefetch(&lt->values[i + 8].spec->has_mem);
+			__builtin_prefetch(&pr_plan_value_spec(&lt->values[i + 8])->has_mem);
 		check_value(k, &lt->values[i]);
 	}
 	free(lt->values);

@@ -128,7 +128,6 @@ static int32_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int
 	pr_plan_class *c = &lt->classes[lt->n_classes];
 	c->node = n;
 	c->elem = elem;
-	c->spec = spec;
 	c->device = device_index(b, pr_device_canonical(spec->device));
 	c->bytes = 0;
 	c->start = c->end = pos;
@@ -142,7 +141,7 @@ static void add_value(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int32_
 	pr_lifetimes *lt = b->lt;
 	PR_ASSERT(lt->n_values < INT32_MAX);   /* plan.h: indexes are 32-bit */
 	PR_GROW(lt->values, lt->n_values, b->cap_values);
-	lt->values[lt->n_values++] = (pr_plan_value){ n, spec, cls, elem };
+	lt->values[lt->n_values++] = (pr_plan_value){ n, cls, elem };
 	pr_plan_class *c = &lt->classes[cls];
 	int64_t bytes = storage_bytes(b, spec);
 	if (bytes > c->bytes)
@@ -192,7 +191,7 @@ static void define_values(lt_builder *b, pr_node *n, int32_t pos)
 	int32_t first = nv ? (int32_t)b->lt->n_values : -1;
 	for (int i = 0; i < nv; i++) {
 		int elem = n->type.kind == PR_TYPE_TUPLE ? i : -1;
-		pr_spec *spec = elem < 0 ? &n->type.tensor : &n->type.elems[i];
+		pr_spec *spec = pr_plan_spec_of(n, elem);
 		int32_t cls = aliased_class(b, n, i);
 		if (cls < 0)
 			cls = add_class(b, n, elem, spec, n->kind == PR_NODE_INPUT ? 0 : pos);

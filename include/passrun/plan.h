@@ -50,10 +50,12 @@ enum {
  * is zeroed): pr_lifetimes_compute stops with an invariant failure on a
  * method of 2^31 nodes or values, which would need hundreds of GB as nodes.
  * For the same reason a class names its device by an index into the
- * lifetimes' few devices (40 bytes a class, not 64 with the device in it). */
+ * lifetimes' few devices, and neither record keeps its spec: it is the
+ * node's own, one address away (pr_plan_class_spec, pr_plan_value_spec):
+ * 32 bytes a class (64 with the device and the spec in it) and 16 a value
+ * (24 with its spec). */
 typedef struct pr_plan_class {
 	pr_node *node;       /* the base's node */
-	pr_spec *spec;       /* the base's spec: where the plan is read from */
 	int64_t bytes;       /* storage bytes, the largest over the members */
 	int32_t start, end;  /* positions, inclusive */
 	int32_t elem;        /* its tuple element, or -1 */
@@ -63,10 +65,32 @@ typedef struct pr_plan_class {
 
 typedef struct pr_plan_value {
 	pr_node *node;
-	pr_spec *spec;
 	int32_t cls;         /* index into classes */
-	int elem;            /* tuple element, or -1 for a tensor node */
+	int32_t elem;        /* tuple element, or -1 for a tensor node */
 } pr_plan_value;
+
+/* The spec of element elem (-1: the tensor itself) of node n. */
+static inline pr_spec *pr_plan_spec_of(pr_node *n, int elem)
+{
+	return elem < 0 ? &n->type.tensor : &n->type.elems[elem];
+}
+
+/* The base's spec, where the plan is read from. */
+static inline pr_spec *pr_plan_class_spec(const pr_plan_class *c)
+{
+	return pr_plan_spec_of(c->node, c->elem);
+}
+
+static inline pr_spec *pr_plan_value_spec(const pr_plan_value *v)
+{
+	return pr_plan_spec_of(v->node, v->elem);
+}
+
+/* Is v the base of class c (the value whose spec the plan is read from)? */
+static inline bool pr_plan_value_is_base(const pr_plan_value *v, const pr_plan_class *c)
+{
+	return v->node == c->node && v->elem == c->elem;
+}
 
 typedef struct pr_lifetimes {
 	int64_t n_positions;     /* nodes in the graph */

@@ -882,23 +882,24 @@ static bool wants_memory(const pr_plan_class *c, const mp_graph_options *o)
 }
 
 /* One arena's classes, gathered for every arena in one walk over the
- * classes (a 10^6-class method's classes are 80 MB: a walk per arena and
- * per question costs more than planning them). */
+ * classes (a 10^6-class method's classes are 40 MB: a walk per arena and
+ * per question costs more than planning them). The arenas' items are
+ * consecutive runs of one array, sized by a counting walk first; a class
+ * finds its item (and so its offset, once planned) by its slot. */
 typedef struct arena_items {
 	int64_t n;           /* classes in the arena */
 	mp_item *items;      /* their lifetimes and sizes, in class order */
-	int32_t *ids;        /* their class indexes (plan.h: 32-bit) */
 	int64_t align;       /* 0: the device's type is not registered */
 	int64_t total;       /* their sizes rounded up to align, summed */
 	bool too_big;        /* that sum passes INT64_MAX */
+	bool planned;        /* mp_plan gave its items offsets */
 } arena_items;
 
-/* Appends class i to arena a, counting its rounded size in. */
-static void gather_class(arena_items *a, const pr_plan_class *c, int32_t i)
+/* Appends class c to arena a, counting its rounded size in. */
+static void gather_class(arena_items *a, const pr_plan_class *c)
 {
 	int64_t rounded;
-	a->items[a->n] = (mp_item){ c->start, c->end, c->bytes, 0 };
-	a->ids[a->n++] = i;
+	a->items[a->n++] = (mp_item){ c->start, c->end, c->bytes, 0 };
 	if (!a->align || a->too_big)
 		return;
 	if (__builtin_add_overflow(c->bytes, a->align - 1, &rounded) ||
@@ -906,16 +907,14 @@ static void gather_class(arena_items *a, const pr_plan_class *c, int32_t i)
 		a->too_big = true;
 }
 
-/* Plans the classes of one arena; writes their offsets into mem_offset[]. */
-static mp_arena_report plan_arena(const pr_lifetimes *lt, const arena_items *a, int64_t *mem_offset)
+/* Plans the classes of one arena: their offsets stay in a->items. */
+static mp_arena_report plan_arena(const pr_lifetimes *lt, arena_items *a)
 {
 	if (a->too_big)
 		return (mp_arena_report){ pr_device_host(), a->n, { 0 }, true, false };
-	mp_arena_report rep = { pr_device_host(), a->n, mp_plan(a->items, a->n, lt->n_positions, a->align),
-				false, false };
-	for (int64_t k = 0; k < a->n; k++)
-		mem_offset[a->ids[k]] = a->items[k].offset;
-	return rep;
+	a->planned = true;
+	return (mp_arena_report){ pr_device_host(), a->n, mp_plan(a->items, a->n, lt->n_positions, a->align),
+				  false, false };
 }
 
 static bool write_mem(pr_spec *s, bool has, pr_device arena, int64_t offset)
@@ -945,13 +944,11 @@ bool mp_plan_graph(pr_graph *g, const mp_graph_options *o, mp_arena_report *repo
 	return changed;
 }
 
-bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
-		       int max_reports, int *n_reports)
+/* Each class's arena (-1: none) into arena[], counting the arenas'
+ * classes into per[]. */
+static void assign_arenas(const pr_lifetimes *lt, const mp_graph_options *o, arena_set *set,
+			  arena_items *per, int8_t *arena)
 {
-	int8_t *arena = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena); /* < MP_MAX_ARENAS */
-	int64_t *offset = pr_xcalloc((size_t)lt->n_classes + 1, sizeof *offset);
-	arena_set set = { 0 };
-	arena_items per[MP_MAX_ARENAS] = { 0 };
 	/* per device of lt: its arena, -2 until a class wanting memory asks */
 	int8_t *arena_of_device = pr_xmalloc((size_t)(lt->n_devices + 1) * sizeof *arena_of_device);
 	memset(arena_of_device, -2, (size_t)(lt->n_devices + 1));
@@ -959,49 +956,76 @@ bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_rep
 		const pr_plan_class *c = &lt->classes[i];
 		bool wants = wants_memory(c, o);
 		if (wants && arena_of_device[c->device] == -2)
-			arena_of_device[c->device] = (int8_t)arena_of(&set, pr_plan_class_device(lt, c));
+			arena_of_device[c->device] = (int8_t)arena_of(set, pr_plan_class_device(lt, c));
 		arena[i] = wants ? arena_of_device[c->device] : -1;
 		if (arena[i] >= 0)
 			per[arena[i]].n++;
 	}
-	for (int a = 0; a < set.n; a++) {
-		const pr_device_type *t = pr_device_type_find(set.devices[a].type);
-		per[a].align = t ? arena_alignment(o, set.devices[a], t) : 0;
-		per[a].items = pr_xmalloc((size_t)(per[a].n + 1) * sizeof *per[a].items);
-		per[a].ids = pr_xmalloc((size_t)(per[a].n + 1) * sizeof *per[a].ids);
+	free(arena_of_device);
+}
+
+/* The items of every arena, one run each of the returned array; slot[i]
+ * is class i's item (when arena[i] >= 0). */
+static mp_item *gather_items(const pr_lifetimes *lt, const mp_graph_options *o, const arena_set *set,
+			     arena_items *per, const int8_t *arena, int32_t *slot)
+{
+	int64_t total = 0;
+	for (int a = 0; a < set->n; a++)
+		total += per[a].n;
+	mp_item *items = pr_xmalloc((size_t)(total + 1) * sizeof *items);
+	int64_t base = 0;
+	for (int a = 0; a < set->n; a++) {
+		const pr_device_type *t = pr_device_type_find(set->devices[a].type);
+		per[a].align = t ? arena_alignment(o, set->devices[a], t) : 0;
+		per[a].items = items + base;
+		base += per[a].n;
 		per[a].n = 0;
 	}
-	for (int64_t i = 0; i < lt->n_classes; i++)
-		if (arena[i] >= 0)
-			gather_class(&per[arena[i]], &lt->classes[i], (int32_t)i);
+	for (int64_t i = 0; i < lt->n_classes; i++) {
+		if (arena[i] < 0)
+			continue;
+		arena_items *a = &per[arena[i]];
+		slot[i] = (int32_t)(a->items - items + a->n);
+		gather_class(a, &lt->classes[i]);
+	}
+	return items;
+}
+
+bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
+		       int max_reports, int *n_reports)
+{
+	int8_t *arena = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena); /* < MP_MAX_ARENAS */
+	int32_t *slot = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *slot);
+	arena_set set = { 0 };
+	arena_items per[MP_MAX_ARENAS] = { 0 };
+	assign_arenas(lt, o, &set, per, arena);
+	mp_item *items = gather_items(lt, o, &set, per, arena, slot);
 	/* Gathered, the classes are not read again: their memory goes back
 	 * before the planner takes its own. */
 	free(lt->classes);
 	lt->classes = NULL;
-	free(arena_of_device);
 	for (int a = 0; a < set.n; a++) {
 		mp_arena_report rep = { .n_items = per[a].n, .unknown_type = !per[a].align };
 		if (per[a].align)
-			rep = plan_arena(lt, &per[a], offset);
+			rep = plan_arena(lt, &per[a]);
 		rep.arena = set.devices[a];
-		for (int64_t k = 0; (rep.too_big || rep.unknown_type) && k < per[a].n; k++)
-			arena[per[a].ids[k]] = -1;   /* unplanned: the pass reports the arena */
 		if (reports && a < max_reports)
 			reports[a] = rep;
-		free(per[a].items);
-		free(per[a].ids);
 	}
 	if (n_reports)
 		*n_reports = set.n < max_reports ? set.n : max_reports;
 	bool changed = false;
 	for (int64_t v = 0; v < lt->n_values; v++) {
 		if (v + 8 < lt->n_values)
-			__builtin_prefetch(&lt->values[v + 8].spec->has_mem, 1);
+			__builtin_prefetch(&pr_plan_value_spec(&lt->values[v + 8])->has_mem, 1);
 		int64_t c = lt->values[v].cls;
-		bool has = arena[c] >= 0;
-		changed |= write_mem(lt->values[v].spec, has, has ? set.devices[arena[c]] : pr_device_host(), offset[c]);
+		/* unplanned arenas' classes get none: the pass reports the arena */
+		bool has = arena[c] >= 0 && per[arena[c]].planned;
+		changed |= write_mem(pr_plan_value_spec(&lt->values[v]), has,
+				     has ? set.devices[arena[c]] : pr_device_host(), has ? items[slot[c]].offset : 0);
 	}
+	free(items);
 	free(arena);
-	free(offset);
+	free(slot);
 	return changed;
 }

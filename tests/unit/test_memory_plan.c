@@ -425,7 +425,7 @@ Test(memory_plan, M1_random_programs_plan_without_overlap)
 		cr_assert_eq(plan_errors(p), 0, "seed %u", seed);
 		pr_lifetimes *lt = pr_lifetimes_compute(p->methods[0]);
 		for (int64_t i = 0; i < lt->n_values; i++) /* every tensor, the input too (default) */
-			cr_assert(lt->values[i].spec->has_mem, "seed %u: %s unplanned", seed, lt->values[i].node->name);
+			cr_assert(pr_plan_value_spec(&lt->values[i])->has_mem, "seed %u: %s unplanned", seed, lt->values[i].node->name);
 		pr_lifetimes_free(lt);
 		pr_arena_usage *u = NULL;
 		int k = pr_plan_usage(p->methods[0], &u);

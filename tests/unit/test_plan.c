@@ -225,24 +225,48 @@ Test(plan, F10_checker_refuses_planned_host_constant)
 	pr_program_free(p);
 }
 
+/* A chain of n tensors %t0..%t{n-1} over slots slots of 64 bytes, tensor
+ * i in slot i % slots (each live while it and its reader are: a valid plan
+ * for slots >= 2), except %t{moved}, put in its predecessor's slot. */
+static pr_program *chain_program(int n, int slots, int moved)
+{
+	char *text = malloc(4 << 20);
+	size_t len = (size_t)sprintf(text, "%s%s", OPS, "method @forward {\n  %t0: f32[16]{mem=cpu:0} = input user \"x\"\n");
+	for (int i = 1; i < n; i++)
+		len += (size_t)sprintf(text + len, "  %%t%d: f32[16]{mem=cpu:%d} = aten::add.Tensor(%%t%d, %%t%d)\n",
+				       i, (i == moved ? (i - 1) % slots : i % slots) * 64, i - 1, i - 1);
+	sprintf(text + len, "  return %%t%d\n}\n", n - 1);
+	pr_program *p = tu_parse(text);
+	free(text);
+	return p;
+}
+
 Test(plan, M1_checker_sweeps_many_tensors)
 {
 	/* 20000 tensors in a chain, each at the offset of the one two back: a
 	 * valid plan of 2 slots; then one moved onto its neighbour's slot. */
-	char *text = malloc(4 << 20);
-	size_t n = (size_t)sprintf(text, "%s%s", OPS, "method @forward {\n  %t0: f32[16]{mem=cpu:0} = input user \"x\"\n");
-	for (int i = 1; i < 20000; i++)
-		n += (size_t)sprintf(text + n, "  %%t%d: f32[16]{mem=cpu:%d} = aten::add.Tensor(%%t%d, %%t%d)\n",
-				     i, i == 12345 ? 0 : (i % 2) * 64, i - 1, i - 1);
-	sprintf(text + n, "  return %%t19999\n}\n");
-	pr_program *p = tu_parse(text);
+	pr_program *p = chain_program(20000, 2, 12345);
 	pr_diags d;
 	/* An overlapping tensor is reported once, then left out of the sweep. */
 	cr_assert_eq(check(p, &d), 1, "t12345 overlaps t12344");
 	cr_assert(has_diag(&d, "t12345", "overlap") || has_diag(&d, "t12344", "overlap"));
 	pr_diags_free(&d);
 	pr_program_free(p);
-	free(text);
+}
+
+Test(plan, M1_checker_sorts_offsets_of_several_bytes)
+{
+	/* 6000 tensors over 300 slots (offsets up to 19136: the sort has two
+	 * bytes to sort on, and 20 tensors a slot), with %t4321 moved onto the
+	 * slot of %t4320, live beside it: exactly that pair is reported, the
+	 * earlier one first. */
+	pr_program *p = chain_program(6000, 300, 4321);
+	pr_diags d;
+	cr_assert_eq(check(p, &d), 1, "%s", d.n ? d.items[0].message : "none");
+	cr_assert(has_diag(&d, "t4320", "overlap"), "%s", d.items[0].message);
+	cr_assert(strstr(d.items[0].message, "%t4321"), "%s", d.items[0].message);
+	pr_diags_free(&d);
+	pr_program_free(p);
 }
 
 Test(plan, M1_checker_looks_past_ended_neighbours)
