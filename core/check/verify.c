@@ -110,6 +110,7 @@ typedef struct dinfo {
 	pr_node *ret;         /* the body's first return node, or NULL */
 	bool device_known;    /* target_device absent, or a registered device */
 	pr_device device;     /* host when absent */
+	bool host;            /* pr_device_is_host(device), asked once, not per call */
 } dinfo;
 
 typedef enum base_kind { B_TENSOR, B_INT, B_FLOAT, B_BOOL, B_SCALAR, B_STR, B_OTHER } base_kind;
@@ -735,9 +736,11 @@ static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool w
 		pr_spec *s = arg_spec(&args[i]);
 		if (!s)
 			continue;
-		bool host = pr_device_is_host(s->device);
+		/* The host test only where the rule asks it: a placed device read
+		 * (most of them, after propagate-device) compares devices alone. */
 		if (want_host ? host_addressable(s->device) :
-				((also_host && host) || pr_device_equal_at(&s->device, &want)))
+				((also_host && pr_device_is_host(s->device)) ||
+				 pr_device_equal_at(&s->device, &want)))
 			continue;
 		pr_node *v = args[i].u.value;
 		report(c, "E-PLACEMENT", v, "%s reads %s (%s, %" PRId64 " bytes); %s, expected "
@@ -988,7 +991,7 @@ static void check_delegate_placement(vctx *c, pr_node *n, const dinfo *di)
 {
 	if (!di->device_known)
 		return;  /* an unknown target_device is B5's error, not a placement fact */
-	bool host = pr_device_is_host(di->device);
+	bool host = di->host;
 	if (!host && !c->has_copies && !result_on_device(n)) {
 		/* Not placed yet: a program as the user wrote it, or one that a pass
 		 * (device constants) tagged before propagate-device ran. */
@@ -1391,6 +1394,7 @@ static void build_dinfo(vctx *c, int i)
 	di->d = d;
 	pr_err *err = pr_delegate_device(d, &di->device);
 	di->device_known = !err;
+	di->host = !err && pr_device_is_host(di->device);
 	pr_err_free(err);
 	if (!find_dinfo(c, d))
 		ptr_map_put(&c->by_delegate, d, i);
