@@ -426,7 +426,7 @@ static const char *arg_kind_str(const pr_arg *a)
 	return "an unknown argument";
 }
 
-static bool same_dtype_shape(const pr_spec *a, const pr_spec *b)
+static inline bool same_dtype_shape(const pr_spec *a, const pr_spec *b)
 {
 	if (a->dtype != b->dtype || a->rank != b->rank)
 		return false;
@@ -874,7 +874,7 @@ static void check_op(vctx *c, pr_node *n)
 	check_op_result(c, n, si);
 	check_inplace(c, n, si);
 	char msg[320];
-	if (!pr_view_within_storage(n, &si->view, msg, sizeof msg))
+	if (si->view.strided && !pr_view_within_storage(n, &si->view, msg, sizeof msg))
 		report(c, "E-VIEW", n, "%%%s %s", diag_node_name(n), msg);
 	if (!c->body)
 		check_op_placement(c, n);
