@@ -368,6 +368,36 @@ Test(verify, value_of_another_graph_is_undefined)
 	pr_program_free(e.p);
 }
 
+/* check_value decides a well-formed slot in one condition and runs every
+ * test again for one that fails any: each failure below still reaches its
+ * own report. Among p's errors, one with this code, node and words. */
+static void expect_among(pr_program *p, const char *code, const char *node, const char *words)
+{
+	cr_assert_geq(verify(p), 1);
+	bool found = false;
+	for (int i = 0; i < diags.n && !found; i++)
+		found = !strcmp(diags.items[i].code, code) && diags.items[i].node &&
+			!strcmp(diags.items[i].node, node) && strstr(diags.items[i].message, words);
+	if (!found)
+		print_diags();
+	cr_assert(found, "expected %s at %s saying \"%s\"", code, node, words);
+	pr_program_free(p);
+}
+
+Test(verify, argument_naming_no_value_is_undefined)
+{
+	example e = build_example();
+	e.r->args[0].u.value = NULL;   /* its value's use list still names it */
+	expect_among(e.p, "E-UNDEFINED", "r", "names no value");
+}
+
+Test(verify, argument_with_another_owner)
+{
+	example e = build_example();
+	e.r->args[0].owner = e.x;
+	expect_among(e.p, "E-USES", "r", "has another owner");
+}
+
 Test(verify, reading_a_statement_without_result_is_a_type_error)
 {
 	example e = build_example();
