@@ -120,6 +120,7 @@ typedef struct ahead_name {
  * times, and placement asks it of every reader. */
 typedef struct where_memo {
 	const pr_delegate *d;   /* NULL: empty */
+	pl_where where;
 	bool on_device, host;
 	pr_device dev;
 } where_memo;
@@ -140,6 +141,7 @@ typedef struct place_ctx {
 	pl_nodes getitems;      /* one call's, kept across calls */
 	pr_device tag_dev;      /* the device last named, and its tag */
 	char tag[PR_DEVICE_STR_MAX];
+	size_t tag_len;
 	ahead_name ahead[AHEAD_RING];
 	int next_ahead;
 	where_memo where[WHERE_MEMO];
@@ -174,6 +176,7 @@ static const char *device_tag(place_ctx *c, pr_device d)
 		if (s[i] != ':')
 			c->tag[j++] = s[i];
 	c->tag[j] = 0;
+	c->tag_len = j;
 	c->tag_dev = d;
 	return c->tag;
 }
@@ -186,7 +189,8 @@ static void copy_base(place_ctx *c, const pr_node *src, bool h2d, pr_device dev,
 {
 	const char *name = src->name ? src->name : "t", *mid = h2d ? "_h2d_" : "_d2h";
 	const char *tag = h2d ? device_tag(c, dev) : "";
-	size_t a = strlen(name), b = strlen(mid), t = strlen(tag);
+	/* the middle's and the tag's lengths are known: only the name is measured */
+	size_t a = strlen(name), b = h2d ? 5 : 4, t = h2d ? c->tag_len : 0;
 	char *base = out->buf;
 	out->heap = NULL;
 	if (a + b + t + 1 > sizeof out->buf)
@@ -363,19 +367,27 @@ static void sort_readers(reader *items, int n)
 	}
 }
 
+/* pl_delegate_where(d, true, ...) of delegate d (not NULL), through c's
+ * memo: both walks ask it per call. */
+static const where_memo *where_of(place_ctx *c, const pr_delegate *d)
+{
+	/* the high bits of a multiplicative hash: delegates lie a fixed size apart */
+	where_memo *m = &c->where[((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15u) >> 60];
+	if (m->d != d) {
+		m->d = d;
+		m->where = pl_delegate_where(d, true, &m->dev);
+		m->on_device = m->where == PL_ON_DEVICE;
+		m->host = m->on_device && pr_device_is_host(m->dev);
+	}
+	return m;
+}
+
 /* pl_call_device(n, true, out), through c's memo; *host: out is the host. */
 static bool call_device(place_ctx *c, const pr_node *n, pr_device *out, bool *host)
 {
 	if (!n || n->kind != PR_NODE_DELEGATE || !n->delegate)
 		return false;
-	const pr_delegate *d = n->delegate;
-	/* the high bits of a multiplicative hash: delegates lie a fixed size apart */
-	where_memo *m = &c->where[((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15u) >> 60];
-	if (m->d != d) {
-		m->d = d;
-		m->on_device = pl_delegate_where(d, true, &m->dev) == PL_ON_DEVICE;
-		m->host = m->on_device && pr_device_is_host(m->dev);
-	}
+	const where_memo *m = where_of(c, n->delegate);
 	if (m->on_device) {
 		*out = m->dev;
 		*host = m->host;
@@ -665,12 +677,12 @@ static pr_err *walk_results(place_ctx *c)
 	pr_err *e = NULL;
 	for (int i = 0; i < calls.n && !e; i++) {
 		prefetch_calls_ahead(c, &calls, i);
-		pr_device dev;
-		pl_where w = pl_delegate_where(calls.items[i]->delegate, true, &dev);
-		if (w == PL_BAD_DEVICE)
+		const pr_delegate *d = calls.items[i]->delegate;
+		const where_memo *m = d ? where_of(c, d) : NULL;
+		if (m && m->where == PL_BAD_DEVICE)
 			report_bad_device(c, calls.items[i]);
-		else if (w == PL_ON_DEVICE)
-			e = place_results(c, calls.items[i], dev);
+		else if (m && m->on_device)
+			e = place_results(c, calls.items[i], m->dev);
 	}
 	pl_nodes_free(&calls);
 	return e;
