@@ -139,6 +139,7 @@ typedef struct place_ctx {
 	pr_schema *h2d, *d2h;   /* declared by the run's first copy of each kind */
 	reader_buf readers;
 	pl_nodes getitems;      /* one call's, kept across calls */
+	pr_device host;         /* pr_device_host(), asked once: every copy names it */
 	pr_device tag_dev;      /* the device last named, and its tag */
 	char tag[PR_DEVICE_STR_MAX];
 	size_t tag_len;
@@ -262,7 +263,7 @@ static void prefetch_copy_name(place_ctx *c, const pr_node *src, bool h2d)
 		copy_name_free(&a->base);
 	a->src = src;
 	a->h2d = h2d;
-	a->dev = h2d ? c->tag_dev : pr_device_host();
+	a->dev = h2d ? c->tag_dev : c->host;
 	copy_base(c, src, h2d, a->dev, &a->base);
 	pr_program_prefetch_name(c->p, a->base.hash);
 }
@@ -311,9 +312,9 @@ static pr_node *copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device d
 	n->schema = s;
 	n->type.kind = PR_TYPE_TENSOR;
 	n->type.tensor = *pr_node_spec(src);
-	n->type.tensor.device = h2d ? dev : pr_device_host();
+	n->type.tensor.device = h2d ? dev : c->host;
 	n->type.tensor.has_mem = false;
-	n->type.tensor.mem_arena = pr_device_host();
+	n->type.tensor.mem_arena = c->host;
 	n->type.tensor.mem_offset = 0;
 	return n;
 }
@@ -322,8 +323,8 @@ static pr_node *copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device d
 static pr_node *copy_to_host(place_ctx *c, pr_node *src, pr_err **err)
 {
 	copy_name base;
-	copy_base_ahead(c, src, false, pr_device_host(), &base);
-	pr_node *n = copy_new_named(c, src, false, pr_device_host(), &base, NULL, err);
+	copy_base_ahead(c, src, false, c->host, &base);
+	pr_node *n = copy_new_named(c, src, false, c->host, &base, NULL, err);
 	copy_name_free(&base);
 	return n;
 }
@@ -891,6 +892,7 @@ static pr_err *propagate_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool 
 		.copy_constants = pr_pass_opt_bool(ctx, "copy_constants", NULL),
 		.share_inputs = pr_pass_opt_bool(ctx, "share_inputs", NULL),
 		.copy_placed = !pr_pass_opt_bool(ctx, "read_placed_args", NULL),
+		.host = pr_device_host(),
 	};
 	c.buffers = pr_graph_mutable_buffers(g);
 	pr_err *e = walk_results(&c);
