@@ -259,8 +259,7 @@ static void prefetch_copy_name(place_ctx *c, const pr_node *src, bool h2d)
 		return;   /* no device named yet: nothing to guess from */
 	ahead_name *a = &c->ahead[c->next_ahead];
 	c->next_ahead = (c->next_ahead + 1) % AHEAD_RING;
-	if (a->src)
-		copy_name_free(&a->base);
+	copy_name_free(&a->base);   /* the ring owns its names, taken or not */
 	a->src = src;
 	a->h2d = h2d;
 	a->dev = h2d ? c->tag_dev : c->host;
@@ -268,27 +267,29 @@ static void prefetch_copy_name(place_ctx *c, const pr_node *src, bool h2d)
 	pr_program_prefetch_name(c->p, a->base.hash);
 }
 
-/* The base name of src's copies (copy_base), taken over from the look-ahead
- * when it built this one. */
-static void copy_base_ahead(place_ctx *c, const pr_node *src, bool h2d, pr_device dev,
-			    copy_name *out)
+/* The base name of src's copies (copy_base): the look-ahead's own when it
+ * built this one, read in place (no copy of the buffer) and valid until the
+ * next prefetch_copy_name, which no copy's making calls; else built in *own.
+ * *own is left for copy_name_free either way. */
+static const copy_name *copy_base_ahead(place_ctx *c, const pr_node *src, bool h2d,
+					pr_device dev, copy_name *own)
 {
+	own->heap = NULL;
 	for (int i = 0; i < AHEAD_RING; i++) {
 		ahead_name *a = &c->ahead[i];
 		if (a->src == src && a->h2d == h2d && (!h2d || pr_device_equal_at(&a->dev, &dev))) {
-			*out = a->base;
 			a->src = NULL;
-			return;
+			return &a->base;
 		}
 	}
-	copy_base(c, src, h2d, dev, out);
+	copy_base(c, src, h2d, dev, own);
+	return own;
 }
 
 static void ahead_free(place_ctx *c)
 {
 	for (int i = 0; i < AHEAD_RING; i++)
-		if (c->ahead[i].src)
-			copy_name_free(&c->ahead[i].base);
+		copy_name_free(&c->ahead[i].base);
 }
 
 /* A new copy of src onto dev (h2d) or the host (d2h), made in src's graph
@@ -322,10 +323,10 @@ static pr_node *copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device d
 /* src's one host copy (%x_d2h). */
 static pr_node *copy_to_host(place_ctx *c, pr_node *src, pr_err **err)
 {
-	copy_name base;
-	copy_base_ahead(c, src, false, c->host, &base);
-	pr_node *n = copy_new_named(c, src, false, c->host, &base, NULL, err);
-	copy_name_free(&base);
+	copy_name own;
+	const copy_name *base = copy_base_ahead(c, src, false, c->host, &own);
+	pr_node *n = copy_new_named(c, src, false, c->host, base, NULL, err);
+	copy_name_free(&own);
 	return n;
 }
 
@@ -442,7 +443,8 @@ static int copy_readers(place_ctx *c, pr_node *v)
  * reader first (%x_h2d_cuda0, then %x_h2d_cuda0_1, ...). */
 typedef struct copy_group {
 	pr_device dev;
-	copy_name base;
+	const copy_name *base;   /* the look-ahead's, or own */
+	copy_name own;
 	int next;     /* pr_graph_fresh_name_next's cursor */
 } copy_group;
 
@@ -460,7 +462,7 @@ static copy_group *group_of(place_ctx *c, copy_group *g, int *n, const pr_node *
 		return NULL;
 	g[*n].dev = dev;
 	g[*n].next = 0;
-	copy_base_ahead(c, v, true, dev, &g[*n].base);
+	g[*n].base = copy_base_ahead(c, v, true, dev, &g[*n].own);
 	return &g[(*n)++];
 }
 
@@ -471,7 +473,7 @@ static pr_node *copy_for_reader(place_ctx *c, pr_node *v, pr_node *reader, copy_
 	copy_name own;
 	if (!grp)
 		copy_base(c, v, true, dev, &own);
-	pr_node *n = copy_new_named(c, v, true, dev, grp ? &grp->base : &own,
+	pr_node *n = copy_new_named(c, v, true, dev, grp ? grp->base : &own,
 				    grp ? &grp->next : NULL, e);
 	if (!grp)
 		copy_name_free(&own);
@@ -508,7 +510,7 @@ static pr_err *copy_collected(place_ctx *c, pr_node *v, int n)
 	for (int k = 0; k < made; k++)
 		copy_attach(r->copies[k], v);
 	for (int d = 0; d < n_groups; d++)
-		copy_name_free(&groups[d].base);
+		copy_name_free(&groups[d].own);
 	*c->changed |= made > 0;
 	return e;
 }
