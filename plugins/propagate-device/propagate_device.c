@@ -120,6 +120,7 @@ typedef struct ahead_name {
  * times, and placement asks it of every reader. */
 typedef struct where_memo {
 	const pr_delegate *d;   /* NULL: empty */
+	pl_where where;
 	bool on_device, host;
 	pr_device dev;
 } where_memo;
@@ -138,8 +139,10 @@ typedef struct place_ctx {
 	pr_schema *h2d, *d2h;   /* declared by the run's first copy of each kind */
 	reader_buf readers;
 	pl_nodes getitems;      /* one call's, kept across calls */
+	pr_device host;         /* pr_device_host(), asked once: every copy names it */
 	pr_device tag_dev;      /* the device last named, and its tag */
 	char tag[PR_DEVICE_STR_MAX];
+	size_t tag_len;
 	ahead_name ahead[AHEAD_RING];
 	int next_ahead;
 	where_memo where[WHERE_MEMO];
@@ -174,6 +177,7 @@ static const char *device_tag(place_ctx *c, pr_device d)
 		if (s[i] != ':')
 			c->tag[j++] = s[i];
 	c->tag[j] = 0;
+	c->tag_len = j;
 	c->tag_dev = d;
 	return c->tag;
 }
@@ -186,7 +190,8 @@ static void copy_base(place_ctx *c, const pr_node *src, bool h2d, pr_device dev,
 {
 	const char *name = src->name ? src->name : "t", *mid = h2d ? "_h2d_" : "_d2h";
 	const char *tag = h2d ? device_tag(c, dev) : "";
-	size_t a = strlen(name), b = strlen(mid), t = strlen(tag);
+	/* the middle's and the tag's lengths are known: only the name is measured */
+	size_t a = strlen(name), b = h2d ? 5 : 4, t = h2d ? c->tag_len : 0;
 	char *base = out->buf;
 	out->heap = NULL;
 	if (a + b + t + 1 > sizeof out->buf)
@@ -254,36 +259,37 @@ static void prefetch_copy_name(place_ctx *c, const pr_node *src, bool h2d)
 		return;   /* no device named yet: nothing to guess from */
 	ahead_name *a = &c->ahead[c->next_ahead];
 	c->next_ahead = (c->next_ahead + 1) % AHEAD_RING;
-	if (a->src)
-		copy_name_free(&a->base);
+	copy_name_free(&a->base);   /* the ring owns its names, taken or not */
 	a->src = src;
 	a->h2d = h2d;
-	a->dev = h2d ? c->tag_dev : pr_device_host();
+	a->dev = h2d ? c->tag_dev : c->host;
 	copy_base(c, src, h2d, a->dev, &a->base);
 	pr_program_prefetch_name(c->p, a->base.hash);
 }
 
-/* The base name of src's copies (copy_base), taken over from the look-ahead
- * when it built this one. */
-static void copy_base_ahead(place_ctx *c, const pr_node *src, bool h2d, pr_device dev,
-			    copy_name *out)
+/* The base name of src's copies (copy_base): the look-ahead's own when it
+ * built this one, read in place (no copy of the buffer) and valid until the
+ * next prefetch_copy_name, which no copy's making calls; else built in *own.
+ * *own is left for copy_name_free either way. */
+static const copy_name *copy_base_ahead(place_ctx *c, const pr_node *src, bool h2d,
+					pr_device dev, copy_name *own)
 {
+	own->heap = NULL;
 	for (int i = 0; i < AHEAD_RING; i++) {
 		ahead_name *a = &c->ahead[i];
 		if (a->src == src && a->h2d == h2d && (!h2d || pr_device_equal_at(&a->dev, &dev))) {
-			*out = a->base;
 			a->src = NULL;
-			return;
+			return &a->base;
 		}
 	}
-	copy_base(c, src, h2d, dev, out);
+	copy_base(c, src, h2d, dev, own);
+	return own;
 }
 
 static void ahead_free(place_ctx *c)
 {
 	for (int i = 0; i < AHEAD_RING; i++)
-		if (c->ahead[i].src)
-			copy_name_free(&c->ahead[i].base);
+		copy_name_free(&c->ahead[i].base);
 }
 
 /* A new copy of src onto dev (h2d) or the host (d2h), made in src's graph
@@ -307,9 +313,9 @@ static pr_node *copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device d
 	n->schema = s;
 	n->type.kind = PR_TYPE_TENSOR;
 	n->type.tensor = *pr_node_spec(src);
-	n->type.tensor.device = h2d ? dev : pr_device_host();
+	n->type.tensor.device = h2d ? dev : c->host;
 	n->type.tensor.has_mem = false;
-	n->type.tensor.mem_arena = pr_device_host();
+	n->type.tensor.mem_arena = c->host;
 	n->type.tensor.mem_offset = 0;
 	return n;
 }
@@ -317,10 +323,10 @@ static pr_node *copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device d
 /* src's one host copy (%x_d2h). */
 static pr_node *copy_to_host(place_ctx *c, pr_node *src, pr_err **err)
 {
-	copy_name base;
-	copy_base_ahead(c, src, false, pr_device_host(), &base);
-	pr_node *n = copy_new_named(c, src, false, pr_device_host(), &base, NULL, err);
-	copy_name_free(&base);
+	copy_name own;
+	const copy_name *base = copy_base_ahead(c, src, false, c->host, &own);
+	pr_node *n = copy_new_named(c, src, false, c->host, base, NULL, err);
+	copy_name_free(&own);
 	return n;
 }
 
@@ -363,19 +369,27 @@ static void sort_readers(reader *items, int n)
 	}
 }
 
+/* pl_delegate_where(d, true, ...) of delegate d (not NULL), through c's
+ * memo: both walks ask it per call. */
+static const where_memo *where_of(place_ctx *c, const pr_delegate *d)
+{
+	/* the high bits of a multiplicative hash: delegates lie a fixed size apart */
+	where_memo *m = &c->where[((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15u) >> 60];
+	if (m->d != d) {
+		m->d = d;
+		m->where = pl_delegate_where(d, true, &m->dev);
+		m->on_device = m->where == PL_ON_DEVICE;
+		m->host = m->on_device && pr_device_is_host(m->dev);
+	}
+	return m;
+}
+
 /* pl_call_device(n, true, out), through c's memo; *host: out is the host. */
 static bool call_device(place_ctx *c, const pr_node *n, pr_device *out, bool *host)
 {
 	if (!n || n->kind != PR_NODE_DELEGATE || !n->delegate)
 		return false;
-	const pr_delegate *d = n->delegate;
-	/* the high bits of a multiplicative hash: delegates lie a fixed size apart */
-	where_memo *m = &c->where[((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15u) >> 60];
-	if (m->d != d) {
-		m->d = d;
-		m->on_device = pl_delegate_where(d, true, &m->dev) == PL_ON_DEVICE;
-		m->host = m->on_device && pr_device_is_host(m->dev);
-	}
+	const where_memo *m = where_of(c, n->delegate);
 	if (m->on_device) {
 		*out = m->dev;
 		*host = m->host;
@@ -429,7 +443,8 @@ static int copy_readers(place_ctx *c, pr_node *v)
  * reader first (%x_h2d_cuda0, then %x_h2d_cuda0_1, ...). */
 typedef struct copy_group {
 	pr_device dev;
-	copy_name base;
+	const copy_name *base;   /* the look-ahead's, or own */
+	copy_name own;
 	int next;     /* pr_graph_fresh_name_next's cursor */
 } copy_group;
 
@@ -447,7 +462,7 @@ static copy_group *group_of(place_ctx *c, copy_group *g, int *n, const pr_node *
 		return NULL;
 	g[*n].dev = dev;
 	g[*n].next = 0;
-	copy_base_ahead(c, v, true, dev, &g[*n].base);
+	g[*n].base = copy_base_ahead(c, v, true, dev, &g[*n].own);
 	return &g[(*n)++];
 }
 
@@ -458,7 +473,7 @@ static pr_node *copy_for_reader(place_ctx *c, pr_node *v, pr_node *reader, copy_
 	copy_name own;
 	if (!grp)
 		copy_base(c, v, true, dev, &own);
-	pr_node *n = copy_new_named(c, v, true, dev, grp ? &grp->base : &own,
+	pr_node *n = copy_new_named(c, v, true, dev, grp ? grp->base : &own,
 				    grp ? &grp->next : NULL, e);
 	if (!grp)
 		copy_name_free(&own);
@@ -495,7 +510,7 @@ static pr_err *copy_collected(place_ctx *c, pr_node *v, int n)
 	for (int k = 0; k < made; k++)
 		copy_attach(r->copies[k], v);
 	for (int d = 0; d < n_groups; d++)
-		copy_name_free(&groups[d].base);
+		copy_name_free(&groups[d].own);
 	*c->changed |= made > 0;
 	return e;
 }
@@ -665,12 +680,12 @@ static pr_err *walk_results(place_ctx *c)
 	pr_err *e = NULL;
 	for (int i = 0; i < calls.n && !e; i++) {
 		prefetch_calls_ahead(c, &calls, i);
-		pr_device dev;
-		pl_where w = pl_delegate_where(calls.items[i]->delegate, true, &dev);
-		if (w == PL_BAD_DEVICE)
+		const pr_delegate *d = calls.items[i]->delegate;
+		const where_memo *m = d ? where_of(c, d) : NULL;
+		if (m && m->where == PL_BAD_DEVICE)
 			report_bad_device(c, calls.items[i]);
-		else if (w == PL_ON_DEVICE)
-			e = place_results(c, calls.items[i], dev);
+		else if (m && m->on_device)
+			e = place_results(c, calls.items[i], m->dev);
 	}
 	pl_nodes_free(&calls);
 	return e;
@@ -879,6 +894,7 @@ static pr_err *propagate_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool 
 		.copy_constants = pr_pass_opt_bool(ctx, "copy_constants", NULL),
 		.share_inputs = pr_pass_opt_bool(ctx, "share_inputs", NULL),
 		.copy_placed = !pr_pass_opt_bool(ctx, "read_placed_args", NULL),
+		.host = pr_device_host(),
 	};
 	c.buffers = pr_graph_mutable_buffers(g);
 	pr_err *e = walk_results(&c);
