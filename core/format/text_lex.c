@@ -197,7 +197,7 @@ size_t tp_word(tp *p, const char **start)
 	return (size_t)(q - b);
 }
 
-bool tp_name(tp *p, const char *what)
+size_t tp_name_len(tp *p, const char *what)
 {
 	size_t b = p->pos;
 	const char *q = p->s + b, *e = p->s + p->n;
@@ -209,7 +209,15 @@ bool tp_name(tp *p, const char *what)
 	if (p->pos - b > PR_MAX_STRING_BYTES)
 		return tp_error_at(p, b, "a name of more than %u bytes (the limit of a string in "
 				   "both file formats)", PR_MAX_STRING_BYTES);
-	size_t len = p->pos - b;
+	return p->pos - b;
+}
+
+bool tp_name(tp *p, const char *what)
+{
+	size_t len = tp_name_len(p, what);
+	if (!len)
+		return false;
+	size_t b = p->pos - len;
 	if (len >= p->scratch.cap) {   /* rare: the copy below needs room for len + 1 */
 		p->scratch.len = 0;
 		pr_strbuf_add(&p->scratch, p->s + b, len);

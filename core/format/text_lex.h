@@ -124,6 +124,9 @@ static inline bool tp_word_is(const char *w, size_t k, const char *lit)
 }
 /* A name after '%' or '@' ([A-Za-z0-9_.]+), copied into p->scratch. */
 bool tp_name(tp *p, const char *what);
+/* The same name left in the buffer: its length (it ends at the cursor), 0
+ * after an error. */
+size_t tp_name_len(tp *p, const char *what);
 /* A double-quoted string with escapes; malloc'd into *out. */
 bool tp_string(tp *p, char **out);
 /* Numbers. tp_number sets *is_float and one of *i / *f. */

@@ -588,28 +588,40 @@ static bool tp_rhs(tp *p, pr_graph *g, pr_node *n)
 	return tp_op_call(p, g, n);
 }
 
-/* %name: TYPE = RHS */
+/* The error for a value named like old, written at `at`: it comes first in
+ * the statement, so it replaces one the rest of the statement gave. */
+static bool tp_duplicate(tp *p, pr_graph *g, const pr_node *old, size_t at)
+{
+	pr_err_free(p->err);
+	p->err = NULL;
+	return tp_error_at(p, at, "duplicate name '%%%s': expected a name not yet used in '@%s' "
+			   "(first defined at line %u)", old->name, g->name, old->line);
+}
+
+/* %name: TYPE = RHS. The name stays in the buffer until the statement is
+ * read: pr_graph_append_named then interns and binds it in one probe, and
+ * refuses a name g has, which is then looked up for the message. */
 static bool tp_value_stmt(tp *p, pr_graph *g)
 {
-	size_t at = p->pos;
-	p->pos++;
-	if (!tp_name(p, "a value name after '%'"))
+	size_t at = p->pos++;
+	size_t len = tp_name_len(p, "a value name after '%'");
+	if (!len)
 		return false;
-	uint32_t h = pr_str_hash(p->scratch.data, p->scratch.len);   /* once, for both tables */
-	const char *name = pr_program_intern_hashed(p->prog, p->scratch.data, p->scratch.len, h);
-	pr_node *old = pr_graph_find(g, name);
-	if (old)
-		return tp_error_at(p, at, "duplicate name '%%%s': expected a name not yet used in '@%s' "
-				   "(first defined at line %u)", name, g->name, old->line);
+	const char *name = p->s + p->pos - len;
+	uint32_t h = pr_str_hash(name, len);   /* once, for both tables */
 	pr_node *n = pr_graph_new_node(g, PR_NODE_OP, NULL);
-	n->name = name;   /* what pr_graph_new_node(g, kind, name) leaves, without interning it again */
 	bool ok = tp_expect(p, ':', "':' and the value's type") && tp_type(p, &n->type) &&
 		  tp_expect(p, '=', "'=' after the type") && tp_rhs(p, g, n);
-	/* Appended even after an error, so the program frees it with the rest. */
-	bool appended = tp_append(p, g, n, at);
-	if (appended)
-		tp_recent_add(p, n, h);
-	return ok && appended && tp_end_stmt(p, "the statement");
+	/* Appended even after an error, so the program frees it with the rest;
+	 * a node refused stays in g's slab, which frees it too. */
+	n->line = p->line;
+	pr_err *e = pr_graph_append_named(g, n, name, len, h);
+	if (e) {
+		pr_err_free(e);
+		return tp_duplicate(p, g, pr_graph_find(g, n->name), at);
+	}
+	tp_recent_add(p, n, h);
+	return ok && tp_end_stmt(p, "the statement");
 }
 
 /* OP(args) with no result. */

@@ -532,6 +532,14 @@ static const bad_case bad_cases[] = {
 	{ HEAD "  %y: f32[2] = \n" TAIL, "6:16", "expected input, delegate @NAME(...), getitem or an op call, found end of line" },
 	{ HEAD "  %x: f32[2] = input user\n" TAIL, "6:3",
 	  "duplicate name '%x': expected a name not yet used in '@m' (first defined at line 5)" },
+	/* the name is bound after the rest of the statement is read: a duplicate
+	 * is still the error, before one later in its statement */
+	{ HEAD "  %x: f33[2] = input user\n" TAIL, "6:3",
+	  "duplicate name '%x': expected a name not yet used in '@m' (first defined at line 5)" },
+	{ HEAD "  %x: f32[2] = a::f(%nope) junk\n" TAIL, "6:3",
+	  "duplicate name '%x': expected a name not yet used in '@m' (first defined at line 5)" },
+	{ HEAD "  %x: (f32[2], f32[3]) = a::f(%x)\n" TAIL, "6:3",
+	  "duplicate name '%x': expected a name not yet used in '@m' (first defined at line 5)" },
 	{ HEAD "  %y: f32[2] = a::f(%z)\n" TAIL, "6:21", "undefined value '%z': expected a value defined earlier in '@m'" },
 	{ HEAD "  %y: f32[2] = a::f(%y)\n" TAIL, "6:21", "undefined value '%y'" },
 	/* a name defined just before in another graph is not this graph's */
