@@ -220,7 +220,7 @@ static void check_value(check_ctx *k, const pr_plan_value *v)
 {
 	const pr_plan_class *c = &k->lt->classes[v->cls];
 	const pr_spec *s = pr_plan_value_spec(v), *cs = pr_plan_class_spec(c);
-	bool is_base = s == cs;
+	bool is_base = pr_plan_value_is_base(v, c);
 	char msg[512], mem[64], base_mem[64], base[128];
 	if (s->has_mem)
 		check_placed(k, v, c->bytes);

@@ -188,10 +188,12 @@ static const char *device_tag(place_ctx *c, pr_device d)
 static void copy_base(place_ctx *c, const pr_node *src, bool h2d, pr_device dev,
 		      copy_name *out)
 {
-	const char *name = src->name ? src->name : "t", *mid = h2d ? "_h2d_" : "_d2h";
+	static const char h2d_mid[] = "_h2d_", d2h_mid[] = "_d2h";
+	const char *name = src->name ? src->name : "t", *mid = h2d ? h2d_mid : d2h_mid;
 	const char *tag = h2d ? device_tag(c, dev) : "";
 	/* the middle's and the tag's lengths are known: only the name is measured */
-	size_t a = strlen(name), b = h2d ? 5 : 4, t = h2d ? c->tag_len : 0;
+	size_t a = strlen(name), b = h2d ? sizeof h2d_mid - 1 : sizeof d2h_mid - 1;
+	size_t t = h2d ? c->tag_len : 0;
 	char *base = out->buf;
 	out->heap = NULL;
 	if (a + b + t + 1 > sizeof out->buf)
