@@ -407,6 +407,9 @@ Test(cli, dot_window_of_a_large_program_is_drawn_and_the_whole_is_warned_about)
 	char *text = tu_read_file(path, NULL);
 	cr_assert(text && strstr(text, "\"m0 l3_wq\" [label"), "%s", text ? text : "(no file)");
 	cr_assert(strstr(text, "added by pipeline 'cuda'"), "the h2d copy of l3_wq is new:\n%s", text);
+	/* Its warning is past the 10 printed: --dot keeps it for the outline. */
+	cr_assert(strstr(text, "W-CONSTANT-COPY"), "the copy is named by its code:\n%s", text);
+	cr_assert(strstr(text, "fontcolor=\"#d00000\""), "outlined as a per-call copy:\n%s", text);
 	cr_assert_lt(tu_count(text, "[label="), 40, "a window, not the program:\n%s", text);
 	free(text);
 	tu_result_free(&r);
