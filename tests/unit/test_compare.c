@@ -209,12 +209,8 @@ Test(compare, unreadable_program_is_exit_3)
  * passrun prints (which a plain run only counts). */
 Test(compare, codes_count_past_the_print_limit)
 {
-	const char *dir = tu_temp_dir();
-	tu_result r = tu_run("python3 %s/examples/gen/gen_decoder.py --nodes 1000 -o %s/d1k.pg",
-			     PASSRUN_SOURCE_DIR, dir);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	tu_result_free(&r);
-	r = tu_run("%s compare --pipelines cuda --format json %s/d1k.pg", PASSRUN_EXE, dir);
+	tu_result r = tu_run("%s compare --pipelines cuda --format json %s", PASSRUN_EXE,
+			     tu_gen_decoder(1000));
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	const char *w = strstr(r.out, "\"warnings\": ");
 	cr_assert(w, "%s", r.out);
