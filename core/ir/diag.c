@@ -197,11 +197,18 @@ void pr_diags_keep_messages(pr_diags *d, bool keep)
 		d->tally->drop_unprinted = !keep;
 }
 
+/* Notes and warnings go by print_limit; errors (and a severity of no name,
+ * from a broken reporter) are always stored and printed. */
+static bool limited(pr_severity sev)
+{
+	return (unsigned)sev < PR_SEV_ERROR;
+}
+
 /* Whether the next diagnostic of a code with added before it is stored. */
 static bool stored(const pr_diags *d, pr_severity sev, int added)
 {
-	return !d->tally || !d->tally->drop_unprinted || d->print_limit <= 0 ||
-	       sev == PR_SEV_ERROR || added < d->print_limit;
+	return !d->tally || !d->tally->drop_unprinted || d->print_limit <= 0 || !limited(sev) ||
+	       added < d->print_limit;
 }
 
 bool pr_diags_wants_message(const pr_diags *d, pr_severity sev, const char *code)
@@ -245,7 +252,7 @@ void pr_diags_addv(pr_diags *d, pr_severity sev, const char *code, const char *p
 		   va_list ap)
 {
 	code = code ? code : "";
-	tally_entry *t = sev != PR_SEV_ERROR && d->tally ? tally_of(d->tally, code, sev) : NULL;
+	tally_entry *t = limited(sev) && d->tally ? tally_of(d->tally, code, sev) : NULL;
 	if (t && !stored(d, sev, t->added))
 		count_only(d, t, sev);
 	else
@@ -285,7 +292,7 @@ const char *pr_severity_name(pr_severity s)
 
 int pr_diags_count(const pr_diags *d, pr_severity s)
 {
-	int n = (unsigned)s < PR_SEV_ERROR && d->tally ? d->tally->counted[s] : 0;
+	int n = limited(s) && d->tally ? d->tally->counted[s] : 0;
 	for (int i = 0; i < d->n; i++)
 		n += d->items[i].severity == s;
 	return n;
@@ -302,7 +309,7 @@ int pr_diags_errors(const pr_diags *d)
 /* Whether print_limit leaves x out (and count it either way). */
 static bool left_out(const pr_diags *d, const pr_diag *x)
 {
-	if (d->print_limit <= 0 || x->severity == PR_SEV_ERROR || !d->tally)
+	if (d->print_limit <= 0 || !limited(x->severity) || !d->tally)
 		return false;
 	tally_entry *t = tally_of(d->tally, x->code, x->severity);
 	if (t->printed < d->print_limit) {

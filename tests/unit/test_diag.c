@@ -224,3 +224,24 @@ Test(diag, without_a_limit_every_message_is_formatted)
 		cr_assert_not_null(d.items[i].message, "print_limit 0 prints all: %d", i);
 	pr_diags_free(&d);
 }
+
+/* A broken reporter's severity is no index into anything: it is stored and
+ * printed as an error is. */
+Test(diag, a_severity_of_no_name_is_always_stored)
+{
+	pr_diags d;
+	pr_diags_init(&d, "t.pg");
+	d.print_limit = 1;
+	pr_diags_keep_messages(&d, false);
+	for (int i = 0; i < 3; i++)
+		pr_diags_add(&d, (pr_severity)7, "X-A", "p", NULL, NULL, -1, "odd %d", i);
+	cr_assert_eq(d.n, 3);
+	cr_assert_eq(pr_diags_count(&d, (pr_severity)7), 3);
+	cr_assert_eq(pr_diags_count(&d, PR_SEV_WARNING), 0);
+	char *lines = printed(&d, false), *summary = printed(&d, true);
+	cr_assert(strstr(lines, "t.pg: ?[X-A] pass 'p' method '': odd 2\n"), "%s", lines);
+	cr_assert_str_eq(summary, "");
+	free(lines);
+	free(summary);
+	pr_diags_free(&d);
+}
