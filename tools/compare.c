@@ -195,6 +195,7 @@ static void run_cell(const opts *po, cell_row *row)
 	session s;
 	session_init(&s, po);
 	s.wants_provenance = true;   /* every row has its provenance */
+	pr_diags_keep_messages(&s.diags, true);   /* count_codes reads every one */
 	size_t log_len;
 	s.log = po->diagnostics ? open_memstream(&row->log, &log_len) : NULL;
 	if (s.log)

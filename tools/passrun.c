@@ -932,8 +932,9 @@ void session_init(session *s, const opts *o)
 	pr_diags_init(&s->diags, o->program);
 	s->diags.werror = o->werror;
 	s->diags.print_limit = o->all_diagnostics ? 0 : DIAGS_PRINTED_PER_CODE;
-	/* Only --stats=json reads the messages that are not printed. */
-	pr_diags_keep_messages(&s->diags, o->stats_json);
+	/* Only --stats=json reads the diagnostics that are not printed, and
+	 * --dot the flags of every one (the per-call copies it outlines). */
+	pr_diags_keep_messages(&s->diags, o->stats_json || o->dot);
 	s->wants_provenance = o->stats_json;
 	pr_pass_report_init(&s->rep);
 }

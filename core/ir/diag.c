@@ -2,11 +2,13 @@
  *
  * Printing keeps a tally per code, so that a program with 300,000 copies of
  * one warning prints print_limit of them and then one summary line, not
- * 300,000 lines nobody reads; the list itself keeps every one (--stats=json
- * prints them all). Adding counts per code too: a list that does not keep
- * messages formats only those of the first print_limit notes and warnings of
- * each code (and of every error), the only ones pr_diags_print can print,
- * since it prints in the order added. */
+ * 300,000 lines nobody reads. The tally also holds what that line says (how
+ * many, bytes in all, the largest and where), gathered as they are added: a
+ * list that does not keep messages stores only the first print_limit notes
+ * and warnings of each code (and every error), the only ones pr_diags_print
+ * can print, since it prints in the order added, and counts the rest in the
+ * tally alone. A list that keeps messages (--stats=json, --dot, the Python
+ * API) stores every one. */
 #include "passrun/diag.h"
 
 #include <stdarg.h>
@@ -16,18 +18,26 @@
 
 #include "passrun/error.h"
 
-/* Per code: how many notes and warnings were added, how many
- * pr_diags_print printed and how many it left out. */
+/* Per code: its notes and warnings, what the summary line says of them, and
+ * how many pr_diags_print printed and left out. */
 typedef struct tally_entry {
 	char *code;
-	int added, printed, omitted;
+	int added;            /* every one, stored or only counted */
+	int counted;          /* added but not stored: past print_limit, not kept */
+	int printed, omitted; /* by pr_diags_print, of the stored ones */
+	pr_severity first;    /* the severity of the first, for the summary */
+	int64_t bytes;        /* the positive sizes added up, INT64_MAX past it */
+	int64_t largest;      /* the largest size; 0 when none was positive */
+	char *largest_node, *largest_method;  /* where (owned; may be NULL) */
 } tally_entry;
 
 struct pr_diag_tally {
 	int n, cap;
 	tally_entry *items;
 	bool drop_unprinted;  /* !pr_diags_keep_messages */
+	bool last_counted;    /* the diagnostic added last was only counted */
 	int last;             /* the entry found last: one code comes in runs */
+	int counted[PR_SEV_ERROR];  /* notes and warnings only counted, by severity */
 };
 
 void pr_diags_init(pr_diags *d, const char *file)
@@ -49,7 +59,7 @@ static tally_entry *tally_find(pr_diag_tally *t, const char *code)
 	return NULL;
 }
 
-static tally_entry *tally_of(pr_diag_tally *t, const char *code)
+static tally_entry *tally_of(pr_diag_tally *t, const char *code, pr_severity sev)
 {
 	tally_entry *e = tally_find(t, code);
 	if (e)
@@ -58,44 +68,98 @@ static tally_entry *tally_of(pr_diag_tally *t, const char *code)
 		t->cap = t->cap ? t->cap * 2 : 8;
 		t->items = pr_xrealloc(t->items, (size_t)t->cap * sizeof *t->items);
 	}
-	t->items[t->n] = (tally_entry){pr_xstrdup(code), 0, 0, 0};
+	t->items[t->n] = (tally_entry){.code = pr_xstrdup(code), .first = sev};
 	t->last = t->n;
 	return &t->items[t->n++];
+}
+
+static char *text_dup(const char *s)
+{
+	return s ? pr_xstrdup(s) : NULL;
+}
+
+/* A note or warning of e's code with this size, where: the summary's sum and
+ * largest (the first of the largest, as the line names one). */
+static void tally_bytes(tally_entry *e, int64_t bytes, const char *node, const char *method)
+{
+	if (bytes <= 0)
+		return;
+	if (__builtin_add_overflow(e->bytes, bytes, &e->bytes))
+		e->bytes = INT64_MAX;
+	if (bytes <= e->largest)
+		return;
+	e->largest = bytes;
+	free(e->largest_node);
+	e->largest_node = text_dup(node);
+	if (!method || !e->largest_method || strcmp(method, e->largest_method)) {
+		free(e->largest_method);
+		e->largest_method = text_dup(method);
+	}
 }
 
 static void tally_free(pr_diag_tally *t)
 {
 	if (!t)
 		return;
-	for (int i = 0; i < t->n; i++)
+	for (int i = 0; i < t->n; i++) {
 		free(t->items[i].code);
+		free(t->items[i].largest_node);
+		free(t->items[i].largest_method);
+	}
 	free(t->items);
 	free(t);
 }
 
-/* The items' code, pass, method and node strings, copied into chunks that
- * are freed together: a pass reporting 300,000 warnings makes no malloc per
- * string. */
+/* The items' strings, messages included, written into chunks that are freed
+ * together: a pass reporting 300,000 warnings makes no malloc per string. */
 struct pr_diag_chunk {
 	struct pr_diag_chunk *next;
 	size_t used, cap;
 	char data[];
 };
 
-#define DIAG_CHUNK 16384
+#define DIAG_CHUNK 65536
+
+/* A chunk with room for n bytes, made the current one if need be. */
+static struct pr_diag_chunk *strings_room(pr_diags *d, size_t n)
+{
+	struct pr_diag_chunk *c = d->strings;
+	if (c && c->cap - c->used >= n)
+		return c;
+	size_t cap = n > DIAG_CHUNK ? n : DIAG_CHUNK;
+	c = pr_xmalloc(sizeof *c + cap);
+	*c = (struct pr_diag_chunk){.next = d->strings, .cap = cap};
+	d->strings = c;
+	return c;
+}
 
 static char *strings_copy(pr_diags *d, const char *s)
 {
 	size_t n = strlen(s) + 1;
-	struct pr_diag_chunk *c = d->strings;
-	if (!c || c->cap - c->used < n) {
-		size_t cap = n > DIAG_CHUNK ? n : DIAG_CHUNK;
-		c = pr_xmalloc(sizeof *c + cap);
-		*c = (struct pr_diag_chunk){.next = d->strings, .cap = cap};
-		d->strings = c;
-	}
+	struct pr_diag_chunk *c = strings_room(d, n);
 	char *out = c->data + c->used;
 	memcpy(out, s, n);
+	c->used += n;
+	return out;
+}
+
+/* fmt formatted in place at the end of the current chunk; only a message
+ * that does not fit is formatted again, into a new one. */
+static char *strings_format(pr_diags *d, const char *fmt, va_list ap)
+{
+	va_list again;
+	va_copy(again, ap);
+	struct pr_diag_chunk *c = d->strings;
+	size_t room = c ? c->cap - c->used : 0;
+	int len = vsnprintf(c ? c->data + c->used : NULL, room, fmt, ap);
+	PR_ASSERT(len >= 0);
+	size_t n = (size_t)len + 1;
+	if (n > room) {
+		c = strings_room(d, n);
+		vsnprintf(c->data + c->used, n, fmt, again);
+	}
+	va_end(again);
+	char *out = c->data + c->used;
 	c->used += n;
 	return out;
 }
@@ -120,8 +184,6 @@ static void strings_free(pr_diags *d)
 
 void pr_diags_free(pr_diags *d)
 {
-	for (int i = 0; i < d->n; i++)
-		free(d->items[i].message);
 	free(d->items);
 	free(d->file);
 	tally_free(d->tally);
@@ -135,11 +197,18 @@ void pr_diags_keep_messages(pr_diags *d, bool keep)
 		d->tally->drop_unprinted = !keep;
 }
 
-/* Would the next diagnostic of code be within print_limit (added counts
- * the ones before it)? */
-static bool within_limit(const pr_diags *d, pr_severity sev, int added)
+/* Notes and warnings go by print_limit; errors (and a severity of no name,
+ * from a broken reporter) are always stored and printed. */
+static bool limited(pr_severity sev)
 {
-	return d->print_limit <= 0 || sev == PR_SEV_ERROR || added < d->print_limit;
+	return (unsigned)sev < PR_SEV_ERROR;
+}
+
+/* Whether the next diagnostic of a code with added before it is stored. */
+static bool stored(const pr_diags *d, pr_severity sev, int added)
+{
+	return !d->tally || !d->tally->drop_unprinted || d->print_limit <= 0 || !limited(sev) ||
+	       added < d->print_limit;
 }
 
 bool pr_diags_wants_message(const pr_diags *d, pr_severity sev, const char *code)
@@ -147,19 +216,21 @@ bool pr_diags_wants_message(const pr_diags *d, pr_severity sev, const char *code
 	if (!d->tally || !d->tally->drop_unprinted)
 		return true;
 	const tally_entry *t = tally_find(d->tally, code ? code : "");
-	return within_limit(d, sev, t ? t->added : 0);
+	return stored(d, sev, t ? t->added : 0);
 }
 
-void pr_diags_addv(pr_diags *d, pr_severity sev, const char *code, const char *pass,
-		   const char *method, const char *node, int64_t bytes, const char *fmt,
-		   va_list ap)
+/* A note or warning past print_limit that nobody reads: the tally alone. */
+static void count_only(pr_diags *d, tally_entry *t, pr_severity sev)
 {
-	code = code ? code : "";
-	tally_entry *t = sev != PR_SEV_ERROR && d->tally ? tally_of(d->tally, code) : NULL;
-	bool wanted = !d->tally || !d->tally->drop_unprinted ||
-		      within_limit(d, sev, t ? t->added : 0);
-	if (t)
-		t->added++;
+	t->counted++;
+	d->tally->counted[sev]++;
+	d->tally->last_counted = true;
+}
+
+static void store(pr_diags *d, pr_severity sev, const char *code, const char *pass,
+		  const char *method, const char *node, int64_t bytes, const char *fmt,
+		  va_list ap)
+{
 	PR_GROW(d->items, d->n, d->cap);
 	const pr_diag *prev = d->n ? &d->items[d->n - 1] : NULL;
 	pr_diag *x = &d->items[d->n];
@@ -170,8 +241,26 @@ void pr_diags_addv(pr_diags *d, pr_severity sev, const char *code, const char *p
 	x->node = string_like(d, node, NULL);
 	x->bytes = bytes;
 	x->flags = 0;
-	x->message = wanted ? pr_xvasprintf(fmt, ap) : NULL;
+	x->message = strings_format(d, fmt, ap);
 	d->n++;
+	if (d->tally)
+		d->tally->last_counted = false;
+}
+
+void pr_diags_addv(pr_diags *d, pr_severity sev, const char *code, const char *pass,
+		   const char *method, const char *node, int64_t bytes, const char *fmt,
+		   va_list ap)
+{
+	code = code ? code : "";
+	tally_entry *t = limited(sev) && d->tally ? tally_of(d->tally, code, sev) : NULL;
+	if (t && !stored(d, sev, t->added))
+		count_only(d, t, sev);
+	else
+		store(d, sev, code, pass, method, node, bytes, fmt, ap);
+	if (!t)
+		return;
+	t->added++;
+	tally_bytes(t, bytes, node, method);
 }
 
 void pr_diags_add(pr_diags *d, pr_severity sev, const char *code, const char *pass,
@@ -185,6 +274,8 @@ void pr_diags_add(pr_diags *d, pr_severity sev, const char *code, const char *pa
 
 void pr_diags_flag_last(pr_diags *d, unsigned flags)
 {
+	if (d->tally && d->tally->last_counted)
+		return;
 	PR_ASSERT(d->n > 0);
 	d->items[d->n - 1].flags |= flags;
 }
@@ -201,7 +292,7 @@ const char *pr_severity_name(pr_severity s)
 
 int pr_diags_count(const pr_diags *d, pr_severity s)
 {
-	int n = 0;
+	int n = limited(s) && d->tally ? d->tally->counted[s] : 0;
 	for (int i = 0; i < d->n; i++)
 		n += d->items[i].severity == s;
 	return n;
@@ -215,14 +306,13 @@ int pr_diags_errors(const pr_diags *d)
 	return n;
 }
 
-/* Whether print_limit leaves x out (and count it either way). A message
- * that was not kept is past the limit by construction. */
+/* Whether print_limit leaves x out (and count it either way). */
 static bool left_out(const pr_diags *d, const pr_diag *x)
 {
-	if (d->print_limit <= 0 || x->severity == PR_SEV_ERROR || !d->tally)
+	if (d->print_limit <= 0 || !limited(x->severity) || !d->tally)
 		return false;
-	tally_entry *t = tally_of(d->tally, x->code);
-	if (t->printed < d->print_limit && x->message) {
+	tally_entry *t = tally_of(d->tally, x->code, x->severity);
+	if (t->printed < d->print_limit) {
 		t->printed++;
 		return false;
 	}
@@ -244,37 +334,25 @@ void pr_diags_print(const pr_diags *d, int from, FILE *out)
 
 static void print_code_summary(const pr_diags *d, const tally_entry *t, FILE *out)
 {
-	int count = 0;
-	int64_t bytes = 0;
-	const pr_diag *largest = NULL, *first = NULL;
-	for (int i = 0; i < d->n; i++) {
-		const pr_diag *x = &d->items[i];
-		if (strcmp(x->code, t->code) || x->severity == PR_SEV_ERROR)
-			continue;
-		count++;
-		first = first ? first : x;
-		if (x->bytes > 0 && __builtin_add_overflow(bytes, x->bytes, &bytes))
-			bytes = INT64_MAX;
-		if (x->bytes > 0 && (!largest || x->bytes > largest->bytes))
-			largest = x;
-	}
 	fprintf(out, "%s: note: %d %s[%s] in all, %d printed (--all-diagnostics prints every one)",
-		d->file, count, pr_severity_name(first ? first->severity : PR_SEV_WARNING), t->code,
-		t->printed);
-	if (largest)
+		d->file, t->added, pr_severity_name(t->first), t->code, t->printed);
+	if (t->largest)
 		fprintf(out, "; %lld bytes in all, the largest %lld (%%%s, method '%s')",
-			(long long)bytes, (long long)largest->bytes, largest->node ? largest->node : "?",
-			largest->method ? largest->method : "");
+			(long long)t->bytes, (long long)t->largest,
+			t->largest_node ? t->largest_node : "?",
+			t->largest_method ? t->largest_method : "");
 	fputc('\n', out);
 }
 
 int pr_diags_print_summary(const pr_diags *d, FILE *out)
 {
 	int lines = 0;
-	for (int i = 0; d->tally && i < d->tally->n; i++)
-		if (d->tally->items[i].omitted) {
-			print_code_summary(d, &d->tally->items[i], out);
+	for (int i = 0; d->tally && i < d->tally->n; i++) {
+		const tally_entry *t = &d->tally->items[i];
+		if (t->omitted || t->counted) {
+			print_code_summary(d, t, out);
 			lines++;
 		}
+	}
 	return lines;
 }

@@ -67,8 +67,11 @@ struct pr_pass_ctx {
 	cache_entry **cache;
 	const char *method;     /* under run_graph: the running method */
 	pr_err *contract;       /* the first contract the pass broke */
-	int last_diag;          /* index of this pass's latest diagnostic; -1 when none */
+	int last_diag;          /* index of this pass's latest diagnostic, or one of: */
 };
+
+#define NO_DIAG (-1)       /* it reported none yet */
+#define COUNTED_DIAG (-2)  /* its latest was only counted, not stored */
 
 /* Keeps the first contract error; the pass fails with it when it returns. */
 static void broke_contract(pr_pass_ctx *ctx, pr_err *e)
@@ -162,11 +165,13 @@ const char *pr_pass_opt_string(pr_pass_ctx *ctx, const char *name, const char *m
 void pr_pass_diag(pr_pass_ctx *ctx, pr_severity sev, const char *code, const char *method,
 		  const char *node, int64_t bytes, const char *fmt, ...)
 {
+	int before = ctx->diags->n;
 	va_list ap;
 	va_start(ap, fmt);
 	pr_diags_addv(ctx->diags, sev, code, pr_pass_name(ctx), method, node, bytes, fmt, ap);
 	va_end(ap);
-	ctx->last_diag = ctx->diags->n - 1;
+	/* No item: it was only counted (pr_diags_keep_messages). */
+	ctx->last_diag = ctx->diags->n > before ? ctx->diags->n - 1 : COUNTED_DIAG;
 }
 
 bool pr_pass_diag_wanted(pr_pass_ctx *ctx, pr_severity sev, const char *code)
@@ -176,6 +181,8 @@ bool pr_pass_diag_wanted(pr_pass_ctx *ctx, pr_severity sev, const char *code)
 
 void pr_pass_diag_flag(pr_pass_ctx *ctx, unsigned flags)
 {
+	if (ctx->last_diag == COUNTED_DIAG)
+		return;   /* nobody reads the flags of one that is no item */
 	if (ctx->last_diag < 0 || ctx->last_diag >= ctx->diags->n) {
 		broke_contract(ctx, pr_err_new("pass '%s' flags a diagnostic before it reports one",
 					       pr_pass_name(ctx)));
@@ -447,7 +454,7 @@ pr_err *pr_pipeline_run(const pr_pipeline *pl, const pr_registry *r, pr_program 
 	cache_entry *cache = NULL;
 	pr_err *e = NULL;
 	for (int i = 0; i < pl->n_passes && !e; i++) {
-		pr_pass_ctx ctx = {r, pl, &pl->passes[i], diags, &cache, NULL, NULL, -1};
+		pr_pass_ctx ctx = {r, pl, &pl->passes[i], diags, &cache, NULL, NULL, NO_DIAG};
 		e = run_one(&ctx, &run, &ins, i);
 	}
 	pm_crash_forget_reproducer();

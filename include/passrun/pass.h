@@ -203,7 +203,8 @@ void pr_pass_diag(pr_pass_ctx *ctx, pr_severity sev, const char *code,
  * a pass that builds part of a message itself asks first. */
 bool pr_pass_diag_wanted(pr_pass_ctx *ctx, pr_severity sev, const char *code);
 /* Adds PR_DIAG_* flags (diag.h) to the diagnostic this pass reported last
- * (with none reported yet, a contract error that fails the pass). */
+ * (with none reported yet, a contract error that fails the pass; nothing
+ * when that one was only counted, pr_diags_keep_messages). */
 void pr_pass_diag_flag(pr_pass_ctx *ctx, unsigned flags);
 
 #ifdef __cplusplus

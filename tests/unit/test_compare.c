@@ -204,3 +204,20 @@ Test(compare, unreadable_program_is_exit_3)
 	cr_assert_eq(r.status, 3, "%s", r.err);
 	tu_result_free(&r);
 }
+
+/* A row counts every diagnostic of a code, also those past the 10 that
+ * passrun prints (which a plain run only counts). */
+Test(compare, codes_count_past_the_print_limit)
+{
+	tu_result r = tu_run("%s compare --pipelines cuda --format json %s", PASSRUN_EXE,
+			     tu_gen_decoder(1000));
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	const char *w = strstr(r.out, "\"warnings\": ");
+	cr_assert(w, "%s", r.out);
+	long warnings = strtol(w + strlen("\"warnings\": "), NULL, 10);
+	cr_assert_gt(warnings, 10, "more than are printed:\n%s", r.out);
+	char want[64];
+	snprintf(want, sizeof want, "\"codes\": {\"W-CONSTANT-COPY\": %ld}", warnings);
+	cr_assert(strstr(r.out, want), "want %s:\n%s", want, r.out);
+	tu_result_free(&r);
+}

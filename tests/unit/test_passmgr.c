@@ -167,6 +167,27 @@ static pr_err *misplace(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 }
 
 static const char *const needs_count[] = {"count", NULL};
+/* Three flagged warnings, then one flag before any: the first is a contract
+ * error only when no diagnostic came before it. */
+static pr_err *warn_flagged(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	(void)p;
+	(void)changed;
+	for (unsigned i = 0; i < 3; i++) {
+		pr_pass_diag(ctx, PR_SEV_WARNING, "W-F", "forward", "x", 8, "flagged %u", i);
+		pr_pass_diag_flag(ctx, 1u << i);
+	}
+	return NULL;
+}
+
+static pr_err *flag_first(pr_pass_ctx *ctx, pr_program *p, bool *changed)
+{
+	(void)p;
+	(void)changed;
+	pr_pass_diag_flag(ctx, 1u);
+	return NULL;
+}
+
 static const char *const needs_missing[] = {"missing", NULL};
 static const char *const needs_partial[] = {"partial", NULL};
 
@@ -180,6 +201,8 @@ static const pr_pass_info passes[] = {
 	{.struct_size = sizeof(pr_pass_info), .name = "opts", .options = opt_decls,
 	 .n_options = 4, .run = read_opts, .user = seen},
 	PASS("warn", warn),
+	PASS("warn-flagged", warn_flagged),
+	PASS("flag-first", flag_first),
 	PASS("fail", fail),
 	PASS("misplace", misplace),
 	{.struct_size = sizeof(pr_pass_info), .name = "needs-missing", .requires = needs_missing,
@@ -229,6 +252,9 @@ typedef struct run_result {
 	pr_pass_report rep;
 } run_result;
 
+/* print_limit of the runs' lists; not 0: they keep only what they print. */
+static int runs_print_limit;
+
 static run_result run_pipeline(pr_registry *r, pr_program *p, const char *inline_passes,
 			       const char *const *sets, bool verify_each, bool werror)
 {
@@ -242,6 +268,8 @@ static run_result run_pipeline(pr_registry *r, pr_program *p, const char *inline
 	run_result res;
 	pr_diags_init(&res.diags, "t.pg");
 	res.diags.werror = werror;
+	res.diags.print_limit = runs_print_limit;
+	pr_diags_keep_messages(&res.diags, !runs_print_limit);
 	pr_pass_report_init(&res.rep);
 	pr_instrument_opts o = {.verify_each = verify_each};
 	res.err = pr_pipeline_run(pl, r, p, &res.diags, &o, &res.rep);
@@ -346,6 +374,32 @@ Test(passmgr, run_stops_at_the_first_failing_pass)
 	res = run_pipeline(r, p, "warn,change", NULL, false, true);
 	cr_assert(res.err && strstr(pr_err_message(res.err), "pass 'warn' reported 1 error"));
 	cr_assert_eq(res.rep.n, 1);
+	result_free(&res);
+	pr_program_free(p);
+	pr_registry_free(r);
+}
+
+Test(passmgr, flagging_a_counted_diagnostic_does_nothing)
+{
+	pr_registry *r = registry();
+	pr_program *p = tu_parse(two_methods);
+	runs_print_limit = 1;
+	run_result res = run_pipeline(r, p, "warn-flagged", NULL, false, false);
+	runs_print_limit = 0;
+	cr_assert_null(res.err, "%s", pr_err_message(res.err));
+	cr_assert_eq(res.diags.n, 1, "the two past the limit are only counted");
+	cr_assert_eq(pr_diags_count(&res.diags, PR_SEV_WARNING), 3);
+	cr_assert_eq(res.diags.items[0].flags, 1u, "their flags went nowhere");
+	result_free(&res);
+	res = run_pipeline(r, p, "warn-flagged", NULL, false, false);
+	cr_assert_null(res.err);
+	cr_assert_eq(res.diags.n, 3, "kept: every one, each with its flag");
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(res.diags.items[i].flags, 1u << i);
+	result_free(&res);
+	res = run_pipeline(r, p, "flag-first", NULL, false, false);
+	cr_assert(res.err && strstr(pr_err_message(res.err), "flags a diagnostic before it reports one"),
+		  "%s", pr_err_message(res.err));
 	result_free(&res);
 	pr_program_free(p);
 	pr_registry_free(r);

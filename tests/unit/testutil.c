@@ -113,6 +113,17 @@ const char *tu_write_temp(const char *name, const char *text)
 	return path;
 }
 
+const char *tu_gen_decoder(int nodes)
+{
+	static char path[512];
+	snprintf(path, sizeof path, "%s/decoder%d.pg", tu_temp_dir(), nodes);
+	tu_result r = tu_run("python3 %s/examples/gen/gen_decoder.py --nodes %d -o %s",
+			     PASSRUN_SOURCE_DIR, nodes, path);
+	cr_assert_eq(r.status, 0, "gen_decoder.py --nodes %d: %s", nodes, r.err);
+	tu_result_free(&r);
+	return path;
+}
+
 pr_program *tu_parse(const char *text)
 {
 	pr_program *p = NULL;

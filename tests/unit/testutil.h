@@ -25,6 +25,9 @@ char *tu_read_file(const char *path, size_t *len);
  * returns its path (static storage, valid until the next call with the same name). */
 const char *tu_write_temp(const char *name, const char *text);
 const char *tu_temp_dir(void);
+/* examples/gen/gen_decoder.py --nodes N written under tu_temp_dir; its path
+ * (static storage, valid until the next call). */
+const char *tu_gen_decoder(int nodes);
 /* Parses text, failing the test with the error's message if it does not parse. */
 pr_program *tu_parse(const char *text);
 /* Counts occurrences of needle in haystack. */
