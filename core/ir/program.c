@@ -278,7 +278,9 @@ typedef struct arena_chunk {
 } arena_chunk;
 
 /* Bump allocation from chunks whose blocks double up to ARENA_MAX_CHUNK
- * bytes; nothing is freed before the whole arena. */
+ * bytes; nothing is freed before the whole arena, and no byte is handed out
+ * twice (what is given back goes to free lists of its own), so what
+ * arena_alloc returns is zero, as big_alloc left it. */
 typedef struct arena {
 	arena_chunk *head;
 	size_t next_block;
@@ -860,20 +862,13 @@ void pr_node_set_graph_args(pr_node *n, pr_arg *args, int n_args)
 
 void *pr_graph_alloc(pr_graph *g, size_t size)
 {
-	void *p = arena_alloc(&g->store->mem, size ? size : 1, 8);
-	memset(p, 0, size);
-	return p;
+	return arena_alloc(&g->store->mem, size ? size : 1, 8);   /* zero: see arena */
 }
 
 pr_arg *pr_graph_new_args(pr_graph *g, int n_args)
 {
 	size_t size = (size_t)(n_args > 0 ? n_args : 1) * sizeof(pr_arg);
-	pr_arg *args = arena_alloc(&g->store->mem, size, _Alignof(pr_arg));
-	if (n_args <= 1)   /* most nodes, every copy: a constant size is a few stores */
-		memset(args, 0, sizeof *args);
-	else
-		memset(args, 0, size);
-	return args;
+	return arena_alloc(&g->store->mem, size, _Alignof(pr_arg));   /* zero: see arena */
 }
 
 void pr_arg_set_value(pr_arg *a, pr_node *v)

@@ -36,7 +36,7 @@ static pr_spec *specs_of(pr_spec *s, int n)
 	return s;
 }
 
-Test(node_parts, graph_alloc_is_zeroed_and_aligned)
+Test(node_parts, graph_storage_is_zeroed_and_aligned)
 {
 	pr_graph *g;
 	pr_program *p = one_method(&g);
@@ -47,6 +47,10 @@ Test(node_parts, graph_alloc_is_zeroed_and_aligned)
 		for (size_t i = 0; i < size; i++)
 			cr_assert_eq(b[i], 0);
 		memset(b, 0xff, size);   /* the next one is not this one */
+		pr_arg *a = pr_graph_new_args(g, (int)size % 5);
+		for (int i = 0; i < (int)size % 5; i++)
+			cr_assert(a[i].kind == PR_ARG_VALUE && !a[i].u.value && !a[i].owner);
+		memset(a, 0xff, sizeof *a);
 	}
 	pr_program_free(p);
 }
