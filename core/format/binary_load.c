@@ -19,7 +19,11 @@
  * With borrow, blob bytes and the materialized bytes of constants point into
  * the buffer (pr_blob.borrowed, pr_data.mapped), which is how a mapped file's
  * constants are used without a copy; otherwise blobs are copied and mapped
- * stays NULL (the data can be materialized again from its description). */
+ * stays NULL (the data can be materialized again from its description).
+ *
+ * Nothing is malloc'd per node: a node's args, input name, list values,
+ * tuple elements and write-backs are its graph's storage (program.h), and
+ * its name is interned; on an error the graph frees them with the rest. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -231,15 +235,19 @@ static bool rd_span(rd *r, const char *what, bool optional, const char **out, ui
 	return true;
 }
 
-/* A string the caller owns (malloc'd), or NULL when optional and absent. */
-static bool rd_string(rd *r, const char *what, bool optional, char **out)
+/* A NUL-terminated copy of a string, or NULL when optional and absent: in
+ * the storage of graph `in` (a node's part: pr_graph_alloc), or malloc'd for
+ * the caller when in is NULL. */
+static bool rd_string(rd *r, const char *what, bool optional, pr_graph *in, char **out)
 {
 	const char *s;
 	uint32_t n;
 	*out = NULL;
 	if (!rd_span(r, what, optional, &s, &n))
 		return false;
-	if (s)
+	if (s && in)
+		*out = memcpy(pr_graph_alloc(in, (size_t)n + 1), s, n);   /* zeroed: the NUL */
+	else if (s)
 		*out = pr_xstrndup(s, n);
 	return true;
 }
@@ -507,7 +515,8 @@ static void rd_layout_remember(rd *r, size_t at, const pr_spec *s)
 }
 
 /* A spec's layout: dtype, rank, flags and dims, all checked, into s, which
- * its owner has zeroed (rd_type's type, its calloc'd elements). */
+ * its owner has zeroed (rd_type's type, its tuple's pr_graph_alloc'd
+ * elements). */
 static bool rd_layout(rd *r, pr_spec *s)
 {
 	if (rd_layout_known(r, s))
@@ -599,9 +608,11 @@ static bool rd_spec(rd *r, pr_spec *s)
 	return true;
 }
 
-/* t comes zeroed: a fresh node's (pr_graph_new_node). */
-static bool rd_type(rd *r, pr_type *t)
+/* n is fresh (pr_graph_new_node): its type is zeroed. A tuple's elements
+ * are the graph's storage. */
+static bool rd_type(rd *r, pr_node *n)
 {
+	pr_type *t = &n->type;
 	size_t at = r->pos;
 	uint8_t kind;
 	if (!rd_u8(r, "a type kind", &kind))
@@ -614,12 +625,12 @@ static bool rd_type(rd *r, pr_type *t)
 		return rd_spec(r, &t->tensor);
 	if (kind != PR_TYPE_TUPLE)
 		return true;
-	uint32_t n;
-	if (!rd_count(r, "the tuple's element count", PRB_MIN_SPEC, &n))
+	uint32_t count;
+	if (!rd_count(r, "the tuple's element count", PRB_MIN_SPEC, &count))
 		return false;
-	t->elems = pr_xcalloc(n ? n : 1, sizeof *t->elems);
-	t->n_elems = (int)n;
-	for (uint32_t i = 0; i < n; i++)
+	pr_node_set_tuple(n, pr_graph_alloc(r->graph, count * sizeof *t->elems), (int)count,
+			  PR_STORAGE_GRAPH);
+	for (uint32_t i = 0; i < count; i++)
 		if (!rd_spec(r, &t->elems[i]))
 			return false;
 	return true;
@@ -833,8 +844,10 @@ static bool rd_data(rd *r, pr_node *n)
 		if (numel >= 0 && count != (uint64_t)numel)   /* as the text requires */
 			return rd_fail(r, cat, "value count is %llu, expected %lld (the tensor's "
 				       "element count)", (unsigned long long)count, (long long)numel);
-		d->values = pr_xmalloc(count ? (size_t)count * sizeof *d->values : 1);
-		d->n_values = (int64_t)count;
+		/* the graph's storage: the file's doubles are neither aligned nor
+		 * necessarily kept after the load (without borrow) */
+		pr_node_set_data_values(n, pr_graph_alloc(r->graph, (size_t)count * sizeof *d->values),
+					(int64_t)count, PR_STORAGE_GRAPH);
 		for (uint64_t i = 0; i < count; i++)
 			if (!rd_f64(r, "a value", &d->values[i]) ||
 			    !rd_value_fits(r, n, d->values[i], r->pos - 8))
@@ -866,9 +879,11 @@ static bool rd_input(rd *r, pr_node *n)
 			       body ? "0 (positional)" : "1..4 (user, parameter, buffer, constant)");
 	n->input->kind = (pr_input_kind)kind;
 	size_t name_at = r->pos;
-	if (!rd_string(r, "the input's name", true, &n->input->name))
+	char *quoted;
+	if (!rd_string(r, "the input's name", true, r->graph, &quoted))
 		return false;
-	if (body && n->input->name)
+	pr_node_set_input_name(n, quoted, PR_STORAGE_GRAPH);
+	if (body && quoted)
 		return rd_fail(r, name_at, "a delegate body's input has a name, expected none");
 	size_t data_at = r->pos;
 	if (!rd_data(r, n))
@@ -901,9 +916,11 @@ static bool rd_index(rd *r, const char *what, uint32_t limit, uint32_t *ix)
 	return true;
 }
 
+/* The graph's storage, the array and its targets. */
 static bool rd_writebacks(rd *r, pr_node *n)
 {
-	n->writebacks = pr_xcalloc(n->n_args ? (size_t)n->n_args : 1, sizeof *n->writebacks);
+	pr_node_set_writebacks(n, pr_graph_alloc(r->graph, (size_t)n->n_args * sizeof *n->writebacks),
+			       PR_STORAGE_GRAPH);
 	for (int i = 0; i < n->n_args; i++) {
 		size_t at = r->pos;
 		uint8_t kind;
@@ -913,7 +930,7 @@ static bool rd_writebacks(rd *r, pr_node *n)
 			return rd_fail(r, at, "write-back kind %u is unknown, expected 0 (none), "
 				       "1 (buffer) or 2 (input)", kind);
 		pr_writeback *wb = &n->writebacks[i];
-		if (!rd_string(r, "the write-back's target", true, &wb->target))
+		if (!rd_string(r, "the write-back's target", true, r->graph, &wb->target))
 			return false;
 		if ((kind == PR_WRITEBACK_NONE) != (wb->target == NULL))
 			return rd_fail(r, at + 1, "write-back %s a target, expected %s", wb->target ?
@@ -1086,7 +1103,7 @@ static bool rd_node(rd *r, pr_graph *g, pr_node *nodes, uint64_t self, uint64_t 
 	n->name = name;   /* not NUL-terminated: rd_link interns it */
 	rd_pend(r, n, name, len, h, name_at);
 	PR_ASSERT(n == &nodes[self]);
-	return rd_type(r, &n->type) && rd_node_rest(r, nodes, self, n);
+	return rd_type(r, n) && rd_node_rest(r, nodes, self, n);
 }
 
 static bool rd_graph(rd *r, pr_graph *g)
@@ -1134,7 +1151,7 @@ static bool rd_schemas(rd *r)
 	for (uint32_t i = 0; i < n; i++) {
 		size_t at = r->pos;
 		char *text;
-		if (!rd_string(r, "an op schema", false, &text))
+		if (!rd_string(r, "an op schema", false, NULL, &text))
 			return false;
 		size_t bad = utf8_invalid_at(text);
 		if (bad != (size_t)-1) {
@@ -1218,7 +1235,7 @@ static bool rd_delegate_head(rd *r)
 			/* the text's key is a word: [A-Za-z_][A-Za-z0-9_]* */
 			return rd_fail(r, kat, "compile spec key '%s' is not a word, expected letters, "
 				       "digits and '_', not starting with a digit", key);
-		if (!rd_string(r, "a compile spec value", false, &value))
+		if (!rd_string(r, "a compile spec value", false, NULL, &value))
 			return false;
 		if (pr_delegate_spec(d, key)) {
 			free(value);

@@ -135,6 +135,7 @@ bool tp_int(tp *p, const char *what, int64_t *out);
 bool tp_looks_numeric(tp *p);
 
 /* text_parse_type.c */
-bool tp_type(tp *p, pr_type *out);
+/* n's type; a tuple's elements are n's own (pr_node_set_tuple). */
+bool tp_type(tp *p, pr_node *n);
 
 #endif

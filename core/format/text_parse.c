@@ -436,8 +436,13 @@ static bool tp_data(tp *p, pr_node *n)
 	pr_data *d = &n->input->data;
 	size_t at = (tp_ws(p), p->pos);
 	if (tp_accept(p, '[')) {
-		return tp_data_list(p, d, at, pr_spec_numel(&n->type.tensor),
-				    n->type.tensor.dtype);
+		/* read apart and given to n (owned), after an error too */
+		pr_data list = {0};
+		bool ok = tp_data_list(p, &list, at, pr_spec_numel(&n->type.tensor),
+				       n->type.tensor.dtype);
+		d->kind = list.kind;
+		pr_node_set_data_values(n, list.values, list.n_values, PR_STORAGE_OWNED);
+		return ok;
 	}
 	if (tp_accept(p, '@')) {
 		if (!tp_name(p, "a blob name after '@'"))
@@ -506,8 +511,13 @@ static bool tp_input(tp *p, pr_graph *g, pr_node *n)
 	}
 	if (!tp_input_kind(p, n))
 		return false;
-	if (tp_peek(p) == '"' && !tp_string(p, &n->input->name))
-		return false;
+	if (tp_peek(p) == '"') {
+		char *quoted = NULL;
+		bool ok = tp_string(p, &quoted);
+		pr_node_set_input_name(n, quoted, PR_STORAGE_OWNED);
+		if (!ok)
+			return false;
+	}
 	if (tp_at_eol(p))
 		return true;
 	const char *w;
@@ -610,7 +620,7 @@ static bool tp_value_stmt(tp *p, pr_graph *g)
 	const char *name = p->s + p->pos - len;
 	uint32_t h = pr_str_hash(name, len);   /* once, for both tables */
 	pr_node *n = pr_graph_new_node(g, PR_NODE_OP, NULL);
-	bool ok = tp_expect(p, ':', "':' and the value's type") && tp_type(p, &n->type) &&
+	bool ok = tp_expect(p, ':', "':' and the value's type") && tp_type(p, n) &&
 		  tp_expect(p, '=', "'=' after the type") && tp_rhs(p, g, n);
 	/* Appended even after an error, so the program frees it with the rest;
 	 * a node refused stays in g's slab, which frees it too. */
@@ -670,7 +680,7 @@ static bool tp_return_stmt(tp *p, pr_graph *g)
 	}
 	pr_node *n = pr_graph_new_node(g, PR_NODE_RETURN, NULL);
 	tp_set_args(g, n, &args);
-	n->writebacks = wb;
+	pr_node_set_writebacks(n, wb, PR_STORAGE_OWNED);
 	if (!tp_append(p, g, n, at))
 		return false;
 	return ok && tp_end_stmt(p, "the return values");

@@ -288,13 +288,13 @@ static bool tp_spec(tp *p, pr_spec *s)
 }
 
 /* The specs of a tuple, after its '(': read on the stack while they fit,
- * then copied into one malloc of their exact size, which the node owns
- * (grown as a list, from 8, a one-spec tuple kept 504 bytes unused: 125 MB
- * at a million nodes). On an error too, so that the node frees what was
- * read. */
+ * then copied into one malloc of their exact size, which n owns
+ * (pr_node_set_tuple; grown as a list, from 8, a one-spec tuple kept 504
+ * bytes unused: 125 MB at a million nodes). On an error too, so that the
+ * node frees what was read. */
 #define TP_INLINE_SPECS 8
 
-static bool tp_tuple(tp *p, pr_type *out)
+static bool tp_tuple(tp *p, pr_node *node)
 {
 	pr_spec inl[TP_INLINE_SPECS], *v = inl;
 	int n = 0, cap = TP_INLINE_SPECS;
@@ -310,16 +310,16 @@ static bool tp_tuple(tp *p, pr_type *out)
 		} while (ok && tp_accept(p, ','));
 		ok = ok && tp_expect(p, ')', "',' or ')' in a tuple type");
 	}
-	out->n_elems = n;
-	if (n)
-		out->elems = memcpy(pr_xmalloc((size_t)n * sizeof *v), v, (size_t)n * sizeof *v);
+	pr_spec *elems = n ? memcpy(pr_xmalloc((size_t)n * sizeof *v), v, (size_t)n * sizeof *v) : NULL;
+	pr_node_set_tuple(node, elems, n, PR_STORAGE_OWNED);
 	if (v != inl)
 		free(v);
 	return ok;
 }
 
-bool tp_type(tp *p, pr_type *out)
+bool tp_type(tp *p, pr_node *n)
 {
+	pr_type *out = &n->type;
 	memset(out, 0, sizeof *out);
 	tp_ws(p);
 	size_t at = p->pos;
@@ -332,10 +332,8 @@ bool tp_type(tp *p, pr_type *out)
 		}
 		p->pos = at;
 	}
-	if (tp_accept(p, '(')) {
-		out->kind = PR_TYPE_TUPLE;
-		return tp_tuple(p, out);
-	}
+	if (tp_accept(p, '('))
+		return tp_tuple(p, n);
 	out->kind = PR_TYPE_TENSOR;
 	return tp_spec(p, &out->tensor);
 }

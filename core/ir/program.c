@@ -278,7 +278,9 @@ typedef struct arena_chunk {
 } arena_chunk;
 
 /* Bump allocation from chunks whose blocks double up to ARENA_MAX_CHUNK
- * bytes; nothing is freed before the whole arena. */
+ * bytes; nothing is freed before the whole arena, and no byte is handed out
+ * twice (what is given back goes to free lists of its own), so what
+ * arena_alloc returns is zero, as big_alloc left it. */
 typedef struct arena {
 	arena_chunk *head;
 	size_t next_block;
@@ -567,7 +569,20 @@ enum {
 	NODE_NAME_LOCAL = 32, /* name is not interned yet (a detached pr_node_new) */
 	NODE_NAME_HEAP = 64,  /* ... and malloc'd (renamed while detached) */
 	NODE_INPUT_HEAP = 128,/* input is malloc'd (pr_node_make_input on a detached node) */
+	/* A node's other parts that are graph or program storage, not owned
+	 * (program.h: pr_node_set_input_name and the others); clear: owned. */
+	NODE_INPUT_NAME_GRAPH = 256,
+	NODE_VALUES_GRAPH = 512,
+	NODE_ELEMS_GRAPH = 1024,
+	NODE_WRITEBACKS_GRAPH = 2048,   /* the array and its targets */
 };
+
+/* The bits above fit pr_node.mem, which sits in what pads after kind, so
+ * that a node stays 216 bytes (program.h) and name stays where free slots
+ * keep it. */
+_Static_assert(sizeof(((pr_node *)0)->mem) * 8 >= 12, "pr_node.mem holds every NODE_ bit");
+_Static_assert(offsetof(pr_node, name) == sizeof(void *), "pr_node.mem pads nothing");
+_Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 216, "a node is 216 bytes");
 
 typedef struct node_chunk {
 	struct node_chunk *next;
@@ -828,7 +843,7 @@ static void set_args(pr_node *n, pr_arg *args, int n_args, bool graph)
 		if (owned)
 			free(n->args);
 	}
-	n->mem = (uint8_t)(graph ? n->mem | NODE_ARGS_GRAPH : n->mem & ~NODE_ARGS_GRAPH);
+	n->mem = (uint16_t)(graph ? n->mem | NODE_ARGS_GRAPH : n->mem & ~NODE_ARGS_GRAPH);
 	n->args = args;
 	n->n_args = n_args;
 	args_attach(n, args, n_args);
@@ -845,15 +860,15 @@ void pr_node_set_graph_args(pr_node *n, pr_arg *args, int n_args)
 	set_args(n, args, n_args, true);
 }
 
+void *pr_graph_alloc(pr_graph *g, size_t size)
+{
+	return arena_alloc(&g->store->mem, size ? size : 1, 8);   /* zero: see arena */
+}
+
 pr_arg *pr_graph_new_args(pr_graph *g, int n_args)
 {
 	size_t size = (size_t)(n_args > 0 ? n_args : 1) * sizeof(pr_arg);
-	pr_arg *args = arena_alloc(&g->store->mem, size, _Alignof(pr_arg));
-	if (n_args <= 1)   /* most nodes, every copy: a constant size is a few stores */
-		memset(args, 0, sizeof *args);
-	else
-		memset(args, 0, size);
-	return args;
+	return arena_alloc(&g->store->mem, size, _Alignof(pr_arg));   /* zero: see arena */
 }
 
 void pr_arg_set_value(pr_arg *a, pr_node *v)
@@ -949,27 +964,79 @@ pr_node *pr_graph_reserve_nodes(pr_graph *g, size_t count)
 	return &st->chunks->nodes[st->chunks->used];
 }
 
-static void type_free(pr_type *t)
+/* ---- a node's other parts: owned or graph storage -------------------------- */
+
+/* Records how n's part of graph bit `bit` is stored from now on; returns
+ * whether n owned the one it had. */
+static bool part_store(pr_node *n, uint16_t bit, pr_storage storage)
 {
-	free(t->elems);
-	t->elems = NULL;
-	t->n_elems = 0;
+	bool owned = !(n->mem & bit);
+	PR_ASSERT(storage == PR_STORAGE_OWNED || n->graph);
+	n->mem = (uint16_t)(storage == PR_STORAGE_GRAPH ? n->mem | bit : n->mem & ~bit);
+	return owned;
+}
+
+void pr_node_set_input_name(pr_node *n, char *name, pr_storage storage)
+{
+	PR_ASSERT(n->input != NO_INPUT);
+	char *old = n->input->name;
+	if (part_store(n, NODE_INPUT_NAME_GRAPH, storage) && old != name)
+		free(old);
+	n->input->name = name;
+}
+
+void pr_node_set_data_values(pr_node *n, double *values, int64_t n_values, pr_storage storage)
+{
+	PR_ASSERT(n->input != NO_INPUT);
+	pr_data *d = &n->input->data;
+	if (part_store(n, NODE_VALUES_GRAPH, storage) && d->values != values)
+		free(d->values);
+	d->values = values;
+	d->n_values = n_values;
+}
+
+void pr_node_set_tuple(pr_node *n, pr_spec *elems, int n_elems, pr_storage storage)
+{
+	if (part_store(n, NODE_ELEMS_GRAPH, storage) && n->type.elems != elems)
+		free(n->type.elems);
+	n->type.kind = PR_TYPE_TUPLE;
+	n->type.elems = elems;
+	n->type.n_elems = n_elems;
+}
+
+/* n's write-backs, when it owns them: n_args targets. */
+static void writebacks_free(pr_node *n)
+{
+	if (!n->writebacks || (n->mem & NODE_WRITEBACKS_GRAPH))
+		return;
+	for (int i = 0; i < n->n_args; i++)
+		free(n->writebacks[i].target);
+	free(n->writebacks);
+}
+
+void pr_node_set_writebacks(pr_node *n, pr_writeback *writebacks, pr_storage storage)
+{
+	if (n->writebacks != writebacks)
+		writebacks_free(n);
+	part_store(n, NODE_WRITEBACKS_GRAPH, storage);
+	n->writebacks = writebacks;
 }
 
 /* What a node owns besides its args and uses. */
 static void node_parts_free(pr_node *n)
 {
-	if (n->writebacks) {
-		for (int i = 0; i < n->n_args; i++)
-			free(n->writebacks[i].target);
-		free(n->writebacks);
-	}
+	writebacks_free(n);
 	if (n->mem & NODE_NAME_HEAP)
 		free((char *)n->name);
-	free(n->input->name);
-	free(n->input->data.values);
+	if (!(n->mem & NODE_INPUT_NAME_GRAPH))
+		free(n->input->name);
+	if (!(n->mem & NODE_VALUES_GRAPH))
+		free(n->input->data.values);
 	input_release(store_of(n), n);
-	type_free(&n->type);
+	if (!(n->mem & NODE_ELEMS_GRAPH))
+		free(n->type.elems);
+	n->type.elems = NULL;
+	n->type.n_elems = 0;
 }
 
 /* Frees an unlinked node, taking its reads off the values it reads. */
@@ -1346,7 +1413,7 @@ static void set_interned_name(pr_node *n, const char *interned)
 	if (n->mem & NODE_NAME_HEAP)
 		free((char *)n->name);
 	n->name = interned;
-	n->mem &= (uint8_t)~(NODE_NAME_LOCAL | NODE_NAME_HEAP);
+	n->mem &= (uint16_t)~(NODE_NAME_LOCAL | NODE_NAME_HEAP);
 }
 
 pr_err *pr_node_rename(pr_node *n, const char *name)

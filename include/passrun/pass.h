@@ -50,8 +50,12 @@ extern "C" {
  * pr_plan_value in plan.h). 4: a pr_plan_class names its device by an index
  * into pr_lifetimes.devices (plan.h), and pr_arg's use_index follows its
  * kind (32 bytes, not 40). 5: pr_plan_class and pr_plan_value keep no spec
- * pointer (plan.h: pr_plan_class_spec, pr_plan_value_spec), 32 and 16 bytes. */
-#define PR_PLUGIN_ABI_VERSION 5u
+ * pointer (plan.h: pr_plan_class_spec, pr_plan_value_spec), 32 and 16 bytes.
+ * 6: a node's input name, list values, tuple elements and write-backs may
+ * be graph storage: set them with pr_node_set_input_name,
+ * pr_node_set_data_values, pr_node_set_tuple and pr_node_set_writebacks;
+ * pr_node.mem is 16 bits. */
+#define PR_PLUGIN_ABI_VERSION 6u
 /* The entry point's name, as a C name and as the string dlsym looks up. */
 #define PR_PLUGIN_ENTRY passrun_plugin_info
 #define PR_PLUGIN_ENTRY_SYMBOL PR_PLUGIN_STR_(PR_PLUGIN_ENTRY)

@@ -54,8 +54,16 @@
  *     pairs so that none pads. The op/delegate/getitem/return fields are
  *     not overlaid: code reads them on every kind (NULL or 0 when not its
  *     kind).
- *   - A node's other parts (input->name, writebacks, input->data.values,
- *     type.elems) are malloc'd and owned by the node. */
+ *   - A node's other parts (input->name, input->data.values, type.elems,
+ *     writebacks and their targets) are each either owned by the node
+ *     (malloc'd, freed with it or when replaced) or graph storage
+ *     (pr_graph_alloc, or strings of pr_program_intern: loaders, no malloc
+ *     per node; never freed one by one). The node records which in its mem
+ *     bits, so give it them only with pr_node_set_input_name,
+ *     pr_node_set_data_values, pr_node_set_tuple and
+ *     pr_node_set_writebacks. A one-element tuple does not point at its
+ *     own type.tensor: a type is copied as a value (gi->type = call->type),
+ *     and such a copy would point into the node it came from. */
 #ifndef PASSRUN_PROGRAM_H
 #define PASSRUN_PROGRAM_H
 
@@ -158,7 +166,7 @@ typedef struct pr_type {
 	pr_type_kind kind;
 	int n_elems;        /* PR_TYPE_TUPLE */
 	pr_spec tensor;     /* PR_TYPE_TENSOR */
-	pr_spec *elems;     /* owned */
+	pr_spec *elems;     /* owned or graph storage: pr_node_set_tuple */
 } pr_type;
 
 /* ---- op schemas (PyTorch function-schema syntax) --------------------- */
@@ -254,7 +262,7 @@ typedef struct pr_data {
 	double fill;         /* PR_DATA_FILL */
 	uint64_t seed;       /* PR_DATA_RANDOM */
 	int64_t n_values;    /* PR_DATA_LIST: logical row-major values */
-	double *values;      /* owned */
+	double *values;      /* owned or graph storage: pr_node_set_data_values */
 	pr_blob *blob;       /* PR_DATA_BLOB: storage-order bytes */
 	const uint8_t *mapped; /* storage-order bytes inside a mapped binary file, or NULL */
 	int64_t mapped_size;
@@ -294,7 +302,8 @@ typedef enum pr_writeback_kind {
 
 typedef struct pr_writeback {
 	pr_writeback_kind kind;
-	char *target;        /* the buffer or user input's name */
+	char *target;        /* the buffer or user input's name; stored as its
+			      * node's writebacks are (pr_node_set_writebacks) */
 } pr_writeback;
 
 typedef struct pr_graph pr_graph;
@@ -303,7 +312,8 @@ typedef struct pr_delegate pr_delegate;
 /* What only an input has. */
 typedef struct pr_input {
 	pr_input_kind kind;
-	char *name;           /* the quoted name, or NULL; owned */
+	char *name;           /* the quoted name, or NULL; owned or program
+			       * storage: pr_node_set_input_name */
 	pr_data data;
 } pr_input;
 
@@ -311,7 +321,8 @@ typedef struct pr_input {
  * ints in pairs, so that none pads (see the top of this file). */
 struct pr_node {
 	pr_node_kind kind;
-	uint8_t mem;          /* how program.c stores the node; not for passes */
+	uint16_t mem;         /* how program.c stores the node and its parts; not
+			       * for passes (16 bits in what pads after kind) */
 	const char *name;     /* without '%'; NULL when the node has no result;
 			       * interned (see the top of this file) */
 	pr_graph *graph;
@@ -335,7 +346,8 @@ struct pr_node {
 	pr_schema *schema;    /* PR_NODE_OP (owned by the program) */
 	pr_delegate *delegate;/* PR_NODE_DELEGATE */
 	int64_t index;        /* PR_NODE_GETITEM; the value is args[0] */
-	pr_writeback *writebacks; /* PR_NODE_RETURN: one per arg */
+	pr_writeback *writebacks; /* PR_NODE_RETURN: one per arg, or NULL;
+				   * pr_node_set_writebacks */
 
 	void *scratch;        /* free for the pass that is running */
 };
@@ -481,6 +493,31 @@ pr_arg *pr_graph_new_args(pr_graph *g, int n_args);
  * pr_graph_new_node, or linked): their list items come from
  * pr_graph_new_args too and their strings from pr_program_intern (cast). */
 void pr_node_set_graph_args(pr_node *n, pr_arg *args, int n_args);
+/* size bytes (at least one) of g's storage, zeroed, aligned to 8 (for
+ * pointers, int64_t and double), freed with g: for the parts below that a
+ * loader gives its nodes. */
+void *pr_graph_alloc(pr_graph *g, size_t size);
+
+/* Where a node's part lives (see the top of this file). */
+typedef enum pr_storage {
+	PR_STORAGE_OWNED,     /* malloc'd: the node frees it */
+	PR_STORAGE_GRAPH,     /* pr_graph_alloc of the node's graph, or a string
+			       * of pr_program_intern: freed with them */
+} pr_storage;
+
+/* Each setter frees the part it replaces when the node owned it, and takes
+ * the new one as storage says (PR_STORAGE_GRAPH needs n in a graph). */
+/* An input's quoted name, or NULL (then storage does not matter). */
+void pr_node_set_input_name(pr_node *n, char *name, pr_storage storage);
+/* An input's PR_DATA_LIST values (n_values of them); its data kind is the
+ * caller's to set. */
+void pr_node_set_data_values(pr_node *n, double *values, int64_t n_values, pr_storage storage);
+/* Makes n's type a tuple of the n_elems specs at elems (NULL when 0). */
+void pr_node_set_tuple(pr_node *n, pr_spec *elems, int n_elems, pr_storage storage);
+/* A return node's write-backs, one per argument, or NULL: the array and
+ * every target in it are stored alike (graph storage: targets interned). */
+void pr_node_set_writebacks(pr_node *n, pr_writeback *writebacks, pr_storage storage);
+
 /* Replaces argument slot a (which must name a value) with v, fixing uses. */
 void pr_arg_set_value(pr_arg *a, pr_node *v);
 

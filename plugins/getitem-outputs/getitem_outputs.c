@@ -30,10 +30,9 @@ static pr_err *add_getitem(pr_node *call, bool *changed)
 	free(old);
 	gi->type = call->type;           /* the tensor spec */
 	gi->index = 0;
-	call->type.kind = PR_TYPE_TUPLE;
-	call->type.n_elems = 1;
-	call->type.elems = pr_xmalloc(sizeof *call->type.elems);
-	call->type.elems[0] = gi->type.tensor;
+	pr_spec *elem = pr_xmalloc(sizeof *elem);
+	*elem = gi->type.tensor;
+	pr_node_set_tuple(call, elem, 1, PR_STORAGE_OWNED);
 	e = pr_graph_insert_after(call, gi);
 	if (e)
 		return e;

@@ -22,7 +22,8 @@ import os
 import shutil
 import sys
 from ctypes import (POINTER, Structure, Union, c_bool, c_char, c_char_p, c_double, c_int,
-                    c_int16, c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_uint8, c_void_p)
+                    c_int16, c_int32, c_int64, c_size_t, c_uint16, c_uint32, c_uint64, c_uint8,
+                    c_void_p)
 from pathlib import Path
 
 from .errors import LibraryNotFoundError
@@ -121,7 +122,7 @@ class Delegate(Structure):
                 ("body", POINTER(Graph)), ("device_known", c_bool), ("device", Device)]
 
 
-Node._fields_ = [("kind", c_int), ("name", c_char_p),
+Node._fields_ = [("kind", c_int), ("mem", c_uint16), ("name", c_char_p),
                  ("graph", POINTER(Graph)), ("prev", POINTER(Node)), ("next", POINTER(Node)),
                  ("order", c_uint64), ("n_args", c_int), ("line", c_uint32),
                  ("n_uses", c_int), ("cap_uses", c_int), ("args", POINTER(Arg)),
