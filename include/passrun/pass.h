@@ -54,7 +54,10 @@ extern "C" {
  * 6: a node's input name, list values, tuple elements and write-backs may
  * be graph storage: set them with pr_node_set_input_name,
  * pr_node_set_data_values, pr_node_set_tuple and pr_node_set_writebacks;
- * pr_node.mem is 16 bits. */
+ * pr_node.mem is 16 bits. A pr_diags that does not keep messages stores
+ * no note or warning past print_limit of its code, only counts it
+ * (pr_diags_count, pr_diags_errors; n and items leave it out); a
+ * pr_diag's message is never NULL. */
 #define PR_PLUGIN_ABI_VERSION 6u
 /* The entry point's name, as a C name and as the string dlsym looks up. */
 #define PR_PLUGIN_ENTRY passrun_plugin_info
