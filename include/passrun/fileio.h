@@ -8,13 +8,13 @@
  *     atomically: the bytes go to a temporary file in the same folder (so
  *     the rename cannot cross file systems), which is flushed with fsync and
  *     renamed over the name; then the folder is synced, so that the rename
- *     itself survives a crash. A temporary file past 1 MB is written by a
- *     thread of the sink's, joined before commit or abort returns, from
- *     aligned 1 MB stages, with O_DIRECT where the file system takes it
- *     (the bytes skip the page cache); where it refuses, through the cache,
- *     the disk told every 8 MB to start writing what it has so far (Linux's
- *     sync_file_range, where the system has it), so that the fsync has
- *     little left to wait for. A reader sees the old file or the new one,
+ *     itself survives a crash. A temporary file of 1 MB or more is written
+ *     by a thread of the sink's, joined before commit or abort returns,
+ *     from aligned 1 MB stages, with O_DIRECT where the file system takes
+ *     it (the bytes skip the page cache); where it refuses, through the
+ *     cache, the disk told every 8 MB to start writing what it has so far
+ *     (Linux's sync_file_range, where the system has it), so that the
+ *     fsync has little left to wait for. A reader sees the old file or the new one,
  *     never half of one, and on any error the old one is left as it was. An
  *     existing file keeps its permission bits (rwx for user, group and
  *     others; never set-id bits), and its owner and group where this process

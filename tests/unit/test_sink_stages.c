@@ -7,7 +7,9 @@
  * file system; and when O_DIRECT is refused, at fcntl or at a write
  * (EINVAL), which this test makes happen by standing in for fcntl and
  * pwrite (the library calls them through the executable's symbols first).
- * An abort with stages still queued leaves no temporary file. */
+ * An abort with stages still queued leaves no temporary file. And the
+ * binary writer (binary_write.c) hands back a loaded program's mapped
+ * constant pages once they are written, which read back the same. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include "passrun/fileio.h"
+#include "passrun/format.h"
 #include "testutil.h"
 
 #define MB ((size_t)1 << 20)
@@ -205,4 +208,55 @@ Test(sink_stages, write_at_past_the_end_is_an_error)
 	assert_file_is(path, (const uint8_t *)"old", 3);
 	cr_assert_eq(count_temps(tu_temp_dir()), 0);
 	free(bytes);
+}
+
+/* ---- the loaded program's pages, handed back once written ------------------- */
+
+/* How many kB of the mapping that starts at map this process holds. */
+static long mapping_rss_kb(const void *map)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	cr_assert(f, "cannot read /proc/self/smaps");
+	char line[512];
+	bool in_it = false;
+	long kb = -1;
+	while (kb < 0 && fgets(line, sizeof line, f)) {
+		char *end;
+		unsigned long lo = strtoul(line, &end, 16);
+		if (end > line && *end == '-')   /* a mapping's first line: its range */
+			in_it = lo == (unsigned long)(uintptr_t)map;
+		else if (in_it && sscanf(line, "Rss: %ld kB", &kb) != 1)
+			kb = -1;
+	}
+	fclose(f);
+	cr_assert_geq(kb, 0, "no mapping at %p in /proc/self/smaps", map);
+	return kb;
+}
+
+/* A loaded binary's 4 MB constant, written again from its mapping, leaves
+ * none of its pages with the process (a page at each end at most), and
+ * reads back the same afterwards: a dropped page comes back from the file. */
+Test(sink_stages, written_constants_leave_the_mapping)
+{
+	pr_program *p = tu_parse("passrun 1\n\nmethod @forward {\n"
+				 "  %c: f32[1048576] = input constant \"c\" data=arange\n"
+				 "  return %c\n}\n");
+	char in[600], out[600];
+	snprintf(in, sizeof in, "%s/in.bin", tu_temp_dir());
+	snprintf(out, sizeof out, "%s/out.bin", tu_temp_dir());
+	cr_assert_null(pr_program_save_file(p, in));
+	pr_program_free(p);
+	cr_assert_null(pr_program_load_file(in, &p));
+	const float *c = (const float *)(const void *)p->methods[0]->first->input->data.mapped;
+	cr_assert(c, "the constant does not borrow from the mapping");
+	cr_assert_null(pr_program_save_file(p, out));
+	long kb = mapping_rss_kb(p->mapping);
+	cr_assert_leq(kb, 16, "%ld kB of the mapping are still held after the write", kb);
+	for (size_t i = 0; i < (size_t)1 << 20; i++)
+		cr_assert_eq(c[i], (float)i, "element %zu reads %g after the write", i, (double)c[i]);
+	size_t n;
+	char *want = tu_read_file(in, &n);
+	assert_file_is(out, (const uint8_t *)want, n);
+	free(want);
+	pr_program_free(p);
 }
