@@ -313,13 +313,14 @@ typedef struct stager {
 	size_t len[STAGES];
 	pthread_t thread;
 	bool started;           /* the thread runs (and must be joined) */
-	pthread_mutex_t mu;     /* guards what follows */
+	pthread_mutex_t mu;     /* guards the four fields after the two conditions */
 	pthread_cond_t work, done;
 	unsigned first, queued; /* stages handed to the thread, from first, in order */
 	bool stop;              /* the thread ends, dropping what is still queued */
-	bool direct;            /* fd is O_DIRECT */
 	int err;                /* the first write's errno; the thread writes no more after it */
-	uint64_t written, flushed;   /* bytes written through the cache; started for the disk */
+	/* The writer's, one at a time: the thread, or the caller once drained. */
+	bool direct;            /* fd is O_DIRECT */
+	uint64_t written, flushed;   /* stage bytes written through the cache; started for the disk */
 } stager;
 
 static bool stager_set_direct(stager *g, bool on)
@@ -455,9 +456,7 @@ static int stager_write_cached(stager *g, const uint8_t *p, size_t n, uint64_t a
 	bool direct = g->direct;
 	if (direct && !stager_set_direct(g, false))
 		return errno;
-	int err = write_all(g->fd, p, n, (off_t)at);
-	if (!err)
-		stager_start_writeback(g, n);
+	int err = write_all(g->fd, p, n, (off_t)at);   /* a few bytes: the fsync writes them */
 	if (direct)
 		stager_set_direct(g, true);
 	return err;
