@@ -28,6 +28,8 @@
  * of order rather than write a file the loader would reject. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "binary_format.h"
 #include "outbuf.h"
@@ -340,17 +342,64 @@ static uint64_t w_segment(writer *w, const uint8_t *bytes, size_t n)
 	return at;
 }
 
+/* The pages of a loaded program's mapping whose bytes are written (copied
+ * to the sink or the buffer) are handed back in runs of W_DROP_STEP bytes,
+ * so that the 32 MB of constants a million nodes hold are not all kept in
+ * memory once read. Safe only because the mapping is private, read-only
+ * and backed by the file (fileio.c's load_mapped): a page dropped and
+ * touched again, by this writer or by a later reader of the program, is
+ * read back from the file as at first, and nothing in it can be lost. A
+ * page is dropped once the segment that ends past it is written; the gap
+ * between two segments (another's bytes, the padding) goes with them. */
+#define W_DROP_STEP ((uintptr_t)1 << 20)
+
+typedef struct w_dropped {
+	uintptr_t map_lo, map_hi;   /* the program's mapping; empty: none */
+	uintptr_t page;
+	uintptr_t lo, hi;           /* the run written and not dropped yet */
+} w_dropped;
+
+static void w_drop_run(w_dropped *d)
+{
+	if (d->hi > d->lo)
+		madvise((void *)d->lo, d->hi - d->lo, MADV_DONTNEED);   /* best effort */
+	d->lo = d->hi;
+}
+
+/* bytes, n of them, just written: their whole pages join the run. */
+static void w_drop_written(w_dropped *d, const uint8_t *bytes, size_t n)
+{
+	uintptr_t a = (uintptr_t)bytes;
+	if (a < d->map_lo || a >= d->map_hi || n > d->map_hi - a)
+		return;
+	uintptr_t lo = a / d->page * d->page, hi = (a + n) / d->page * d->page;
+	if (lo < d->lo || lo > d->hi + W_DROP_STEP) {
+		w_drop_run(d);
+		d->lo = d->hi = lo;
+	}
+	if (hi > d->hi)
+		d->hi = hi;
+	if (d->hi - d->lo >= W_DROP_STEP)
+		w_drop_run(d);
+}
+
 /* DATA, segment by segment, with the zeros between. */
 static void w_data_section(const writer *w, wbuf *file)
 {
 	static const uint8_t zeros[PRB_ALIGN];
+	uintptr_t map = (uintptr_t)w->prog->mapping;
+	w_dropped dropped = {map, map + (map ? w->prog->mapping_size : 0),
+			     (uintptr_t)sysconf(_SC_PAGESIZE), 0, 0};
 	uint64_t pos = 0;
 	for (size_t i = 0; i < w->n_segs; i++) {
 		const w_segment_ref *g = &w->segs[i];
 		wb_bytes(file, zeros, (size_t)(g->at - pos));
 		wb_bytes(file, g->bytes ? g->bytes : w->made.p + g->made_at, (size_t)g->size);
+		if (g->bytes)
+			w_drop_written(&dropped, g->bytes, (size_t)g->size);
 		pos = g->at + g->size;
 	}
+	w_drop_run(&dropped);
 }
 
 /* Is materializing s cheap, O(its storage)? Not when more elements than the
@@ -540,11 +589,18 @@ static bool w_node(writer *w, wbuf *b, const pr_node *n)
 	return w_fail(w, pr_err_new("cannot write a node of unknown kind %d", (int)n->kind));
 }
 
-/* The caller's scratch back in each node written. */
+/* The caller's scratch back in each node written: a store to a line long
+ * gone from the cache at a million nodes, asked for W_RESTORE_AHEAD nodes
+ * ahead. */
+#define W_RESTORE_AHEAD 16
+
 static void scratch_restore(writer *w)
 {
-	for (size_t i = 0; i < w->n_written; i++)
+	for (size_t i = 0; i < w->n_written; i++) {
+		if (i + W_RESTORE_AHEAD < w->n_written)
+			__builtin_prefetch(&w->slots[i + W_RESTORE_AHEAD].node->scratch, 1);
 		((pr_node *)w->slots[i].node)->scratch = w->slots[i].scratch;
+	}
 	w->n_written = 0;
 }
 
@@ -578,6 +634,7 @@ static bool w_graph(writer *w, wbuf *b, const pr_graph *g)
 	const pr_node *n;
 	bool ok = true, misshapen = false;
 	for (n = g->first; n; n = n->next) {
+		pr_node_prefetch_ahead(n);
 		if ((misshapen = !shaped(n)))
 			break;
 		if (w->n_written == w->cap_slots) {   /* more than n_nodes: see below */

@@ -8,10 +8,13 @@
  *     atomically: the bytes go to a temporary file in the same folder (so
  *     the rename cannot cross file systems), which is flushed with fsync and
  *     renamed over the name; then the folder is synced, so that the rename
- *     itself survives a crash. While the temporary file is written, the
- *     disk is told every 8 MB to start writing what it has so far (Linux's
- *     sync_file_range, where the system has it), so that the fsync has
- *     little left to wait for. A reader sees the old file or the new one,
+ *     itself survives a crash. A temporary file of 1 MB or more is written
+ *     by a thread of the sink's, joined before commit or abort returns,
+ *     from aligned 1 MB stages, with O_DIRECT where the file system takes
+ *     it (the bytes skip the page cache); where it refuses, through the
+ *     cache, the disk told every 8 MB to start writing what it has so far
+ *     (Linux's sync_file_range, where the system has it), so that the
+ *     fsync has little left to wait for. A reader sees the old file or the new one,
  *     never half of one, and on any error the old one is left as it was. An
  *     existing file keeps its permission bits (rwx for user, group and
  *     others; never set-id bits), and its owner and group where this process
@@ -58,9 +61,10 @@ pr_err *pr_file_write_atomic(const char *path, const void *bytes, size_t len);
  * replace, creates the temporary file; a device or FIFO is opened at the
  * first write. Writes keep the first error and do nothing after it;
  * pr_file_sink_commit returns it. pr_file_sink_write_at rewrites bytes
- * already written (a header whose sizes are known last), which only a
- * replaced file allows (pr_file_sink_can_seek): a device or FIFO is written
- * in place, front to back. Commit and abort free the sink. */
+ * already written (a header whose sizes are known last; bytes past those
+ * are an error), which only a replaced file allows (pr_file_sink_can_seek):
+ * a device or FIFO is written in place, front to back. Commit and abort
+ * free the sink. */
 typedef struct pr_file_sink pr_file_sink;
 
 pr_err *pr_file_sink_open(const char *path, pr_file_sink **out);
