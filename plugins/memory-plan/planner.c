@@ -56,6 +56,7 @@
 #include <string.h>
 
 #include "passrun/error.h"
+#include "passrun/radix_sort.h"
 
 const char *const mp_order_names[] = { "size", "breadth", "duration", "area", "start", "size (perturbed)",
 				       "local search", NULL };
@@ -354,63 +355,44 @@ static int64_t range_max_query(const range_max *r, int64_t lo, int64_t hi) /* [l
 	return best;
 }
 
-/* Sorts keys by (k1, k2, k3), stable: an LSD radix sort, 11 bits a pass,
- * each pass's window starting at the lowest bit in which some key still
- * differs (sizes and durations take few values and share their low bits: a
- * 10^6-key order is two to four passes). qsort on 10^6 keys costs more than
- * the greedy it feeds. */
-enum { RADIX_BITS = 11, RADIX = 1 << RADIX_BITS };
-
-static uint64_t key_field(const sort_key *k, int field)
+/* Word w of a key (k1, k2, k3, id) as an unsigned number, least
+ * significant first: 0 holds k3 and the id, 1 k2, 2 k1, each signed field
+ * biased so that unsigned order is its order. */
+static uint64_t key_word(const sort_key *k, int w)
 {
-	int64_t v = field == 0 ? k->k1 : field == 1 ? k->k2 : (int64_t)k->k3;
-	return (uint64_t)v ^ (1ull << 63); /* signed order as unsigned */
+	if (w == 0)
+		return (uint64_t)((uint32_t)k->k3 ^ 0x80000000u) << 32 | (uint32_t)k->id;
+	return (uint64_t)(w == 1 ? k->k2 : k->k1) ^ (1ull << 63);
 }
 
-/* The bits of field in which some key differs from the first. */
-static uint64_t varying_bits(const sort_key *a, int64_t n, int field)
+static unsigned key_byte(const sort_key *k, int b)
 {
-	uint64_t first = n ? key_field(&a[0], field) : 0, diff = 0;
-	for (int64_t i = 1; i < n; i++)
-		diff |= key_field(&a[i], field) ^ first;
-	return diff;
+	return key_word(k, b >> 3) >> (8 * (b & 7)) & 255;
 }
 
-/* One stable counting pass on bits [shift, shift + RADIX_BITS) of field,
- * from a into out; count has room for RADIX + 1. */
-static void key_radix_pass(const sort_key *a, sort_key *out, int64_t n, int field, int shift, int64_t *count)
+static bool key_less(const sort_key *x, const sort_key *y)
 {
-	memset(count, 0, (RADIX + 1) * sizeof *count);
-	for (int64_t i = 0; i < n; i++)
-		count[((key_field(&a[i], field) >> shift) & (RADIX - 1)) + 1]++;
-	for (int b = 1; b <= RADIX; b++)
-		count[b] += count[b - 1];
-	for (int64_t i = 0; i < n; i++)
-		out[count[(key_field(&a[i], field) >> shift) & (RADIX - 1)]++] = a[i];
+	return cmp_key(x, y) < 0;
 }
 
-/* Sorts on the first n_fields fields only: the rest must be the order the
- * keys come in (the sort is stable). */
-static void radix_sort_keys(sort_key *a, int64_t n, int n_fields)
+/* In place: a second copy of 10^6 keys was the planner's largest scratch. */
+PR_RADIX_SORT_DEFINE(msd_sort_keys, sort_key, key_byte, key_less)
+
+/* Sorts keys by (k1, k2, k3, id). Sizes and durations take few values and
+ * share their high bytes: the bytes no key differs in take no pass. */
+static void sort_keys(sort_key *a, int64_t n)
 {
-	sort_key *tmp = pr_xmalloc((size_t)(n + 1) * sizeof *tmp), *src = a, *dst = tmp;
-	int64_t *count = pr_xmalloc((RADIX + 1) * sizeof *count);
-	for (int field = n_fields - 1; field >= 0; field--) {
-		uint64_t varying = varying_bits(src, n, field);
-		while (varying) {
-			int shift = __builtin_ctzll(varying);
-			key_radix_pass(src, dst, n, field, shift, count);
-			sort_key *t = src;
-			src = dst;
-			dst = t;
-			/* bits below shift + RADIX_BITS are sorted on */
-			varying = shift + RADIX_BITS < 64 ? varying & (~0ull << (shift + RADIX_BITS)) : 0;
-		}
+	uint64_t diff[3] = { 0, 0, 0 }; /* the bits some key has unlike the first */
+	for (int64_t i = 1; i < n; i++) {
+		diff[0] |= key_word(&a[i], 0) ^ key_word(&a[0], 0);
+		diff[1] |= key_word(&a[i], 1) ^ key_word(&a[0], 1);
+		diff[2] |= key_word(&a[i], 2) ^ key_word(&a[0], 2);
 	}
-	if (src != a)
-		memcpy(a, src, (size_t)n * sizeof *a);
-	free(count);
-	free(tmp);
+	uint64_t varying = 0;
+	for (int b = 0; b < 24; b++)
+		if (diff[b >> 3] >> (8 * (b & 7)) & 255)
+			varying |= 1ull << b;
+	msd_sort_keys(a, n, 23, varying);
 }
 
 /* splitmix64's finalizer: a fixed, portable stream of pseudo-random bits. */
@@ -450,10 +432,8 @@ static void make_order(const engine *e, int which, const range_max *profile, sor
 		}
 		out[i] = k;
 	}
-	/* The keys come by (start, id), and all but the start order have the
-	 * start as k3: a stable sort on k1, k2 leaves each tie in that order,
-	 * which is what sorting on k3 and then id would give. */
-	radix_sort_keys(out, e->m, which == 4 ? 3 : 2);
+	/* Unique keys (the id last): one order, whatever the sort. */
+	sort_keys(out, e->m);
 }
 
 /* ---- bounds and the stack --------------------------------------------- */
