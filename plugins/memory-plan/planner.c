@@ -84,7 +84,6 @@ typedef struct engine {
 	int32_t *tree;            /* max end of placed items per subtree; -1 none */
 	int64_t *offset;          /* per item id, for the run in progress */
 	struct span *found;       /* memory of the overlapping placed items */
-	struct span *found_tmp;   /* sort_spans' room, as large as found */
 	int64_t n_found, cap_found;
 	int32_t *hits;            /* find_overlapping's answer: item ids */
 	int64_t n_hits, cap_hits;
@@ -118,51 +117,34 @@ static bool span_less(const span *x, const span *y)
 	return x->lo != y->lo ? x->lo < y->lo : x->hi < y->hi;
 }
 
-static void insertion_sort_spans(span *a, int64_t n)
+/* Byte b of a span's key (lo, hi), least significant first: 0-7 hi, 8-15
+ * lo (offsets are >= 0, so unsigned order is theirs). */
+static unsigned span_byte(const span *x, int b)
 {
-	for (int64_t i = 1; i < n; i++) {
-		span x = a[i];
-		int64_t j = i;
-		for (; j > 0 && span_less(&x, &a[j - 1]); j--)
-			a[j] = a[j - 1];
-		a[j] = x;
-	}
+	return (uint64_t)(b < 8 ? x->hi : x->lo) >> (8 * (b & 7)) & 255;
 }
 
-/* One stable LSD pass of radix 256 on byte shift / 8 of lo (or hi), a into
- * tmp. Offsets are >= 0, so unsigned order is theirs. */
-static void span_radix_pass(const span *a, span *tmp, int64_t n, bool on_hi, int shift)
-{
-	int64_t count[257] = { 0 };
-	for (int64_t i = 0; i < n; i++)
-		count[(((uint64_t)(on_hi ? a[i].hi : a[i].lo) >> shift) & 255) + 1]++;
-	for (int b = 1; b <= 256; b++)
-		count[b] += count[b - 1];
-	for (int64_t i = 0; i < n; i++)
-		tmp[count[((uint64_t)(on_hi ? a[i].hi : a[i].lo) >> shift) & 255]++] = a[i];
-}
+PR_RADIX_SORT_DEFINE(msd_sort_spans, span, span_byte, span_less)
 
 /* By (lo, hi): insertion sort for the few spans an item usually overlaps,
- * an LSD radix sort (hi, then lo, skipping the bytes every span shares)
- * for the rare item overlapping thousands; tmp has room for n. Either gives
- * the one sorted sequence (equal spans are equal values). */
-static void sort_spans(span *a, int64_t n, span *tmp)
+ * the radix sort, in place, over the bytes in which they differ for the
+ * rare item overlapping thousands. Either gives the one sorted sequence
+ * (equal spans are equal values). */
+static void sort_spans(span *a, int64_t n)
 {
 	if (n <= 64) {
-		insertion_sort_spans(a, n);
+		msd_sort_spans_small(a, n);
 		return;
 	}
-	for (int on_hi = 1; on_hi >= 0; on_hi--) {
-		uint64_t diff = 0;
-		for (int64_t i = 1; i < n; i++)
-			diff |= (uint64_t)(on_hi ? a[i].hi ^ a[0].hi : a[i].lo ^ a[0].lo);
-		for (int shift = 0; shift < 64; shift += 8) {
-			if (!((diff >> shift) & 255))
-				continue;
-			span_radix_pass(a, tmp, n, on_hi, shift);
-			memcpy(a, tmp, (size_t)n * sizeof *a);
-		}
+	uint64_t lo = 0, hi = 0, varying = 0;
+	for (int64_t i = 1; i < n; i++) {
+		lo |= (uint64_t)(a[i].lo ^ a[0].lo);
+		hi |= (uint64_t)(a[i].hi ^ a[0].hi);
 	}
+	for (int b = 0; b < 16; b++)
+		if ((b < 8 ? hi : lo) >> (8 * (b & 7)) & 255)
+			varying |= 1ull << b;
+	msd_sort_spans(a, n, 15, varying);
 }
 
 static int64_t round_up(int64_t x, int64_t align)
@@ -236,7 +218,6 @@ static void collect(engine *e, int64_t P, int64_t s)
 	if (e->n_hits > e->cap_found) {
 		e->cap_found = e->cap_hits;
 		e->found = pr_xrealloc(e->found, (size_t)e->cap_found * sizeof *e->found);
-		e->found_tmp = pr_xrealloc(e->found_tmp, (size_t)e->cap_found * sizeof *e->found_tmp);
 	}
 	for (int64_t i = 0; i < e->n_hits; i++) {
 		int64_t id = e->hits[i];
@@ -257,7 +238,7 @@ static int64_t count_started(const engine *e, int64_t t)
 /* Best fit among the gaps of the overlapping items, else on top of them. */
 static int64_t choose_offset(engine *e, int64_t need)
 {
-	sort_spans(e->found, e->n_found, e->found_tmp);
+	sort_spans(e->found, e->n_found);
 	e->work += e->n_found;
 	int64_t top = e->base, best = -1, best_gap = INT64_MAX;
 	for (int64_t i = 0; i < e->n_found; i++) {
@@ -557,7 +538,6 @@ static void engine_free(engine *e)
 	free(e->tree);
 	free(e->offset);
 	free(e->found);
-	free(e->found_tmp);
 	free(e->hits);
 }
 
