@@ -97,7 +97,7 @@ typedef struct engine {
  * takes no more), and 24-byte keys are a quarter less to sort. */
 typedef struct sort_key {
 	int64_t k1, k2;
-	int32_t k3, id;           /* ascending on k1, k2, k3 (then id for qsort) */
+	int32_t k3, id;           /* ascending on k1, k2, k3, then id */
 } sort_key;
 
 static int cmp_key(const void *a, const void *b)
@@ -413,7 +413,10 @@ static void make_order(const engine *e, int which, const range_max *profile, sor
 		}
 		out[i] = k;
 	}
-	/* Unique keys (the id last): one order, whatever the sort. */
+	/* The id last makes the keys unique: one order, whatever the sort.
+	 * The keys come by (start, id) and hold the start as k3 (as k1 in the
+	 * start order), so it is the order a stable sort on the fields before
+	 * would give. */
 	sort_keys(out, e->m);
 }
 
