@@ -20,6 +20,7 @@
  * A method where no value has memory breaks no rule: it is passed over
  * without computing its lifetimes. */
 #include "passrun/plan.h"
+#include "passrun/radix_sort.h"
 #include "passrun/verify.h"
 
 #include <stdint.h>
@@ -342,57 +343,8 @@ static bool pc_less(const planned_class *x, const planned_class *y)
 	return x->cls < y->cls;
 }
 
-static void insertion_sort_planned(planned_class *a, int64_t n)
-{
-	for (int64_t i = 1; i < n; i++) {
-		planned_class x = a[i];
-		int64_t j = i;
-		for (; j > 0 && pc_less(&x, &a[j - 1]); j--)
-			a[j] = a[j - 1];
-		a[j] = x;
-	}
-}
-
-/* Sorts a[0..n) on key bytes b and below (planned_byte's numbering; bit b
- * of varying: some key's byte b is unlike the first's): an in-place MSD
- * radix sort (American flag), each bucket sorted on the next byte. In
- * place, so that the sweep's peak holds no second copy of the classes. */
-static void msd_sort_planned(planned_class *a, int64_t n, int b, unsigned varying)
-{
-	int64_t count[256], next[256], end[256];
-	for (;; b--) {   /* a byte that every key of a shares splits nothing */
-		while (b >= 0 && !(varying >> b & 1))
-			b--;
-		if (n <= 48 || b < 0) {   /* b < 0: one key (a class is in one) */
-			insertion_sort_planned(a, n);
-			return;
-		}
-		memset(count, 0, sizeof count);
-		for (int64_t i = 0; i < n; i++)
-			count[planned_byte(&a[i], b)]++;
-		if (count[planned_byte(&a[0], b)] < n)
-			break;
-	}
-	for (int64_t v = 0, sum = 0; v < 256; v++) {
-		next[v] = sum;
-		sum += count[v];
-		end[v] = sum;
-	}
-	for (int v = 0; v < 256; v++)
-		while (next[v] < end[v]) {   /* carry each misplaced key home */
-			planned_class x = a[next[v]];
-			unsigned d;
-			while ((d = planned_byte(&x, b)) != (unsigned)v) {
-				planned_class y = a[next[d]];
-				a[next[d]++] = x;
-				x = y;
-			}
-			a[next[v]++] = x;
-		}
-	for (int v = 0; v < 256; v++)
-		if (count[v] > 1)
-			msd_sort_planned(a + end[v] - count[v], count[v], b - 1, varying);
-}
+/* In place, so that the sweep's peak holds no second copy of the classes. */
+PR_RADIX_SORT_DEFINE(msd_sort_planned, planned_class, planned_byte, pc_less)
 
 /* Sorts by (arena, offset), equal memory in class order. qsort's
  * comparisons cost more than the sweep. */
@@ -404,10 +356,10 @@ static void sort_planned(planned_class *a, int64_t n)
 		offsets |= (uint64_t)(a[i].offset ^ a[0].offset);
 		arenas |= (uint64_t)(uint32_t)(a[i].arena ^ a[0].arena);
 	}
-	unsigned varying = 0;
+	uint64_t varying = 0;
 	for (int b = 0; b < 16; b++)
 		if (((b < 4 ? cls >> (8 * b) : b < 12 ? offsets >> (8 * (b - 4)) : arenas >> (8 * (b - 12)))) & 255)
-			varying |= 1u << b;
+			varying |= 1ull << b;
 	msd_sort_planned(a, n, 15, varying);
 }
 

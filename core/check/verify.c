@@ -145,9 +145,9 @@ typedef struct ptr_map {
  * and each write-back looks its name up once. A slot keeps the hash beside
  * the node's place in the walk's node array, so that a probe past another
  * name reads neither that node nor its name (on a big method, two cache
- * misses), in 8 bytes: half the lines a pointer would take. The table grows
- * as the walk meets inputs: their count is known only once it has passed
- * them. */
+ * misses), in 8 bytes: half the lines a pointer would take. The table is
+ * sized once for the inputs that open the method (where the loaders and the
+ * passes keep them), and grows only for inputs further on. */
 typedef struct name_slot {
 	uint32_t hash;        /* pr_str_hash of the name */
 	uint32_t at;          /* 1 + the node's index in vctx.nodes; 0: free slot */
@@ -270,14 +270,13 @@ static pr_node *name_map_get(const vctx *c, const char *name)
 	return c->inputs.cap ? slot_node(c, name_map_at(c, name, name_hash(name))) : NULL;
 }
 
-/* Room for one more name: the table doubled (from 64 slots), each entry
- * placed again by the hash it keeps. */
-static void name_map_fit(name_map *m)
+/* The table grown to a power of two (64 slots or more) over twice want,
+ * each entry placed again by the hash it keeps. */
+static void name_map_grow(name_map *m, size_t want)
 {
-	if (2 * (m->n + 1) < m->cap)
-		return;
 	name_map old = *m;
-	m->cap = old.cap ? old.cap * 2 : 64;
+	for (m->cap = old.cap ? old.cap * 2 : 64; 2 * want >= m->cap;)
+		m->cap *= 2;
 	m->slots = pr_xcalloc(m->cap, sizeof *m->slots);
 	for (size_t i = 0; i < old.cap; i++) {
 		if (!old.slots[i].at)
@@ -288,6 +287,13 @@ static void name_map_fit(name_map *m)
 		m->slots[j] = old.slots[i];
 	}
 	free(old.slots);
+}
+
+/* Room for want names: each input asks, so the test is kept inline. */
+static inline void name_map_fit(name_map *m, size_t want)
+{
+	if (want && 2 * want >= m->cap)
+		name_map_grow(m, want);
 }
 
 static void name_map_clear(name_map *m)
@@ -1057,7 +1063,7 @@ static void check_input(vctx *c, pr_node *n)
 	if (!n->input->name || c->body)
 		return;
 	uint32_t h = c->ahead[c->at & 7];
-	name_map_fit(&c->inputs);
+	name_map_fit(&c->inputs, c->inputs.n + 1);
 	name_slot *at = name_map_at(c, n->input->name, h);
 	if (at->at) {
 		report(c, "E-INPUT", n, "input %s is named \"%s\", like %s; expected unique "
@@ -1351,7 +1357,19 @@ static bool walk_graph(vctx *c, pr_graph *g, int64_t lead)
 	return !(c->assumed_no_copies && c->has_copies);
 }
 
-/* What one walk of g gathers, from nothing. */
+/* The inputs that open g, counted no further than its node count (a
+ * broken list is the walk's to report). */
+static int64_t leading_inputs(const pr_graph *g)
+{
+	int64_t k = 0;
+	for (const pr_node *n = g->first; n && k < g->n_nodes && n->graph == g && n->kind == PR_NODE_INPUT;
+	     n = n->next)
+		k++;
+	return k;
+}
+
+/* What one walk of g gathers, from nothing; a method's name map sized for
+ * its opening inputs (doubling from 64 placed every name about once more). */
 static void graph_reset(vctx *c)
 {
 	c->n_returns = 0;
@@ -1359,6 +1377,8 @@ static void graph_reset(vctx *c)
 	c->uses = c->slots = 0;
 	c->uses_suspect = false;
 	name_map_clear(&c->inputs);
+	if (!c->body)
+		name_map_fit(&c->inputs, (size_t)leading_inputs(c->g));
 }
 
 /* The diagnostics of from (flags included) added to to, in their order. */

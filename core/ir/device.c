@@ -22,12 +22,6 @@ pr_device pr_device_host(void)
 	return d;
 }
 
-/* "" or "cpu", compared in place: placement asks this of every value. */
-static bool type_is_host(const char *t)
-{
-	return t[0] == 0 || (t[0] == 'c' && t[1] == 'p' && t[2] == 'u' && t[3] == 0);
-}
-
 /* Two type names, at most PR_DEVICE_TYPE_MAX bytes each. */
 static bool same_type_name(const char *a, const char *b)
 {
@@ -40,14 +34,12 @@ static bool same_type_name(const char *a, const char *b)
 	return true;
 }
 
-bool pr_device_is_host(pr_device d)
-{
-	return type_is_host(d.type);
-}
+/* The one external definition of the header's inline. */
+extern inline bool pr_device_is_host(pr_device d);
 
 pr_device pr_device_canonical(pr_device d)
 {
-	if (type_is_host(d.type))
+	if (pr_device_is_host(d))
 		return pr_device_host();
 	if (d.index < 0)
 		d.index = 0;
@@ -57,7 +49,7 @@ pr_device pr_device_canonical(pr_device d)
 /* pr_device_canonical's equality without building the canonical values. */
 bool pr_device_equal(pr_device a, pr_device b)
 {
-	bool ha = type_is_host(a.type), hb = type_is_host(b.type);
+	bool ha = pr_device_is_host(a), hb = pr_device_is_host(b);
 	if (ha || hb)
 		return ha == hb;
 	return (a.index < 0 ? 0 : a.index) == (b.index < 0 ? 0 : b.index) &&
@@ -117,7 +109,7 @@ bool pr_device_parse(const char *s, size_t n, pr_device *out)
 const char *pr_device_str(pr_device d, char *buf)
 {
 	d = pr_device_canonical(d);
-	if (type_is_host(d.type)) {
+	if (pr_device_is_host(d)) {
 		memcpy(buf, "cpu", 4);
 		return buf;
 	}

@@ -56,6 +56,7 @@
 #include <string.h>
 
 #include "passrun/error.h"
+#include "passrun/radix_sort.h"
 
 const char *const mp_order_names[] = { "size", "breadth", "duration", "area", "start", "size (perturbed)",
 				       "local search", NULL };
@@ -83,7 +84,6 @@ typedef struct engine {
 	int32_t *tree;            /* max end of placed items per subtree; -1 none */
 	int64_t *offset;          /* per item id, for the run in progress */
 	struct span *found;       /* memory of the overlapping placed items */
-	struct span *found_tmp;   /* sort_spans' room, as large as found */
 	int64_t n_found, cap_found;
 	int32_t *hits;            /* find_overlapping's answer: item ids */
 	int64_t n_hits, cap_hits;
@@ -97,7 +97,7 @@ typedef struct engine {
  * takes no more), and 24-byte keys are a quarter less to sort. */
 typedef struct sort_key {
 	int64_t k1, k2;
-	int32_t k3, id;           /* ascending on k1, k2, k3 (then id for qsort) */
+	int32_t k3, id;           /* ascending on k1, k2, k3, then id */
 } sort_key;
 
 static int cmp_key(const void *a, const void *b)
@@ -117,51 +117,34 @@ static bool span_less(const span *x, const span *y)
 	return x->lo != y->lo ? x->lo < y->lo : x->hi < y->hi;
 }
 
-static void insertion_sort_spans(span *a, int64_t n)
+/* Byte b of a span's key (lo, hi), least significant first: 0-7 hi, 8-15
+ * lo (offsets are >= 0, so unsigned order is theirs). */
+static unsigned span_byte(const span *x, int b)
 {
-	for (int64_t i = 1; i < n; i++) {
-		span x = a[i];
-		int64_t j = i;
-		for (; j > 0 && span_less(&x, &a[j - 1]); j--)
-			a[j] = a[j - 1];
-		a[j] = x;
-	}
+	return (uint64_t)(b < 8 ? x->hi : x->lo) >> (8 * (b & 7)) & 255;
 }
 
-/* One stable LSD pass of radix 256 on byte shift / 8 of lo (or hi), a into
- * tmp. Offsets are >= 0, so unsigned order is theirs. */
-static void span_radix_pass(const span *a, span *tmp, int64_t n, bool on_hi, int shift)
-{
-	int64_t count[257] = { 0 };
-	for (int64_t i = 0; i < n; i++)
-		count[(((uint64_t)(on_hi ? a[i].hi : a[i].lo) >> shift) & 255) + 1]++;
-	for (int b = 1; b <= 256; b++)
-		count[b] += count[b - 1];
-	for (int64_t i = 0; i < n; i++)
-		tmp[count[((uint64_t)(on_hi ? a[i].hi : a[i].lo) >> shift) & 255]++] = a[i];
-}
+PR_RADIX_SORT_DEFINE(msd_sort_spans, span, span_byte, span_less)
 
 /* By (lo, hi): insertion sort for the few spans an item usually overlaps,
- * an LSD radix sort (hi, then lo, skipping the bytes every span shares)
- * for the rare item overlapping thousands; tmp has room for n. Either gives
- * the one sorted sequence (equal spans are equal values). */
-static void sort_spans(span *a, int64_t n, span *tmp)
+ * the radix sort, in place, over the bytes in which they differ for the
+ * rare item overlapping thousands. Either gives the one sorted sequence
+ * (equal spans are equal values). */
+static void sort_spans(span *a, int64_t n)
 {
 	if (n <= 64) {
-		insertion_sort_spans(a, n);
+		msd_sort_spans_small(a, n);
 		return;
 	}
-	for (int on_hi = 1; on_hi >= 0; on_hi--) {
-		uint64_t diff = 0;
-		for (int64_t i = 1; i < n; i++)
-			diff |= (uint64_t)(on_hi ? a[i].hi ^ a[0].hi : a[i].lo ^ a[0].lo);
-		for (int shift = 0; shift < 64; shift += 8) {
-			if (!((diff >> shift) & 255))
-				continue;
-			span_radix_pass(a, tmp, n, on_hi, shift);
-			memcpy(a, tmp, (size_t)n * sizeof *a);
-		}
+	uint64_t lo = 0, hi = 0, varying = 0;
+	for (int64_t i = 1; i < n; i++) {
+		lo |= (uint64_t)(a[i].lo ^ a[0].lo);
+		hi |= (uint64_t)(a[i].hi ^ a[0].hi);
 	}
+	for (int b = 0; b < 16; b++)
+		if ((b < 8 ? hi : lo) >> (8 * (b & 7)) & 255)
+			varying |= 1ull << b;
+	msd_sort_spans(a, n, 15, varying);
 }
 
 static int64_t round_up(int64_t x, int64_t align)
@@ -235,7 +218,6 @@ static void collect(engine *e, int64_t P, int64_t s)
 	if (e->n_hits > e->cap_found) {
 		e->cap_found = e->cap_hits;
 		e->found = pr_xrealloc(e->found, (size_t)e->cap_found * sizeof *e->found);
-		e->found_tmp = pr_xrealloc(e->found_tmp, (size_t)e->cap_found * sizeof *e->found_tmp);
 	}
 	for (int64_t i = 0; i < e->n_hits; i++) {
 		int64_t id = e->hits[i];
@@ -256,7 +238,7 @@ static int64_t count_started(const engine *e, int64_t t)
 /* Best fit among the gaps of the overlapping items, else on top of them. */
 static int64_t choose_offset(engine *e, int64_t need)
 {
-	sort_spans(e->found, e->n_found, e->found_tmp);
+	sort_spans(e->found, e->n_found);
 	e->work += e->n_found;
 	int64_t top = e->base, best = -1, best_gap = INT64_MAX;
 	for (int64_t i = 0; i < e->n_found; i++) {
@@ -354,63 +336,44 @@ static int64_t range_max_query(const range_max *r, int64_t lo, int64_t hi) /* [l
 	return best;
 }
 
-/* Sorts keys by (k1, k2, k3), stable: an LSD radix sort, 11 bits a pass,
- * each pass's window starting at the lowest bit in which some key still
- * differs (sizes and durations take few values and share their low bits: a
- * 10^6-key order is two to four passes). qsort on 10^6 keys costs more than
- * the greedy it feeds. */
-enum { RADIX_BITS = 11, RADIX = 1 << RADIX_BITS };
-
-static uint64_t key_field(const sort_key *k, int field)
+/* Word w of a key (k1, k2, k3, id) as an unsigned number, least
+ * significant first: 0 holds k3 and the id, 1 k2, 2 k1, each signed field
+ * biased so that unsigned order is its order. */
+static uint64_t key_word(const sort_key *k, int w)
 {
-	int64_t v = field == 0 ? k->k1 : field == 1 ? k->k2 : (int64_t)k->k3;
-	return (uint64_t)v ^ (1ull << 63); /* signed order as unsigned */
+	if (w == 0)
+		return (uint64_t)((uint32_t)k->k3 ^ 0x80000000u) << 32 | (uint32_t)k->id;
+	return (uint64_t)(w == 1 ? k->k2 : k->k1) ^ (1ull << 63);
 }
 
-/* The bits of field in which some key differs from the first. */
-static uint64_t varying_bits(const sort_key *a, int64_t n, int field)
+static unsigned key_byte(const sort_key *k, int b)
 {
-	uint64_t first = n ? key_field(&a[0], field) : 0, diff = 0;
-	for (int64_t i = 1; i < n; i++)
-		diff |= key_field(&a[i], field) ^ first;
-	return diff;
+	return key_word(k, b >> 3) >> (8 * (b & 7)) & 255;
 }
 
-/* One stable counting pass on bits [shift, shift + RADIX_BITS) of field,
- * from a into out; count has room for RADIX + 1. */
-static void key_radix_pass(const sort_key *a, sort_key *out, int64_t n, int field, int shift, int64_t *count)
+static bool key_less(const sort_key *x, const sort_key *y)
 {
-	memset(count, 0, (RADIX + 1) * sizeof *count);
-	for (int64_t i = 0; i < n; i++)
-		count[((key_field(&a[i], field) >> shift) & (RADIX - 1)) + 1]++;
-	for (int b = 1; b <= RADIX; b++)
-		count[b] += count[b - 1];
-	for (int64_t i = 0; i < n; i++)
-		out[count[(key_field(&a[i], field) >> shift) & (RADIX - 1)]++] = a[i];
+	return cmp_key(x, y) < 0;
 }
 
-/* Sorts on the first n_fields fields only: the rest must be the order the
- * keys come in (the sort is stable). */
-static void radix_sort_keys(sort_key *a, int64_t n, int n_fields)
+/* In place: a second copy of 10^6 keys was the planner's largest scratch. */
+PR_RADIX_SORT_DEFINE(msd_sort_keys, sort_key, key_byte, key_less)
+
+/* Sorts keys by (k1, k2, k3, id). Sizes and durations take few values and
+ * share their high bytes: the bytes no key differs in take no pass. */
+static void sort_keys(sort_key *a, int64_t n)
 {
-	sort_key *tmp = pr_xmalloc((size_t)(n + 1) * sizeof *tmp), *src = a, *dst = tmp;
-	int64_t *count = pr_xmalloc((RADIX + 1) * sizeof *count);
-	for (int field = n_fields - 1; field >= 0; field--) {
-		uint64_t varying = varying_bits(src, n, field);
-		while (varying) {
-			int shift = __builtin_ctzll(varying);
-			key_radix_pass(src, dst, n, field, shift, count);
-			sort_key *t = src;
-			src = dst;
-			dst = t;
-			/* bits below shift + RADIX_BITS are sorted on */
-			varying = shift + RADIX_BITS < 64 ? varying & (~0ull << (shift + RADIX_BITS)) : 0;
-		}
+	uint64_t diff[3] = { 0, 0, 0 }; /* the bits some key has unlike the first */
+	for (int64_t i = 1; i < n; i++) {
+		diff[0] |= key_word(&a[i], 0) ^ key_word(&a[0], 0);
+		diff[1] |= key_word(&a[i], 1) ^ key_word(&a[0], 1);
+		diff[2] |= key_word(&a[i], 2) ^ key_word(&a[0], 2);
 	}
-	if (src != a)
-		memcpy(a, src, (size_t)n * sizeof *a);
-	free(count);
-	free(tmp);
+	uint64_t varying = 0;
+	for (int b = 0; b < 24; b++)
+		if (diff[b >> 3] >> (8 * (b & 7)) & 255)
+			varying |= 1ull << b;
+	msd_sort_keys(a, n, 23, varying);
 }
 
 /* splitmix64's finalizer: a fixed, portable stream of pseudo-random bits. */
@@ -450,10 +413,11 @@ static void make_order(const engine *e, int which, const range_max *profile, sor
 		}
 		out[i] = k;
 	}
-	/* The keys come by (start, id), and all but the start order have the
-	 * start as k3: a stable sort on k1, k2 leaves each tie in that order,
-	 * which is what sorting on k3 and then id would give. */
-	radix_sort_keys(out, e->m, which == 4 ? 3 : 2);
+	/* The id last makes the keys unique: one order, whatever the sort.
+	 * The keys come by (start, id) and hold the start as k3 (as k1 in the
+	 * start order), so it is the order a stable sort on the fields before
+	 * would give. */
+	sort_keys(out, e->m);
 }
 
 /* ---- bounds and the stack --------------------------------------------- */
@@ -577,7 +541,6 @@ static void engine_free(engine *e)
 	free(e->tree);
 	free(e->offset);
 	free(e->found);
-	free(e->found_tmp);
 	free(e->hits);
 }
 

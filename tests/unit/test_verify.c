@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -774,6 +775,30 @@ Test(verify, two_inputs_with_one_name)
 	free(e.w->input->name);
 	e.w->input->name = strdup("x");
 	expect_one(e.p, "E-INPUT", "w");
+}
+
+/* The name map is sized for the inputs that open a method; inputs after
+ * the first op grow it, and a name they repeat is still found. */
+Test(verify, inputs_after_an_op_with_one_name)
+{
+	pr_program *p = pr_program_new();
+	pr_schema *add_op = op(p, "aten::add.Tensor(Tensor self, Tensor other) -> Tensor");
+	pr_graph *g = method(p, "forward");
+	char name[16];
+	pr_node *first = NULL;
+	for (int i = 0; i < 40; i++) {
+		snprintf(name, sizeof name, "i%d", i);
+		pr_node *n = input(g, name, "f32[4]", PR_INPUT_USER, name);
+		first = first ? first : n;
+	}
+	pr_node *s = call(g, "s", "f32[4]", add_op, ARGS(V(first), V(first)));
+	for (int i = 0; i < 200; i++) {
+		snprintf(name, sizeof name, "j%d", i);
+		input(g, name, "f32[4]", PR_INPUT_USER, name);
+	}
+	input(g, "late", "f32[4]", PR_INPUT_USER, "i7");
+	ret(g, ARGS(V(s)));
+	expect_one(p, "E-INPUT", "late");
 }
 
 /* ---- placement ----------------------------------------------------------- */

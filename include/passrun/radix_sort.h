@@ -1,0 +1,87 @@
+/* radix_sort.h: an in-place MSD radix sort (American flag) of an array of
+ * records, as a template each user instantiates for its record type: the
+ * memory planner's orders and the plan checker's sweep sort 10^6 records,
+ * where a second copy of them is the largest transient memory and qsort's
+ * comparisons cost more than the work they feed.
+ *
+ *   PR_RADIX_SORT_DEFINE(name, type, key_byte, less)
+ *
+ * defines  static void name(type *a, int64_t n, int b, uint64_t varying),
+ * which sorts a[0..n) on key bytes b down to 0, where
+ *   - unsigned key_byte(const type *x, int b) is byte b of x's key (0..255,
+ *     byte 0 the least significant; b < 64);
+ *   - bool less(const type *x, const type *y) is the same order, for the
+ *     insertion sort that finishes buckets of a few records;
+ *   - bit b of varying says some record's byte b may differ from another's:
+ *     a byte no record differs in is skipped without a pass (a superset is
+ *     correct, only slower).
+ * The sort is not stable: records with equal keys come out in any order, so
+ * a caller wanting one order makes its keys unique. No allocation: two
+ * 256-entry tables a level on the stack (4 KB, at most one level a key
+ * byte).
+ *
+ * A template and not a function of the core: a per-byte callback through a
+ * pointer would cost more than the sort, and a macro has no symbol, so the
+ * core's ABI does not grow; what it promises is this comment. */
+#ifndef PASSRUN_RADIX_SORT_H
+#define PASSRUN_RADIX_SORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Buckets this small are finished by insertion sort. */
+#define PR_RADIX_SORT_SMALL 48
+
+#define PR_RADIX_SORT_DEFINE(name, type, key_byte, less)                                    \
+	static void name##_small(type *a, int64_t n)                                         \
+	{                                                                                    \
+		for (int64_t i = 1; i < n; i++) {                                            \
+			type x = a[i];                                                       \
+			int64_t j = i;                                                       \
+			for (; j > 0 && less(&x, &a[j - 1]); j--)                            \
+				a[j] = a[j - 1];                                             \
+			a[j] = x;                                                            \
+		}                                                                            \
+	}                                                                                    \
+                                                                                             \
+	static void name(type *a, int64_t n, int b, uint64_t varying)                        \
+	{                                                                                    \
+		int64_t count[256], next[256];                                               \
+		for (;; b--) { /* a byte that all of a shares splits nothing */              \
+			while (b >= 0 && !(varying >> b & 1))                                \
+				b--;                                                         \
+			if (n <= PR_RADIX_SORT_SMALL || b < 0) {                             \
+				name##_small(a, n);                                          \
+				return;                                                      \
+			}                                                                    \
+			memset(count, 0, sizeof count);                                      \
+			for (int64_t i = 0; i < n; i++)                                      \
+				count[key_byte(&a[i], b)]++;                                 \
+			if (count[key_byte(&a[0], b)] < n)                                   \
+				break;                                                       \
+		}                                                                            \
+		for (int64_t v = 0, sum = 0; v < 256; v++) {                                 \
+			next[v] = sum;                                                       \
+			sum += count[v];                                                     \
+		}                                                                            \
+		int64_t end = 0;                                                             \
+		for (int v = 0; v < 256; v++) {                                              \
+			end += count[v];                                                     \
+			while (next[v] < end) { /* carry each misplaced record home */       \
+				type x = a[next[v]];                                         \
+				unsigned d;                                                  \
+				while ((d = key_byte(&x, b)) != (unsigned)v) {               \
+					type y = a[next[d]];                                 \
+					a[next[d]++] = x;                                    \
+					x = y;                                               \
+				}                                                            \
+				a[next[v]++] = x;                                            \
+			}                                                                    \
+		}                                                                            \
+		for (int v = 0; v < 256; v++) /* next[v]: bucket v's end now */              \
+			if (count[v] > 1)                                                    \
+				name(a + next[v] - count[v], count[v], b - 1, varying);      \
+	}
+
+#endif
