@@ -31,6 +31,7 @@ typedef struct tp_pending {
 
 typedef struct tp_seen tp_seen;
 typedef struct tp_recent tp_recent;
+typedef struct tp_callee tp_callee;
 typedef struct tp_known_shape tp_known_shape;
 
 typedef struct tp {
@@ -48,6 +49,7 @@ typedef struct tp {
 	int depth;            /* list nesting */
 	tp_known_shape *shapes;   /* text_parse_type.c's cache, or NULL; freed with p */
 	tp_recent *recent;        /* values defined lately (text_parse.c), or NULL */
+	tp_callee *callees;       /* ops and delegates called lately (text_parse.c), or NULL */
 	char last_device_text[32];   /* the last device text parsed (text_parse_type.c) */
 	size_t last_device_len;      /* 0: none */
 	pr_device last_device;
