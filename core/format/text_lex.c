@@ -143,44 +143,11 @@ void tp_ws_slow(tp *p)
 	p->pos = (size_t)(q - p->s);
 }
 
-bool tp_expect(tp *p, char c, const char *what)
+bool tp_expected_eol(tp *p, const char *after)
 {
-	if (tp_accept(p, c))
-		return true;
-	return tp_expected(p, p->pos, what);
-}
-
-bool tp_at_eol(tp *p)
-{
-	int c = tp_peek(p);
-	return c < 0 || c == '\n';
-}
-
-static void tp_newline(tp *p)
-{
-	p->pos++;
-	p->line++;
-	p->line_start = p->pos;
-}
-
-bool tp_end_stmt(tp *p, const char *after)
-{
-	int c = tp_peek(p);
-	if (c == '\n') {
-		tp_newline(p);
-		return true;
-	}
-	if (c < 0)
-		return true;
 	char what[128];
 	snprintf(what, sizeof what, "end of line after %s", after);
 	return tp_expected(p, p->pos, what);
-}
-
-void tp_skip_blank_lines(tp *p)
-{
-	while (tp_peek(p) == '\n')
-		tp_newline(p);
 }
 
 size_t tp_word(tp *p, const char **start)

@@ -114,10 +114,40 @@ static inline bool tp_accept(tp *p, char c)   /* after tp_ws */
 	return false;
 }
 
-bool tp_expect(tp *p, char c, const char *what);
-bool tp_at_eol(tp *p);
-bool tp_end_stmt(tp *p, const char *after);
-void tp_skip_blank_lines(tp *p);
+static inline bool tp_expect(tp *p, char c, const char *what)
+{
+	return tp_accept(p, c) || tp_expected(p, p->pos, what);
+}
+
+static inline bool tp_at_eol(tp *p)
+{
+	int c = tp_peek(p);
+	return c < 0 || c == '\n';
+}
+
+static inline void tp_newline(tp *p)   /* at a '\n' */
+{
+	p->pos++;
+	p->line++;
+	p->line_start = p->pos;
+}
+
+/* "expected end of line after <after>" at the cursor. */
+bool tp_expected_eol(tp *p, const char *after);
+
+static inline bool tp_end_stmt(tp *p, const char *after)
+{
+	int c = tp_peek(p);
+	if (c == '\n')
+		tp_newline(p);
+	return c < 0 || c == '\n' || tp_expected_eol(p, after);
+}
+
+static inline void tp_skip_blank_lines(tp *p)
+{
+	while (tp_peek(p) == '\n')
+		tp_newline(p);
+}
 /* An identifier [A-Za-z_][A-Za-z0-9_]*: its length, 0 if none (no error). */
 size_t tp_word(tp *p, const char **start);
 static inline bool tp_word_is(const char *w, size_t k, const char *lit)
