@@ -48,6 +48,7 @@ typedef struct tp {
 	pr_strbuf scratch;    /* a NUL-terminated copy of the last name read */
 	int depth;            /* list nesting */
 	tp_known_shape *shapes;   /* text_parse_type.c's cache, or NULL; freed with p */
+	const tp_known_shape *last_shape;   /* in shapes: the last one read, or NULL */
 	tp_recent *recent;        /* values defined lately (text_parse.c), or NULL */
 	tp_callee *callees;       /* ops and delegates called lately (text_parse.c), or NULL */
 	char last_device_text[32];   /* the last device text parsed (text_parse_type.c) */

@@ -12,7 +12,14 @@
  * further down) are resolved at the end from a list of pending uses, so their
  * errors still point at the use. The parser checks op arity only loosely (not
  * too many arguments, none missing that has no default); types are the
- * verifier's business. */
+ * verifier's business.
+ *
+ * Nothing malloc'd for a statement may live past it unless the program
+ * keeps it: the parser's tables are made once, and a name is copied only
+ * for a lookup that missed. A chunk held to the end of the parse is a hole
+ * among the program's own small chunks once freed, which later passes do
+ * not fill: 24 bytes per value statement so held raised the peak RSS of the
+ * 10^6 .pg pipeline by 31 MB (861.8 -> 892.6 MB). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -176,8 +176,9 @@ Test(text, repeated_devices_and_layouts_print_their_own_text)
 }
 
 /* The parser keeps the shapes it has read and hands a repeated one out
- * again: each use still gets its own device and strides, and text that
- * differs only in blanks gives an equal spec. */
+ * again: each use still gets its own device and strides, text that differs
+ * only in blanks gives an equal spec, and a shape that the last one only
+ * begins (a longer dimension, one more) is read as itself. */
 Test(text, repeated_shapes_keep_their_own_attributes)
 {
 	const char *src = "passrun 1\nmethod @m {\n"
@@ -186,8 +187,11 @@ Test(text, repeated_shapes_keep_their_own_attributes)
 		"  %c: f32[2,3]{strides=[1,2]} = input user \"c\"\n"
 		"  %d: f32[ 2, 3 ] = input user \"d\"\n"
 		"  %e: f32[2,3] = input user \"e\"\n"
+		"  %g: f32[2,30] = input user \"g\"\n"
+		"  %h: f32[2,3] = input user \"h\"\n"
+		"  %i: f32[2,3,4] = input user \"i\"\n"
 		"  %f: i64[2,3] = input user \"f\"\n"
-		"  return %a, %b, %c, %d, %e, %f\n}\n";
+		"  return %a, %b, %c, %d, %e, %f, %g, %h, %i\n}\n";
 	pr_program *p = tu_parse(src);
 	pr_graph *g = p->methods[0];
 	const pr_spec *a = &node(g, "a")->type.tensor, *b = &node(g, "b")->type.tensor;
@@ -204,6 +208,9 @@ Test(text, repeated_shapes_keep_their_own_attributes)
 	cr_expect(pr_spec_is_contiguous(s), "the strides of %%c are not kept for a later f32[2,3]");
 	cr_expect_eq(f->dtype, PR_I64);
 	cr_expect(!pr_spec_equal(a, f));
+	cr_expect_eq(node(g, "g")->type.tensor.shape[1], 30);
+	cr_expect(pr_spec_equal(a, &node(g, "h")->type.tensor));
+	cr_expect_eq(node(g, "i")->type.tensor.rank, 3);
 	pr_program_free(p);
 }
 
