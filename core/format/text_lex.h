@@ -146,8 +146,15 @@ static inline bool tp_end_stmt(tp *p, const char *after)
 
 static inline void tp_skip_blank_lines(tp *p)
 {
-	while (tp_peek(p) == '\n')
+	for (;;) {
+		size_t q = p->pos;
+		while (q < p->n && p->s[q] == ' ')   /* the indent, without tp_ws_slow */
+			q++;
+		p->pos = q;
+		if (tp_peek(p) != '\n')
+			return;
 		tp_newline(p);
+	}
 }
 /* An identifier [A-Za-z_][A-Za-z0-9_]*: its length, 0 if none (no error). */
 size_t tp_word(tp *p, const char **start);
