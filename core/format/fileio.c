@@ -36,15 +36,12 @@
 
 static pr_err *load_text(const char *path, const uint8_t *bytes, size_t len, pr_program **out)
 {
-	/* A NUL-terminated copy: the parser gets its length, but a terminator
-	 * costs nothing and protects any helper that looks one byte ahead. */
-	char *text = pr_xmalloc(len + 1);
-	if (len)
-		memcpy(text, bytes, len);
-	text[len] = 0;
-	pr_err *e = pr_text_parse(path, text, len, out);
-	free(text);
-	return e;
+	/* Parsed in place: the parser reads no byte past len (the text fuzzer
+	 * hands it buffers of exactly their size) and keeps none. A NUL-
+	 * terminated copy was, under the CLI's keep_freed_memory, a 78 MB hole
+	 * at the bottom of the heap at 10^6, resident to the end: 20 MB of the
+	 * .pg pipeline's peak RSS. */
+	return pr_text_parse(path, (const char *)bytes, len, out);
 }
 
 /* The DATA section of a binary file that loaded: the one part of the mapping

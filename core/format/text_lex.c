@@ -129,57 +129,25 @@ bool tp_expected(tp *p, size_t pos, const char *what)
 
 void tp_ws_slow(tp *p)
 {
-	while (p->pos < p->n) {
-		char c = p->s[p->pos];
-		if (c == ' ' || c == '\t' || c == '\r') {
-			p->pos++;
-		} else if (c == '#') {
-			const char *nl = memchr(p->s + p->pos, '\n', p->n - p->pos);
-			p->pos = nl ? (size_t)(nl - p->s) : p->n;
-		} else {
+	/* locals, not p->pos, as in tp_word: this skips every line's indent */
+	const char *q = p->s + p->pos, *e = p->s + p->n;
+	for (; q < e; q++) {
+		if (*q == '#') {
+			const char *nl = memchr(q, '\n', (size_t)(e - q));
+			q = nl ? nl : e;
 			break;
 		}
+		if (*q != ' ' && *q != '\t' && *q != '\r')
+			break;
 	}
+	p->pos = (size_t)(q - p->s);
 }
 
-bool tp_expect(tp *p, char c, const char *what)
+bool tp_expected_eol(tp *p, const char *after)
 {
-	if (tp_accept(p, c))
-		return true;
-	return tp_expected(p, p->pos, what);
-}
-
-bool tp_at_eol(tp *p)
-{
-	int c = tp_peek(p);
-	return c < 0 || c == '\n';
-}
-
-static void tp_newline(tp *p)
-{
-	p->pos++;
-	p->line++;
-	p->line_start = p->pos;
-}
-
-bool tp_end_stmt(tp *p, const char *after)
-{
-	int c = tp_peek(p);
-	if (c == '\n') {
-		tp_newline(p);
-		return true;
-	}
-	if (c < 0)
-		return true;
 	char what[128];
 	snprintf(what, sizeof what, "end of line after %s", after);
 	return tp_expected(p, p->pos, what);
-}
-
-void tp_skip_blank_lines(tp *p)
-{
-	while (tp_peek(p) == '\n')
-		tp_newline(p);
 }
 
 size_t tp_word(tp *p, const char **start)
@@ -381,10 +349,32 @@ static bool tp_special_float(tp *p, double *f)
 	return false;
 }
 
+/* The common number, [-]digits (at most 18) and nothing of a name after,
+ * read in one loop; false, nothing consumed, for anything else, which
+ * tp_number's full path reads (and judges). */
+static bool tp_plain_int(tp *p, int64_t *out)
+{
+	const char *q = p->s + p->pos, *e = p->s + p->n;
+	bool neg = q < e && *q == '-';
+	const char *digits = q + neg, *d = digits;
+	int64_t v = 0;
+	for (; d < e && d - digits < 18 && *d >= '0' && *d <= '9'; d++)
+		v = v * 10 + (*d - '0');
+	if (d == digits || (d < e && is_name_char(*d)))   /* '.', 'e', a 19th digit */
+		return false;
+	*out = neg ? -v : v;
+	p->pos = (size_t)(d - p->s);
+	return true;
+}
+
 /* [+-]digits[.digits][e[+-]digits], or [+-]inf / [+-]nan. */
 bool tp_number(tp *p, bool *is_float, int64_t *i, double *f)
 {
 	tp_ws(p);
+	if (tp_plain_int(p, i)) {
+		*is_float = false;
+		return true;
+	}
 	size_t b = p->pos;
 	size_t e = b;
 	if (e < p->n && (p->s[e] == '-' || p->s[e] == '+'))
@@ -461,6 +451,8 @@ bool tp_number(tp *p, bool *is_float, int64_t *i, double *f)
 bool tp_int(tp *p, const char *what, int64_t *out)
 {
 	tp_ws(p);
+	if (tp_plain_int(p, out))
+		return true;
 	size_t b = p->pos;
 	bool is_float;
 	double f;

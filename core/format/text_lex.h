@@ -31,6 +31,7 @@ typedef struct tp_pending {
 
 typedef struct tp_seen tp_seen;
 typedef struct tp_recent tp_recent;
+typedef struct tp_callee tp_callee;
 typedef struct tp_known_shape tp_known_shape;
 
 typedef struct tp {
@@ -47,7 +48,9 @@ typedef struct tp {
 	pr_strbuf scratch;    /* a NUL-terminated copy of the last name read */
 	int depth;            /* list nesting */
 	tp_known_shape *shapes;   /* text_parse_type.c's cache, or NULL; freed with p */
+	const tp_known_shape *last_shape;   /* in shapes: the last one read, or NULL */
 	tp_recent *recent;        /* values defined lately (text_parse.c), or NULL */
+	tp_callee *callees;       /* ops and delegates called lately (text_parse.c), or NULL */
 	char last_device_text[32];   /* the last device text parsed (text_parse_type.c) */
 	size_t last_device_len;      /* 0: none */
 	pr_device last_device;
@@ -112,10 +115,47 @@ static inline bool tp_accept(tp *p, char c)   /* after tp_ws */
 	return false;
 }
 
-bool tp_expect(tp *p, char c, const char *what);
-bool tp_at_eol(tp *p);
-bool tp_end_stmt(tp *p, const char *after);
-void tp_skip_blank_lines(tp *p);
+static inline bool tp_expect(tp *p, char c, const char *what)
+{
+	return tp_accept(p, c) || tp_expected(p, p->pos, what);
+}
+
+static inline bool tp_at_eol(tp *p)
+{
+	int c = tp_peek(p);
+	return c < 0 || c == '\n';
+}
+
+static inline void tp_newline(tp *p)   /* at a '\n' */
+{
+	p->pos++;
+	p->line++;
+	p->line_start = p->pos;
+}
+
+/* "expected end of line after <after>" at the cursor. */
+bool tp_expected_eol(tp *p, const char *after);
+
+static inline bool tp_end_stmt(tp *p, const char *after)
+{
+	int c = tp_peek(p);
+	if (c == '\n')
+		tp_newline(p);
+	return c < 0 || c == '\n' || tp_expected_eol(p, after);
+}
+
+static inline void tp_skip_blank_lines(tp *p)
+{
+	for (;;) {
+		size_t q = p->pos;
+		while (q < p->n && p->s[q] == ' ')   /* the indent, without tp_ws_slow */
+			q++;
+		p->pos = q;
+		if (tp_peek(p) != '\n')
+			return;
+		tp_newline(p);
+	}
+}
 /* An identifier [A-Za-z_][A-Za-z0-9_]*: its length, 0 if none (no error). */
 size_t tp_word(tp *p, const char **start);
 static inline bool tp_word_is(const char *w, size_t k, const char *lit)

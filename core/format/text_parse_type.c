@@ -213,16 +213,29 @@ static size_t shape_text_len(const tp *p)
 	return end ? (size_t)(end - (p->s + p->pos)) + 1 : 0;
 }
 
+/* Does the text at the cursor start with k's? Its one ']' ends it, so the
+ * cursor's first ']' is then where k's is. */
+static bool shape_is_next(const tp *p, const tp_known_shape *k)
+{
+	return k && k->len && k->len <= p->n - p->pos && !memcmp(k->text, p->s + p->pos, k->len);
+}
+
+/* The shape the last value spelled is tried first, without a scan for the
+ * ']' or a hash: runs of values share one (f32[1,4] down a whole layer). */
 static bool tp_shape_known(tp *p, pr_spec *s)
 {
-	size_t len = shape_text_len(p);
-	if (!len)
-		return false;
-	const tp_known_shape *k = shape_slot(p, p->s + p->pos, len);
-	if (k->len != len || memcmp(k->text, p->s + p->pos, len))
-		return false;
+	const tp_known_shape *k = p->last_shape;
+	if (!shape_is_next(p, k)) {
+		size_t len = shape_text_len(p);
+		if (!len)
+			return false;
+		k = shape_slot(p, p->s + p->pos, len);
+		if (k->len != len || memcmp(k->text, p->s + p->pos, len))
+			return false;
+		p->last_shape = k;
+	}
 	*s = k->spec;
-	p->pos += len;
+	p->pos += k->len;
 	return true;
 }
 
@@ -235,6 +248,7 @@ static void tp_shape_remember(tp *p, size_t at, const pr_spec *s)
 	k->len = (uint32_t)len;
 	memcpy(k->text, p->s + at, len);
 	k->spec = *s;
+	p->last_shape = k;
 }
 
 /* DTYPE[DIMS]: a contiguous spec on the host. */

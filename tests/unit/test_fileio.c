@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "passrun/fileio.h"
+#include "passrun/format.h"
 #include "testutil.h"
 
 #define NODEF "--no-default-plugins"
@@ -272,4 +273,36 @@ Test(fileio, stale_temporary_of_a_killed_writer_is_removed)
 	cr_assert_eq(access(live, F_OK), 0, "a running writer's temporary file was removed");
 	cr_assert_eq(access(other, F_OK), 0, "another name's temporary file was removed");
 	cr_assert_eq(access(odd, F_OK), 0, "a file not named like ours was removed");
+}
+
+/* A text file is parsed in place, from its mapping: one that ends at a page
+ * boundary in a comment, with no newline after it, loads, and one that ends
+ * there in a string, unterminated, is refused; neither is read past. */
+Test(fileio, text_ending_at_a_page_boundary_is_parsed_in_place)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	static const char *const heads[] = {
+		"passrun 1\nmethod @m {\n  %x: f32[2] = input user \"x\"\n  return %x\n}\n#",
+		"passrun 1\nmethod @m {\n  %x: f32[2] = input user \"",
+	};
+	for (int cut = 0; cut < 2; cut++) {
+		char *text = malloc(page + 1);
+		size_t head = strlen(heads[cut]);
+		memcpy(text, heads[cut], head);
+		memset(text + head, 'x', page - head);
+		text[page] = 0;
+		const char *path = tu_write_temp(cut ? "cut.pg" : "page.pg", text);
+		free(text);
+		pr_program *p = NULL;
+		pr_err *e = pr_program_load_file(path, &p);
+		if (cut) {
+			cr_assert_not_null(e);
+			cr_expect(strstr(pr_err_message(e), ":3:27: unterminated string"), "%s", pr_err_message(e));
+		} else {
+			cr_expect_null(e, "%s", e ? pr_err_message(e) : "");
+			cr_expect(p && pr_program_find_method(p, "m"));
+		}
+		pr_err_free(e);
+		pr_program_free(p);
+	}
 }

@@ -176,8 +176,9 @@ Test(text, repeated_devices_and_layouts_print_their_own_text)
 }
 
 /* The parser keeps the shapes it has read and hands a repeated one out
- * again: each use still gets its own device and strides, and text that
- * differs only in blanks gives an equal spec. */
+ * again: each use still gets its own device and strides, text that differs
+ * only in blanks gives an equal spec, and a shape that the last one only
+ * begins (a longer dimension, one more) is read as itself. */
 Test(text, repeated_shapes_keep_their_own_attributes)
 {
 	const char *src = "passrun 1\nmethod @m {\n"
@@ -186,8 +187,11 @@ Test(text, repeated_shapes_keep_their_own_attributes)
 		"  %c: f32[2,3]{strides=[1,2]} = input user \"c\"\n"
 		"  %d: f32[ 2, 3 ] = input user \"d\"\n"
 		"  %e: f32[2,3] = input user \"e\"\n"
+		"  %g: f32[2,30] = input user \"g\"\n"
+		"  %h: f32[2,3] = input user \"h\"\n"
+		"  %i: f32[2,3,4] = input user \"i\"\n"
 		"  %f: i64[2,3] = input user \"f\"\n"
-		"  return %a, %b, %c, %d, %e, %f\n}\n";
+		"  return %a, %b, %c, %d, %e, %f, %g, %h, %i\n}\n";
 	pr_program *p = tu_parse(src);
 	pr_graph *g = p->methods[0];
 	const pr_spec *a = &node(g, "a")->type.tensor, *b = &node(g, "b")->type.tensor;
@@ -204,6 +208,9 @@ Test(text, repeated_shapes_keep_their_own_attributes)
 	cr_expect(pr_spec_is_contiguous(s), "the strides of %%c are not kept for a later f32[2,3]");
 	cr_expect_eq(f->dtype, PR_I64);
 	cr_expect(!pr_spec_equal(a, f));
+	cr_expect_eq(node(g, "g")->type.tensor.shape[1], 30);
+	cr_expect(pr_spec_equal(a, &node(g, "h")->type.tensor));
+	cr_expect_eq(node(g, "i")->type.tensor.rank, 3);
 	pr_program_free(p);
 }
 
@@ -542,6 +549,11 @@ static const bad_case bad_cases[] = {
 	  "duplicate name '%x': expected a name not yet used in '@m' (first defined at line 5)" },
 	{ HEAD "  %y: f32[2] = a::f(%z)\n" TAIL, "6:21", "undefined value '%z': expected a value defined earlier in '@m'" },
 	{ HEAD "  %y: f32[2] = a::f(%y)\n" TAIL, "6:21", "undefined value '%y'" },
+	/* %w is in the table of values used lately, but as @m's */
+	{ "passrun 1\nop a::f(Tensor x) -> Tensor\nmethod @m {\n  %w: f32[2] = input user \"w\"\n"
+	  "  %y: f32[2] = a::f(%w)\n  %z: f32[2] = a::f(%w)\n  return %z\n}\ndelegate @d {\n"
+	  "  %x: f32[2] = input\n  %z: f32[2] = a::f(%w)\n  return %z\n}\n", "11:21",
+	  "undefined value '%w': expected a value defined earlier in '@d'" },
 	/* a name defined just before in another graph is not this graph's */
 	{ "passrun 1\nop a::f(Tensor x) -> Tensor\ndelegate @d {\n  %w: f32[2] = input\n  return %w\n}\n"
 	  "method @m {\n  %x: f32[2] = input user\n  %y: f32[2] = a::f(%w)\n  return %y\n}\n", "9:21",
@@ -685,24 +697,66 @@ Test(text, integers_on_both_sides_of_the_fast_path_read_exactly)
 	pr_err_free(e);
 }
 
-/* The UTF-8 check takes printable ASCII eight bytes at a time: a bad byte
- * at every place in such a block is still found, at its column. */
-Test(text, a_bad_byte_is_found_wherever_it_falls_in_an_eight_byte_block)
+/* The UTF-8 check takes ASCII 32 bytes, then eight, at a time: a bad byte
+ * or a NUL at every place in such blocks is still found, at its column. */
+Test(text, a_bad_byte_is_found_wherever_it_falls_in_a_block)
 {
-	for (int at = 0; at < 8; at++) {
-		char text[128];
-		int n = snprintf(text, sizeof text, "passrun 1\n# abcdefgh%.*s", at, "12345678");
-		text[n] = (char)0xff;
-		snprintf(text + n + 1, sizeof text - (size_t)n - 1, "abcdefghijklmnop\n");
-		pr_program *p = NULL;
-		pr_err *e = pr_text_parse("t.pg", text, strlen(text), &p);
-		cr_assert_not_null(e, "0xff after %d bytes was not found", at);
-		char want[64];
-		snprintf(want, sizeof want, "t.pg:2:%d: ", n - 10 + 1);
-		cr_expect(strstr(pr_err_message(e), want) && strstr(pr_err_message(e), "0xff"),
-			  "'%s' lacks '%s'", pr_err_message(e), want);
-		pr_err_free(e);
+	static const char filler[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH";
+	for (int nul = 0; nul < 2; nul++) {
+		for (int at = 0; at < 40; at++) {
+			char text[160];
+			int n = snprintf(text, sizeof text, "passrun 1\n# abcdefgh%.*s", at, filler);
+			text[n] = nul ? 0 : (char)0xff;
+			snprintf(text + n + 1, sizeof text - (size_t)n - 1,
+				 "abcdefghijklmnopqrstuvwxyzabcdefghijklmnop\n");
+			size_t len = (size_t)n + 1 + strlen(text + n + 1);
+			pr_program *p = NULL;
+			pr_err *e = pr_text_parse("t.pg", text, len, &p);
+			cr_assert_not_null(e, "byte %d after %d bytes was not found", nul ? 0 : 0xff, at);
+			char want[64];
+			snprintf(want, sizeof want, "t.pg:2:%d: ", n - 10 + 1);
+			cr_expect(strstr(pr_err_message(e), want) &&
+				  strstr(pr_err_message(e), nul ? "NUL byte" : "0xff"),
+				  "'%s' lacks '%s'", pr_err_message(e), want);
+			pr_err_free(e);
+		}
 	}
+}
+
+/* Ops and delegates called lately are found by their name's bytes in a
+ * small table: with many more of each than it has slots, called in a
+ * shuffled order, every call still gets its own. */
+Test(text, every_call_finds_its_own_op_and_delegate_among_many)
+{
+	enum { N = 40, ROUNDS = 3 };
+	pr_strbuf b;
+	pr_strbuf_init(&b);
+	pr_strbuf_puts(&b, "passrun 1\n");
+	for (int i = 0; i < N; i++)
+		pr_strbuf_printf(&b, "op t::f%d.o(Tensor x) -> Tensor\n"
+				 "delegate @d%d {\n  %%x: f32[2] = input\n  return %%x\n}\n", i, i);
+	pr_strbuf_puts(&b, "method @m {\n  %x: f32[2] = input user \"x\"\n");
+	for (int r = 0; r < ROUNDS; r++)
+		for (int k = 0; k < N; k++) {
+			int i = (k * 7 + r) % N;
+			pr_strbuf_printf(&b, "  %%o%d_%d: f32[2] = t::f%d.o(%%x)\n"
+					 "  %%c%d_%d: (f32[2]) = delegate @d%d(%%x)\n", r, i, i, r, i, i);
+		}
+	pr_strbuf_puts(&b, "  return %x\n}\n");
+	pr_program *p = tu_parse(b.data);
+	pr_strbuf_free(&b);
+	pr_graph *g = pr_program_find_method(p, "m");
+	for (int r = 0; r < ROUNDS; r++)
+		for (int i = 0; i < N; i++) {
+			char name[32], op[32], d[32];
+			snprintf(op, sizeof op, "t::f%d.o", i);
+			snprintf(d, sizeof d, "d%d", i);
+			snprintf(name, sizeof name, "o%d_%d", r, i);
+			cr_expect_eq(node(g, name)->schema, pr_program_find_schema(p, op), "%s", name);
+			snprintf(name, sizeof name, "c%d_%d", r, i);
+			cr_expect_eq(node(g, name)->delegate, pr_program_find_delegate(p, d), "%s", name);
+		}
+	pr_program_free(p);
 }
 
 /* Strings are scanned eight bytes at a time: a quote, a backslash, a
