@@ -3,8 +3,8 @@
  * The layout is docs/binary-format.md. The writer appends the metadata
  * sections, in order, after room for the header and section table, to an
  * outbuf (outbuf.h): the one buffer that becomes the file
- * (pr_binary_write, sized up front from the node count), or a chunk handed
- * to a file sink as it fills (pr_binary_write_sink). It lays the DATA
+ * (pr_binary_write, sized up front from the node count), or the stages of
+ * a file sink, filled in place (pr_binary_write_sink). It lays the DATA
  * section out alongside: every blob's bytes and the storage bytes of every
  * constant with data get a segment aligned to 64 bytes, and the metadata
  * refers to them by their offset inside DATA. Bytes the program holds (a
@@ -837,9 +837,8 @@ pr_err *pr_binary_write_sink(const pr_program *p, pr_file_sink *sink)
 		free(bytes);
 		return e;
 	}
-	wbuf file = {.o = {.sink = sink}};
+	wbuf file = {.o = out_to_sink(sink)};
 	uint8_t head[W_HEAD_SIZE];
-	out_reserve(&file.o, OUT_CHUNK);
 	pr_err *e = w_program(p, &file, head);
 	out_finish(&file.o);
 	if (!e)
