@@ -13,8 +13,9 @@
  * error the target is left as it was; a temporary file is written by a
  * thread of its own (the stager), and a big file replaced is freed by
  * another (release_replaced). Programs are saved through a sink as
- * they are written (pr_binary_write_sink, pr_text_print_sink), so that the
- * file is never held whole in memory. */
+ * they are written (pr_binary_write_sink, pr_text_print_sink), made in the
+ * stages it lends (pr_file_sink_lend), so that the file is never held whole
+ * in memory and what the writers make is not copied again to be written. */
 #define _GNU_SOURCE   /* fstatat, dirfd */
 #include <dirent.h>
 #include <errno.h>
