@@ -91,9 +91,9 @@ static inline void wb_f64(wbuf *b, double d)
 	wb_u64(b, v);
 }
 
-static void wb_str(wbuf *b, const char *s)
+/* s, n bytes long: its length and bytes. */
+static void wb_str_n(wbuf *b, const char *s, size_t n)
 {
-	size_t n = strlen(s);
 	if (n > PRB_MAX_STRING) {
 		if (!b->too_long)
 			b->too_long = n;   /* pr_binary_write refuses the program: it would not load */
@@ -102,6 +102,11 @@ static void wb_str(wbuf *b, const char *s)
 	uint8_t *q = put_le(wb_room(b, 4 + n), n, 4);
 	memcpy(q, s, n);
 	b->o.len += 4 + n;
+}
+
+static void wb_str(wbuf *b, const char *s)
+{
+	wb_str_n(b, s, strlen(s));
 }
 
 static void wb_ostr(wbuf *b, const char *s)
@@ -560,7 +565,10 @@ static bool w_ref(writer *w, wbuf *b, const ptrmap *m, const void *k, const pr_n
 static bool w_node(writer *w, wbuf *b, const pr_node *n)
 {
 	wb_u8(b, (unsigned)n->kind);
-	wb_ostr(b, n->name);
+	if (n->name)   /* interned (program.h): its length is kept */
+		wb_str_n(b, n->name, pr_interned_len(n->name));
+	else
+		wb_u32(b, PRB_NO_STRING);
 	w_type(w, b, &n->type);
 	switch (n->kind) {
 	case PR_NODE_INPUT:
