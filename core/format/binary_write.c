@@ -3,8 +3,8 @@
  * The layout is docs/binary-format.md. The writer appends the metadata
  * sections, in order, after room for the header and section table, to an
  * outbuf (outbuf.h): the one buffer that becomes the file
- * (pr_binary_write, sized up front from the node count), or a chunk handed
- * to a file sink as it fills (pr_binary_write_sink). It lays the DATA
+ * (pr_binary_write, sized up front from the node count), or the stages of
+ * a file sink, filled in place (pr_binary_write_sink). It lays the DATA
  * section out alongside: every blob's bytes and the storage bytes of every
  * constant with data get a segment aligned to 64 bytes, and the metadata
  * refers to them by their offset inside DATA. Bytes the program holds (a
@@ -91,9 +91,9 @@ static inline void wb_f64(wbuf *b, double d)
 	wb_u64(b, v);
 }
 
-static void wb_str(wbuf *b, const char *s)
+/* s, n bytes long: its length and bytes. */
+static void wb_str_n(wbuf *b, const char *s, size_t n)
 {
-	size_t n = strlen(s);
 	if (n > PRB_MAX_STRING) {
 		if (!b->too_long)
 			b->too_long = n;   /* pr_binary_write refuses the program: it would not load */
@@ -102,6 +102,11 @@ static void wb_str(wbuf *b, const char *s)
 	uint8_t *q = put_le(wb_room(b, 4 + n), n, 4);
 	memcpy(q, s, n);
 	b->o.len += 4 + n;
+}
+
+static void wb_str(wbuf *b, const char *s)
+{
+	wb_str_n(b, s, strlen(s));
 }
 
 static void wb_ostr(wbuf *b, const char *s)
@@ -560,7 +565,10 @@ static bool w_ref(writer *w, wbuf *b, const ptrmap *m, const void *k, const pr_n
 static bool w_node(writer *w, wbuf *b, const pr_node *n)
 {
 	wb_u8(b, (unsigned)n->kind);
-	wb_ostr(b, n->name);
+	if (n->name)   /* interned (program.h): its length is kept */
+		wb_str_n(b, n->name, pr_interned_len(n->name));
+	else
+		wb_u32(b, PRB_NO_STRING);
 	w_type(w, b, &n->type);
 	switch (n->kind) {
 	case PR_NODE_INPUT:
@@ -837,9 +845,8 @@ pr_err *pr_binary_write_sink(const pr_program *p, pr_file_sink *sink)
 		free(bytes);
 		return e;
 	}
-	wbuf file = {.o = {.sink = sink}};
+	wbuf file = {.o = out_to_sink(sink)};
 	uint8_t head[W_HEAD_SIZE];
-	out_reserve(&file.o, OUT_CHUNK);
 	pr_err *e = w_program(p, &file, head);
 	out_finish(&file.o);
 	if (!e)

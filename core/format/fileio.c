@@ -13,8 +13,9 @@
  * error the target is left as it was; a temporary file is written by a
  * thread of its own (the stager), and a big file replaced is freed by
  * another (release_replaced). Programs are saved through a sink as
- * they are written (pr_binary_write_sink, pr_text_print_sink), so that the
- * file is never held whole in memory. */
+ * they are written (pr_binary_write_sink, pr_text_print_sink), made in the
+ * stages it lends (pr_file_sink_lend), so that the file is never held whole
+ * in memory and what the writers make is not copied again to be written. */
 #define _GNU_SOURCE   /* fstatat, dirfd */
 #include <dirent.h>
 #include <errno.h>
@@ -602,22 +603,26 @@ bool pr_file_sink_can_seek(const pr_file_sink *s)
 	return !s->in_place;
 }
 
-/* The bytes go into the stage being filled, and each stage, once full, to
- * the writer thread. */
-static void sink_stage(pr_file_sink *s, const uint8_t *p, size_t len)
+uint8_t *pr_file_sink_lend(pr_file_sink *s, size_t *room)
 {
-	stager *g = s->stager;
-	while (len && !s->err) {
-		size_t n = len < STAGE_SIZE - s->cur_len ? len : STAGE_SIZE - s->cur_len;
-		memcpy(g->stage[s->cur] + s->cur_len, p, n);
-		s->cur_len += n;
-		p += n;
-		len -= n;
-		if (s->cur_len == STAGE_SIZE) {
-			sink_fail_write(s, stager_hand_over(g, &s->cur, s->cur_at));
-			s->cur_at += STAGE_SIZE;
-			s->cur_len = 0;
-		}
+	if (s->err || s->in_place) {
+		*room = 0;
+		return NULL;
+	}
+	*room = STAGE_SIZE - s->cur_len;   /* never 0: a full stage is handed over at once */
+	return s->stager->stage[s->cur] + s->cur_len;
+}
+
+void pr_file_sink_advance(pr_file_sink *s, size_t n)
+{
+	if (!n || s->err)
+		return;
+	PR_ASSERT(!s->in_place && n <= STAGE_SIZE - s->cur_len);   /* more than was lent */
+	s->cur_len += n;
+	if (s->cur_len == STAGE_SIZE) {
+		sink_fail_write(s, stager_hand_over(s->stager, &s->cur, s->cur_at));
+		s->cur_at += STAGE_SIZE;
+		s->cur_len = 0;
 	}
 }
 
@@ -625,10 +630,17 @@ void pr_file_sink_write(pr_file_sink *s, const void *bytes, size_t len)
 {
 	if (!len || !sink_ready(s))
 		return;
-	if (s->in_place)
+	if (s->in_place) {
 		sink_fail_write(s, write_all(s->fd, bytes, len, -1));
-	else
-		sink_stage(s, bytes, len);
+		return;
+	}
+	const uint8_t *p = bytes;
+	for (size_t room, n; len && !s->err; p += n, len -= n) {
+		uint8_t *stage = pr_file_sink_lend(s, &room);
+		n = len < room ? len : room;
+		memcpy(stage, p, n);
+		pr_file_sink_advance(s, n);
+	}
 }
 
 /* Bytes still in the stage being filled are rewritten there; those before

@@ -82,7 +82,7 @@ static void put_string(tbuf *b, const char *s)
 		while (plain_ascii(*c))   /* the common string is one run, in one copy */
 			c++;
 		size_t n = (size_t)(c - run);
-		if (n) {   /* out_bytes: a long string goes to the sink, not into a grown chunk */
+		if (n) {   /* out_bytes: a long string goes to the sink, not into a grown buffer */
 			if (n < 4096)
 				tb_add(b, (const char *)run, n);
 			else
@@ -498,8 +498,7 @@ char *pr_text_print(const pr_program *p, size_t *len)
 
 void pr_text_print_sink(const pr_program *p, pr_file_sink *sink)
 {
-	tbuf b = {.sink = sink};
-	out_reserve(&b, OUT_CHUNK);
+	tbuf b = out_to_sink(sink);
 	put_program(&b, p);
 	out_finish(&b);
 }

@@ -922,6 +922,11 @@ void pr_program_prefetch_name(const pr_program *p, uint32_t h)
 		__builtin_prefetch(&t->slots[h & t->mask]);
 }
 
+size_t pr_interned_len(const char *s)
+{
+	return str_head_of(s)->len;
+}
+
 pr_node *pr_graph_new_node(pr_graph *g, pr_node_kind kind, const char *name)
 {
 	pr_node *n = slot_take(g->store);

@@ -64,13 +64,26 @@ pr_err *pr_file_write_atomic(const char *path, const void *bytes, size_t len);
  * already written (a header whose sizes are known last; bytes past those
  * are an error), which only a replaced file allows (pr_file_sink_can_seek):
  * a device or FIFO is written in place, front to back. Commit and abort
- * free the sink. */
+ * free the sink.
+ *
+ * A writer that makes its bytes where the sink keeps them, rather than
+ * copying them in, borrows the room: pr_file_sink_lend returns the free part
+ * of the stage being filled (*room bytes, at least 1), and
+ * pr_file_sink_advance(s, n) makes the first n bytes written there the
+ * file's next ones, as pr_file_sink_write would (n at most *room; a full
+ * stage goes to be written, and the next is lent). The room is the writer's
+ * until that advance or any other call on the sink. It returns NULL, *room
+ * 0, when there is no stage to lend: the target is written in place, or the
+ * sink has failed (pr_file_sink_write then, which does nothing after a
+ * failure). */
 typedef struct pr_file_sink pr_file_sink;
 
 pr_err *pr_file_sink_open(const char *path, pr_file_sink **out);
 bool pr_file_sink_can_seek(const pr_file_sink *s);
 void pr_file_sink_write(pr_file_sink *s, const void *bytes, size_t len);
 void pr_file_sink_write_at(pr_file_sink *s, uint64_t offset, const void *bytes, size_t len);
+uint8_t *pr_file_sink_lend(pr_file_sink *s, size_t *room);
+void pr_file_sink_advance(pr_file_sink *s, size_t n);
 pr_err *pr_file_sink_commit(pr_file_sink *s);
 void pr_file_sink_abort(pr_file_sink *s);   /* NULL: nothing */
 

@@ -101,9 +101,48 @@ static int count_temps(const char *dir)
 	return n;
 }
 
-/* Every size, written in one piece, then in pieces of 4093 bytes with its
- * first bytes rewritten last (the binary writer's header) and two bytes
- * rewritten across the first stage's edge. */
+/* The piece of at most want bytes to put next: written, or (lend) made in
+ * the room the sink lends, and every third of those written after all. */
+static size_t put_piece(pr_file_sink *s, const uint8_t *bytes, size_t want, bool lend, int k)
+{
+	size_t room;
+	uint8_t *stage = lend ? pr_file_sink_lend(s, &room) : NULL;
+	if (!stage || k % 3 == 2) {
+		pr_file_sink_write(s, bytes, want);
+		return want;
+	}
+	cr_assert_gt(room, 0, "a stage lent with no room");
+	size_t n = want < room ? want : room;
+	memcpy(stage, bytes, n);
+	pr_file_sink_advance(s, n);
+	return n;
+}
+
+/* n bytes in pieces of 4093 with the first bytes rewritten last (the
+ * binary writer's header) and two bytes rewritten across the first stage's
+ * edge. */
+static void write_in_pieces(const char *path, uint8_t *want, size_t n, bool lend)
+{
+	pr_file_sink *s;
+	cr_assert_null(pr_file_sink_open(path, &s));
+	size_t head = n < 8 ? n : 8;
+	uint8_t zeros[8] = {0};
+	pr_file_sink_write(s, zeros, head);
+	int k = 0;
+	for (size_t at = head; at < n; k++)
+		at += put_piece(s, want + at, n - at < 4093 ? n - at : 4093, lend, k);
+	if (n > MB) {   /* across the edge: MB + 1 has its last byte still staged */
+		want[MB - 1] ^= 0xff;
+		want[MB] ^= 0xff;
+		pr_file_sink_write_at(s, MB - 1, want + MB - 1, 2);
+	}
+	pr_file_sink_write_at(s, 0, want, head);
+	cr_assert_null(pr_file_sink_commit(s), "%zu bytes", n);
+	assert_file_is(path, want, n);
+}
+
+/* Every size, written in one piece, then in pieces written, then in pieces
+ * made in the lent stages. */
 static void write_every_size(const char *dir)
 {
 	char path[600];
@@ -113,23 +152,12 @@ static void write_every_size(const char *dir)
 		snprintf(path, sizeof path, "%s/whole-%zu.bin", dir, n);
 		cr_assert_null(pr_file_write_atomic(path, want, n));
 		assert_file_is(path, want, n);
-
 		snprintf(path, sizeof path, "%s/pieces-%zu.bin", dir, n);
-		pr_file_sink *s;
-		cr_assert_null(pr_file_sink_open(path, &s));
-		size_t head = n < 8 ? n : 8;
-		uint8_t zeros[8] = {0};
-		pr_file_sink_write(s, zeros, head);
-		for (size_t at = head; at < n; at += 4093)
-			pr_file_sink_write(s, want + at, n - at < 4093 ? n - at : 4093);
-		if (n > MB) {   /* across the edge: MB + 1 has its last byte still staged */
-			want[MB - 1] ^= 0xff;
-			want[MB] ^= 0xff;
-			pr_file_sink_write_at(s, MB - 1, want + MB - 1, 2);
-		}
-		pr_file_sink_write_at(s, 0, want, head);
-		cr_assert_null(pr_file_sink_commit(s), "%zu bytes", n);
-		assert_file_is(path, want, n);
+		write_in_pieces(path, want, n, false);
+		free(want);
+		want = pattern(n, (unsigned)k);
+		snprintf(path, sizeof path, "%s/lent-%zu.bin", dir, n);
+		write_in_pieces(path, want, n, true);
 		free(want);
 	}
 	cr_assert_eq(count_temps(dir), 0);
@@ -188,6 +216,59 @@ Test(sink_stages, abort_with_stages_queued_leaves_nothing)
 	free(bytes);
 }
 
+/* The same with the stages filled where they lie, up to the last byte of
+ * the third, which makes the thread write the first two: what the thread
+ * has queued is dropped, and nothing remains. */
+Test(sink_stages, abort_with_lent_stages_queued_leaves_nothing)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/aborted-lent.bin", tu_temp_dir());
+	cr_assert_null(pr_file_write_atomic(path, "old", 3));
+	pr_file_sink *s;
+	cr_assert_null(pr_file_sink_open(path, &s));
+	for (size_t done = 0, room; done < 3 * MB - 1; done += room) {
+		uint8_t *stage = pr_file_sink_lend(s, &room);
+		cr_assert(stage && room > 0 && room <= MB, "%zu bytes lent after %zu", room, done);
+		if (room > 3 * MB - 1 - done)
+			room = 3 * MB - 1 - done;
+		memset(stage, 'x', room);
+		pr_file_sink_advance(s, room);
+	}
+	pr_file_sink_abort(s);
+	assert_file_is(path, (const uint8_t *)"old", 3);
+	cr_assert_eq(count_temps(tu_temp_dir()), 0);
+}
+
+/* A device is written in place and a failed sink writes nothing: neither
+ * lends a stage, and a writer falls back to pr_file_sink_write. A file to
+ * replace lends the rest of the stage being filled. */
+Test(sink_stages, only_a_working_temporary_file_lends_a_stage)
+{
+	pr_file_sink *s;
+	size_t room = 1;
+	cr_assert_null(pr_file_sink_open("/dev/null", &s));
+	cr_assert_null(pr_file_sink_lend(s, &room));
+	cr_assert_eq(room, 0);
+	pr_file_sink_write(s, "x", 1);
+	cr_assert_null(pr_file_sink_lend(s, &room), "lent once opened");
+	cr_assert_null(pr_file_sink_commit(s));
+
+	char path[600];
+	snprintf(path, sizeof path, "%s/lend.bin", tu_temp_dir());
+	cr_assert_null(pr_file_sink_open(path, &s));
+	pr_file_sink_write(s, "abc", 3);
+	cr_assert(pr_file_sink_lend(s, &room));
+	cr_assert_eq(room, MB - 3);
+	pr_file_sink_write_at(s, 4, "d", 1);   /* past the end: the sink fails */
+	room = 1;
+	cr_assert_null(pr_file_sink_lend(s, &room), "a failed sink lent a stage");
+	cr_assert_eq(room, 0);
+	pr_err *e = pr_file_sink_commit(s);
+	cr_assert(e && strstr(pr_err_message(e), "past the bytes written"));
+	pr_err_free(e);
+	cr_assert_eq(count_temps(tu_temp_dir()), 0);
+}
+
 /* Rewriting bytes not written yet is the caller's mistake: commit says so,
  * naming the file, and leaves the target as it was. */
 Test(sink_stages, write_at_past_the_end_is_an_error)
@@ -208,6 +289,65 @@ Test(sink_stages, write_at_past_the_end_is_an_error)
 	assert_file_is(path, (const uint8_t *)"old", 3);
 	cr_assert_eq(count_temps(tu_temp_dir()), 0);
 	free(bytes);
+}
+
+/* ---- the writers, filling the stages --------------------------------------- */
+
+/* A program with strings at every offset around a stage's edge (names of
+ * 1000 to 4000 bytes, each longer than the last), and one longer than a
+ * stage, which the writers make in a buffer of their own. */
+static pr_program *program_with_long_names(void)
+{
+	const int nodes = 1200;
+	const size_t huge = MB + MB / 2;
+	size_t cap = 2 * huge + (size_t)nodes * 9000 + 4096, len = 0;
+	char *t = malloc(cap), *hs = malloc(huge + 1), *last = malloc(huge + 1);
+	memset(hs, 'h', huge);
+	hs[huge] = 0;
+	strcpy(last, hs);
+	len += (size_t)snprintf(t + len, cap - len, "passrun 1\n\nop aten::relu(Tensor self) -> Tensor\n\n"
+				"method @forward {\n  %%%s: f32[2,3] = input user \"x\"\n", last);
+	for (int i = 1; i < nodes; i++) {
+		int w = 1000 + 3 * i;
+		len += (size_t)snprintf(t + len, cap - len, "  %%n%d_%.*s: f32[2,3] = aten::relu(%%%s)\n",
+					i, w, hs, last);
+		snprintf(last, huge + 1, "n%d_%.*s", i, w, hs);
+	}
+	snprintf(t + len, cap - len, "  return %%%s\n}\n", last);
+	pr_program *p = tu_parse(t);
+	free(last);
+	free(hs);
+	free(t);
+	return p;
+}
+
+static void assert_saved_as_in_memory(const pr_program *p, const char *dir)
+{
+	uint8_t *bin;
+	size_t bin_len, text_len;
+	char bin_path[600], text_path[600];
+	cr_assert_null(pr_binary_write(p, &bin, &bin_len));
+	char *text = pr_text_print(p, &text_len);
+	cr_assert_gt(bin_len, 3 * MB, "the file must take several stages (%zu bytes)", bin_len);
+	snprintf(bin_path, sizeof bin_path, "%s/long-names.bin", dir);
+	snprintf(text_path, sizeof text_path, "%s/long-names.pg", dir);
+	cr_assert_null(pr_program_save_file(p, bin_path));
+	cr_assert_null(pr_program_save_file(p, text_path));
+	assert_file_is(bin_path, bin, bin_len);
+	assert_file_is(text_path, (const uint8_t *)text, text_len);
+	free(bin);
+	free(text);
+}
+
+Test(sink_stages, writers_fill_the_stages_with_the_in_memory_bytes)
+{
+	pr_program *p = program_with_long_names();
+	assert_saved_as_in_memory(p, tu_temp_dir());
+	refuse = REFUSE_AT_WRITE;
+	assert_saved_as_in_memory(p, tu_temp_dir());
+	cr_assert_gt(refusals, 0, "no write was made with O_DIRECT");
+	pr_program_free(p);
+	cr_assert_eq(count_temps(tu_temp_dir()), 0);
 }
 
 /* ---- the loaded program's pages, handed back once written ------------------- */
