@@ -1,10 +1,10 @@
 /* Tests of pr_file_sink (core/format/fileio.c, fileio.h), through which every
- * program is saved chunk by chunk: the streamed file is the bytes the
- * in-memory writers return; an error midway (the sink's, or the writer's)
- * leaves the target as it was and no temporary file; a header rewritten at
- * the end lands at the front; a FIFO gets the binary file whole; a loaded
- * binary's borrowed bytes stay valid once the rest of its mapping is
- * dropped. */
+ * program is saved as it is made (in the stages the sink lends, or through
+ * pr_file_sink_write): the streamed file is the bytes the in-memory writers
+ * return; an error midway (the sink's, or the writer's) leaves the target
+ * as it was and no temporary file; a header rewritten at the end lands at
+ * the front; a FIFO gets the binary file whole; a loaded binary's borrowed
+ * bytes stay valid once the rest of its mapping is dropped. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <fcntl.h>
