@@ -1231,11 +1231,16 @@ static inline pr_node *bound_in(const pr_graph *g, const char *interned)
 
 pr_node *pr_graph_find(const pr_graph *g, const char *name)
 {
+	size_t len = strlen(name);
+	return pr_graph_find_hashed(g, name, len, pr_str_hash(name, len));
+}
+
+pr_node *pr_graph_find_hashed(const pr_graph *g, const char *name, size_t len, uint32_t hash)
+{
 	const strtab *t = strings_of(g->program);
 	if (!g->n_nodes || !t->n)
 		return NULL;
-	size_t len = strlen(name);
-	sslot e = *strtab_probe(t, name, len, pr_str_hash(name, len));
+	sslot e = *strtab_probe(t, name, len, hash);
 	return e ? bound_in(g, sslot_str(e)) : NULL;
 }
 

@@ -138,6 +138,25 @@ Test(graph, append_named_links_new_and_shared_names_and_refuses_a_taken_one)
 	pr_program_free(p);
 }
 
+/* A name found by its bytes and their hash, as a parser that hashed it
+ * finds it: no NUL after it, each graph its own, a prefix no match. */
+Test(graph, find_hashed_finds_a_name_by_its_bytes_in_each_graph)
+{
+	pr_program *p = pr_program_new();
+	pr_graph *g, *h;
+	cr_assert_null(pr_program_add_method(p, "forward", &g));
+	cr_assert_null(pr_program_add_method(p, "backward", &h));
+	cr_assert_null(pr_graph_find_hashed(g, "x", 1, pr_str_hash("x", 1)));   /* no nodes */
+	pr_node *gx = add_input(g, "x"), *gxy = add_input(g, "xy"), *hx = add_input(h, "x");
+	const char *line = "xyz";
+	cr_assert_eq(pr_graph_find_hashed(g, line, 1, pr_str_hash(line, 1)), gx);
+	cr_assert_eq(pr_graph_find_hashed(g, line, 2, pr_str_hash(line, 2)), gxy);
+	cr_assert_eq(pr_graph_find_hashed(h, line, 1, pr_str_hash(line, 1)), hx);
+	cr_assert_null(pr_graph_find_hashed(h, line, 2, pr_str_hash(line, 2)));
+	cr_assert_null(pr_graph_find_hashed(g, line, 3, pr_str_hash(line, 3)));
+	pr_program_free(p);
+}
+
 /* Asking for a name's slot ahead changes nothing: on a program with no
  * names yet (no table to read), and around naming a node under it. */
 Test(graph, prefetching_a_name_changes_no_name)
