@@ -157,6 +157,32 @@ Test(graph, find_hashed_finds_a_name_by_its_bytes_in_each_graph)
 	pr_program_free(p);
 }
 
+/* The string table is sized for what a loader reserves and then grows for
+ * twice the names it has, neither a power of two: every name, put in
+ * either way, is found again, and a wrapping probe finds its slot. */
+Test(graph, names_are_found_in_a_table_sized_for_a_reservation_and_grown)
+{
+	pr_program *p = pr_program_new();
+	pr_graph *g;
+	cr_assert_null(pr_program_add_method(p, "forward", &g));
+	enum { RESERVED = 3001, MORE = 7003 };
+	pr_graph_reserve_nodes(g, RESERVED);
+	pr_node **n = malloc((RESERVED + MORE) * sizeof *n);
+	char name[32];
+	for (int i = 0; i < RESERVED + MORE; i++) {
+		snprintf(name, sizeof name, "v%d", i);
+		n[i] = add_input(g, name);
+	}
+	for (int i = 0; i < RESERVED + MORE; i++) {
+		snprintf(name, sizeof name, "v%d", i);
+		cr_assert_eq(pr_graph_find(g, name), n[i], "%s", name);
+		cr_assert_eq(pr_program_intern(p, name, strlen(name)), n[i]->name);
+	}
+	cr_assert_null(pr_graph_find(g, "v10004"));
+	free(n);
+	pr_program_free(p);
+}
+
 /* Asking for a name's slot ahead changes nothing: on a program with no
  * names yet (no table to read), and around naming a node under it. */
 Test(graph, prefetching_a_name_changes_no_name)
