@@ -445,7 +445,9 @@ char *pr_graph_fresh_name(const pr_graph *g, const char *base);
 char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next);
 
 /* The program's copy of the n bytes at s, NUL-terminated: the same bytes
- * give the same pointer for the program's life. */
+ * give the same pointer for the program's life. The n bytes hold no NUL
+ * (the loaders refuse one in a name or a string), here and in every call
+ * below that takes a name's bytes and length. */
 const char *pr_program_intern(pr_program *p, const char *s, size_t n);
 /* The hash the string table and the name index use (8 bytes a round, as
  * names are long and alike: "layers.12.attention.wq.weight"), for other

@@ -183,6 +183,31 @@ Test(graph, names_are_found_in_a_table_sized_for_a_reservation_and_grown)
 	pr_program_free(p);
 }
 
+/* An interned string's length is where its NUL is: a string, its prefixes
+ * and its extensions, of every length around the 4-byte alignment of the
+ * strings' records, are distinct strings, each found from bytes without a
+ * NUL after them, and an interned pointer passed back is itself. */
+Test(program, interned_prefixes_and_extensions_are_distinct)
+{
+	pr_program *p = pr_program_new();
+	const char *text = "layers.12.attention.wq.weight_h2d_cuda0";
+	size_t n = strlen(text);
+	const char **in = calloc(n + 1, sizeof *in);
+	for (size_t k = 1; k <= n; k++)
+		in[k] = pr_program_intern(p, text, k);
+	for (size_t k = 1; k <= n; k++) {
+		cr_assert_eq(strlen(in[k]), k);
+		cr_assert_eq(strncmp(in[k], text, k), 0);
+		cr_assert_eq(pr_program_intern(p, text, k), in[k]);
+		cr_assert_eq(pr_program_intern_hashed(p, in[k], k, pr_str_hash(text, k)), in[k]);
+		cr_assert_eq((uintptr_t)in[k] % 4, 0);
+		for (size_t j = 1; j < k; j++)
+			cr_assert_neq(in[j], in[k]);
+	}
+	free(in);
+	pr_program_free(p);
+}
+
 /* Asking for a name's slot ahead changes nothing: on a program with no
  * names yet (no table to read), and around naming a node under it. */
 Test(graph, prefetching_a_name_changes_no_name)
