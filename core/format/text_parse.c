@@ -181,7 +181,7 @@ static pr_node *tp_find_value(tp *p, pr_graph *g, const char *name, size_t len)
 	    !e->node->name[len])
 		return e->node;
 	tp_scratch_set(p, name, len);
-	pr_node *v = pr_graph_find(g, p->scratch.data);
+	pr_node *v = pr_graph_find_hashed(g, name, len, h);
 	if (v)
 		*e = (tp_recent){ h, v };
 	return v;

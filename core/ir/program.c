@@ -367,16 +367,20 @@ uint32_t pr_str_hash(const char *s, size_t n)
 	return (uint32_t)h;
 }
 
-/* Every interned string is preceded by its hash, its length and its
- * binding: the linked node that has it as its name in one graph of the
- * program (NULL: none). A name bound in a second graph of the program as well
- * (a delegate body's %x and a method's) goes in that graph's own overflow
- * table, so finding a node by name is one string-table probe and, nearly
- * always, no second table. */
-typedef struct str_head {
-	uint32_t hash, len;
+/* Every interned string is preceded by its hash and its binding: the
+ * linked node that has it as its name in one graph of the program (NULL:
+ * none). A name bound in a second graph of the program as well (a delegate
+ * body's %x and a method's) goes in that graph's own overflow table, so
+ * finding a node by name is one string-table probe and, nearly always, no
+ * second table. Packed, 12 bytes, and strings 4-aligned, not 8: at a million
+ * nodes and their copies' two million names that is 12 MB. Its length is
+ * where its NUL is: an interned string holds no other (program.h). */
+typedef struct __attribute__((packed, aligned(4))) str_head {
+	uint32_t hash;
 	pr_node *bound;
 } str_head;
+
+_Static_assert(sizeof(str_head) == 4 + sizeof(void *), "str_head packs");
 
 static str_head *str_head_of(const char *s)
 {
@@ -430,8 +434,10 @@ static void hslots_fit(hslot **slots, uint32_t *mask, uint32_t first, size_t n)
 
 /* A string-table slot, 8 bytes, half an hslot: the string's address in the
  * low SSLOT_ADDR_BITS bits (user-space addresses of the 64-bit hosts we run
- * on fit in 47) and the top 16 bits of its hash above them, so that a probe
- * passes over another string without reading it. At a million names the
+ * on fit in 47) and the low 16 bits of its hash above them, so that a probe
+ * passes over another string without reading it (the slot a string starts
+ * from is set by its hash's top bits, see strtab_home, so the two are
+ * independent). At a million names the
  * table is 16 MB instead of 32: fewer pages to clear, fewer lines to miss.
  * 0: empty. */
 typedef uint64_t sslot;
@@ -446,29 +452,46 @@ static inline const char *sslot_str(sslot e)
 
 static inline uint64_t sslot_tag(uint32_t h)
 {
-	return (uint64_t)(h >> 16) << SSLOT_ADDR_BITS;
+	return (uint64_t)(h & 0xffff) << SSLOT_ADDR_BITS;
 }
 
+/* The capacity is any number of slots, not a power of two, so that a table
+ * sized for the names a loader reserves, or grown for twice the names it
+ * has, is that big: at a million nodes plus the copies placement names, a
+ * power of two would be 4 M slots (32 MB) where 2.7 M hold them. */
 typedef struct strtab {
 	sslot *slots;
-	uint32_t mask, n;     /* capacity - 1 (a power of two, or 0 when none) */
+	uint32_t cap, n;      /* slots (0 when none), strings */
 	arena mem;
 } strtab;
+
+/* Where a string of hash h starts probing: h scaled to [0, cap), a multiply
+ * and a shift where a modulo would divide. */
+static inline uint32_t strtab_home(uint32_t cap, uint32_t h)
+{
+	return (uint32_t)(((uint64_t)h * cap) >> 32);
+}
+
+static inline uint32_t strtab_next(uint32_t cap, uint32_t i)
+{
+	return i + 1 == cap ? 0 : i + 1;
+}
 
 /* The slot of s (n bytes, hash h) in t, or the empty slot where it would
  * go; t has slots. An interned s is known by its address. */
 static sslot *strtab_probe(const strtab *t, const char *s, size_t n, uint32_t h)
 {
 	uint64_t tag = sslot_tag(h);
-	for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
+	for (uint32_t i = strtab_home(t->cap, h);; i = strtab_next(t->cap, i)) {
 		sslot *e = &t->slots[i];
 		if (!*e)
 			return e;
 		if ((*e & ~SSLOT_ADDR_MASK) != tag)
 			continue;
 		const char *old = sslot_str(*e);
-		const str_head *head = str_head_of(old);
-		if (head->hash == h && head->len == n && (old == s || !memcmp(old, s, n)))
+		/* strncmp stops at old's NUL, which s (no NUL in its n
+		 * bytes) does not match: nothing past old is read */
+		if (str_head_of(old)->hash == h && (old == s || !strncmp(old, s, n)) && !old[n])
 			return e;
 	}
 }
@@ -479,7 +502,6 @@ static const char *strtab_put(strtab *t, sslot *e, const char *s, size_t n, uint
 	PR_ASSERT(n < UINT32_MAX && !*e);
 	str_head *head = arena_alloc(&t->mem, sizeof *head + n + 1, _Alignof(str_head));
 	head->hash = h;
-	head->len = (uint32_t)n;
 	head->bound = NULL;
 	char *copy = (char *)(head + 1);
 	memcpy(copy, s, n);
@@ -496,45 +518,54 @@ static const char *strtab_take(strtab *t, sslot *e, const char *s, size_t n, uin
 	return *e ? sslot_str(*e) : strtab_put(t, e, s, n, h);
 }
 
-/* Moves t into a table of cap slots (a power of two), placing every string
- * by the hash in its header, which is read a few strings ahead. */
+/* Moves t into a table of cap slots, placing every string by the hash in
+ * its header, which is read a few strings ahead. */
 static void strtab_grow(strtab *t, uint32_t cap)
 {
 	sslot *old = t->slots;
-	uint32_t old_cap = old ? t->mask + 1 : 0;
+	uint32_t old_cap = t->cap;
 	sslot *fresh = big_alloc(cap * sizeof *fresh);
 	for (uint32_t i = 0; t->n && i < old_cap; i++) {
 		if (i + 8 < old_cap && old[i + 8])
 			__builtin_prefetch(str_head_of(sslot_str(old[i + 8])));
 		if (!old[i])
 			continue;
-		uint32_t j = str_head_of(sslot_str(old[i]))->hash & (cap - 1);
+		uint32_t j = strtab_home(cap, str_head_of(sslot_str(old[i]))->hash);
 		while (fresh[j])
-			j = (j + 1) & (cap - 1);
+			j = strtab_next(cap, j);
 		fresh[j] = old[i];
 	}
 	if (old)
 		big_free(old, old_cap * sizeof *old);
 	t->slots = fresh;
-	t->mask = cap - 1;
+	t->cap = cap;
 }
 
-/* Room for more strings under the 3/4 load bound, so that a probe's empty
- * slot can take one: at once, so that a loader's reservation of a million
- * names moves the strings once, not once per doubling. */
+/* The 3/4 load bound: the strings a table of cap slots takes. */
+static inline size_t strtab_room(size_t cap)
+{
+	return cap / 4 * 3;
+}
+
+/* Room for more strings under the load bound, so that a probe's empty slot
+ * can take one: at once, sized for what is reserved, so that a loader's
+ * reservation of a million names moves the strings once and gets the
+ * slots they need, not the next power of two. One at a time, the table
+ * grows for twice the strings it has (twice its slots: amortized O(1)). */
 static __attribute__((noinline)) void strtab_fit_grow(strtab *t, size_t more)
 {
-	size_t cap = t->slots ? 2 * ((size_t)t->mask + 1) : STRINGS_FIRST;
-	while (t->n + more > cap / 4 * 3)
-		cap *= 2;
-	PR_ASSERT(cap <= (size_t)UINT32_MAX);
+	size_t want = t->n + more > 2 * (size_t)t->n ? t->n + more : 2 * (size_t)t->n;
+	size_t cap = want / 3 * 4 + 4;   /* strtab_room(cap) >= want */
+	if (cap < STRINGS_FIRST)
+		cap = STRINGS_FIRST;
+	PR_ASSERT(cap <= (size_t)UINT32_MAX && strtab_room(cap) >= t->n + more);
 	strtab_grow(t, (uint32_t)cap);
 }
 
 /* Inline: every intern asks. */
 static inline void strtab_fit(strtab *t, size_t more)
 {
-	if (!t->slots || t->n + more > (size_t)(t->mask + 1) / 4 * 3)
+	if (!t->slots || t->n + more > strtab_room(t->cap))
 		strtab_fit_grow(t, more);
 }
 
@@ -553,7 +584,7 @@ static const char *strtab_intern(strtab *t, const char *s, size_t n)
 static void strtab_free(strtab *t)
 {
 	if (t->slots)
-		big_free(t->slots, (t->mask + 1) * sizeof *t->slots);
+		big_free(t->slots, t->cap * sizeof *t->slots);
 	arena_free(&t->mem);
 }
 
@@ -919,7 +950,7 @@ void pr_program_prefetch_name(const pr_program *p, uint32_t h)
 {
 	const strtab *t = strings_of(p);
 	if (t->slots)
-		__builtin_prefetch(&t->slots[h & t->mask]);
+		__builtin_prefetch(&t->slots[strtab_home(t->cap, h)]);
 }
 
 size_t pr_interned_len(const char *s)
@@ -1236,11 +1267,16 @@ static inline pr_node *bound_in(const pr_graph *g, const char *interned)
 
 pr_node *pr_graph_find(const pr_graph *g, const char *name)
 {
+	size_t len = strlen(name);
+	return pr_graph_find_hashed(g, name, len, pr_str_hash(name, len));
+}
+
+pr_node *pr_graph_find_hashed(const pr_graph *g, const char *name, size_t len, uint32_t hash)
+{
 	const strtab *t = strings_of(g->program);
 	if (!g->n_nodes || !t->n)
 		return NULL;
-	size_t len = strlen(name);
-	sslot e = *strtab_probe(t, name, len, pr_str_hash(name, len));
+	sslot e = *strtab_probe(t, name, len, hash);
 	return e ? bound_in(g, sslot_str(e)) : NULL;
 }
 

@@ -433,6 +433,10 @@ pr_graph *pr_program_find_method(const pr_program *p, const char *name);
 /* The graph's return node, or NULL before one is added. */
 pr_node *pr_graph_return(const pr_graph *g);
 pr_node *pr_graph_find(const pr_graph *g, const char *name);
+/* The same for the len bytes at name (no NUL needed) whose pr_str_hash is
+ * hash: for a caller that hashed the name already (a parser's own table of
+ * recent names), so that it is not hashed twice. */
+pr_node *pr_graph_find_hashed(const pr_graph *g, const char *name, size_t len, uint32_t hash);
 /* A name not yet used in g: base itself, else base_1, base_2, ... */
 char *pr_graph_fresh_name(const pr_graph *g, const char *base);
 /* The same, for naming many nodes after one base: *next (0 at first)
@@ -441,7 +445,9 @@ char *pr_graph_fresh_name(const pr_graph *g, const char *base);
 char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next);
 
 /* The program's copy of the n bytes at s, NUL-terminated: the same bytes
- * give the same pointer for the program's life. */
+ * give the same pointer for the program's life. The n bytes hold no NUL
+ * (the loaders refuse one in a name or a string), here and in every call
+ * below that takes a name's bytes and length. */
 const char *pr_program_intern(pr_program *p, const char *s, size_t n);
 /* strlen(s) for a string of a program's table, read from where the table
  * keeps it, for writers of many names: only for a pr_program_intern

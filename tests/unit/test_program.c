@@ -138,6 +138,76 @@ Test(graph, append_named_links_new_and_shared_names_and_refuses_a_taken_one)
 	pr_program_free(p);
 }
 
+/* A name found by its bytes and their hash, as a parser that hashed it
+ * finds it: no NUL after it, each graph its own, a prefix no match. */
+Test(graph, find_hashed_finds_a_name_by_its_bytes_in_each_graph)
+{
+	pr_program *p = pr_program_new();
+	pr_graph *g, *h;
+	cr_assert_null(pr_program_add_method(p, "forward", &g));
+	cr_assert_null(pr_program_add_method(p, "backward", &h));
+	cr_assert_null(pr_graph_find_hashed(g, "x", 1, pr_str_hash("x", 1)));   /* no nodes */
+	pr_node *gx = add_input(g, "x"), *gxy = add_input(g, "xy"), *hx = add_input(h, "x");
+	const char *line = "xyz";
+	cr_assert_eq(pr_graph_find_hashed(g, line, 1, pr_str_hash(line, 1)), gx);
+	cr_assert_eq(pr_graph_find_hashed(g, line, 2, pr_str_hash(line, 2)), gxy);
+	cr_assert_eq(pr_graph_find_hashed(h, line, 1, pr_str_hash(line, 1)), hx);
+	cr_assert_null(pr_graph_find_hashed(h, line, 2, pr_str_hash(line, 2)));
+	cr_assert_null(pr_graph_find_hashed(g, line, 3, pr_str_hash(line, 3)));
+	pr_program_free(p);
+}
+
+/* The string table is sized for what a loader reserves and then grows for
+ * twice the names it has, neither a power of two: every name, put in
+ * either way, is found again, and a wrapping probe finds its slot. */
+Test(graph, names_are_found_in_a_table_sized_for_a_reservation_and_grown)
+{
+	pr_program *p = pr_program_new();
+	pr_graph *g;
+	cr_assert_null(pr_program_add_method(p, "forward", &g));
+	enum { RESERVED = 3001, MORE = 7003 };
+	pr_graph_reserve_nodes(g, RESERVED);
+	pr_node **n = malloc((RESERVED + MORE) * sizeof *n);
+	char name[32];
+	for (int i = 0; i < RESERVED + MORE; i++) {
+		snprintf(name, sizeof name, "v%d", i);
+		n[i] = add_input(g, name);
+	}
+	for (int i = 0; i < RESERVED + MORE; i++) {
+		snprintf(name, sizeof name, "v%d", i);
+		cr_assert_eq(pr_graph_find(g, name), n[i], "%s", name);
+		cr_assert_eq(pr_program_intern(p, name, strlen(name)), n[i]->name);
+	}
+	cr_assert_null(pr_graph_find(g, "v10004"));
+	free(n);
+	pr_program_free(p);
+}
+
+/* An interned string's length is where its NUL is: a string, its prefixes
+ * and its extensions, of every length around the 4-byte alignment of the
+ * strings' records, are distinct strings, each found from bytes without a
+ * NUL after them, and an interned pointer passed back is itself. */
+Test(program, interned_prefixes_and_extensions_are_distinct)
+{
+	pr_program *p = pr_program_new();
+	const char *text = "layers.12.attention.wq.weight_h2d_cuda0";
+	size_t n = strlen(text);
+	const char **in = calloc(n + 1, sizeof *in);
+	for (size_t k = 1; k <= n; k++)
+		in[k] = pr_program_intern(p, text, k);
+	for (size_t k = 1; k <= n; k++) {
+		cr_assert_eq(strlen(in[k]), k);
+		cr_assert_eq(strncmp(in[k], text, k), 0);
+		cr_assert_eq(pr_program_intern(p, text, k), in[k]);
+		cr_assert_eq(pr_program_intern_hashed(p, in[k], k, pr_str_hash(text, k)), in[k]);
+		cr_assert_eq((uintptr_t)in[k] % 4, 0);
+		for (size_t j = 1; j < k; j++)
+			cr_assert_neq(in[j], in[k]);
+	}
+	free(in);
+	pr_program_free(p);
+}
+
 /* Asking for a name's slot ahead changes nothing: on a program with no
  * names yet (no table to read), and around naming a node under it. */
 Test(graph, prefetching_a_name_changes_no_name)
