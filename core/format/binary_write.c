@@ -565,8 +565,8 @@ static bool w_ref(writer *w, wbuf *b, const ptrmap *m, const void *k, const pr_n
 static bool w_node(writer *w, wbuf *b, const pr_node *n)
 {
 	wb_u8(b, (unsigned)n->kind);
-	if (n->name)   /* interned (program.h): its length is kept */
-		wb_str_n(b, n->name, pr_interned_len(n->name));
+	if (n->name)
+		wb_str(b, n->name);
 	else
 		wb_u32(b, PRB_NO_STRING);
 	w_type(w, b, &n->type);

@@ -953,11 +953,6 @@ void pr_program_prefetch_name(const pr_program *p, uint32_t h)
 		__builtin_prefetch(&t->slots[strtab_home(t->cap, h)]);
 }
 
-size_t pr_interned_len(const char *s)
-{
-	return str_head_of(s)->len;
-}
-
 pr_node *pr_graph_new_node(pr_graph *g, pr_node_kind kind, const char *name)
 {
 	pr_node *n = slot_take(g->store);

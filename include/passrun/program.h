@@ -449,12 +449,6 @@ char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next);
  * (the loaders refuse one in a name or a string), here and in every call
  * below that takes a name's bytes and length. */
 const char *pr_program_intern(pr_program *p, const char *s, size_t n);
-/* strlen(s) for a string of a program's table, read from where the table
- * keeps it, for writers of many names: only for a pr_program_intern
- * result, as the name of every node made by pr_graph_new_node or linked
- * into a graph is (pr_node.name, when not NULL); any other string gives
- * garbage. */
-size_t pr_interned_len(const char *s);
 /* The hash the string table and the name index use (8 bytes a round, as
  * names are long and alike: "layers.12.attention.wq.weight"), for other
  * tables of names. */

@@ -1020,26 +1020,3 @@ Test(strings, hash_reads_exactly_n_bytes)
 	}
 }
 
-/* pr_interned_len reads a name's length from the string table: right for
- * every node's name however it got it (made in the graph, made detached and
- * linked, renamed linked or detached), so that the binary writer can skip
- * strlen (binary_write.c). */
-Test(graph, interned_len_is_every_names_length)
-{
-	pr_program *p = pr_program_new();
-	pr_graph *g;
-	cr_assert_null(pr_program_add_method(p, "forward", &g));
-	pr_node *x = add_input(g, "x");
-	pr_node *slab = pr_graph_new_node(g, PR_NODE_OP, "made_in_the_graph");
-	pr_node *d = new_reader("detached", x, x);
-	cr_assert_null(pr_node_rename(d, "renamed_while_detached_and_longer"));
-	cr_assert_null(pr_graph_append(g, d));
-	pr_node *r = new_reader("r", x, d);
-	cr_assert_null(pr_graph_append(g, r));
-	cr_assert_null(pr_node_rename(r, "renamed_while_linked"));
-	const pr_node *named[] = {x, slab, d, r};
-	for (size_t i = 0; i < sizeof named / sizeof *named; i++)
-		cr_assert_eq(pr_interned_len(named[i]->name), strlen(named[i]->name), "%s",
-			     named[i]->name);
-	pr_program_free(p);
-}
