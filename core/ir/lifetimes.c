@@ -304,10 +304,15 @@ static bool keep_step(lt_builder *b, pr_node *node, int64_t n)
 static bool walk_nodes(lt_builder *b, pr_graph *g)
 {
 	int64_t cap = g->n_nodes > 0 ? g->n_nodes : 16, n = 0;
-	b->first = pr_xmalloc((size_t)cap * sizeof *b->first);
 	b->cap_values = b->cap_classes = cap;
-	b->lt->values = pr_xmalloc((size_t)b->cap_values * sizeof *b->lt->values);
+	/* Allocated in the order they are freed, the first lowest: passrun's
+	 * heap keeps what is freed, so holes stay. The planner frees the
+	 * classes before it plans, and its arrays then fit in their hole;
+	 * first, freed when the walk ends, is the top one and goes back to the
+	 * heap's top. */
 	b->lt->classes = pr_xmalloc((size_t)b->cap_classes * sizeof *b->lt->classes);
+	b->lt->values = pr_xmalloc((size_t)b->cap_values * sizeof *b->lt->values);
+	b->first = pr_xmalloc((size_t)cap * sizeof *b->first);
 	pr_graph_for_each(g, node) {
 		if (node->next)
 			prefetch_node(node->next);

@@ -291,6 +291,43 @@ Test(plan, M1_checker_looks_past_ended_neighbours)
 	pr_program_free(p);
 }
 
+Test(plan, M1_checker_reports_in_value_order_then_sweep_order)
+{
+	/* The value rules are reported in graph order, then the overlaps in the
+	 * sweep's order: by start, and at one start by (arena, offset, class).
+	 * The delegate's two elements start at one position at one offset: the
+	 * second is reported against the first. %e starts where %x ends, at
+	 * %x's offset: both are live there. %l starts after %y ended, at %y's
+	 * offset: no overlap. The values' own errors (a wrong arena, an alias
+	 * apart) come first, though the sweep's records are written over the
+	 * values as they are checked. */
+	pr_program *p = tu_parse(OPS
+		"method @forward {\n"
+		"  %x: f32[16]{mem=cpu:0} = input user \"x\"\n"                   /* 0 */
+		"  %y: f32[16]{mem=cpu:256} = aten::add.Tensor(%x, %x)\n"          /* 1 */
+		"  %e: f32[16]{mem=cpu:0} = aten::add.Tensor(%x, %y)\n"            /* 2 */
+		"  %hd: f32[16]@cuda:0{mem=cuda:0:512} = aten::add.Tensor(%e, %e)\n" /* 3 */
+		"  %d: (f32[16]@cuda:0{mem=cuda:0:0}, f32[16]@cuda:0{mem=cuda:0:0}) = delegate @dd(%hd)\n" /* 4 */
+		"  %g: f32[16]@cuda:0{mem=cuda:0:64} = getitem %d, 1\n"           /* 5 */
+		"  %w: f32[16]@cuda:0{mem=cpu:1024} = aten::add.Tensor(%e, %e)\n"  /* 6 */
+		"  %l: f32[16]{mem=cpu:256} = aten::add.Tensor(%e, %e)\n"          /* 7 */
+		"  return %g, %w, %l\n"                                            /* 8 */
+		"}\n");
+	pr_diags d;
+	cr_assert_eq(check(p, &d), 4, "%d diagnostics", d.n);
+	cr_assert_str_eq(d.items[0].node, "g");
+	cr_assert(strstr(d.items[0].message, "shares the memory of %d[1]"), "%s", d.items[0].message);
+	cr_assert_str_eq(d.items[1].node, "w");
+	cr_assert(strstr(d.items[1].message, "is on cuda:0"), "%s", d.items[1].message);
+	cr_assert_str_eq(d.items[2].node, "x");
+	cr_assert(strstr(d.items[2].message, "%x (offset 0") && strstr(d.items[2].message, "and %e (offset 0"),
+		  "%s", d.items[2].message);
+	cr_assert_str_eq(d.items[3].node, "d[0]");
+	cr_assert(strstr(d.items[3].message, "and %d[1] (offset 0"), "%s", d.items[3].message);
+	pr_diags_free(&d);
+	pr_program_free(p);
+}
+
 Test(plan, M1_usage_lower_bound_counts_aliases_once)
 {
 	pr_program *p = tu_parse(OPS
