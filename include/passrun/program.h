@@ -17,8 +17,12 @@
  * Memory layout (what fast compilers do, so that a million nodes load, edit
  * and go in a few allocations):
  *   - Names are interned: the program keeps one string table (NUL-terminated
- *     strings in an arena, each preceded by its hash and length, found
- *     through an open-addressing table). A node's name points into it, so
+ *     strings in an arena, 4-aligned, each preceded by a 12-byte record of
+ *     its hash and the node bound to it, found through an open-addressing
+ *     table of any size, not only powers of two: it is sized for what a
+ *     loader reserves, or for twice its names when it grows). A name holds
+ *     no NUL but its last (the loaders refuse one), so its length is where
+ *     that NUL is. A node's name points into it, so
  *     equal names of one program are the same pointer, and a name stays
  *     valid until pr_program_free, even after its node is erased. Never free
  *     or write it; rename with pr_node_rename.
