@@ -36,6 +36,9 @@ typedef struct lt_builder {
 	pr_lifetimes *lt;
 	int64_t cap_values, cap_classes, cap_devices;
 	int64_t last_device;    /* the device add_class found last */
+	pr_device last_spelling; /* the spec device last met, as spelled, ... */
+	uint16_t last_spelling_index; /* ... and its index: most classes repeat it */
+	bool has_spelling;
 	bool *device_is_host;   /* per device: asked once, not per class */
 	int32_t *first;         /* per position: its node's first value, or -1 (none,
 				 * or not yet defined): 4 bytes a node, the value
@@ -48,7 +51,7 @@ typedef struct lt_builder {
 
 /* n's first value (a tuple's next ones follow it), or NULL when n has none
  * yet or is not a node of the graph: the value at n's position must name n. */
-static const pr_plan_value *first_value(const lt_builder *b, const pr_node *n)
+static inline const pr_plan_value *first_value(const lt_builder *b, const pr_node *n)
 {
 	uint64_t pos = 0;
 	if (n->order < b->order0 || !b->gap) {
@@ -119,6 +122,18 @@ static uint16_t device_index(lt_builder *b, pr_device d)
 	return (uint16_t)(b->last_device = lt->n_devices++);
 }
 
+/* The index of a spec's device. The canonical form is a function of the
+ * spelling's bytes, so a spelling met just before has the index found then:
+ * no canonical copy and no search for the common case. */
+static uint16_t spec_device_index(lt_builder *b, pr_device d)
+{
+	if (b->has_spelling && !memcmp(&b->last_spelling, &d, sizeof d))
+		return b->last_spelling_index;
+	b->last_spelling = d;
+	b->has_spelling = true;
+	return b->last_spelling_index = device_index(b, pr_device_canonical(d));
+}
+
 /* A new class, its first value n's element elem (-1: the tensor). An
  * input's flags are set here, while the node is in cache. */
 static int32_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int32_t pos)
@@ -128,7 +143,7 @@ static int32_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int
 	pr_plan_class *c = &lt->classes[lt->n_classes];
 	c->node = n;
 	c->elem = elem;
-	c->device = device_index(b, pr_device_canonical(spec->device));
+	c->device = spec_device_index(b, spec->device);
 	c->bytes = 0;
 	c->start = c->end = pos;
 	c->flags = (uint16_t)((elem < 0 && n->kind == PR_NODE_INPUT ? input_flags(n, b->mutable_buffers) : 0) |
@@ -203,41 +218,61 @@ static void define_values(lt_builder *b, pr_node *n, int32_t pos)
 	b->first[pos] = first;
 }
 
-/* Stretches the classes of every value that argument a names to pos. */
-static void read_arg(lt_builder *b, const pr_arg *a, int32_t pos, unsigned flags)
+/* Stretches the classes of value node v's values (a tuple's: each) to pos. */
+static inline void read_value(lt_builder *b, const pr_node *v_node, int32_t pos, unsigned flags)
 {
-	if (a->kind == PR_ARG_LIST) {
-		for (int i = 0; i < a->u.list.n; i++)
-			read_arg(b, &a->u.list.items[i], pos, flags);
-		return;
-	}
-	if (a->kind != PR_ARG_VALUE || !a->u.value)
-		return;
-	const pr_plan_value *v = first_value(b, a->u.value);
+	const pr_plan_value *v = first_value(b, v_node);
 	if (!v)
 		return;
 	const pr_plan_value *end = b->lt->values + b->lt->n_values;
+	pr_plan_class *classes = b->lt->classes;
 	do {
-		pr_plan_class *c = &b->lt->classes[v->cls];
+		pr_plan_class *c = &classes[v->cls];
 		if (pos > c->end)
 			c->end = pos;
 		c->flags |= (uint16_t)flags;
-	} while (v->elem >= 0 && ++v < end && v->node == a->u.value);
+	} while (v->elem >= 0 && ++v < end && v->node == v_node);
 }
 
-static void read_args(lt_builder *b, pr_node *n, int32_t pos)
+static void read_list(lt_builder *b, const pr_arg *list, int32_t pos, unsigned flags);
+
+/* Stretches the classes of every value that argument a names to pos. A
+ * list is rare: it alone is a call, so the common value is read inline. */
+static inline void read_arg(lt_builder *b, const pr_arg *a, int32_t pos, unsigned flags)
+{
+	if (a->kind == PR_ARG_VALUE) {
+		if (a->u.value)
+			read_value(b, a->u.value, pos, flags);
+	} else if (a->kind == PR_ARG_LIST) {
+		read_list(b, a, pos, flags);
+	}
+}
+
+static void read_list(lt_builder *b, const pr_arg *list, int32_t pos, unsigned flags)
+{
+	for (int i = 0; i < list->u.list.n; i++)
+		read_arg(b, &list->u.list.items[i], pos, flags);
+}
+
+/* The return node's reads flag its values as outputs or write-backs. */
+static void read_return_args(lt_builder *b, pr_node *n, int32_t pos)
 {
 	for (int i = 0; i < n->n_args; i++) {
-		/* A getitem is its element, not a read of the whole tuple. */
-		if (n->kind == PR_NODE_GETITEM && i == 0)
-			continue;
-		unsigned flags = 0;
-		if (n->kind == PR_NODE_RETURN) {
-			bool wb = n->writebacks && n->writebacks[i].kind != PR_WRITEBACK_NONE;
-			flags = wb ? PR_CLASS_WRITEBACK : PR_CLASS_OUTPUT;
-		}
-		read_arg(b, &n->args[i], pos, flags);
+		bool wb = n->writebacks && n->writebacks[i].kind != PR_WRITEBACK_NONE;
+		read_arg(b, &n->args[i], pos, wb ? PR_CLASS_WRITEBACK : PR_CLASS_OUTPUT);
 	}
+}
+
+/* The node's reads: one case split per node, not per argument. */
+static void read_args(lt_builder *b, pr_node *n, int32_t pos)
+{
+	if (n->kind == PR_NODE_RETURN) {
+		read_return_args(b, n, pos);
+		return;
+	}
+	/* A getitem is its element, not a read of the whole tuple. */
+	for (int i = n->kind == PR_NODE_GETITEM ? 1 : 0; i < n->n_args; i++)
+		read_arg(b, &n->args[i], pos, 0);
 }
 
 /* Classes live for the whole method span every position, known at the end. */
