@@ -32,6 +32,15 @@ typedef struct bytes_memo {
 	int64_t bytes;
 } bytes_memo;
 
+/* The argument an op's tensor result aliases, by schema: a method calls few
+ * schemas many times, and the schema (immutable) decides it. */
+#define ALIAS_MEMO 32
+
+typedef struct alias_memo {
+	const pr_schema *schema;
+	int arg;
+} alias_memo;
+
 typedef struct lt_builder {
 	pr_lifetimes *lt;
 	int64_t cap_values, cap_classes, cap_devices;
@@ -47,6 +56,7 @@ typedef struct lt_builder {
 	int gap_shift;          /* log2 of gap when it is a power of two, else -1 */
 	pr_mutable_buffers *mutable_buffers; /* the graph's, for the inputs' flags */
 	bytes_memo memo[BYTES_MEMO];
+	alias_memo alias[ALIAS_MEMO];
 } lt_builder;
 
 /* n's first value (a tuple's next ones follow it), or NULL when n has none
@@ -187,16 +197,31 @@ static int32_t class_of(const lt_builder *b, const pr_node *v, int64_t elem)
 	return first[elem].node == v ? first[elem].cls : -1;
 }
 
+/* pr_node_alias_arg(n, r), asked once per schema of a tensor-valued op (r
+ * is 0 there); a tuple's elements, and any other node, ask it each time. */
+static int alias_arg(lt_builder *b, const pr_node *n, int r)
+{
+	if (n->kind != PR_NODE_OP || !n->schema || n->type.kind != PR_TYPE_TENSOR)
+		return pr_node_alias_arg(n, r);
+	alias_memo *m = &b->alias[((uintptr_t)n->schema >> 4) % ALIAS_MEMO];
+	if (m->schema != n->schema)
+		*m = (alias_memo){n->schema, pr_node_alias_arg(n, r)};
+	return m->arg;
+}
+
 /* The class that return r of op node n shares, or -1 for a fresh one. */
-static int32_t aliased_class(const lt_builder *b, const pr_node *n, int r)
+static int32_t aliased_class(lt_builder *b, const pr_node *n, int r)
 {
 	if (n->kind == PR_NODE_GETITEM) {
 		if (n->n_args < 1 || n->args[0].kind != PR_ARG_VALUE || !n->args[0].u.value)
 			return -1;
 		return class_of(b, n->args[0].u.value, (int)n->index);
 	}
-	const pr_node *base = pr_node_alias_value(n, r);
-	return base ? class_of(b, base, -1) : -1;
+	/* pr_node_alias_value's checks, on the memo's answer */
+	int a = alias_arg(b, n, r);
+	if (a < 0 || a >= n->n_args || n->args[a].kind != PR_ARG_VALUE || !n->args[a].u.value)
+		return -1;
+	return class_of(b, n->args[a].u.value, -1);
 }
 
 /* The node's values, after its reads: an alias of itself names nothing. */
