@@ -364,6 +364,7 @@ static bool keep_step(lt_builder *b, pr_node *node, int64_t n)
 static bool walk_nodes(lt_builder *b, pr_graph *g)
 {
 	int64_t cap = g->n_nodes > 0 ? g->n_nodes : 16, n = 0;
+	uint64_t order = 0;   /* order0 + n * gap (mod 2^64): a sum, not a product */
 	b->cap_values = b->cap_classes = cap;
 	/* Allocated in the order they are freed, the first lowest: passrun's
 	 * heap keeps what is freed, so holes stay. The planner frees the
@@ -378,12 +379,13 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 			prefetch_node(node->next);
 		if (n == cap)
 			builder_grow(b, &cap);
-		if (n == 0)
+		if (n == 0) {
 			b->order0 = node->order;
-		else if (n == 1)
+		} else if (n == 1) {
 			set_gap(b, node->order - b->order0);
-		if (n > 0 && (b->gap == 0 || node->order != b->order0 + (uint64_t)n * b->gap) &&
-		    !keep_step(b, node, n))
+			order = node->order;
+		}
+		if (n > 0 && (b->gap == 0 || node->order != order) && !keep_step(b, node, n))
 			return false;
 		PR_ASSERT(n < INT32_MAX);   /* plan.h: positions are 32-bit */
 		b->first[n] = -1;   /* a node reading itself reads nothing */
@@ -391,6 +393,7 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 		read_args(b, node, (int32_t)n);
 		define_values(b, node, (int32_t)n);
 		n++;
+		order += b->gap;
 	}
 	return true;
 }
