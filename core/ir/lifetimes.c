@@ -32,10 +32,22 @@ typedef struct bytes_memo {
 	int64_t bytes;
 } bytes_memo;
 
+/* The argument an op's tensor result aliases, by schema: a method calls few
+ * schemas many times, and the schema (immutable) decides it. */
+#define ALIAS_MEMO 32
+
+typedef struct alias_memo {
+	const pr_schema *schema;
+	int arg;
+} alias_memo;
+
 typedef struct lt_builder {
 	pr_lifetimes *lt;
 	int64_t cap_values, cap_classes, cap_devices;
 	int64_t last_device;    /* the device add_class found last */
+	pr_device last_spelling; /* the spec device last met, as spelled, ... */
+	uint16_t last_spelling_index; /* ... and its index: most classes repeat it */
+	bool has_spelling;
 	bool *device_is_host;   /* per device: asked once, not per class */
 	int32_t *first;         /* per position: its node's first value, or -1 (none,
 				 * or not yet defined): 4 bytes a node, the value
@@ -44,11 +56,12 @@ typedef struct lt_builder {
 	int gap_shift;          /* log2 of gap when it is a power of two, else -1 */
 	pr_mutable_buffers *mutable_buffers; /* the graph's, for the inputs' flags */
 	bytes_memo memo[BYTES_MEMO];
+	alias_memo alias[ALIAS_MEMO];
 } lt_builder;
 
 /* n's first value (a tuple's next ones follow it), or NULL when n has none
  * yet or is not a node of the graph: the value at n's position must name n. */
-static const pr_plan_value *first_value(const lt_builder *b, const pr_node *n)
+static inline const pr_plan_value *first_value(const lt_builder *b, const pr_node *n)
 {
 	uint64_t pos = 0;
 	if (n->order < b->order0 || !b->gap) {
@@ -119,6 +132,18 @@ static uint16_t device_index(lt_builder *b, pr_device d)
 	return (uint16_t)(b->last_device = lt->n_devices++);
 }
 
+/* The index of a spec's device. The canonical form is a function of the
+ * spelling's bytes, so a spelling met just before has the index found then:
+ * no canonical copy and no search for the common case. */
+static uint16_t spec_device_index(lt_builder *b, pr_device d)
+{
+	if (b->has_spelling && !memcmp(&b->last_spelling, &d, sizeof d))
+		return b->last_spelling_index;
+	b->last_spelling = d;
+	b->has_spelling = true;
+	return b->last_spelling_index = device_index(b, pr_device_canonical(d));
+}
+
 /* A new class, its first value n's element elem (-1: the tensor). An
  * input's flags are set here, while the node is in cache. */
 static int32_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int32_t pos)
@@ -128,7 +153,7 @@ static int32_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int
 	pr_plan_class *c = &lt->classes[lt->n_classes];
 	c->node = n;
 	c->elem = elem;
-	c->device = device_index(b, pr_device_canonical(spec->device));
+	c->device = spec_device_index(b, spec->device);
 	c->bytes = 0;
 	c->start = c->end = pos;
 	c->flags = (uint16_t)((elem < 0 && n->kind == PR_NODE_INPUT ? input_flags(n, b->mutable_buffers) : 0) |
@@ -172,16 +197,31 @@ static int32_t class_of(const lt_builder *b, const pr_node *v, int64_t elem)
 	return first[elem].node == v ? first[elem].cls : -1;
 }
 
+/* pr_node_alias_arg(n, r), asked once per schema of a tensor-valued op (r
+ * is 0 there); a tuple's elements, and any other node, ask it each time. */
+static int alias_arg(lt_builder *b, const pr_node *n, int r)
+{
+	if (n->kind != PR_NODE_OP || !n->schema || n->type.kind != PR_TYPE_TENSOR)
+		return pr_node_alias_arg(n, r);
+	alias_memo *m = &b->alias[((uintptr_t)n->schema >> 4) % ALIAS_MEMO];
+	if (m->schema != n->schema)
+		*m = (alias_memo){n->schema, pr_node_alias_arg(n, r)};
+	return m->arg;
+}
+
 /* The class that return r of op node n shares, or -1 for a fresh one. */
-static int32_t aliased_class(const lt_builder *b, const pr_node *n, int r)
+static int32_t aliased_class(lt_builder *b, const pr_node *n, int r)
 {
 	if (n->kind == PR_NODE_GETITEM) {
 		if (n->n_args < 1 || n->args[0].kind != PR_ARG_VALUE || !n->args[0].u.value)
 			return -1;
 		return class_of(b, n->args[0].u.value, (int)n->index);
 	}
-	const pr_node *base = pr_node_alias_value(n, r);
-	return base ? class_of(b, base, -1) : -1;
+	/* pr_node_alias_value's checks, on the memo's answer */
+	int a = alias_arg(b, n, r);
+	if (a < 0 || a >= n->n_args || n->args[a].kind != PR_ARG_VALUE || !n->args[a].u.value)
+		return -1;
+	return class_of(b, n->args[a].u.value, -1);
 }
 
 /* The node's values, after its reads: an alias of itself names nothing. */
@@ -203,41 +243,61 @@ static void define_values(lt_builder *b, pr_node *n, int32_t pos)
 	b->first[pos] = first;
 }
 
-/* Stretches the classes of every value that argument a names to pos. */
-static void read_arg(lt_builder *b, const pr_arg *a, int32_t pos, unsigned flags)
+/* Stretches the classes of value node v's values (a tuple's: each) to pos. */
+static inline void read_value(lt_builder *b, const pr_node *v_node, int32_t pos, unsigned flags)
 {
-	if (a->kind == PR_ARG_LIST) {
-		for (int i = 0; i < a->u.list.n; i++)
-			read_arg(b, &a->u.list.items[i], pos, flags);
-		return;
-	}
-	if (a->kind != PR_ARG_VALUE || !a->u.value)
-		return;
-	const pr_plan_value *v = first_value(b, a->u.value);
+	const pr_plan_value *v = first_value(b, v_node);
 	if (!v)
 		return;
 	const pr_plan_value *end = b->lt->values + b->lt->n_values;
+	pr_plan_class *classes = b->lt->classes;
 	do {
-		pr_plan_class *c = &b->lt->classes[v->cls];
+		pr_plan_class *c = &classes[v->cls];
 		if (pos > c->end)
 			c->end = pos;
 		c->flags |= (uint16_t)flags;
-	} while (v->elem >= 0 && ++v < end && v->node == a->u.value);
+	} while (v->elem >= 0 && ++v < end && v->node == v_node);
 }
 
-static void read_args(lt_builder *b, pr_node *n, int32_t pos)
+static void read_list(lt_builder *b, const pr_arg *list, int32_t pos, unsigned flags);
+
+/* Stretches the classes of every value that argument a names to pos. A
+ * list is rare: it alone is a call, so the common value is read inline. */
+static inline void read_arg(lt_builder *b, const pr_arg *a, int32_t pos, unsigned flags)
+{
+	if (a->kind == PR_ARG_VALUE) {
+		if (a->u.value)
+			read_value(b, a->u.value, pos, flags);
+	} else if (a->kind == PR_ARG_LIST) {
+		read_list(b, a, pos, flags);
+	}
+}
+
+static void read_list(lt_builder *b, const pr_arg *list, int32_t pos, unsigned flags)
+{
+	for (int i = 0; i < list->u.list.n; i++)
+		read_arg(b, &list->u.list.items[i], pos, flags);
+}
+
+/* The return node's reads flag its values as outputs or write-backs. */
+static void read_return_args(lt_builder *b, pr_node *n, int32_t pos)
 {
 	for (int i = 0; i < n->n_args; i++) {
-		/* A getitem is its element, not a read of the whole tuple. */
-		if (n->kind == PR_NODE_GETITEM && i == 0)
-			continue;
-		unsigned flags = 0;
-		if (n->kind == PR_NODE_RETURN) {
-			bool wb = n->writebacks && n->writebacks[i].kind != PR_WRITEBACK_NONE;
-			flags = wb ? PR_CLASS_WRITEBACK : PR_CLASS_OUTPUT;
-		}
-		read_arg(b, &n->args[i], pos, flags);
+		bool wb = n->writebacks && n->writebacks[i].kind != PR_WRITEBACK_NONE;
+		read_arg(b, &n->args[i], pos, wb ? PR_CLASS_WRITEBACK : PR_CLASS_OUTPUT);
 	}
+}
+
+/* The node's reads: one case split per node, not per argument. */
+static void read_args(lt_builder *b, pr_node *n, int32_t pos)
+{
+	if (n->kind == PR_NODE_RETURN) {
+		read_return_args(b, n, pos);
+		return;
+	}
+	/* A getitem is its element, not a read of the whole tuple. */
+	for (int i = n->kind == PR_NODE_GETITEM ? 1 : 0; i < n->n_args; i++)
+		read_arg(b, &n->args[i], pos, 0);
 }
 
 /* Classes live for the whole method span every position, known at the end. */
@@ -304,6 +364,7 @@ static bool keep_step(lt_builder *b, pr_node *node, int64_t n)
 static bool walk_nodes(lt_builder *b, pr_graph *g)
 {
 	int64_t cap = g->n_nodes > 0 ? g->n_nodes : 16, n = 0;
+	uint64_t order = 0;   /* order0 + n * gap (mod 2^64): a sum, not a product */
 	b->cap_values = b->cap_classes = cap;
 	/* Allocated in the order they are freed, the first lowest: passrun's
 	 * heap keeps what is freed, so holes stay. The planner frees the
@@ -318,12 +379,13 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 			prefetch_node(node->next);
 		if (n == cap)
 			builder_grow(b, &cap);
-		if (n == 0)
+		if (n == 0) {
 			b->order0 = node->order;
-		else if (n == 1)
+		} else if (n == 1) {
 			set_gap(b, node->order - b->order0);
-		if (n > 0 && (b->gap == 0 || node->order != b->order0 + (uint64_t)n * b->gap) &&
-		    !keep_step(b, node, n))
+			order = node->order;
+		}
+		if (n > 0 && (b->gap == 0 || node->order != order) && !keep_step(b, node, n))
 			return false;
 		PR_ASSERT(n < INT32_MAX);   /* plan.h: positions are 32-bit */
 		b->first[n] = -1;   /* a node reading itself reads nothing */
@@ -331,6 +393,7 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 		read_args(b, node, (int32_t)n);
 		define_values(b, node, (int32_t)n);
 		n++;
+		order += b->gap;
 	}
 	return true;
 }

@@ -352,6 +352,42 @@ Test(plan, M1_usage_lower_bound_counts_aliases_once)
 
 /* A pass inserted a node: the orders no longer step evenly, and lifetimes
  * still number the nodes in graph order. */
+/* The walk keeps the last device and each schema's alias answer: schemas and
+ * devices met again, alternating, must still give every value its own. */
+Test(plan, M1_repeated_schemas_and_devices_keep_their_answers)
+{
+	pr_program *p = tu_parse(OPS
+		"method @forward {\n"
+		"  %x: f32[16] = input user \"x\"\n"              /* 0 */
+		"  %a: f32[16] = aten::add.Tensor(%x, %x)\n"      /* 1 */
+		"  %v: f32[16] = aten::view(%a, [16])\n"          /* 2 */
+		"  %b: f32[16] = aten::add.Tensor(%v, %x)\n"      /* 3 */
+		"  %w: f32[16] = aten::view(%b, [16])\n"          /* 4 */
+		"  %r: f32[16] = aten::relu_(%w)\n"               /* 5 */
+		"  %c: f32[16]@cuda:0 = aten::add.Tensor(%x, %x)\n" /* 6 */
+		"  %d: f32[16] = aten::add.Tensor(%r, %a)\n"      /* 7 */
+		"  %e: f32[16]@cuda:0 = aten::add.Tensor(%c, %c)\n" /* 8 */
+		"  return %d, %e\n"                               /* 9 */
+		"}\n");
+	pr_lifetimes *lt = pr_lifetimes_compute(p->methods[0]);
+	const pr_plan_class *a = class_of(lt, "a", -1), *b = class_of(lt, "b", -1);
+	cr_assert_eq(class_of(lt, "v", -1), a);
+	cr_assert(b != a, "the add after a view is fresh");
+	cr_assert_eq(class_of(lt, "w", -1), b, "a view met again joins its own base");
+	cr_assert_eq(class_of(lt, "r", -1), b);
+	cr_assert(a->start == 1 && a->end == 7, "a lives %lld..%lld", (long long)a->start, (long long)a->end);
+	cr_assert(b->start == 3 && b->end == 7);
+	const pr_plan_class *c = class_of(lt, "c", -1), *d = class_of(lt, "d", -1), *e = class_of(lt, "e", -1);
+	cr_assert_str_eq(pr_plan_class_device(lt, c).type, "cuda");
+	cr_assert(pr_device_is_host(pr_plan_class_device(lt, d)), "host after cuda");
+	cr_assert(d->flags & PR_CLASS_HOST);
+	cr_assert(!(e->flags & PR_CLASS_HOST), "cuda after host");
+	cr_assert_eq(e->device, c->device);
+	cr_assert_eq(lt->n_devices, 2);
+	pr_lifetimes_free(lt);
+	pr_program_free(p);
+}
+
 Test(plan, M1_lifetimes_after_an_insertion)
 {
 	pr_program *p = tu_parse(OPS
