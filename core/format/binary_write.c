@@ -91,9 +91,9 @@ static inline void wb_f64(wbuf *b, double d)
 	wb_u64(b, v);
 }
 
-/* s, n bytes long: its length and bytes. */
-static void wb_str_n(wbuf *b, const char *s, size_t n)
+static void wb_str(wbuf *b, const char *s)
 {
+	size_t n = strlen(s);
 	if (n > PRB_MAX_STRING) {
 		if (!b->too_long)
 			b->too_long = n;   /* pr_binary_write refuses the program: it would not load */
@@ -102,11 +102,6 @@ static void wb_str_n(wbuf *b, const char *s, size_t n)
 	uint8_t *q = put_le(wb_room(b, 4 + n), n, 4);
 	memcpy(q, s, n);
 	b->o.len += 4 + n;
-}
-
-static void wb_str(wbuf *b, const char *s)
-{
-	wb_str_n(b, s, strlen(s));
 }
 
 static void wb_ostr(wbuf *b, const char *s)
@@ -565,10 +560,7 @@ static bool w_ref(writer *w, wbuf *b, const ptrmap *m, const void *k, const pr_n
 static bool w_node(writer *w, wbuf *b, const pr_node *n)
 {
 	wb_u8(b, (unsigned)n->kind);
-	if (n->name)
-		wb_str(b, n->name);
-	else
-		wb_u32(b, PRB_NO_STRING);
+	wb_ostr(b, n->name);
 	w_type(w, b, &n->type);
 	switch (n->kind) {
 	case PR_NODE_INPUT:
