@@ -38,6 +38,15 @@ static void add_warnings(pr_diags *d, int n, int from_unreadable)
 	}
 }
 
+/* A list for t.pg that keeps no messages, printing print_limit of each code
+ * (0: all): the CLI's list when neither --stats=json nor --dot asks. */
+static void init_counting(pr_diags *d, int print_limit)
+{
+	pr_diags_init(d, "t.pg");
+	d->print_limit = print_limit;
+	pr_diags_keep_messages(d, false);
+}
+
 static char *printed(const pr_diags *d, bool summary)
 {
 	char *text = NULL;
@@ -55,9 +64,7 @@ static char *printed(const pr_diags *d, bool summary)
 Test(diag, past_the_limit_without_kept_messages_is_counted_not_stored)
 {
 	pr_diags d;
-	pr_diags_init(&d, "t.pg");
-	d.print_limit = 2;
-	pr_diags_keep_messages(&d, false);
+	init_counting(&d, 2);
 	cr_assert(pr_diags_wants_message(&d, PR_SEV_WARNING, "W-A"));
 	add_warnings(&d, 5, 2);
 	cr_assert_not(pr_diags_wants_message(&d, PR_SEV_WARNING, "W-A"));
@@ -127,9 +134,7 @@ Test(diag, counted_ones_print_as_kept_ones_do)
 Test(diag, errors_are_always_stored)
 {
 	pr_diags d;
-	pr_diags_init(&d, "t.pg");
-	d.print_limit = 1;
-	pr_diags_keep_messages(&d, false);
+	init_counting(&d, 1);
 	for (int i = 0; i < 3; i++) {
 		pr_diags_add(&d, PR_SEV_ERROR, "E-A", "p", NULL, "e", 4, "error %d", i);
 		pr_diags_add(&d, PR_SEV_WARNING, "W-A", "p", NULL, "w", 4, "warning %d", i);
@@ -150,9 +155,7 @@ Test(diag, errors_are_always_stored)
 Test(diag, flag_last_skips_a_counted_one)
 {
 	pr_diags d;
-	pr_diags_init(&d, "t.pg");
-	d.print_limit = 1;
-	pr_diags_keep_messages(&d, false);
+	init_counting(&d, 1);
 	pr_diags_add(&d, PR_SEV_WARNING, "W-A", "p", NULL, "a", 1, "first");
 	pr_diags_flag_last(&d, 0x1u);
 	pr_diags_add(&d, PR_SEV_WARNING, "W-A", "p", NULL, "b", 1, "second");
@@ -217,8 +220,7 @@ Test(diag, kept_messages_are_all_there)
 Test(diag, without_a_limit_every_message_is_formatted)
 {
 	pr_diags d;
-	pr_diags_init(&d, "t.pg");
-	pr_diags_keep_messages(&d, false);
+	init_counting(&d, 0);
 	add_warnings(&d, 4, 4);
 	for (int i = 0; i < 4; i++)
 		cr_assert_not_null(d.items[i].message, "print_limit 0 prints all: %d", i);
@@ -230,9 +232,7 @@ Test(diag, without_a_limit_every_message_is_formatted)
 Test(diag, a_severity_of_no_name_is_always_stored)
 {
 	pr_diags d;
-	pr_diags_init(&d, "t.pg");
-	d.print_limit = 1;
-	pr_diags_keep_messages(&d, false);
+	init_counting(&d, 1);
 	for (int i = 0; i < 3; i++)
 		pr_diags_add(&d, (pr_severity)7, "X-A", "p", NULL, NULL, -1, "odd %d", i);
 	cr_assert_eq(d.n, 3);
