@@ -58,10 +58,10 @@ static int const_ints(const pr_node *n, int i, int64_t *out, int max)
 static const pr_node *storage_root(const pr_node *v)
 {
 	while (v->kind == PR_NODE_OP && v->schema && v->n_args > 0) {
-		int a = pr_schema_return_alias(v->schema, 0);
-		if (a < 0 || a >= v->n_args || v->args[a].kind != PR_ARG_VALUE || !v->args[a].u.value)
+		const pr_node *base = pr_node_value_arg(v, pr_schema_return_alias(v->schema, 0));
+		if (!base)
 			break;
-		v = v->args[a].u.value;
+		v = base;
 	}
 	return v;
 }

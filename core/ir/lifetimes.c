@@ -213,15 +213,11 @@ static int alias_arg(lt_builder *b, const pr_node *n, int r)
 static int32_t aliased_class(lt_builder *b, const pr_node *n, int r)
 {
 	if (n->kind == PR_NODE_GETITEM) {
-		if (n->n_args < 1 || n->args[0].kind != PR_ARG_VALUE || !n->args[0].u.value)
-			return -1;
-		return class_of(b, n->args[0].u.value, (int)n->index);
+		const pr_node *tuple = pr_node_value_arg(n, 0);
+		return tuple ? class_of(b, tuple, (int)n->index) : -1;
 	}
-	/* pr_node_alias_value's checks, on the memo's answer */
-	int a = alias_arg(b, n, r);
-	if (a < 0 || a >= n->n_args || n->args[a].kind != PR_ARG_VALUE || !n->args[a].u.value)
-		return -1;
-	return class_of(b, n->args[a].u.value, -1);
+	const pr_node *base = pr_node_value_arg(n, alias_arg(b, n, r));   /* pr_node_alias_value, memoized */
+	return base ? class_of(b, base, -1) : -1;
 }
 
 /* The node's values, after its reads: an alias of itself names nothing. */

@@ -1111,10 +1111,7 @@ int pr_node_alias_arg(const pr_node *n, int r)
 
 pr_node *pr_node_alias_value(const pr_node *n, int r)
 {
-	int a = pr_node_alias_arg(n, r);
-	if (a < 0 || a >= n->n_args || n->args[a].kind != PR_ARG_VALUE)
-		return NULL;
-	return n->args[a].u.value;
+	return pr_node_value_arg(n, pr_node_alias_arg(n, r));
 }
 
 /* ---- mutable buffers ------------------------------------------------------ */

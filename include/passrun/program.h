@@ -566,6 +566,12 @@ int pr_node_alias_arg(const pr_node *n, int r);
 /* The value result r of n is a view of, or NULL (no alias, or an aliased
  * argument that is missing or not a value). */
 pr_node *pr_node_alias_value(const pr_node *n, int r);
+/* The value argument a of n names, or NULL: a out of n's arguments (a -1
+ * from pr_node_alias_arg included), or an argument that is not a value. */
+static inline pr_node *pr_node_value_arg(const pr_node *n, int a)
+{
+	return a >= 0 && a < n->n_args && n->args[a].kind == PR_ARG_VALUE ? n->args[a].u.value : NULL;
+}
 
 /* The mutable buffers of a method: the buffer placeholders its return node
  * writes back (`-> buffer "NAME"`), as a set built once in one walk, so
