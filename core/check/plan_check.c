@@ -362,11 +362,8 @@ static void sort_planned(planned_class *a, int64_t n)
 		offsets |= (uint64_t)(a[i].offset ^ a[0].offset);
 		arenas |= (uint64_t)(uint32_t)(a[i].arena ^ a[0].arena);
 	}
-	uint64_t varying = 0;
-	for (int b = 0; b < 16; b++)
-		if (((b < 4 ? cls >> (8 * b) : b < 12 ? offsets >> (8 * (b - 4)) : arenas >> (8 * (b - 12)))) & 255)
-			varying |= 1ull << b;
-	msd_sort_planned(a, n, 15, varying);
+	msd_sort_planned(a, n, 15, pr_radix_varying(cls, 0, 4) | pr_radix_varying(offsets, 4, 8) |
+					   pr_radix_varying(arenas, 12, 4));
 }
 
 static const pr_plan_class *pc_class(const check_ctx *k, const planned_class *p)

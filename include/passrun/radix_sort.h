@@ -30,6 +30,19 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The varying mask of a key field that takes n_bytes key bytes from byte
+ * first up: diff holds the bits some record's field has unlike the first
+ * record's (the OR of their XORs), and each of its bytes that is not zero
+ * sets its bit. The sort's callers OR one per field. */
+static inline uint64_t pr_radix_varying(uint64_t diff, int first, int n_bytes)
+{
+	uint64_t varying = 0;
+	for (int k = 0; k < n_bytes; k++)
+		if (diff >> (8 * k) & 255)
+			varying |= 1ull << (first + k);
+	return varying;
+}
+
 /* Buckets this small are finished by insertion sort. */
 #define PR_RADIX_SORT_SMALL 48
 

@@ -136,15 +136,12 @@ static void sort_spans(span *a, int64_t n)
 		msd_sort_spans_small(a, n);
 		return;
 	}
-	uint64_t lo = 0, hi = 0, varying = 0;
+	uint64_t lo = 0, hi = 0;
 	for (int64_t i = 1; i < n; i++) {
 		lo |= (uint64_t)(a[i].lo ^ a[0].lo);
 		hi |= (uint64_t)(a[i].hi ^ a[0].hi);
 	}
-	for (int b = 0; b < 16; b++)
-		if ((b < 8 ? hi : lo) >> (8 * (b & 7)) & 255)
-			varying |= 1ull << b;
-	msd_sort_spans(a, n, 15, varying);
+	msd_sort_spans(a, n, 15, pr_radix_varying(hi, 0, 8) | pr_radix_varying(lo, 8, 8));
 }
 
 static int64_t round_up(int64_t x, int64_t align)
@@ -370,9 +367,8 @@ static void sort_keys(sort_key *a, int64_t n)
 		diff[2] |= key_word(&a[i], 2) ^ key_word(&a[0], 2);
 	}
 	uint64_t varying = 0;
-	for (int b = 0; b < 24; b++)
-		if (diff[b >> 3] >> (8 * (b & 7)) & 255)
-			varying |= 1ull << b;
+	for (int w = 0; w < 3; w++)
+		varying |= pr_radix_varying(diff[w], 8 * w, 8);
 	msd_sort_keys(a, n, 23, varying);
 }
 

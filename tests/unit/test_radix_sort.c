@@ -146,3 +146,24 @@ Test(radix_sort, small_and_one_byte_inputs)
 		free(a);
 	}
 }
+
+/* pr_radix_varying, one call a key word, gives the bytes that vary: the
+ * mask the byte-by-byte comparison above finds. */
+Test(radix_sort, varying_of_each_word_is_the_bytes_that_vary)
+{
+	int64_t n = 5000;
+	rec *a = make_recs(n, 1000, 3, 99);
+	for (int64_t i = 0; i < n; i += 11)
+		a[i].k1 = INT64_MIN + i;
+	uint64_t diff[3] = {0, 0, 0};
+	for (int64_t i = 1; i < n; i++)
+		for (int w = 0; w < 3; w++)
+			diff[w] |= rec_word(&a[i], w) ^ rec_word(&a[0], w);
+	uint64_t varying = 0;
+	for (int w = 0; w < 3; w++)
+		varying |= pr_radix_varying(diff[w], 8 * w, 8);
+	cr_assert_eq(varying, varying_of(a, n));
+	cr_assert_eq(pr_radix_varying(0x00ff000000000100ull, 4, 8), (1ull << 5) | (1ull << 10));
+	cr_assert_eq(pr_radix_varying(0xff00000000ull, 12, 4), 0, "bytes past n_bytes are not looked at");
+	free(a);
+}
