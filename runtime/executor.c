@@ -182,11 +182,11 @@ static pr_err *place_tensor(prt_exec *e, const pr_spec *s, int force_dev, prt_te
 			data = e->scratch[dev] + at;
 		}
 	} else if (!e->reference && s->has_mem) {
-		if ((err = prt_devset_slot(&e->devs, s->mem_arena, &dev)))
+		if ((err = prt_devset_slot(&e->devs, pr_spec_mem_arena(s), &dev)))
 			return err;
 		data = e->arena[dev] ? e->arena[dev] + s->mem_offset : NULL;   /* an empty arena is NULL */
 	} else if (!e->reference) {
-		err = prt_devset_slot(&e->devs, s->device, &dev);
+		err = prt_devset_slot(&e->devs, pr_spec_device(s), &dev);
 	}
 	if (!err && !data)
 		err = track_alloc(e, dev, bytes, (void **)&data);
@@ -203,7 +203,7 @@ static pr_err *arena_grow(prt_exec *e, const pr_node *n, const pr_spec *s)
 	int dev;
 	if (!s->has_mem)
 		return NULL;
-	pr_err *err = prt_devset_slot(&e->devs, s->mem_arena, &dev);
+	pr_err *err = prt_devset_slot(&e->devs, pr_spec_mem_arena(s), &dev);
 	if (err) {
 		pr_err_free(err);   /* reported when the tensor is placed */
 		return NULL;
@@ -450,7 +450,7 @@ static pr_err *compile_constant(prt_exec *e, pr_node *n, uint8_t **staging)
 	prt_rv *r = slot_of(n);
 	const pr_spec *s = &n->type.tensor;
 	r->kind = PRT_RV_TENSOR;
-	bool on_device = !e->reference && !pr_device_is_host(s->device);
+	bool on_device = !e->reference && !pr_spec_on_host(s);
 	bool writable = n->input->kind == PR_INPUT_BUFFER;
 	bool odd = !pr_spec_stored_as_is(s);
 	/* The copy at load moves the bytes as stored, as a per-call copy would,
@@ -461,7 +461,7 @@ static pr_err *compile_constant(prt_exec *e, pr_node *n, uint8_t **staging)
 				  "layout is neither contiguous nor channels-last, so the program "
 				  "stores it contiguous and a delegate would read the copied bytes "
 				  "in the wrong order", n->name ? n->name : "?",
-				  n->input->name ? n->input->name : "?", pr_device_str(s->device, ds));
+				  n->input->name ? n->input->name : "?", pr_device_str(pr_spec_device(s), ds));
 	}
 	if (!on_device && !writable && !odd && n->input->data.mapped &&
 	    n->input->data.mapped_size == pr_spec_storage_bytes(s)) {
@@ -519,22 +519,22 @@ static pr_err *check_copy(prt_exec *e, pr_node *n)
 	const pr_spec *src = pr_node_spec(n->args[0].u.value), *dst = &n->type.tensor;
 	if (!src)
 		return node_err(n, pr_err_new("a copy's argument must be a tensor"));
-	if (n->schema->h2d && pr_device_is_host(dst->device))
+	if (n->schema->h2d && pr_spec_on_host(dst))
 		return pr_err_new("node '%s' (%s): refusing a host-to-device copy whose destination is "
 				  "on the CPU (M3)", n->name ? n->name : "?", n->schema->full_name);
-	if (n->schema->d2h && pr_device_is_host(src->device))
+	if (n->schema->d2h && pr_spec_on_host(src))
 		return pr_err_new("node '%s' (%s): refusing a device-to-host copy whose source is on "
 				  "the CPU (M3)", n->name ? n->name : "?", n->schema->full_name);
 	/* As ExecuTorch's copy kernels: the host side of a copy must be the host. */
-	if (n->schema->h2d && !pr_device_is_host(src->device)) {
+	if (n->schema->h2d && !pr_spec_on_host(src)) {
 		char ds[PR_DEVICE_STR_MAX];
 		return pr_err_new("node '%s' (%s): refusing a host-to-device copy whose source %%%s "
 				  "is already in device memory (%s) (M3)", n->name ? n->name : "?",
 				  n->schema->full_name,
 				  n->args[0].u.value->name ? n->args[0].u.value->name : "?",
-				  pr_device_str(src->device, ds));
+				  pr_device_str(pr_spec_device(src), ds));
 	}
-	if (n->schema->d2h && !pr_device_is_host(dst->device))
+	if (n->schema->d2h && !pr_spec_on_host(dst))
 		return pr_err_new("node '%s' (%s): refusing a device-to-host copy whose destination "
 				  "is not on the CPU (M3)", n->name ? n->name : "?", n->schema->full_name);
 	return NULL;

@@ -63,7 +63,7 @@ static bool is_loaded_constant(const pr_node *n)
 	if (n->kind != PR_NODE_INPUT || n->input->kind == PR_INPUT_USER)
 		return false;
 	const pr_spec *s = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : NULL;
-	return s && !pr_device_is_host(s->device);
+	return s && !pr_spec_on_host(s);
 }
 
 static void count_method(pr_graph *g, method_row *m)

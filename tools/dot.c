@@ -83,9 +83,9 @@ static const pr_diag *copy_flag(const pr_node *n, const pr_graph *g, const pr_di
 static pr_device value_device(const pr_node *n)
 {
 	if (n->type.kind == PR_TYPE_TENSOR)
-		return n->type.tensor.device;
+		return pr_spec_device(&n->type.tensor);
 	if (n->type.kind == PR_TYPE_TUPLE && n->type.n_elems > 0)
-		return n->type.elems[0].device;
+		return pr_spec_device(&n->type.elems[0]);
 	return pr_device_host();
 }
 
@@ -351,7 +351,7 @@ static void survey(const drawn_graph *list, int n, const pr_diags *diags, device
 			device_set_add(devs, node_device(node));
 			if (node->type.kind == PR_TYPE_TUPLE)
 				for (int e = 0; e < node->type.n_elems; e++)
-					device_set_add(devs, node->type.elems[e].device);
+					device_set_add(devs, pr_spec_device(&node->type.elems[e]));
 			*any_copy |= is_copy(node);
 			*any_flag |= copy_flag(node, list[i].g, diags) != NULL;
 		}

@@ -36,7 +36,7 @@ typedef struct arena_list {
 	pr_device *d;
 	int n, last;
 	bool has_raw;
-	pr_device raw;      /* the last arena looked up, as its spec spells it */
+	pr_device_id raw;   /* the last arena looked up, by its spec's id */
 	int raw_index;
 } arena_list;
 
@@ -53,14 +53,14 @@ static int arena_index(arena_list *l, pr_device d)
 	return l->last = l->n++;
 }
 
-/* arena_index of the arena a spec names, skipping the canonical form when
- * it is spelt as the last one was. */
+/* arena_index of the arena a spec names, with no search when it is the
+ * last one's. */
 static int spec_arena(arena_list *l, const pr_spec *s)
 {
-	if (l->has_raw && pr_device_same_spelling(&l->raw, &s->mem_arena))
+	if (l->has_raw && l->raw == s->mem_arena_id)
 		return l->raw_index;
-	l->raw_index = arena_index(l, pr_device_canonical(s->mem_arena));
-	l->raw = s->mem_arena;
+	l->raw_index = arena_index(l, pr_spec_mem_arena(s));
+	l->raw = s->mem_arena_id;
 	l->has_raw = true;
 	return l->raw_index;
 }
@@ -160,7 +160,7 @@ static bool same_mem(const pr_spec *a, const pr_spec *b)
 {
 	if (a->has_mem != b->has_mem)
 		return false;
-	return !a->has_mem || (a->mem_offset == b->mem_offset && pr_device_equal_at(&a->mem_arena, &b->mem_arena));
+	return !a->has_mem || (a->mem_offset == b->mem_offset && a->mem_arena_id == b->mem_arena_id);
 }
 
 /* "cuda:0:128", or "none". */
@@ -170,7 +170,7 @@ static const char *mem_str(const pr_spec *s, char *buf, size_t cap)
 	if (!s->has_mem)
 		snprintf(buf, cap, "none");
 	else
-		snprintf(buf, cap, "%s:%lld", pr_device_str(pr_device_canonical(s->mem_arena), arena),
+		snprintf(buf, cap, "%s:%lld", pr_device_str(pr_spec_mem_arena(s), arena),
 			 (long long)s->mem_offset);
 	return buf;
 }
@@ -181,9 +181,9 @@ static void check_placed(check_ctx *k, const pr_plan_value *v, int64_t class_byt
 {
 	const pr_spec *s = pr_plan_value_spec(v);
 	char msg[512], dev[PR_DEVICE_STR_MAX], mem[64];
-	if (!pr_device_equal_at(&s->mem_arena, &s->device)) {
+	if (s->mem_arena_id != s->device_id) {
 		snprintf(msg, sizeof msg, "is on %s but planned in another arena (mem=%s)",
-			 pr_device_str(pr_device_canonical(s->device), dev), mem_str(s, mem, sizeof mem));
+			 pr_device_str(pr_spec_device(s), dev), mem_str(s, mem, sizeof mem));
 		plan_error(k, v, msg);
 	}
 	if (s->mem_offset < 0) {
@@ -389,7 +389,7 @@ static void overlap_error(check_ctx *k, const planned_class *a, const planned_cl
 		     "%%%s (offset %lld, %lld bytes, live %lld..%lld) and %%%s (offset %lld, %lld bytes, live %lld..%lld) overlap in arena %s while both are live",
 		     na, (long long)a->offset, (long long)ca->bytes, (long long)ca->start, (long long)ca->end,
 		     nb, (long long)b->offset, (long long)cb->bytes, (long long)cb->start, (long long)cb->end,
-		     pr_device_str(pr_device_canonical(pr_plan_class_spec(ca)->mem_arena), arena));
+		     pr_device_str(pr_spec_mem_arena(pr_plan_class_spec(ca)), arena));
 	k->errors++;
 }
 

@@ -388,8 +388,8 @@ static const char *spec_str(const pr_spec *s, char *buf)
 	for (int i = 0; i < rank; i++)
 		append(buf, &len, "%s%" PRId64, i ? "," : "", s->shape[i]);
 	append(buf, &len, "]");
-	if (!pr_device_is_host(s->device))
-		append(buf, &len, "@%s", pr_device_str(s->device, dev));
+	if (!pr_spec_on_host(s))
+		append(buf, &len, "@%s", pr_device_str(pr_spec_device(s), dev));
 	bool strided = !pr_spec_is_contiguous(s);
 	if (strided || s->has_mem) {
 		append(buf, &len, "{");
@@ -400,7 +400,7 @@ static const char *spec_str(const pr_spec *s, char *buf)
 			append(buf, &len, "]%s", s->has_mem ? ", " : "");
 		}
 		if (s->has_mem)
-			append(buf, &len, "mem=%s:%" PRId64, pr_device_str(s->mem_arena, dev),
+			append(buf, &len, "mem=%s:%" PRId64, pr_device_str(pr_spec_mem_arena(s), dev),
 			       s->mem_offset);
 		append(buf, &len, "}");
 	}
@@ -761,9 +761,9 @@ static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool w
 			continue;
 		/* The host test only where the rule asks it: a placed device read
 		 * (most of them, after propagate-device) compares devices alone. */
-		if (want_host ? host_addressable(s->device) :
-				((also_host && pr_device_is_host(s->device)) ||
-				 pr_device_equal_at(&s->device, &want)))
+		if (want_host ? host_addressable(pr_spec_device(s)) :
+				((also_host && pr_spec_on_host(s)) ||
+				 pr_device_equal_at(pr_device_of(s->device_id), &want)))
 			continue;
 		pr_node *v = args[i].u.value;
 		report(c, "E-PLACEMENT", v, "%s reads %s (%s, %" PRId64 " bytes); %s, expected "
@@ -782,7 +782,7 @@ static void check_result_on(vctx *c, pr_node *n, bool want_host, pr_device want,
 		    n->type.kind == PR_TYPE_TUPLE ? n->type.n_elems : 0;
 	for (int i = 0; i < count; i++) {
 		pr_spec *s = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : &n->type.elems[i];
-		bool ok = want_host ? pr_device_is_host(s->device) : pr_device_equal_at(&s->device, &want);
+		bool ok = want_host ? pr_spec_on_host(s) : pr_device_equal_at(pr_device_of(s->device_id), &want);
 		if (ok)
 			continue;
 		report(c, "E-PLACEMENT", n, "%s%s is %s; %s, expected it on %s", label(n, ln),
@@ -800,7 +800,7 @@ static void check_op_placement(vctx *c, pr_node *n)
 		const char *rule = s->h2d ? "an h2d copy reads the host" : "a d2h copy reads a device";
 		for (int i = 0; i < n->n_args; i++) {
 			pr_spec *a = arg_spec(&n->args[i]);
-			if (!a || pr_device_is_host(a->device) == (bool)s->h2d)
+			if (!a || pr_spec_on_host(a) == (bool)s->h2d)
 				continue;
 			report(c, "E-PLACEMENT", n->args[i].u.value, "%s reads %s (%s, %" PRId64
 			       " bytes); %s, expected a %s tensor", label(n, ln),
@@ -808,7 +808,7 @@ static void check_op_placement(vctx *c, pr_node *n)
 			       rule, s->h2d ? "host" : "device");
 		}
 		pr_spec *r = pr_node_spec(n);
-		if (r && pr_device_is_host(r->device) == (bool)s->h2d)
+		if (r && pr_spec_on_host(r) == (bool)s->h2d)
 			report(c, "E-PLACEMENT", n, "%s is %s; %s, expected its result on %s",
 			       label(n, ln), spec_str(r, sp),
 			       s->h2d ? "an h2d copy produces a device tensor" :
@@ -918,7 +918,7 @@ static void check_getitem(vctx *c, pr_node *n)
 		report(c, "E-GETITEM", n, "getitem %s is %s; expected %s, element %" PRId64
 		       " of %s", label(n, ln), spec_str(&n->type.tensor, s1), spec_str(e, s2),
 		       n->index, label(t, lv));
-	else if (!pr_device_equal_at(&n->type.tensor.device, &e->device))
+	else if (n->type.tensor.device_id != e->device_id)
 		report(c, c->body ? "E-GETITEM" : "E-PLACEMENT", n, "getitem %s is %s but "
 		       "element %" PRId64 " of %s is %s; expected a getitem on the device of "
 		       "the element it reads",
@@ -1003,9 +1003,9 @@ static void check_delegate_result(vctx *c, pr_node *n, const dinfo *di)
 static bool result_on_device(const pr_node *n)
 {
 	if (n->type.kind == PR_TYPE_TENSOR)
-		return !pr_device_is_host(n->type.tensor.device);
+		return !pr_spec_on_host(&n->type.tensor);
 	for (int i = 0; n->type.kind == PR_TYPE_TUPLE && i < n->type.n_elems; i++)
-		if (!pr_device_is_host(n->type.elems[i].device))
+		if (!pr_spec_on_host(&n->type.elems[i]))
 			return true;
 	return false;
 }

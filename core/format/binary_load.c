@@ -586,8 +586,10 @@ static bool rd_spec(rd *r, pr_spec *s)
 	if (rd_spec_repeated(r, s))
 		return true;
 	size_t at = r->pos;
-	if (!rd_layout(r, s) || !rd_spec_device(r, &s->device))
+	pr_device dev;
+	if (!rd_layout(r, s) || !rd_spec_device(r, &dev))
 		return false;
+	s->device_id = pr_device_intern(dev);
 	s->has_mem = r->buf[at + 2] & PRB_SPEC_HAS_MEM;   /* the flags, checked */
 	if (!s->has_mem) {
 		r->last_spec = r->buf + at;
@@ -597,8 +599,9 @@ static bool rd_spec(rd *r, pr_spec *s)
 		return true;
 	}
 	size_t oat;
-	if (!rd_device(r, "the memory arena", &s->mem_arena))
+	if (!rd_device(r, "the memory arena", &dev))
 		return false;
+	s->mem_arena_id = pr_device_intern(dev);
 	oat = r->pos;
 	if (!rd_i64(r, "a memory offset", &s->mem_offset))
 		return false;

@@ -298,9 +298,9 @@ static uint8_t *put_spec(writer *w, uint8_t *q, const pr_spec *s)
 		put_le(q + 8 * i, (uint64_t)s->shape[i], 8);
 		put_le(q + 8 * (rank + i), (uint64_t)s->strides[i], 8);
 	}
-	q = put_device(w, q + 16 * rank, &s->device, &w->last_device);
+	q = put_device(w, q + 16 * rank, pr_device_of(s->device_id), &w->last_device);
 	if (s->has_mem) {
-		q = put_device(w, q, &s->mem_arena, &w->last_arena);
+		q = put_device(w, q, pr_device_of(s->mem_arena_id), &w->last_arena);
 		q = put_le(q, (uint64_t)s->mem_offset, 8);
 	}
 	return q;

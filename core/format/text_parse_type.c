@@ -96,8 +96,10 @@ static bool tp_mem(tp *p, pr_spec *s)
 		if (p->s[i] == ':')
 			colon = p->s + i;
 	const char *what = "a memory location ARENA:OFFSET (like cuda:0:128)";
-	if (!colon || colon == p->s + b || !tp_device_text(p, p->s + b, (size_t)(colon - (p->s + b)), &s->mem_arena))
+	pr_device arena;
+	if (!colon || colon == p->s + b || !tp_device_text(p, p->s + b, (size_t)(colon - (p->s + b)), &arena))
 		return tp_expected(p, b, what);
+	s->mem_arena_id = pr_device_intern(arena);
 	size_t off = (size_t)(colon + 1 - p->s);
 	if (off == b + k)
 		return tp_expected(p, off, "an offset after ':'");
@@ -286,8 +288,12 @@ static bool tp_spec(tp *p, pr_spec *s)
 	if (!tp_shape(p, s))
 		return false;
 	int64_t strides[PR_MAX_RANK];
-	if (tp_accept(p, '@') && !tp_device(p, &s->device))
-		return false;
+	pr_device dev;
+	if (tp_accept(p, '@')) {
+		if (!tp_device(p, &dev))
+			return false;
+		s->device_id = pr_device_intern(dev);
+	}
 	bool has_strides = false;
 	if (tp_accept(p, '{') && !tp_attrs(p, s, &has_strides, strides))
 		return false;

@@ -148,7 +148,7 @@ typedef struct spec_text {
 	int rank;
 	pr_dtype dtype;
 	bool used, strided;
-	pr_device device;
+	pr_device_id device_id;
 	uint8_t len;
 	char text[SPEC_TEXT_MAX];
 } spec_text;
@@ -166,9 +166,9 @@ static void put_layout(tbuf *b, const pr_spec *s, bool strided)
 {
 	tb_puts(b, pr_dtype_name(s->dtype));
 	put_ints(b, s->shape, s->rank);
-	if (!pr_device_is_host(s->device)) {
+	if (!pr_spec_on_host(s)) {
 		tb_putc(b, '@');
-		put_device(b, s->device);
+		put_device(b, pr_spec_device(s));
 	}
 	if (strided) {
 		tb_puts(b, "{strides=");
@@ -179,7 +179,7 @@ static void put_layout(tbuf *b, const pr_spec *s, bool strided)
 static bool spec_text_is(const spec_text *t, const pr_spec *s)
 {
 	return t->used && t->shape == s->shape && t->strides == s->strides && t->rank == s->rank &&
-	       t->dtype == s->dtype && !memcmp(&t->device, &s->device, sizeof t->device);
+	       t->dtype == s->dtype && t->device_id == s->device_id;
 }
 
 static spec_text *spec_text_slot(printer *pr, const pr_spec *s)
@@ -187,8 +187,7 @@ static spec_text *spec_text_slot(printer *pr, const pr_spec *s)
 	if (!pr->specs)
 		pr->specs = pr_xcalloc(SPEC_TEXTS, sizeof *pr->specs);
 	uintptr_t h = (uintptr_t)s->shape ^ ((uintptr_t)s->strides >> 3) ^ (uintptr_t)s->rank ^
-		      ((uintptr_t)s->dtype << 5) ^ ((uintptr_t)(uint32_t)s->device.index << 9) ^
-		      (uintptr_t)(unsigned char)s->device.type[0];
+		      ((uintptr_t)s->dtype << 5) ^ ((uintptr_t)s->device_id << 9);
 	h ^= h >> 11;
 	return &pr->specs[(h >> 3) & (SPEC_TEXTS - 1)];
 }
@@ -209,7 +208,7 @@ static bool put_layout_kept(printer *pr, const pr_spec *s)
 	size_t len = b->len - start;
 	if (len <= SPEC_TEXT_MAX) {
 		*t = (spec_text){ .shape = s->shape, .strides = s->strides, .rank = s->rank,
-				  .dtype = s->dtype, .used = true, .strided = strided, .device = s->device,
+				  .dtype = s->dtype, .used = true, .strided = strided, .device_id = s->device_id,
 				  .len = (uint8_t)len };
 		memcpy(t->text, b->p + start, len);
 	}
@@ -241,7 +240,7 @@ static void put_spec(printer *pr, const pr_spec *s)
 		tb_putc(b, '{');
 	if (s->has_mem) {
 		tb_puts(b, strides ? ", mem=" : "mem=");
-		put_arena(pr, s->mem_arena);
+		put_arena(pr, pr_spec_mem_arena(s));
 		tb_putc(b, ':');
 		tb_i64(b, s->mem_offset);
 	}

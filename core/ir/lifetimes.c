@@ -45,10 +45,7 @@ typedef struct lt_builder {
 	pr_lifetimes *lt;
 	int64_t cap_values, cap_classes, cap_devices;
 	int64_t last_device;    /* the device add_class found last */
-	pr_device last_spelling; /* the spec device last met, as spelled, ... */
-	uint16_t last_spelling_index; /* ... and its index: most classes repeat it */
-	bool has_spelling;
-	bool *device_is_host;   /* per device: asked once, not per class */
+	pr_device_id *device_ids; /* per device: its id */
 	int32_t *first;         /* per position: its node's first value, or -1 (none,
 				 * or not yet defined): 4 bytes a node, the value
 				 * naming the node and its class */
@@ -105,43 +102,31 @@ static unsigned input_flags(const pr_node *in, const pr_mutable_buffers *mutable
 		break;
 	}
 	unsigned f = PR_CLASS_CONSTANT;
-	if (in->type.kind == PR_TYPE_TENSOR && !pr_device_is_host(in->type.tensor.device))
+	if (in->type.kind == PR_TYPE_TENSOR && !pr_spec_on_host(&in->type.tensor))
 		f |= PR_CLASS_WHOLE;
 	return f;
 }
 
-/* The index of device d (canonical) in lt->devices, added when new.
- * Neighbouring classes are mostly on one device: the last answer first.
- * Spellings are kept apart (memcmp): the plan writes a class's device. */
-static uint16_t device_index(lt_builder *b, pr_device d)
+/* The index of the device of id in lt->devices, added when new. Ids are
+ * canonical devices, so one compare per device; neighbouring classes are
+ * mostly on one device: the last answer first. */
+static uint16_t device_index(lt_builder *b, pr_device_id id)
 {
 	pr_lifetimes *lt = b->lt;
-	if (b->last_device < lt->n_devices && !memcmp(&lt->devices[b->last_device], &d, sizeof d))
+	if (b->last_device < lt->n_devices && b->device_ids[b->last_device] == id)
 		return (uint16_t)b->last_device;
 	for (int64_t i = 0; i < lt->n_devices; i++)
-		if (!memcmp(&lt->devices[i], &d, sizeof d))
+		if (b->device_ids[i] == id)
 			return (uint16_t)(b->last_device = i);
 	PR_ASSERT(lt->n_devices < UINT16_MAX);   /* plan.h: a 16-bit index */
 	if (lt->n_devices == b->cap_devices) {
 		b->cap_devices = b->cap_devices ? 2 * b->cap_devices : 4;
 		lt->devices = pr_xrealloc(lt->devices, (size_t)b->cap_devices * sizeof *lt->devices);
-		b->device_is_host = pr_xrealloc(b->device_is_host, (size_t)b->cap_devices * sizeof *b->device_is_host);
+		b->device_ids = pr_xrealloc(b->device_ids, (size_t)b->cap_devices * sizeof *b->device_ids);
 	}
-	lt->devices[lt->n_devices] = d;
-	b->device_is_host[lt->n_devices] = pr_device_is_host(d);
+	lt->devices[lt->n_devices] = *pr_device_of(id);
+	b->device_ids[lt->n_devices] = id;
 	return (uint16_t)(b->last_device = lt->n_devices++);
-}
-
-/* The index of a spec's device. The canonical form is a function of the
- * spelling's bytes, so a spelling met just before has the index found then:
- * no canonical copy and no search for the common case. */
-static uint16_t spec_device_index(lt_builder *b, pr_device d)
-{
-	if (b->has_spelling && !memcmp(&b->last_spelling, &d, sizeof d))
-		return b->last_spelling_index;
-	b->last_spelling = d;
-	b->has_spelling = true;
-	return b->last_spelling_index = device_index(b, pr_device_canonical(d));
 }
 
 /* A new class, its first value n's element elem (-1: the tensor). An
@@ -153,11 +138,11 @@ static int32_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int
 	pr_plan_class *c = &lt->classes[lt->n_classes];
 	c->node = n;
 	c->elem = elem;
-	c->device = spec_device_index(b, spec->device);
+	c->device = device_index(b, spec->device_id);
 	c->bytes = 0;
 	c->start = c->end = pos;
 	c->flags = (uint16_t)((elem < 0 && n->kind == PR_NODE_INPUT ? input_flags(n, b->mutable_buffers) : 0) |
-			      (b->device_is_host[c->device] ? PR_CLASS_HOST : 0));
+			      (spec->device_id == PR_DEVICE_ID_HOST ? PR_CLASS_HOST : 0));
 	return (int32_t)lt->n_classes++;   /* no more classes than values */
 }
 
@@ -400,7 +385,7 @@ static void builder_reset(lt_builder *b)
 	free(b->lt->values);
 	free(b->lt->classes);
 	free(b->lt->devices);
-	free(b->device_is_host);
+	free(b->device_ids);
 	memset(b->lt, 0, sizeof *b->lt);
 	pr_lifetimes *lt = b->lt;
 	pr_mutable_buffers *mutable_buffers = b->mutable_buffers;
@@ -424,7 +409,7 @@ pr_lifetimes *pr_lifetimes_compute(pr_graph *g)
 	finish_classes(b.lt);
 	pr_mutable_buffers_free(b.mutable_buffers);
 	free(b.first);
-	free(b.device_is_host);
+	free(b.device_ids);
 	return b.lt;
 }
 

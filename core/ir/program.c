@@ -73,7 +73,6 @@ void pr_spec_init(pr_spec *s, pr_dtype t, int rank, const int64_t *shape)
 {
 	memset(s, 0, sizeof *s);
 	s->dtype = t;
-	s->device = pr_device_host();
 	pr_spec_set_layout(s, rank, shape, NULL);
 }
 
@@ -189,12 +188,11 @@ bool pr_spec_same_layout(const pr_spec *a, const pr_spec *b)
 
 bool pr_spec_equal(const pr_spec *a, const pr_spec *b)
 {
-	if (!pr_spec_same_layout(a, b) || !pr_device_equal(a->device, b->device))
+	if (!pr_spec_same_layout(a, b) || a->device_id != b->device_id)
 		return false;
 	if (a->has_mem != b->has_mem)
 		return false;
-	return !a->has_mem || (pr_device_equal(a->mem_arena, b->mem_arena) &&
-			       a->mem_offset == b->mem_offset);
+	return !a->has_mem || (a->mem_arena_id == b->mem_arena_id && a->mem_offset == b->mem_offset);
 }
 
 /* ---- storage: arenas, poisoning, the string table ------------------------ */
@@ -609,11 +607,11 @@ enum {
 };
 
 /* The bits above fit pr_node.mem, which sits in what pads after kind, so
- * that a node stays 216 bytes (program.h) and name stays where free slots
+ * that a node stays 184 bytes (program.h) and name stays where free slots
  * keep it. */
 _Static_assert(sizeof(((pr_node *)0)->mem) * 8 >= 12, "pr_node.mem holds every NODE_ bit");
 _Static_assert(offsetof(pr_node, name) == sizeof(void *), "pr_node.mem pads nothing");
-_Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 216, "a node is 216 bytes");
+_Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 184, "a node is 184 bytes");
 
 typedef struct node_chunk {
 	struct node_chunk *next;

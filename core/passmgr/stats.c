@@ -66,7 +66,7 @@ static method_stats count(pr_graph *g)
 			m.d2h_bytes += pr_copy_bytes(n);
 		} else if (is_constant(n)) {
 			pr_spec *s = pr_node_spec(n);
-			if (s && !pr_device_is_host(s->device))
+			if (s && !pr_spec_on_host(s))
 				m.load_bytes += pr_spec_storage_bytes(s);
 		} else if (n->kind == PR_NODE_INPUT && n->input->kind == PR_INPUT_USER) {
 			add_input(&m, n);
@@ -82,9 +82,9 @@ static void put_device(pr_strbuf *b, pr_node *n)
 	pr_device d = pr_device_host();
 	pr_spec *s = n ? pr_node_spec(n) : NULL;
 	if (s)
-		d = s->device;
+		d = pr_spec_device(s);
 	else if (n && n->type.kind == PR_TYPE_TUPLE && n->type.n_elems > 0)
-		d = n->type.elems[0].device;
+		d = pr_spec_device(&n->type.elems[0]);
 	pr_strbuf_json_string(b, pr_device_str(d, buf));
 }
 

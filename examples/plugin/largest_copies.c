@@ -45,7 +45,7 @@ static void report_method(pr_pass_ctx *ctx, pr_graph *g, int64_t top)
 		pr_node *c = refs[i].node;
 		pr_node *src = c->n_args > 0 && c->args[0].kind == PR_ARG_VALUE ? c->args[0].u.value : NULL;
 		char dev[PR_DEVICE_STR_MAX];
-		pr_device where = c->schema->h2d ? pr_node_spec(c)->device : pr_node_spec(src)->device;
+		pr_device where = c->schema->h2d ? pr_spec_device(pr_node_spec(c)) : pr_spec_device(pr_node_spec(src));
 		pr_pass_diag(ctx, PR_SEV_NOTE, "N-LARGEST-COPY", g->name, c->name, refs[i].bytes,
 			     "#%lld: copy %%%s moves %lld bytes per call %s %s, reading %%%s",
 			     (long long)i + 1, c->name, (long long)refs[i].bytes,

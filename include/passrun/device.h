@@ -84,6 +84,26 @@ bool pr_device_parse(const char *s, size_t n, pr_device *out);
 /* Writes "cuda:0" or "cpu" into buf (PR_DEVICE_STR_MAX bytes). */
 const char *pr_device_str(pr_device d, char *buf);
 
+/* ---- device ids: the devices a spec names ---------------------------- */
+
+/* A spec names two devices (where its value lives, and the arena it is
+ * planned in) and a big program has millions of specs, so a spec holds an id
+ * instead: the number of one canonical device in a process-wide table that
+ * only grows (as pr_layout_intern's layouts do), so an id is valid in every
+ * program until exit. Equal devices have equal ids: compare ids with ==. Id
+ * 0 is the host, so a zeroed spec is on the host. Thread-safe. */
+typedef uint32_t pr_device_id;
+#define PR_DEVICE_ID_HOST 0u
+
+/* d's id (d is made canonical first: "CUDA" and "cuda:0" have one id). */
+pr_device_id pr_device_intern(pr_device d);
+/* The device of id, at an address valid until exit. An id no
+ * pr_device_intern gave names the device "<invalid id>", whose type no one
+ * can register, so that nothing can place or run a value there. */
+const pr_device *pr_device_of(pr_device_id id);
+/* Whether pr_device_intern gave id. */
+bool pr_device_id_valid(pr_device_id id);
+
 /* ---- the device a delegate runs on ---------------------------------- */
 
 struct pr_delegate;

@@ -57,8 +57,10 @@ extern "C" {
  * pr_node.mem is 16 bits. A pr_diags that does not keep messages stores
  * no note or warning past print_limit of its code, only counts it
  * (pr_diags_count, pr_diags_errors; n and items leave it out); a
- * pr_diag's message is never NULL. */
-#define PR_PLUGIN_ABI_VERSION 6u
+ * pr_diag's message is never NULL. 7: a spec names its devices by id
+ * (pr_spec.device_id and mem_arena_id, device.h's pr_device_intern): 40
+ * bytes, not 72, and a node 184, not 216. */
+#define PR_PLUGIN_ABI_VERSION 7u
 /* The entry point's name, as a C name and as the string dlsym looks up. */
 #define PR_PLUGIN_ENTRY passrun_plugin_info
 #define PR_PLUGIN_ENTRY_SYMBOL PR_PLUGIN_STR_(PR_PLUGIN_ENTRY)

@@ -98,7 +98,7 @@ bool pr_dtype_is_float(pr_dtype t);
 
 #define PR_MAX_RANK 16
 
-/* A spec is a small value (72 bytes), copied freely. Its layout, the
+/* A spec is a small value (40 bytes), copied freely. Its layout, the
  * rank numbers of shape and of strides (in elements, always filled), is not
  * in it: shape and strides point at arrays of rank numbers each that are
  * immutable and, as built by the functions below, interned: the
@@ -109,18 +109,39 @@ bool pr_dtype_is_float(pr_dtype t);
  * pr_spec_set_contiguous or pr_spec_set_layout. A caller may point a spec at
  * arrays of its own (they must outlive the spec); every function here
  * compares elements when the pointers differ, so such a spec still equals
- * its interned twin. Rank 0 has non-NULL pointers too. */
+ * its interned twin. Rank 0 has non-NULL pointers too. Its devices are
+ * ids too (device.h's pr_device_intern), 4 bytes each instead of a 20-byte
+ * pr_device: read them with pr_spec_device / pr_spec_mem_arena (or compare
+ * the ids), and give a spec a device with pr_spec_set_device. */
 typedef struct pr_spec {
 	pr_dtype dtype;
 	int16_t rank;                   /* 0..PR_MAX_RANK; 16 bits so that has_mem
-					 * fits beside it: 72 bytes, not 80 */
+					 * fits beside it */
 	bool has_mem;                   /* mem=ARENA:OFFSET was written */
 	const int64_t *shape;           /* rank numbers, immutable */
 	const int64_t *strides;         /* rank numbers, immutable */
-	pr_device device;               /* host when absent */
-	pr_device mem_arena;            /* arenas are named after their device */
+	pr_device_id device_id;         /* where the value lives; the host when absent */
+	pr_device_id mem_arena_id;      /* arenas are named after their device */
 	int64_t mem_offset;
 } pr_spec;
+
+/* A spec's devices as values, and the writer of its device. */
+static inline pr_device pr_spec_device(const pr_spec *s)
+{
+	return *pr_device_of(s->device_id);
+}
+static inline pr_device pr_spec_mem_arena(const pr_spec *s)
+{
+	return *pr_device_of(s->mem_arena_id);
+}
+static inline bool pr_spec_on_host(const pr_spec *s)
+{
+	return s->device_id == PR_DEVICE_ID_HOST;
+}
+static inline void pr_spec_set_device(pr_spec *s, pr_device d)
+{
+	s->device_id = pr_device_intern(d);
+}
 
 /* The interned copy of a layout: 2 * rank numbers, the shape then the
  * strides, at an address that stays valid (and its numbers unchanged) until

@@ -48,7 +48,7 @@ static int reuse_copies_of(const pr_host_writes *hw, pr_node *s, pl_nodes *copie
 	int n_dev = 0, merged = 0;
 	for (int i = 0; i < copies->n; i++) {
 		pr_node *h = copies->items[i];
-		newest *cur = newest_on(last, &n_dev, h->type.tensor.device);
+		newest *cur = newest_on(last, &n_dev, pr_spec_device(&h->type.tensor));
 		if (cur->copy && !hw->writer_between(hw, s, cur->copy, h)) {
 			pr_node_replace_all_uses(h, cur->copy);
 			h->scratch = h;

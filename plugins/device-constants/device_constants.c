@@ -51,7 +51,7 @@ static bool delegate_device(const pr_node *n, pr_device *out)
 static bool is_host_constant(const pr_node *n, const pr_mutable_buffers *b)
 {
 	return n->type.kind == PR_TYPE_TENSOR && pl_is_constant(n, b) &&
-	       pr_device_is_host(n->type.tensor.device);
+	       pr_spec_on_host(&n->type.tensor);
 }
 
 /* The load-time copy moves the bytes as stored, like a per-call copy: a
@@ -87,7 +87,7 @@ static void tag_method(pr_graph *g, bool *changed)
 		if (!is_host_constant(n, buffers) || !copyable_at_load(n) ||
 		    !sole_reader_device(n, &d))
 			continue;
-		n->type.tensor.device = d;
+		pr_spec_set_device(&n->type.tensor, d);
 		*changed = true;
 	}
 	pr_mutable_buffers_free(buffers);

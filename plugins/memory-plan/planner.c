@@ -879,9 +879,9 @@ static mp_arena_report plan_arena(const pr_lifetimes *lt, arena_items *a)
 static bool write_mem(pr_spec *s, bool has, pr_device arena, int64_t offset)
 {
 	bool same = s->has_mem == has &&
-		    (!has || (pr_device_equal(s->mem_arena, arena) && s->mem_offset == offset));
+		    (!has || (pr_device_equal(pr_spec_mem_arena(s), arena) && s->mem_offset == offset));
 	s->has_mem = has;
-	s->mem_arena = has ? arena : pr_device_host();
+	s->mem_arena_id = pr_device_intern(has ? arena : pr_device_host());
 	s->mem_offset = has ? offset : 0;
 	return !same;
 }

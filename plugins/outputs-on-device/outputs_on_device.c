@@ -32,7 +32,7 @@ static pr_node *delegate_result_of(pr_node *copy)
 		return NULL;
 	pr_node *x = pl_copy_src(copy);
 	if (!x || (x->kind != PR_NODE_GETITEM && x->kind != PR_NODE_DELEGATE) ||
-	    !pr_node_spec(x) || pr_device_is_host(pr_node_spec(x)->device))
+	    !pr_node_spec(x) || pr_spec_on_host(pr_node_spec(x)))
 		return NULL;
 	return x;
 }

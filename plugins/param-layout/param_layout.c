@@ -168,7 +168,7 @@ static pr_err *make_contiguous(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, pr_
 		     "nor channels-last: it is now stored contiguous with strides %s, and %s "
 		     "(with every other reader) reads it with that layout",
 		     pl_input_kind_word(n, NULL), n->input->name ? n->input->name : n->name, n->name,
-		     pl_bytes(n), pr_device_str(n->type.tensor.device, ds), was, now, r);
+		     pl_bytes(n), pr_device_str(pr_spec_device(&n->type.tensor), ds), was, now, r);
 	return NULL;
 }
 

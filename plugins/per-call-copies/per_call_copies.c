@@ -73,7 +73,7 @@ static void report_constant(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_no
 	if (pr_pass_diag_wanted(ctx, sev, code)) {
 		if (h->n_uses)
 			pl_describe_use(pl_first_use(h), r, sizeof r);
-		pr_device_str(h->type.tensor.device, ds);
+		pr_device_str(pr_spec_device(&h->type.tensor), ds);
 		kind = pl_input_kind_word(c, f->buffers);   /* a buffer's is a set lookup */
 	}
 	int64_t bytes = pl_bytes(c);
@@ -95,7 +95,7 @@ static const pr_use *device_reader(const pr_node *v)
 	for (int i = 0; i < v->n_uses; i++) {
 		pr_device d;
 		if (pl_call_device(v->uses[i].user, false, &d) &&
-		    pr_device_equal(d, v->type.tensor.device) &&
+		    pr_device_equal(d, pr_spec_device(&v->type.tensor)) &&
 		    (!first || pr_node_before(v->uses[i].user, first->user)))
 			first = &v->uses[i];
 	}
@@ -113,7 +113,7 @@ static void input_extras(const pr_node *c, char *buf, size_t len)
 			if (u->n_uses)
 				pl_describe_use(pl_first_use(u), r, sizeof r);
 			at += (size_t)snprintf(buf + at, len - at, ", and on to %s for %s (%%%s)",
-					       pr_device_str(u->type.tensor.device, ds), r, u->name);
+					       pr_device_str(pr_spec_device(&u->type.tensor), ds), r, u->name);
 		}
 	}
 	for (int i = 0; i < c->n_uses && at < len; i++)
@@ -148,7 +148,7 @@ static void report_input(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_node 
 	char extra[512] = "";
 	if (pr_pass_diag_wanted(ctx, sev, code)) {
 		input_readers(v, c, onr, offr, extra);
-		pr_device_str(v->type.tensor.device, ds);
+		pr_device_str(pr_spec_device(&v->type.tensor), ds);
 	}
 	int64_t bytes = pl_bytes(v);
 	pr_pass_diag(ctx, sev, code, g->name, v->name, bytes,
@@ -168,7 +168,7 @@ static pr_node *written_output_copy(const pr_host_writes *hw, pr_node *v, pr_nod
 		return NULL;
 	pr_node *x = pl_copy_src(root);
 	if (!x || (x->kind != PR_NODE_GETITEM && x->kind != PR_NODE_DELEGATE) ||
-	    !pr_node_spec(x) || pr_device_is_host(pr_node_spec(x)->device))
+	    !pr_node_spec(x) || pr_spec_on_host(pr_node_spec(x)))
 		return NULL;
 	*writer = pr_host_writer(hw, root);
 	return *writer ? root : NULL;
@@ -183,7 +183,7 @@ static void report_output(pr_pass_ctx *ctx, pr_graph *g, const flags *f, int slo
 	char ds[PR_DEVICE_STR_MAX] = "", w[160] = "";
 	if (pr_pass_diag_wanted(ctx, sev, code)) {
 		pl_describe_node(writer, w, sizeof w);
-		pr_device_str(pr_node_spec(x)->device, ds);
+		pr_device_str(pr_spec_device(pr_node_spec(x)), ds);
 	}
 	const char *out_name = v == copy ? x->name : v->name;   /* the user's tensor */
 	int64_t bytes = pl_bytes(v);
@@ -225,7 +225,7 @@ static void report_method(pr_pass_ctx *ctx, pr_graph *g, const flags *f)
 		if (pl_is_h2d(n) && pl_is_constant(src, f->buffers))
 			report_constant(ctx, g, f, n);
 		else if (pl_is_d2h(n) && pl_is_method_input(src, f->buffers) &&
-			 !pr_device_is_host(src->type.tensor.device))
+			 !pr_spec_on_host(&src->type.tensor))
 			report_input(ctx, g, f, n);
 	}
 	if (f->skip_d2h)

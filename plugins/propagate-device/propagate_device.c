@@ -315,9 +315,9 @@ static pr_node *copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device d
 	n->schema = s;
 	n->type.kind = PR_TYPE_TENSOR;
 	n->type.tensor = *pr_node_spec(src);
-	n->type.tensor.device = h2d ? dev : c->host;
+	pr_spec_set_device(&n->type.tensor, h2d ? dev : c->host);
 	n->type.tensor.has_mem = false;
-	n->type.tensor.mem_arena = c->host;
+	n->type.tensor.mem_arena_id = pr_device_intern(c->host);
 	n->type.tensor.mem_offset = 0;
 	return n;
 }
@@ -409,7 +409,7 @@ static bool needs_copy(place_ctx *c, const pr_use *u, const pr_spec *vs, pr_devi
 	 * which copied every argument "to the CPU". */
 	bool host;
 	return call_device(c, u->user, dev, &host) &&
-	       (c->copy_placed || host || !pr_device_equal_at(dev, &vs->device));
+	       (c->copy_placed || host || !pr_device_equal_at(dev, pr_device_of(vs->device_id)));
 }
 
 /* v's readers that need a copy, into c->readers.items in graph order (use
@@ -603,13 +603,13 @@ static pr_err *place_results(place_ctx *c, pr_node *call, pr_device dev)
 {
 	*c->changed = true;
 	if (call->type.kind == PR_TYPE_TENSOR) {
-		call->type.tensor.device = dev;
+		pr_spec_set_device(&call->type.tensor, dev);
 		return NULL;
 	}
 	if (call->type.kind != PR_TYPE_TUPLE)
 		return NULL;
 	for (int i = 0; i < call->type.n_elems; i++)
-		call->type.elems[i].device = dev;
+		pr_spec_set_device(&call->type.elems[i], dev);
 	pl_nodes *getitems = &c->getitems;
 	getitems->n = 0;
 	for (int i = 0; i < call->n_uses; i++)
@@ -619,7 +619,7 @@ static pr_err *place_results(place_ctx *c, pr_node *call, pr_device dev)
 	for (int i = 0; i < getitems->n && !e; i++) {
 		pr_node *gi = getitems->items[i];
 		if (gi->type.kind == PR_TYPE_TENSOR)
-			gi->type.tensor.device = dev;
+			pr_spec_set_device(&gi->type.tensor, dev);
 		e = copy_getitem_to_host(c, gi);
 	}
 	return e;
@@ -712,7 +712,7 @@ static int distinct_readers(const pr_node *v)
 static void tag_skipped_input(place_ctx *c, pr_node *v, const pr_use *first, pr_device dev)
 {
 	if (distinct_readers(v) == 1) {
-		v->type.tensor.device = dev;
+		pr_spec_set_device(&v->type.tensor, dev);
 		*c->changed = true;
 		return;
 	}
@@ -791,7 +791,7 @@ static pr_err *share_input(place_ctx *c, pr_node *v, pr_device dev)
 		if (!reads_on_device(c, &v->uses[i], dev) &&
 		    (!first_off || pr_node_before(v->uses[i].user, first_off)))
 			first_off = v->uses[i].user;
-	v->type.tensor.device = dev;
+	pr_spec_set_device(&v->type.tensor, dev);
 	*c->changed = true;
 	if (!first_off)
 		return NULL;

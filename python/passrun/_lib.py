@@ -39,11 +39,12 @@ class Device(Structure):
 
 
 # shape and strides point at rank numbers each, interned by the core and
-# immutable: read them (s.shape[:s.rank]), never write through them.
+# immutable: read them (s.shape[:s.rank]), never write through them. The
+# devices are ids of the core's device table: pr_device_of reads one.
 class Spec(Structure):
     _fields_ = [("dtype", c_int), ("rank", c_int16), ("has_mem", c_bool),
                 ("shape", POINTER(c_int64)), ("strides", POINTER(c_int64)),
-                ("device", Device), ("mem_arena", Device), ("mem_offset", c_int64)]
+                ("device_id", c_uint32), ("mem_arena_id", c_uint32), ("mem_offset", c_int64)]
 
 
 class Type(Structure):
@@ -220,6 +221,7 @@ PP = POINTER(c_void_p)
 CORE_FUNCS = {
     "pr_err_message": (c_char_p, [P]),
     "pr_err_free": (None, [P]),
+    "pr_device_of": (POINTER(Device), [c_uint32]),
     "pr_program_free": (None, [P]),
     "pr_program_load_file": (P, [c_char_p, PP]),
     "pr_program_save_file": (P, [P, c_char_p]),

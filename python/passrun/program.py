@@ -123,9 +123,9 @@ class Delegate:
 def _spec(s):
     core = libs.core
     rank = s.rank
-    mem = (_device(s.mem_arena), s.mem_offset) if s.has_mem else None
+    mem = (_device(core.pr_device_of(s.mem_arena_id).contents), s.mem_offset) if s.has_mem else None
     return Spec(core.pr_dtype_name(s.dtype).decode(), tuple(s.shape[:rank]),
-                tuple(s.strides[:rank]), _device(s.device), mem,
+                tuple(s.strides[:rank]), _device(core.pr_device_of(s.device_id).contents), mem,
                 core.pr_spec_nbytes(ctypes.byref(s)), core.pr_spec_storage_bytes(ctypes.byref(s)))
 
 

@@ -51,7 +51,9 @@ static pr_err *bad_device(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 	pr_node *x = forward_node(p, "x");
 	if (!x || !pr_node_spec(x))
 		return pr_err_new("needs forward's %%x");
-	pr_device_parse("cuda:0", 6, &pr_node_spec(x)->device);
+	pr_device cuda0;
+	pr_device_parse("cuda:0", 6, &cuda0);
+	pr_spec_set_device(pr_node_spec(x), cuda0);
 	*changed = true;
 	return NULL;
 }

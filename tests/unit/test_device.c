@@ -40,6 +40,46 @@ Test(device, parses_case_insensitively)
 	cr_assert(pr_device_parse("abcdefghijklmno", 15, &d));
 }
 
+/* Specs name devices by id: equal devices, however built, share one id; the
+ * host is 0; an id nobody handed out names no device anyone can run. */
+Test(device, interned_ids_are_one_per_device)
+{
+	pr_device dirty = {.type = "cuda\0zzzzzzzzzz", .index = 5};
+	pr_device_id a = pr_device_intern(parse("CUDA:5")), b = pr_device_intern(dirty);
+	cr_assert_eq(a, b, "bytes after the type's 0 are not part of the device");
+	cr_assert_neq(a, pr_device_intern(parse("cuda:6")));
+	cr_assert_neq(a, PR_DEVICE_ID_HOST);
+	cr_assert_eq(pr_device_intern((pr_device){.type = "cuda", .index = -1}),
+		     pr_device_intern(parse("cuda")), "a missing index is 0");
+	cr_assert_eq(pr_device_intern(parse("cpu:3")), PR_DEVICE_ID_HOST);
+	cr_assert_eq(pr_device_intern((pr_device){{0}, 0}), PR_DEVICE_ID_HOST);
+	cr_assert_str_eq(str(*pr_device_of(a)), "cuda:5");
+	cr_assert_str_eq(str(*pr_device_of(PR_DEVICE_ID_HOST)), "cpu");
+	cr_assert(pr_device_id_valid(a));
+	cr_assert(!pr_device_id_valid(a + 100000));
+	cr_assert_null(pr_device_type_find(pr_device_of(a + 100000)->type));
+	pr_spec s;
+	int64_t shape[1] = {4};
+	pr_spec_init(&s, PR_F32, 1, shape);
+	cr_assert(pr_spec_on_host(&s), "a new spec is on the host");
+	pr_spec_set_device(&s, parse("cuda:5"));
+	cr_assert_eq(s.device_id, a);
+	cr_assert_str_eq(str(pr_spec_device(&s)), "cuda:5");
+}
+
+/* Many distinct devices: ids past the first chunks of the table stay put. */
+Test(device, ids_survive_the_table_growing)
+{
+	pr_device_id ids[3000];
+	for (int i = 0; i < 3000; i++)
+		ids[i] = pr_device_intern((pr_device){.type = "npu", .index = i});
+	for (int i = 0; i < 3000; i++) {
+		cr_assert_eq(pr_device_of(ids[i])->index, i);
+		cr_assert_str_eq(pr_device_of(ids[i])->type, "npu");
+		cr_assert_eq(pr_device_intern((pr_device){.type = "npu", .index = i}), ids[i]);
+	}
+}
+
 /* ExecuTorch's _parse_device_spec_value: a bare type is index 0. */
 Test(device, bare_type_is_index_0)
 {

@@ -93,9 +93,9 @@ Test(memory_plan, M1_aliases_share_and_devices_get_their_arena)
 	cr_assert(h->has_mem && v->has_mem && rr->has_mem);
 	cr_assert(h->mem_offset == v->mem_offset && h->mem_offset == rr->mem_offset, "a view and an in-place result share");
 	cr_assert(gi->has_mem && d->type.elems[0].has_mem && gi->mem_offset == d->type.elems[0].mem_offset);
-	cr_assert_str_eq(gi->mem_arena.type, "cuda");
-	cr_assert_eq(gi->mem_arena.index, 0);
-	cr_assert_str_eq(h->mem_arena.type, "cpu");
+	cr_assert_str_eq(pr_spec_mem_arena(gi).type, "cuda");
+	cr_assert_eq(pr_spec_mem_arena(gi).index, 0);
+	cr_assert_str_eq(pr_spec_mem_arena(h).type, "cpu");
 	/* h lives until %t reads it, so %s (defined while h is live) is apart. */
 	pr_spec *s = pr_node_spec(pr_graph_find(g, "s"));
 	cr_assert_neq(s->mem_offset, h->mem_offset);
@@ -117,12 +117,12 @@ Test(memory_plan, M1_spellings_of_one_device_share_one_arena)
 	pr_graph_for_each(p->methods[0], n) {
 		bool tuple = n->type.kind == PR_TYPE_TUPLE;
 		pr_spec *s = tuple ? &n->type.elems[0] : pr_node_spec(n);
-		if (!s || pr_device_is_host(s->device))
+		if (!s || pr_spec_on_host(s))
 			continue;
 		on_device++;
 		cr_assert(s->has_mem, "%%%s is not planned", n->name);
-		cr_assert_str_eq(s->mem_arena.type, "cuda", "%%%s", n->name);
-		cr_assert_eq(s->mem_arena.index, 0, "%%%s", n->name);
+		cr_assert_str_eq(pr_spec_mem_arena(s).type, "cuda", "%%%s", n->name);
+		cr_assert_eq(pr_spec_mem_arena(s).index, 0, "%%%s", n->name);
 	}
 	cr_assert_eq(on_device, 7, "%s", r.out);
 	const char *planned = strstr(r.out, "\"planned_bytes\": {\"cpu\": 24, \"cuda:0\": ");

@@ -161,7 +161,7 @@ static pr_err *misplace(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 {
 	(void)ctx;
 	pr_node *x = pr_graph_find(pr_program_find_method(p, "forward"), "x");
-	pr_device_parse("cuda:0", 6, &pr_node_spec(x)->device);
+	tu_set_device(pr_node_spec(x), "cuda:0");
 	*changed = true;
 	return NULL;
 }

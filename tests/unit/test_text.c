@@ -124,24 +124,24 @@ Test(text, types)
 	cr_expect_eq(d->dtype, PR_F64);
 	cr_expect_eq(d->rank, 0, "f64[] is a scalar tensor");
 	pr_spec *f = &node(g, "f")->type.tensor;
-	cr_expect_str_eq(f->device.type, "cuda");
-	cr_expect_eq(f->device.index, 0);
+	cr_expect_str_eq(pr_spec_device(f).type, "cuda");
+	cr_expect_eq(pr_spec_device(f).index, 0);
 	pr_spec *i = &node(g, "i")->type.tensor;
 	cr_expect(i->has_mem);
-	cr_expect_str_eq(i->mem_arena.type, "cuda");
+	cr_expect_str_eq(pr_spec_mem_arena(i).type, "cuda");
 	cr_expect_eq(i->mem_offset, 128);
 	pr_spec *j = &node(g, "j")->type.tensor;
 	cr_expect(j->has_mem);
-	cr_expect(pr_device_is_host(j->mem_arena));
+	cr_expect(pr_device_is_host(pr_spec_mem_arena(j)));
 	cr_expect_eq(j->mem_offset, 64);
 	cr_expect(!pr_spec_is_contiguous(j));
 	pr_spec *k = &node(g, "k")->type.tensor;
-	cr_expect_str_eq(k->device.type, "cuda", "devices are lower-cased");
+	cr_expect_str_eq(pr_spec_device(k).type, "cuda", "devices are lower-cased");
 	pr_node *pk = node(g, "p");
 	cr_assert_eq(pk->type.kind, PR_TYPE_TUPLE);
 	cr_assert_eq(pk->type.n_elems, 2);
 	cr_expect_eq(pk->type.elems[1].dtype, PR_F16);
-	cr_expect_str_eq(pk->type.elems[1].device.type, "cuda");
+	cr_expect_str_eq(pr_spec_device(&pk->type.elems[1]).type, "cuda");
 	cr_expect_eq(node(g, "n")->type.kind, PR_TYPE_INT);
 	cr_expect_eq(node(g, "q")->type.tensor.rank, PR_MAX_RANK);
 	char *t = print(p);
@@ -197,9 +197,9 @@ Test(text, repeated_shapes_keep_their_own_attributes)
 	const pr_spec *a = &node(g, "a")->type.tensor, *b = &node(g, "b")->type.tensor;
 	const pr_spec *c = &node(g, "c")->type.tensor, *d = &node(g, "d")->type.tensor;
 	const pr_spec *s = &node(g, "e")->type.tensor, *f = &node(g, "f")->type.tensor;
-	cr_expect(pr_device_is_host(a->device) && pr_device_is_host(s->device));
-	cr_expect_str_eq(b->device.type, "cuda");
-	cr_expect_eq(b->device.index, 1);
+	cr_expect(pr_spec_on_host(a) && pr_spec_on_host(s));
+	cr_expect_str_eq(pr_spec_device(b).type, "cuda");
+	cr_expect_eq(pr_spec_device(b).index, 1);
 	cr_expect(pr_spec_same_layout(a, b) && pr_spec_is_contiguous(b));
 	cr_expect(!pr_spec_is_contiguous(c));
 	cr_expect_eq(c->strides[0], 1);
@@ -811,7 +811,7 @@ Test(text, a_tuple_type_holds_its_specs_in_an_allocation_of_their_size)
 		cr_expect_eq(ten->elems[i].shape[0], i + 1);
 	}
 	cr_expect_eq(ten->elems[9].dtype, PR_I64);
-	cr_expect_str_eq(ten->elems[8].device.type, "cuda");
+	cr_expect_str_eq(pr_spec_device(&ten->elems[8]).type, "cuda");
 	pr_program_free(p);
 }
 

@@ -38,7 +38,7 @@ static pr_spec spec_of(const char *t)
 	}
 	pr_spec_init(&s, dt, rank, shape);
 	if (q[0] == ']' && q[1] == '@')
-		cr_assert(pr_device_parse(q + 2, strlen(q + 2), &s.device));
+		cr_assert(tu_set_device(&s, q + 2));
 	return s;
 }
 
@@ -857,15 +857,15 @@ Test(verify, device_delegate_reads_a_host_tensor)
 Test(verify, device_delegate_reads_another_device)
 {
 	example e = build_example();
-	cr_assert(pr_device_parse("cuda:1", 6, &e.wc->type.tensor.device));
+	cr_assert(tu_set_device(&e.wc->type.tensor, "cuda:1"));
 	expect_placement(e.p, "w_h2d_cuda0", 24);
 }
 
 Test(verify, device_delegate_result_on_the_host)
 {
 	example e = build_example();
-	e.dl->type.elems[0].device = pr_device_host();
-	e.t->type.tensor.device = pr_device_host();
+	pr_spec_set_device(&e.dl->type.elems[0], pr_device_host());
+	pr_spec_set_device(&e.t->type.tensor, pr_device_host());
 	/* and the d2h copy of %t now reads a host tensor */
 	int n = verify(e.p);
 	cr_assert_eq(n, 2);
@@ -878,7 +878,7 @@ Test(verify, device_delegate_result_on_the_host)
 Test(verify, getitem_of_a_device_result_on_the_host)
 {
 	example e = build_example();
-	e.t->type.tensor.device = pr_device_host();
+	pr_spec_set_device(&e.t->type.tensor, pr_device_host());
 	/* its d2h copy now reads a host tensor too */
 	int n = verify(e.p);
 	cr_assert_eq(n, 2);
@@ -924,8 +924,8 @@ Test(verify, cpu_target_delegate_is_host_code)
 	example e = host_delegate_example("CPU");
 	pr_arg_set_value(&e.dl->args[0], e.x);
 	pr_arg_set_value(&e.dl->args[1], e.w);
-	e.dl->type.elems[0].device = pr_device_host();
-	e.t->type.tensor.device = pr_device_host();
+	pr_spec_set_device(&e.dl->type.elems[0], pr_device_host());
+	pr_spec_set_device(&e.t->type.tensor, pr_device_host());
 	/* the d2h copy now reads a host tensor: that is the one error left */
 	expect_placement(e.p, "t", 24);
 }
@@ -948,8 +948,8 @@ static example unplaced_example(void)
 	pr_graph_erase(e.th);
 	pr_graph_erase(e.xc);
 	pr_graph_erase(e.wc);
-	e.dl->type.elems[0].device = pr_device_host();
-	e.t->type.tensor.device = pr_device_host();
+	pr_spec_set_device(&e.dl->type.elems[0], pr_device_host());
+	pr_spec_set_device(&e.t->type.tensor, pr_device_host());
 	return e;
 }
 
@@ -963,14 +963,14 @@ Test(verify, unplaced_device_delegate_may_read_its_device_constant)
 {
 	example e = unplaced_example();
 	/* a device-constants pass tagged %w before propagate-device ran */
-	cr_assert(pr_device_parse("cuda:0", 6, &e.w->type.tensor.device));
+	cr_assert(tu_set_device(&e.w->type.tensor, "cuda:0"));
 	expect_clean(e.p);
 }
 
 Test(verify, unplaced_device_delegate_reads_another_device)
 {
 	example e = unplaced_example();
-	cr_assert(pr_device_parse("cuda:1", 6, &e.w->type.tensor.device));
+	cr_assert(tu_set_device(&e.w->type.tensor, "cuda:1"));
 	expect_placement(e.p, "w", 24);
 }
 
@@ -985,7 +985,7 @@ Test(verify, h2d_copy_produces_a_host_tensor)
 {
 	example e = build_example();
 	pr_arg_set_value(&e.dl->args[0], e.x);  /* so that only the copy is wrong */
-	e.xc->type.tensor.device = pr_device_host();
+	pr_spec_set_device(&e.xc->type.tensor, pr_device_host());
 	int n = verify(e.p);
 	cr_assert_eq(n, 2, "the copy's result, and the delegate reading %%x");
 	cr_assert_str_eq(diags.items[0].node, "x_h2d_cuda0");
@@ -1002,8 +1002,8 @@ Test(verify, d2h_copy_reads_a_host_tensor)
 Test(verify, d2h_copy_produces_a_device_tensor)
 {
 	example e = build_example();
-	e.th->type.tensor.device = e.t->type.tensor.device;
-	e.r->type.tensor.device = e.t->type.tensor.device;
+	pr_spec_set_device(&e.th->type.tensor, pr_spec_device(&e.t->type.tensor));
+	pr_spec_set_device(&e.r->type.tensor, pr_spec_device(&e.t->type.tensor));
 	/* then relu_ and accumulate read device tensors too: three errors, the
 	 * first the copy's */
 	int n = verify(e.p);
@@ -1019,7 +1019,7 @@ Test(verify, inplace_result_with_another_memory)
 {
 	example e = build_example();
 	e.r->type.tensor.has_mem = true;
-	e.r->type.tensor.mem_arena = pr_device_host();
+	e.r->type.tensor.mem_arena_id = PR_DEVICE_ID_HOST;
 	e.r->type.tensor.mem_offset = 64;
 	expect_one(e.p, "E-PLACEMENT", "r");
 }
@@ -1035,7 +1035,7 @@ Test(verify, host_op_placement_is_not_checked_in_a_delegate_body)
 {
 	example e = build_example();
 	pr_node *a = e.d->body->first;
-	cr_assert(pr_device_parse("cuda:0", 6, &a->type.tensor.device));
+	cr_assert(tu_set_device(&a->type.tensor, "cuda:0"));
 	/* the body's add reads a cuda:0 tensor: fine, the body runs on cuda:0 */
 	expect_clean(e.p);
 }

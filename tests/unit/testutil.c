@@ -124,6 +124,15 @@ const char *tu_gen_decoder(int nodes)
 	return path;
 }
 
+bool tu_set_device(pr_spec *s, const char *text)
+{
+	pr_device d;
+	if (!pr_device_parse(text, strlen(text), &d))
+		return false;
+	pr_spec_set_device(s, d);
+	return true;
+}
+
 pr_program *tu_parse(const char *text)
 {
 	pr_program *p = NULL;

@@ -30,6 +30,8 @@ const char *tu_temp_dir(void);
 const char *tu_gen_decoder(int nodes);
 /* Parses text, failing the test with the error's message if it does not parse. */
 pr_program *tu_parse(const char *text);
+/* Makes the device text (TYPE[:INDEX]) s's device; false if it is not one. */
+bool tu_set_device(pr_spec *s, const char *text);
 /* Counts occurrences of needle in haystack. */
 int tu_count(const char *haystack, const char *needle);
 
