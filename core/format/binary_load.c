@@ -713,6 +713,23 @@ static bool rd_arg(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
 	return true;
 }
 
+/* A value argument whose whole record (kind, node index) is in the section
+ * and whose index reads a node before self with a result, taken with one
+ * length check: most arguments are. Anything else is left at the cursor for
+ * rd_arg, which reads it field by field and reports what is wrong. */
+static inline bool rd_value_arg_valid(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
+{
+	if (r->end - r->pos < 9 || r->buf[r->pos] != PR_ARG_VALUE)
+		return false;
+	uint64_t ix = load64(r->buf + r->pos + 1);
+	if (ix >= self || !nodes[ix].name)
+		return false;
+	a->kind = PR_ARG_VALUE;
+	a->u.value = &nodes[ix];
+	r->pos += 9;
+	return true;
+}
+
 /* Arguments are the graph's storage (pr_graph_new_args): no malloc per node,
  * and nothing to free on error, the graph owns them. */
 static bool rd_args(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_out)
@@ -722,7 +739,7 @@ static bool rd_args(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_o
 		return false;
 	pr_arg *args = pr_graph_new_args(r->graph, (int)n);
 	for (uint32_t i = 0; i < n; i++)
-		if (!rd_arg(r, nodes, self, &args[i]))
+		if (!rd_value_arg_valid(r, nodes, self, &args[i]) && !rd_arg(r, nodes, self, &args[i]))
 			return false;
 	*out = args;
 	*n_out = (int)n;

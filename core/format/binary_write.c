@@ -91,16 +91,31 @@ static inline void wb_f64(wbuf *b, double d)
 	wb_u64(b, v);
 }
 
-static void wb_str(wbuf *b, const char *s)
+/* The bytes of s that its string field takes: all of them, or none for a
+ * string too long for the format, which pr_binary_write then refuses (the
+ * length field is never right for it; the file is not kept). */
+static size_t wb_str_len(wbuf *b, const char *s)
 {
 	size_t n = strlen(s);
-	if (n > PRB_MAX_STRING) {
-		if (!b->too_long)
-			b->too_long = n;   /* pr_binary_write refuses the program: it would not load */
-		n = 0;   /* the length field is never right for it; the file is not kept */
-	}
-	uint8_t *q = put_le(wb_room(b, 4 + n), n, 4);
+	if (n <= PRB_MAX_STRING)
+		return n;
+	if (!b->too_long)
+		b->too_long = n;
+	return 0;
+}
+
+/* A string field at q, with 4 + n bytes of room: n = wb_str_len(s). */
+static inline uint8_t *put_str(uint8_t *q, const char *s, size_t n)
+{
+	q = put_le(q, n, 4);
 	memcpy(q, s, n);
+	return q + n;
+}
+
+static void wb_str(wbuf *b, const char *s)
+{
+	size_t n = wb_str_len(b, s);
+	put_str(wb_room(b, 4 + n), s, n);
 	b->o.len += 4 + n;
 }
 
@@ -285,8 +300,8 @@ static inline uint8_t *put_device(writer *w, uint8_t *q, const pr_device *d, uns
 #define W_SPEC_MAX(rank) (4 + 16 * (rank) + 2 * W_DEVICE_MAX + 8 + W_DEVICE_COPY)
 
 /* A spec is the record every node has: its largest size is reserved once
- * (W_SPEC_MAX), with the type kind before it, then the fields are stored
- * at a cursor. */
+ * (W_SPEC_MAX), with the node's head before it (w_node_head), then the
+ * fields are stored at a cursor. */
 static uint8_t *put_spec(writer *w, uint8_t *q, const pr_spec *s)
 {
 	size_t rank = (size_t)s->rank;
@@ -312,15 +327,20 @@ static void w_spec(writer *w, wbuf *b, const pr_spec *s)
 	b->o.len += (size_t)(put_spec(w, q, s) - q);
 }
 
-static void w_type(writer *w, wbuf *b, const pr_type *t)
+/* What every node starts with, its kind, name and type, in one room up to
+ * a tensor's spec: a tuple's elements follow one by one. */
+static void w_node_head(writer *w, wbuf *b, const pr_node *n)
 {
-	if (t->kind == PR_TYPE_TENSOR) {
-		uint8_t *q = wb_room(b, 1 + W_SPEC_MAX((size_t)t->tensor.rank));
-		*q = (uint8_t)t->kind;
-		b->o.len += (size_t)(put_spec(w, q + 1, &t->tensor) - q);
-		return;
-	}
-	wb_u8(b, (unsigned)t->kind);
+	const pr_type *t = &n->type;
+	size_t len = n->name ? wb_str_len(b, n->name) : 0;
+	size_t rank = t->kind == PR_TYPE_TENSOR ? (size_t)t->tensor.rank : 0;
+	uint8_t *start = wb_room(b, 1 + 4 + len + 1 + W_SPEC_MAX(rank)), *q = start;
+	*q++ = (uint8_t)n->kind;
+	q = n->name ? put_str(q, n->name, len) : put_le(q, PRB_NO_STRING, 4);
+	*q++ = (uint8_t)t->kind;
+	if (t->kind == PR_TYPE_TENSOR)
+		q = put_spec(w, q, &t->tensor);
+	b->o.len += (size_t)(q - start);
 	if (t->kind == PR_TYPE_TUPLE) {
 		wb_u32(b, (uint32_t)t->n_elems);
 		for (int i = 0; i < t->n_elems; i++)
@@ -505,14 +525,14 @@ static inline bool node_index(const writer *w, const pr_node *v, uint64_t *ix)
 }
 
 /* An arg is its kind byte and at most 8 bytes of its own (a string's and a
- * list's follow): room for those 9 is checked once per arg. */
+ * list's follow): room for the count and every arg's 9 is checked at once,
+ * and again only after a string or a list, which make room of their own. */
 static bool w_args(writer *w, wbuf *b, const pr_node *n, const pr_arg *args, int count)
 {
-	wb_u32(b, (uint32_t)count);
+	uint8_t *q = put_le(wb_room(b, 4 + 9 * (size_t)count), (uint32_t)count, 4);
 	for (int i = 0; i < count; i++) {
 		const pr_arg *a = &args[i];
-		uint8_t *q = wb_room(b, 9), *end = q + 1;
-		*q = (uint8_t)a->kind;
+		*q++ = (uint8_t)a->kind;
 		uint64_t ix;
 		switch (a->kind) {
 		case PR_ARG_VALUE:
@@ -520,29 +540,29 @@ static bool w_args(writer *w, wbuf *b, const pr_node *n, const pr_arg *args, int
 				return w_fail(w, pr_err_new("cannot write @%s: %%%s reads a value that is "
 							    "not defined before it in the graph",
 							    n->graph->name, n->name ? n->name : "(a statement)"));
-			end = put_le(end, ix, 8);
+			q = put_le(q, ix, 8);
 			break;
-		case PR_ARG_INT: end = put_le(end, (uint64_t)a->u.i, 8); break;
+		case PR_ARG_INT: q = put_le(q, (uint64_t)a->u.i, 8); break;
 		case PR_ARG_FLOAT: {
 			uint64_t v;
 			memcpy(&v, &a->u.f, sizeof v);
-			end = put_le(end, v, 8);
+			q = put_le(q, v, 8);
 			break;
 		}
-		case PR_ARG_BOOL: *end++ = a->u.b ? 1 : 0; break;
+		case PR_ARG_BOOL: *q++ = a->u.b ? 1 : 0; break;
 		case PR_ARG_NONE: break;
 		case PR_ARG_STRING:
-			b->o.len++;
-			wb_str(b, a->u.s);
-			continue;
 		case PR_ARG_LIST:
-			b->o.len++;
-			if (!w_args(w, b, n, a->u.list.items, a->u.list.n))
+			b->o.len = (size_t)(q - b->o.p);
+			if (a->kind == PR_ARG_STRING)
+				wb_str(b, a->u.s);
+			else if (!w_args(w, b, n, a->u.list.items, a->u.list.n))
 				return false;
-			continue;
+			q = wb_room(b, 9 * (size_t)(count - i - 1));
+			break;
 		}
-		b->o.len += (size_t)(end - q);
 	}
+	b->o.len = (size_t)(q - b->o.p);
 	return true;
 }
 
@@ -559,9 +579,7 @@ static bool w_ref(writer *w, wbuf *b, const ptrmap *m, const void *k, const pr_n
 
 static bool w_node(writer *w, wbuf *b, const pr_node *n)
 {
-	wb_u8(b, (unsigned)n->kind);
-	wb_ostr(b, n->name);
-	w_type(w, b, &n->type);
+	w_node_head(w, b, n);
 	switch (n->kind) {
 	case PR_NODE_INPUT:
 		wb_u8(b, (unsigned)n->input->kind);

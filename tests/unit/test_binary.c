@@ -803,3 +803,49 @@ Test(binary, a_duplicate_node_name_is_reported_before_any_later_fault)
 	free(bad);
 	free(bin);
 }
+
+/* Where the one value argument of the node named `name` (that reads node
+ * `reads`) keeps its node index. */
+static size_t value_arg_index(const uint8_t *bin, size_t len, const char *name, uint8_t reads)
+{
+	const uint8_t arg[13] = {1, 0, 0, 0, PR_ARG_VALUE, reads};   /* count, kind, u64 index */
+	for (size_t at = name_field(bin, len, name); at + sizeof arg <= len; at++)
+		if (!memcmp(bin + at, arg, sizeof arg))
+			return at + 5;
+	cr_assert_fail("no value argument for %%%s", name);
+	return 0;
+}
+
+/* A value argument that does not read a node before its own is reported at
+ * its index, whatever the index holds. */
+Test(binary, a_value_argument_that_reads_no_earlier_node_is_refused_at_its_index)
+{
+	size_t len;
+	uint8_t *bin = long_chain(&len);
+	size_t ix = value_arg_index(bin, len, "n06", 5);
+	uint8_t *bad = malloc(len);
+	char want[128];
+
+	memcpy(bad, bin, len);
+	bad[ix] = 6;   /* itself */
+	snprintf(want, sizeof want, "byte %zu: the argument reads node 6, expected a node defined "
+		 "before this one (index < 6)", ix);
+	expect_load_refused(bad, len, want);
+
+	memcpy(bad, bin, len);
+	bad[ix + 5] = 1;   /* 2^40 */
+	snprintf(want, sizeof want, "byte %zu: the argument reads node 1099511627781, expected", ix);
+	expect_load_refused(bad, len, want);
+
+	memcpy(bad, bin, len);
+	bad[ix - 1] = PR_ARG_INT;   /* no longer a value: loads, as an integer */
+	pr_program *q = load_ok(bad, len, false, "an integer argument");
+	pr_node *n = pr_graph_find(q->methods[0], "n06");
+	cr_assert(n && n->n_args == 1);
+	cr_expect_eq(n->args[0].kind, PR_ARG_INT);
+	cr_expect_eq(n->args[0].u.i, 5);
+	pr_program_free(q);
+
+	free(bad);
+	free(bin);
+}
