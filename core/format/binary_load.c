@@ -988,6 +988,7 @@ static bool rd_node_rest(rd *r, pr_node *nodes, uint64_t self, pr_node *n)
 {
 	size_t at = r->pos;
 	uint32_t ix;
+	int64_t index;
 	switch (n->kind) {
 	case PR_NODE_INPUT:
 		return rd_input(r, n);
@@ -1002,11 +1003,12 @@ static bool rd_node_rest(rd *r, pr_node *nodes, uint64_t self, pr_node *n)
 		n->delegate = r->prog->delegates[ix];
 		return rd_node_args(r, nodes, self, n);
 	case PR_NODE_GETITEM:
-		if (!rd_i64(r, "a getitem index", &n->index))
+		if (!rd_i64(r, "a getitem index", &index))
 			return false;
-		if (n->index < 0)   /* as the text's "an index (an integer >= 0)" */
-			return rd_fail(r, r->pos - 8, "getitem index %lld is negative, expected an "
-				       "integer >= 0", (long long)n->index);
+		if (index < 0 || index > INT32_MAX)   /* as the text's "an index" */
+			return rd_fail(r, r->pos - 8, "getitem index %lld is out of range, expected an "
+				       "integer from 0 to 2147483647", (long long)index);
+		n->index = (int32_t)index;
 		if (!rd_node_args(r, nodes, self, n))
 			return false;
 		if (n->n_args != 1 || n->args[0].kind != PR_ARG_VALUE)

@@ -601,10 +601,12 @@ static bool tp_getitem(tp *p, pr_graph *g, pr_node *n)
 		return false;
 	tp_ws(p);
 	size_t at = p->pos;
-	if (!tp_int(p, "an index (an integer >= 0)", &n->index))
+	int64_t index;
+	if (!tp_int(p, "an index (an integer from 0 to 2147483647)", &index))
 		return false;
-	if (n->index < 0)
-		return tp_expected(p, at, "an index (an integer >= 0)");
+	if (index < 0 || index > INT32_MAX)
+		return tp_expected(p, at, "an index (an integer from 0 to 2147483647)");
+	n->index = (int32_t)index;
 	pr_arg *a = pr_graph_new_args(g, 1);
 	a->kind = PR_ARG_VALUE;
 	a->u.value = v;

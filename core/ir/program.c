@@ -607,11 +607,11 @@ enum {
 };
 
 /* The bits above fit pr_node.mem, which sits in what pads after kind, so
- * that a node stays 184 bytes (program.h) and name stays where free slots
+ * that a node stays 176 bytes (program.h) and name stays where free slots
  * keep it. */
 _Static_assert(sizeof(((pr_node *)0)->mem) * 8 >= 12, "pr_node.mem holds every NODE_ bit");
 _Static_assert(offsetof(pr_node, name) == sizeof(void *), "pr_node.mem pads nothing");
-_Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 184, "a node is 184 bytes");
+_Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 176, "a node is 176 bytes");
 
 typedef struct node_chunk {
 	struct node_chunk *next;
@@ -761,17 +761,18 @@ static pr_graph_store *store_of(const pr_node *n)
 static void uses_grow(pr_node *v)
 {
 	pr_graph_store *st = store_of(v);
-	if (!v->cap_uses && st && !(v->mem & NODE_USES_HEAP)) {
+	if (!v->uses_room && st && !(v->mem & NODE_USES_HEAP)) {
 		/* The first reader, the common case: a block of one, as most
 		 * values (and each copy a pass makes) have one reader (at a
 		 * million nodes 85% do): a block of two would leave 16 bytes
 		 * unused in each. A second reader moves the list to a block of
 		 * two and gives this one back, for the next first reader. */
 		v->uses = use_block_get(st, 0);
-		v->cap_uses = 1;
+		v->uses_room = 1;
 		return;
 	}
-	int cap = v->cap_uses ? 2 * v->cap_uses : 2;   /* a heap list starts at two */
+	int room = pr_node_uses_room(v);
+	int cap = room ? 2 * room : 2;   /* a heap list starts at two */
 	if (v->mem & NODE_USES_HEAP) {
 		v->uses = pr_xrealloc(v->uses, (size_t)cap * sizeof *v->uses);
 	} else {
@@ -783,10 +784,10 @@ static void uses_grow(pr_node *v)
 		if (v->n_uses)
 			memcpy(b, v->uses, (size_t)v->n_uses * sizeof *b);
 		if (v->uses)
-			use_block_put(st, v->uses, v->cap_uses);
+			use_block_put(st, v->uses, room);
 		v->uses = b;
 	}
-	v->cap_uses = cap;
+	v->uses_room = (uint8_t)(1 + __builtin_ctz((unsigned)cap));
 }
 
 static void uses_free(pr_node *n)
@@ -794,16 +795,16 @@ static void uses_free(pr_node *n)
 	if (n->mem & NODE_USES_HEAP)
 		free(n->uses);
 	else if (n->uses)
-		use_block_put(store_of(n), n->uses, n->cap_uses);
+		use_block_put(store_of(n), n->uses, pr_node_uses_room(n));
 	n->uses = NULL;
-	n->cap_uses = 0;
+	n->uses_room = 0;
 }
 
 /* ---- arguments and use lists -------------------------------------------- */
 
 static void add_use(pr_node *value, pr_node *user, pr_arg *arg)
 {
-	if (value->n_uses == value->cap_uses)
+	if (value->n_uses == pr_node_uses_room(value))
 		uses_grow(value);
 	arg->use_index = value->n_uses;
 	value->uses[value->n_uses++] = (pr_use){.user = user, .arg = arg};

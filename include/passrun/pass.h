@@ -59,7 +59,9 @@ extern "C" {
  * (pr_diags_count, pr_diags_errors; n and items leave it out); a
  * pr_diag's message is never NULL. 7: a spec names its devices by id
  * (pr_spec.device_id and mem_arena_id, device.h's pr_device_intern): 40
- * bytes, not 72, and a node 184, not 216. */
+ * bytes, not 72; a getitem's index is 32 bits and the use list's room a
+ * log2 (pr_node_uses_room) in what pads after mem: a node is 176 bytes,
+ * not 216. */
 #define PR_PLUGIN_ABI_VERSION 7u
 /* The entry point's name, as a C name and as the string dlsym looks up. */
 #define PR_PLUGIN_ENTRY passrun_plugin_info

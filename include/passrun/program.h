@@ -48,14 +48,16 @@
  *     (pr_graph_new_args + pr_node_set_graph_args: loaders, no malloc per
  *     node; their list items and strings must then be graph or program
  *     storage too, which is never freed one by one).
- *   - A node is 216 bytes on 64-bit hosts (a million of them, and the
+ *   - A node is 176 bytes on 64-bit hosts (a million of them, and the
  *     free slots of erased ones, are most of a big program's memory), so
  *     only what most nodes use is in it: the facts of an input (its kind,
  *     quoted name and data, 80 bytes) are a record of its own (pr_input)
  *     that only inputs have, from the graph's storage (an erased input's
  *     goes to the next input made) or in a detached node's malloc; other
- *     nodes share one read-only record of zeros. The int fields sit in
- *     pairs so that none pads. The op/delegate/getitem/return fields are
+ *     nodes share one read-only record of zeros. Its spec names devices
+ *     by 4-byte ids (device.h), a getitem's index is 32 bits, and the use
+ *     list's room is a 1-byte log2 beside mem; the int fields sit in pairs
+ *     so that none pads. The op/delegate/getitem/return fields are
  *     not overlaid: code reads them on every kind (NULL or 0 when not its
  *     kind).
  *   - A node's other parts (input->name, input->data.values, type.elems,
@@ -348,6 +350,9 @@ struct pr_node {
 	pr_node_kind kind;
 	uint16_t mem;         /* how program.c stores the node and its parts; not
 			       * for passes (16 bits in what pads after kind) */
+	uint8_t uses_room;    /* program.c's, in that padding too: 0 when the node
+			       * has no use list, else 1 + log2 of its entries
+			       * (pr_node_uses_room) */
 	const char *name;     /* without '%'; NULL when the node has no result;
 			       * interned (see the top of this file) */
 	pr_graph *graph;
@@ -356,7 +361,8 @@ struct pr_node {
 
 	int n_args;
 	uint32_t line;        /* source line, 0 when made by a pass */
-	int n_uses, cap_uses;
+	int n_uses;
+	int32_t index;        /* PR_NODE_GETITEM, 0..INT32_MAX; the value is args[0] */
 	pr_arg *args;         /* owned (or graph storage); never reallocated while the node lives */
 	pr_use *uses;         /* readers of this node's value, in no set order */
 
@@ -370,12 +376,18 @@ struct pr_node {
 
 	pr_schema *schema;    /* PR_NODE_OP (owned by the program) */
 	pr_delegate *delegate;/* PR_NODE_DELEGATE */
-	int64_t index;        /* PR_NODE_GETITEM; the value is args[0] */
 	pr_writeback *writebacks; /* PR_NODE_RETURN: one per arg, or NULL;
 				   * pr_node_set_writebacks */
 
 	void *scratch;        /* free for the pass that is running */
 };
+
+/* The entries n's use list has room for: a power of two, or 0. */
+static inline int pr_node_uses_room(const pr_node *n)
+{
+	return n->uses_room ? 1 << (n->uses_room - 1) : 0;
+}
+
 
 typedef struct pr_graph_store pr_graph_store;
 

@@ -123,13 +123,14 @@ class Delegate(Structure):
                 ("body", POINTER(Graph)), ("device_known", c_bool), ("device", Device)]
 
 
-Node._fields_ = [("kind", c_int), ("mem", c_uint16), ("name", c_char_p),
+Node._fields_ = [("kind", c_int), ("mem", c_uint16), ("uses_room", c_uint8),
+                 ("name", c_char_p),
                  ("graph", POINTER(Graph)), ("prev", POINTER(Node)), ("next", POINTER(Node)),
                  ("order", c_uint64), ("n_args", c_int), ("line", c_uint32),
-                 ("n_uses", c_int), ("cap_uses", c_int), ("args", POINTER(Arg)),
+                 ("n_uses", c_int), ("index", c_int32), ("args", POINTER(Arg)),
                  ("uses", POINTER(Use)), ("type", Type), ("input", POINTER(Input)),
                  ("schema", POINTER(Schema)), ("delegate", POINTER(Delegate)),
-                 ("index", c_int64), ("writebacks", POINTER(Writeback)),
+                 ("writebacks", POINTER(Writeback)),
                  ("scratch", c_void_p)]
 
 Graph._fields_ = [("name", c_char_p), ("first", POINTER(Node)), ("last", POINTER(Node)),

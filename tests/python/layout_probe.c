@@ -34,11 +34,11 @@ int main(void)
 	S(pr_kv, F(pr_kv, key) F(pr_kv, value));
 	S(pr_delegate, F(pr_delegate, name) F(pr_delegate, n_specs) F(pr_delegate, specs)
 	  F(pr_delegate, body) F(pr_delegate, device_known) F(pr_delegate, device));
-	S(pr_node, F(pr_node, kind) F(pr_node, mem) F(pr_node, name) F(pr_node, graph) F(pr_node, prev)
-	  F(pr_node, next) F(pr_node, order) F(pr_node, n_args) F(pr_node, line)
-	  F(pr_node, n_uses) F(pr_node, cap_uses) F(pr_node, args) F(pr_node, uses)
+	S(pr_node, F(pr_node, kind) F(pr_node, mem) F(pr_node, uses_room) F(pr_node, name) F(pr_node, graph)
+	  F(pr_node, prev) F(pr_node, next) F(pr_node, order) F(pr_node, n_args) F(pr_node, line)
+	  F(pr_node, n_uses) F(pr_node, index) F(pr_node, args) F(pr_node, uses)
 	  F(pr_node, type) F(pr_node, input) F(pr_node, schema) F(pr_node, delegate)
-	  F(pr_node, index) F(pr_node, writebacks) F(pr_node, scratch));
+	  F(pr_node, writebacks) F(pr_node, scratch));
 	S(pr_graph, F(pr_graph, name) F(pr_graph, first) F(pr_graph, last) F(pr_graph, n_nodes)
 	  F(pr_graph, store) F(pr_graph, delegate) F(pr_graph, program) F(pr_graph, order_stale));
 	S(pr_program, F(pr_program, n_schemas) F(pr_program, cap_schemas) F(pr_program, schemas)

@@ -905,16 +905,16 @@ Test(storage, a_first_reader_takes_a_block_of_one)
 		a->u.value = i < 2 ? v : w;
 		pr_node_set_graph_args(r[i], a, 1);
 		if (i == 0) {
-			cr_assert_eq(v->cap_uses, 1, "one reader, one entry");
+			cr_assert_eq(pr_node_uses_room(v), 1, "one reader, one entry");
 			first_block = v->uses;
 		}
 	}
 	cr_assert_eq(v->n_uses, 2);
-	cr_assert_eq(v->cap_uses, 2);
+	cr_assert_eq(pr_node_uses_room(v), 2);
 	cr_assert_eq(v->uses[0].user, r[0], "moving keeps the order");
 	cr_assert_eq(v->uses[1].user, r[1]);
 	check_uses(v);
-	cr_assert_eq(w->cap_uses, 1);
+	cr_assert_eq(pr_node_uses_room(w), 1);
 	cr_assert_eq(w->uses, first_block, "the block of one given back is taken again");
 	check_uses(w);
 	pr_program_free(p);

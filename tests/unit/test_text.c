@@ -624,7 +624,8 @@ static const bad_case bad_cases[] = {
 	  "expected a blob of 8 bytes (the tensor's storage), found '@b' with 1 bytes" },
 	/* getitem, delegate calls, return */
 	{ HEAD "  %y: f32[2] = getitem %x 0\n" TAIL, "6:27", "expected ',' after the getitem's value, found '0'" },
-	{ HEAD "  %y: f32[2] = getitem %x, -1\n" TAIL, "6:28", "expected an index (an integer >= 0), found '-1'" },
+	{ HEAD "  %y: f32[2] = getitem %x, -1\n" TAIL, "6:28", "expected an index (an integer from 0 to 2147483647), found '-1'" },
+	{ HEAD "  %y: f32[2] = getitem %x, 2147483648\n" TAIL, "6:28", "expected an index (an integer from 0 to 2147483647), found '2147483648'" },
 	{ HEAD "  %y: f32[2] = getitem %q, 0\n" TAIL, "6:24", "undefined value '%q'" },
 	{ HEAD "  %y: (f32[2]) = delegate add0(%x)\n" TAIL, "6:27", "expected '@' and the delegate's name, found 'add0'" },
 	{ HEAD "  %y: (f32[2]) = delegate @nope(%x)\n" TAIL, "6:27", "unknown delegate '@nope': expected a delegate defined in this file" },
