@@ -451,13 +451,18 @@ static void check_overlaps(check_ctx *k)
 	free(head);
 	rank_set live;
 	rs_init(&live, n);
+	/* the next start's and the next end's positions, read once each */
+	uint32_t at_start = n ? rank_position(k, starts[0], false) : 0;
+	uint32_t at_end = n ? rank_position(k, ends[0], true) : UINT32_MAX;
 	for (int64_t i = 0, j = 0; i < n;) {
-		if (j < n && rank_position(k, ends[j], true) < rank_position(k, starts[i], false)) {
+		if (at_end < at_start) {
 			if (rs_has(&live, ends[j]))
 				rs_remove(&live, ends[j]);
-			j++;
+			at_end = ++j < n ? rank_position(k, ends[j], true) : UINT32_MAX;
 		} else {
-			sweep_insert(k, &live, pcs, starts[i++]);
+			sweep_insert(k, &live, pcs, starts[i]);
+			if (++i < n)
+				at_start = rank_position(k, starts[i], false);
 		}
 	}
 	rs_free(&live);

@@ -178,34 +178,52 @@ static void descend_inside(engine *e, int64_t root, int64_t s)
 	}
 }
 
+/* How many nodes of the path from the root to leaf `last` have a max end >= s:
+ * maxima only fall down a path, so those nodes are its first ones, found by
+ * binary search over the depth (the root's known to qualify). */
+static int path_entered(const engine *e, int64_t last, int64_t s)
+{
+	int lo = 1, hi = e->depth + 1;
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		if (e->tree[last >> (e->depth - mid)] >= s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* The placed items in the prefix [0, P) of the start order whose end is >= s:
  * their ids appended to e->hits (e->n_hits of them), left to right. The
  * nodes entered are those whose first leaf is under the prefix and whose max
  * end is >= s, each counted as one unit of work, leaf or not (a property of
- * the set, not of the walk). They are the path from the root to leaf P - 1
- * and, where that path turns right, the subtree on its left, wholly under the
- * prefix: walking the path apart leaves the subtrees a descent that tests
- * only maxima, one node per stack entry. The descent is the planner's inner
- * loop: an explicit stack, children tested before they are pushed. */
+ * the set, not of the walk). They are the first nodes of the path from the
+ * root to leaf P - 1 and, where that path turns right, the subtree on its
+ * left, wholly under the prefix: walking the path apart leaves the subtrees
+ * a descent that tests only maxima, one node per stack entry. The path's
+ * right turns are the set bits of its last leaf: only those levels are
+ * visited, from the top. The descent is the planner's inner loop: an
+ * explicit stack, children tested before they are pushed. */
 static void find_overlapping(engine *e, int64_t P, int64_t s)
 {
 	e->n_hits = 0;
-	if (P <= 0)
-		return;
+	if (P <= 0 || e->tree[1] < s)
+		return;   /* nothing reaches s */
 	int64_t last = e->M + P - 1; /* the prefix's last leaf */
-	for (int d = e->depth; d >= 0; d--) {
-		int64_t node = last >> d;
-		if (e->tree[node] < s)
-			return;   /* nothing below it reaches s */
-		e->work++;
-		if (d == 0) {
-			add_hit(e, node - e->M);
-			return;
-		}
-		int64_t next = last >> (d - 1);
-		if ((next & 1) && e->tree[next - 1] >= s)
-			descend_inside(e, next - 1, s);
+	int entered = path_entered(e, last, s), low = e->depth - entered;
+	e->work += entered;
+	/* the turns below an entered node: bits depth - 1 down to low */
+	uint64_t turns = (uint64_t)last & ((1ull << e->depth) - 1) & ~((1ull << (low > 0 ? low : 0)) - 1);
+	while (turns) {
+		int bit = 63 - __builtin_clzll(turns);
+		turns &= ~(1ull << bit);
+		int64_t left = (last >> bit) - 1;
+		if (e->tree[left] >= s)
+			descend_inside(e, left, s);
 	}
+	if (entered == e->depth + 1)
+		add_hit(e, last - e->M);
 }
 
 /* The memory of the placed items overlapping [s, t] in time, into e->found. */
