@@ -849,3 +849,39 @@ Test(binary, a_value_argument_that_reads_no_earlier_node_is_refused_at_its_index
 	free(bad);
 	free(bin);
 }
+
+/* A getitem's index is 32 bits in the node: the loader refuses one past
+ * INT32_MAX at its byte, rather than truncate it into a valid index. */
+Test(binary, a_getitem_index_past_32_bits_is_refused_at_its_byte)
+{
+	pr_program *p = tu_parse("passrun 1\n"
+				 "op custom::pair(Tensor a) -> (Tensor, Tensor)\n"
+				 "method @m {\n"
+				 "  %a: f32[2] = input user \"a\"\n"
+				 "  %t: (f32[2], f32[2]) = custom::pair(%a)\n"
+				 "  %u: f32[2] = getitem %t, 1\n"
+				 "  return %u\n"
+				 "}\n");
+	pr_node *u = pr_graph_find(pr_program_find_method(p, "m"), "u");
+	u->index = 0x5a6b7c1d;   /* a sentinel to find in the file */
+	uint8_t *bin;
+	size_t len, at = 0;
+	write_ok(p, &bin, &len, "getitem");
+	const uint8_t sentinel[8] = {0x1d, 0x7c, 0x6b, 0x5a, 0, 0, 0, 0};
+	while (at + 8 <= len && memcmp(bin + at, sentinel, 8))
+		at++;
+	cr_assert_leq(at + 8, len, "the index is in the file");
+	const uint8_t past[8] = {0, 0, 0, 0x80, 0, 0, 0, 0};   /* 2^31 */
+	memcpy(bin + at, past, 8);
+	pr_program *q = NULL;
+	pr_err *e = pr_binary_load("g.bin", bin, len, false, &q);
+	cr_assert_not_null(e, "2^31 loaded");
+	char want[64];
+	snprintf(want, sizeof want, "byte %zu", at);
+	cr_expect(strstr(pr_err_message(e), want), "%s (want %s)", pr_err_message(e), want);
+	cr_expect(strstr(pr_err_message(e), "getitem index 2147483648 is out of range"), "%s", pr_err_message(e));
+	cr_assert_null(q);
+	pr_err_free(e);
+	free(bin);
+	pr_program_free(p);
+}
