@@ -750,6 +750,7 @@ static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool w
 			   pr_device want, bool also_host, const char *what)
 {
 	char ln[LABEL_MAX], lv[LABEL_MAX], sp[SPEC_MAX], dw[PR_DEVICE_STR_MAX];
+	pr_device_id want_id = want_host ? PR_DEVICE_ID_HOST : pr_device_intern(want);
 	for (int i = 0; i < n_args; i++) {
 		if (args[i].kind == PR_ARG_LIST) {
 			check_reads_on(c, n, args[i].u.list.items, args[i].u.list.n, want_host,
@@ -761,9 +762,8 @@ static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool w
 			continue;
 		/* The host test only where the rule asks it: a placed device read
 		 * (most of them, after propagate-device) compares devices alone. */
-		if (want_host ? host_addressable(pr_spec_device(s)) :
-				((also_host && pr_spec_on_host(s)) ||
-				 pr_device_equal_at(pr_device_of(s->device_id), &want)))
+		if (want_host ? pr_spec_on_host(s) || host_addressable(pr_spec_device(s)) :
+				(s->device_id == want_id || (also_host && pr_spec_on_host(s))))
 			continue;
 		pr_node *v = args[i].u.value;
 		report(c, "E-PLACEMENT", v, "%s reads %s (%s, %" PRId64 " bytes); %s, expected "
@@ -782,7 +782,7 @@ static void check_result_on(vctx *c, pr_node *n, bool want_host, pr_device want,
 		    n->type.kind == PR_TYPE_TUPLE ? n->type.n_elems : 0;
 	for (int i = 0; i < count; i++) {
 		pr_spec *s = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : &n->type.elems[i];
-		bool ok = want_host ? pr_spec_on_host(s) : pr_device_equal_at(pr_device_of(s->device_id), &want);
+		bool ok = want_host ? pr_spec_on_host(s) : s->device_id == pr_device_intern(want);
 		if (ok)
 			continue;
 		report(c, "E-PLACEMENT", n, "%s%s is %s; %s, expected it on %s", label(n, ln),

@@ -193,7 +193,7 @@ static bool pm_get(const ptrmap *m, const void *k, uint64_t *v)
 /* A device and its bytes in the file: a program names a few devices on
  * every spec, and encoding each costs a strnlen and a copy of its own. */
 typedef struct w_known_device {
-	pr_device dev;
+	pr_device_id id;
 	uint8_t raw[W_DEVICE_COPY];
 	size_t len;   /* 0: empty */
 } w_known_device;
@@ -259,16 +259,14 @@ static uint8_t *encode_device(uint8_t *q, pr_device d)
 	return put_le(q + n, (uint32_t)d.index, 4);
 }
 
-/* A device's bytes at q, which has W_DEVICE_COPY bytes of room, for one
- * not the last of its field (put_device). Devices compare whole (the bytes
- * after a type's NUL too): one that differs only there is encoded again, to
- * the same bytes. */
+/* The bytes of the device of id at q, which has W_DEVICE_COPY bytes of room,
+ * for one not the last of its field (put_device). */
 static __attribute__((noinline)) uint8_t *put_device_looked_up(writer *w, uint8_t *q,
-							       const pr_device *d, unsigned *last)
+							       pr_device_id id, unsigned *last)
 {
 	for (unsigned i = 0; i < W_KNOWN_DEVICES; i++) {
 		const w_known_device *k = &w->devices[i];
-		if (k->len && !memcmp(&k->dev, d, sizeof *d)) {
+		if (k->len && k->id == id) {
 			*last = i;
 			memcpy(q, k->raw, W_DEVICE_COPY);
 			return q + k->len;
@@ -277,22 +275,22 @@ static __attribute__((noinline)) uint8_t *put_device_looked_up(writer *w, uint8_
 	*last = w->next_device++ % W_KNOWN_DEVICES;
 	w_known_device *k = &w->devices[*last];
 	memset(k->raw, 0, sizeof k->raw);
-	k->dev = *d;
-	k->len = (size_t)(encode_device(k->raw, *d) - k->raw);
+	k->id = id;
+	k->len = (size_t)(encode_device(k->raw, *pr_device_of(id)) - k->raw);
 	memcpy(q, k->raw, W_DEVICE_COPY);
 	return q + k->len;
 }
 
 /* The same, tried first against the entry the field (a spec's device, its
  * arena: *last) had the time before, which it nearly always has again. */
-static inline uint8_t *put_device(writer *w, uint8_t *q, const pr_device *d, unsigned *last)
+static inline uint8_t *put_device(writer *w, uint8_t *q, pr_device_id id, unsigned *last)
 {
 	const w_known_device *k = &w->devices[*last];
-	if (__builtin_expect(k->len && !memcmp(&k->dev, d, sizeof *d), 1)) {
+	if (__builtin_expect(k->len && k->id == id, 1)) {
 		memcpy(q, k->raw, W_DEVICE_COPY);
 		return q + k->len;
 	}
-	return put_device_looked_up(w, q, d, last);
+	return put_device_looked_up(w, q, id, last);
 }
 
 /* The most bytes a spec of rank dims takes, with room for the devices'
@@ -313,9 +311,9 @@ static uint8_t *put_spec(writer *w, uint8_t *q, const pr_spec *s)
 		put_le(q + 8 * i, (uint64_t)s->shape[i], 8);
 		put_le(q + 8 * (rank + i), (uint64_t)s->strides[i], 8);
 	}
-	q = put_device(w, q + 16 * rank, pr_device_of(s->device_id), &w->last_device);
+	q = put_device(w, q + 16 * rank, s->device_id, &w->last_device);
 	if (s->has_mem) {
-		q = put_device(w, q, pr_device_of(s->mem_arena_id), &w->last_arena);
+		q = put_device(w, q, s->mem_arena_id, &w->last_arena);
 		q = put_le(q, (uint64_t)s->mem_offset, 8);
 	}
 	return q;

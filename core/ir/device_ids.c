@@ -132,10 +132,10 @@ pr_device_id pr_device_intern(pr_device d)
 {
 	if (pr_device_is_host(d))
 		return PR_DEVICE_ID_HOST;
-	d = pr_device_canonical(d);
 	unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
 	if (memo_generation == gen && pr_device_same_spelling(&memo_device, &d))
-		return memo_id;
+		return memo_id;   /* the memo holds a canonical device: d is one too */
+	d = pr_device_canonical(d);
 	pr_device_id id = intern_locked(&d);
 	memo_device = d;
 	memo_id = id;

@@ -894,12 +894,11 @@ static mp_arena_report plan_arena(const pr_lifetimes *lt, arena_items *a)
 				  false, false };
 }
 
-static bool write_mem(pr_spec *s, bool has, pr_device arena, int64_t offset)
+static bool write_mem(pr_spec *s, bool has, pr_device_id arena, int64_t offset)
 {
-	bool same = s->has_mem == has &&
-		    (!has || (pr_device_equal(pr_spec_mem_arena(s), arena) && s->mem_offset == offset));
+	bool same = s->has_mem == has && (!has || (s->mem_arena_id == arena && s->mem_offset == offset));
 	s->has_mem = has;
-	s->mem_arena_id = pr_device_intern(has ? arena : pr_device_host());
+	s->mem_arena_id = has ? arena : PR_DEVICE_ID_HOST;
 	s->mem_offset = has ? offset : 0;
 	return !same;
 }
@@ -992,6 +991,9 @@ bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_rep
 	if (n_reports)
 		*n_reports = set.n < max_reports ? set.n : max_reports;
 	bool changed = false;
+	pr_device_id *arena_id = pr_xmalloc((size_t)(set.n ? set.n : 1) * sizeof *arena_id);
+	for (int i = 0; i < set.n; i++)
+		arena_id[i] = pr_device_intern(set.devices[i]);
 	for (int64_t v = 0; v < lt->n_values; v++) {
 		if (v + 8 < lt->n_values)
 			__builtin_prefetch(&pr_plan_value_spec(&lt->values[v + 8])->has_mem, 1);
@@ -999,8 +1001,9 @@ bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_rep
 		/* unplanned arenas' classes get none: the pass reports the arena */
 		bool has = arena[c] >= 0 && per[arena[c]].planned;
 		changed |= write_mem(pr_plan_value_spec(&lt->values[v]), has,
-				     has ? set.devices[arena[c]] : pr_device_host(), has ? items[slot[c]].offset : 0);
+				     has ? arena_id[arena[c]] : PR_DEVICE_ID_HOST, has ? items[slot[c]].offset : 0);
 	}
+	free(arena_id);
 	free(items);
 	free(arena);
 	free(slot);

@@ -317,7 +317,7 @@ static pr_node *copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device d
 	n->type.tensor = *pr_node_spec(src);
 	pr_spec_set_device(&n->type.tensor, h2d ? dev : c->host);
 	n->type.tensor.has_mem = false;
-	n->type.tensor.mem_arena_id = pr_device_intern(c->host);
+	n->type.tensor.mem_arena_id = PR_DEVICE_ID_HOST;
 	n->type.tensor.mem_offset = 0;
 	return n;
 }
