@@ -632,7 +632,7 @@ static bool value_is(const pr_arg *a, pr_type_kind k)
 	return a->kind == PR_ARG_VALUE && a->u.value && a->u.value->type.kind == k;
 }
 
-static bool scalar_fits(base_kind b, const pr_arg *a)
+static inline bool scalar_fits(base_kind b, const pr_arg *a)
 {
 	switch (b) {
 	case B_TENSOR: return value_is(a, PR_TYPE_TENSOR);
@@ -794,7 +794,6 @@ static void check_result_on(vctx *c, pr_node *n, bool want_host, pr_device want,
 static void check_op_placement(vctx *c, pr_node *n)
 {
 	const pr_schema *s = n->schema;
-	pr_device host = pr_device_host();
 	char ln[LABEL_MAX], lv[LABEL_MAX], sp[SPEC_MAX];
 	if (s->h2d || s->d2h) {
 		const char *rule = s->h2d ? "an h2d copy reads the host" : "a d2h copy reads a device";
@@ -817,7 +816,7 @@ static void check_op_placement(vctx *c, pr_node *n)
 		return;
 	}
 	if (!s->shape_only)
-		check_reads_on(c, n, n->args, n->n_args, true, host, false,
+		check_reads_on(c, n, n->args, n->n_args, true, pr_device_host(), false,
 			       "a host op reads only host memory unless its schema is shape_only");
 }
 
@@ -1224,15 +1223,23 @@ static void prefetch_guess(const pr_node *n)
 
 /* The name hash of input nodes[j] for check_input, and its slot's line
  * fetched meanwhile: on a big method each slot is a cache miss. */
-static void hash_ahead(vctx *c, int64_t j)
+static __attribute__((noinline)) void hash_input_ahead(vctx *c, int64_t j)
 {
 	const pr_node *n = c->nodes[j];
-	if (c->body || n->kind != PR_NODE_INPUT || !n->input->name)
+	if (!n->input->name)
 		return;
 	uint32_t h = name_hash(n->input->name);
 	c->ahead[j & 7] = h;
 	if (c->inputs.cap)
 		__builtin_prefetch(&c->inputs.slots[h & (c->inputs.cap - 1)]);
+}
+
+/* hash_input_ahead for a method's input; the test inline, as most nodes
+ * are not inputs and a call per node would cost more than the test. */
+static inline void hash_ahead(vctx *c, int64_t j)
+{
+	if (!c->body && c->nodes[j]->kind == PR_NODE_INPUT)
+		hash_input_ahead(c, j);
 }
 
 /* Every line of node n, for check_node to find in cache. */
