@@ -196,7 +196,7 @@ static size_t ptr_slot(const void *k, size_t cap)
 }
 
 /* The index stored for k, or -1. */
-static int ptr_map_get(const ptr_map *m, const void *k)
+static inline int ptr_map_get(const ptr_map *m, const void *k)
 {
 	if (!m->cap)
 		return -1;
