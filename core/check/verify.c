@@ -196,7 +196,7 @@ static size_t ptr_slot(const void *k, size_t cap)
 }
 
 /* The index stored for k, or -1. */
-static int ptr_map_get(const ptr_map *m, const void *k)
+static inline int ptr_map_get(const ptr_map *m, const void *k)
 {
 	if (!m->cap)
 		return -1;
@@ -505,16 +505,26 @@ static inline pr_node *check_value(vctx *c, pr_node *user, pr_arg *a)
 
 /* Checks every argument value of n (list items included); returns how many
  * name no readable value. */
-static int check_arg_values(vctx *c, pr_node *user, pr_arg *args, int n)
+static int check_list_values(vctx *c, pr_node *user, pr_arg *list);
+
+static inline int check_arg_values(vctx *c, pr_node *user, pr_arg *args, int n)
 {
 	int bad = 0;
 	for (int i = 0; i < n; i++) {
 		if (args[i].kind == PR_ARG_VALUE)
 			bad += !check_value(c, user, &args[i]);
 		else if (args[i].kind == PR_ARG_LIST)
-			bad += check_arg_values(c, user, args[i].u.list.items, args[i].u.list.n);
+			bad += check_list_values(c, user, &args[i]);
 	}
 	return bad;
+}
+
+/* check_arg_values of a list's items, out of line: few nodes have a list
+ * of values, and the walk of a node's own slots is then inlined in
+ * check_node, with no frame of its own per node. */
+static __attribute__((noinline)) int check_list_values(vctx *c, pr_node *user, pr_arg *list)
+{
+	return check_arg_values(c, user, list->u.list.items, list->u.list.n);
 }
 
 static int cmp_ptr(const void *a, const void *b)
@@ -632,7 +642,7 @@ static bool value_is(const pr_arg *a, pr_type_kind k)
 	return a->kind == PR_ARG_VALUE && a->u.value && a->u.value->type.kind == k;
 }
 
-static bool scalar_fits(base_kind b, const pr_arg *a)
+static inline bool scalar_fits(base_kind b, const pr_arg *a)
 {
 	switch (b) {
 	case B_TENSOR: return value_is(a, PR_TYPE_TENSOR);
@@ -794,7 +804,6 @@ static void check_result_on(vctx *c, pr_node *n, bool want_host, pr_device want,
 static void check_op_placement(vctx *c, pr_node *n)
 {
 	const pr_schema *s = n->schema;
-	pr_device host = pr_device_host();
 	char ln[LABEL_MAX], lv[LABEL_MAX], sp[SPEC_MAX];
 	if (s->h2d || s->d2h) {
 		const char *rule = s->h2d ? "an h2d copy reads the host" : "a d2h copy reads a device";
@@ -817,7 +826,7 @@ static void check_op_placement(vctx *c, pr_node *n)
 		return;
 	}
 	if (!s->shape_only)
-		check_reads_on(c, n, n->args, n->n_args, true, host, false,
+		check_reads_on(c, n, n->args, n->n_args, true, pr_device_host(), false,
 			       "a host op reads only host memory unless its schema is shape_only");
 }
 
@@ -1224,15 +1233,23 @@ static void prefetch_guess(const pr_node *n)
 
 /* The name hash of input nodes[j] for check_input, and its slot's line
  * fetched meanwhile: on a big method each slot is a cache miss. */
-static void hash_ahead(vctx *c, int64_t j)
+static __attribute__((noinline)) void hash_input_ahead(vctx *c, int64_t j)
 {
 	const pr_node *n = c->nodes[j];
-	if (c->body || n->kind != PR_NODE_INPUT || !n->input->name)
+	if (!n->input->name)
 		return;
 	uint32_t h = name_hash(n->input->name);
 	c->ahead[j & 7] = h;
 	if (c->inputs.cap)
 		__builtin_prefetch(&c->inputs.slots[h & (c->inputs.cap - 1)]);
+}
+
+/* hash_input_ahead for a method's input; the test inline, as most nodes
+ * are not inputs and a call per node would cost more than the test. */
+static inline void hash_ahead(vctx *c, int64_t j)
+{
+	if (!c->body && c->nodes[j]->kind == PR_NODE_INPUT)
+		hash_input_ahead(c, j);
 }
 
 /* Every line of node n, for check_node to find in cache. */
