@@ -157,7 +157,7 @@ typedef struct spec_text {
 typedef struct printer {
 	tbuf *b;
 	spec_text *specs;   /* SPEC_TEXTS of them, or NULL */
-	pr_device arena;    /* the last arena printed, and its text (arena_len 0: none) */
+	pr_device_id arena; /* the last arena printed, and its text (arena_len 0: none) */
 	char arena_text[PR_DEVICE_STR_MAX];
 	size_t arena_len;
 } printer;
@@ -216,13 +216,13 @@ static bool put_layout_kept(printer *pr, const pr_spec *s)
 }
 
 /* An arena's device: values in one arena follow each other. */
-static void put_arena(printer *pr, pr_device d)
+static void put_arena(printer *pr, pr_device_id id)
 {
 	tbuf *b = pr->b;
-	if (!pr->arena_len || memcmp(&pr->arena, &d, sizeof d)) {
+	if (!pr->arena_len || pr->arena != id) {
 		size_t start = (out_room(b, PR_DEVICE_STR_MAX), b->len);   /* no flush before the copy */
-		put_device(b, d);
-		pr->arena = d;
+		put_device(b, *pr_device_of(id));
+		pr->arena = id;
 		pr->arena_len = b->len - start;
 		memcpy(pr->arena_text, b->p + start, pr->arena_len);
 		return;
@@ -240,7 +240,7 @@ static void put_spec(printer *pr, const pr_spec *s)
 		tb_putc(b, '{');
 	if (s->has_mem) {
 		tb_puts(b, strides ? ", mem=" : "mem=");
-		put_arena(pr, pr_spec_mem_arena(s));
+		put_arena(pr, s->mem_arena_id);
 		tb_putc(b, ':');
 		tb_i64(b, s->mem_offset);
 	}
