@@ -168,6 +168,7 @@ typedef struct vctx {
 	sinfo *sinfos;        /* one per schema that op calls name, as met */
 	int n_sinfos, cap_sinfos;
 	ptr_map by_schema;    /* schema -> index in sinfos */
+	pr_device_id_memo ids;/* the device placement checks asked last */
 	/* per graph */
 	pr_graph *g;
 	bool body;            /* g is a delegate body */
@@ -760,7 +761,7 @@ static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool w
 			   pr_device want, bool also_host, const char *what)
 {
 	char ln[LABEL_MAX], lv[LABEL_MAX], sp[SPEC_MAX], dw[PR_DEVICE_STR_MAX];
-	pr_device_id want_id = want_host ? PR_DEVICE_ID_HOST : pr_device_intern(want);
+	pr_device_id want_id = want_host ? PR_DEVICE_ID_HOST : pr_device_intern_memo(&c->ids, want);
 	for (int i = 0; i < n_args; i++) {
 		if (args[i].kind == PR_ARG_LIST) {
 			check_reads_on(c, n, args[i].u.list.items, args[i].u.list.n, want_host,
@@ -792,7 +793,7 @@ static void check_result_on(vctx *c, pr_node *n, bool want_host, pr_device want,
 		    n->type.kind == PR_TYPE_TUPLE ? n->type.n_elems : 0;
 	for (int i = 0; i < count; i++) {
 		pr_spec *s = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : &n->type.elems[i];
-		bool ok = want_host ? pr_spec_on_host(s) : s->device_id == pr_device_intern(want);
+		bool ok = want_host ? pr_spec_on_host(s) : s->device_id == pr_device_intern_memo(&c->ids, want);
 		if (ok)
 			continue;
 		report(c, "E-PLACEMENT", n, "%s%s is %s; %s, expected it on %s", label(n, ln),

@@ -104,6 +104,26 @@ const pr_device *pr_device_of(pr_device_id id);
 /* Whether pr_device_intern gave id. */
 bool pr_device_id_valid(pr_device_id id);
 
+/* pr_device_intern's answer for the device asked last, for code that asks
+ * the same device again and again (a pass placing one delegate's values):
+ * no call, lock or thread-local lookup then. Zero-initialize it; one per
+ * thread. */
+typedef struct pr_device_id_memo {
+	pr_device device;
+	pr_device_id id;
+} pr_device_id_memo;
+
+static inline pr_device_id pr_device_intern_memo(pr_device_id_memo *m, pr_device d)
+{
+	if (pr_device_is_host(d))
+		return PR_DEVICE_ID_HOST;
+	if (!pr_device_same_spelling(&m->device, &d)) {
+		m->id = pr_device_intern(d);
+		m->device = d;
+	}
+	return m->id;
+}
+
 /* ---- the device a delegate runs on ---------------------------------- */
 
 struct pr_delegate;

@@ -140,6 +140,7 @@ typedef struct place_ctx {
 	reader_buf readers;
 	pl_nodes getitems;      /* one call's, kept across calls */
 	pr_device host;         /* pr_device_host(), asked once: every copy names it */
+	pr_device_id_memo ids;  /* the device last given an id */
 	pr_device tag_dev;      /* the device last named, and its tag */
 	char tag[PR_DEVICE_STR_MAX];
 	size_t tag_len;
@@ -315,7 +316,7 @@ static pr_node *copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device d
 	n->schema = s;
 	n->type.kind = PR_TYPE_TENSOR;
 	n->type.tensor = *pr_node_spec(src);
-	pr_spec_set_device(&n->type.tensor, h2d ? dev : c->host);
+	n->type.tensor.device_id = h2d ? pr_device_intern_memo(&c->ids, dev) : PR_DEVICE_ID_HOST;
 	n->type.tensor.has_mem = false;
 	n->type.tensor.mem_arena_id = PR_DEVICE_ID_HOST;
 	n->type.tensor.mem_offset = 0;
@@ -602,14 +603,15 @@ static pr_err *copy_getitem_to_host(place_ctx *c, pr_node *gi)
 static pr_err *place_results(place_ctx *c, pr_node *call, pr_device dev)
 {
 	*c->changed = true;
+	pr_device_id id = pr_device_intern_memo(&c->ids, dev);
 	if (call->type.kind == PR_TYPE_TENSOR) {
-		pr_spec_set_device(&call->type.tensor, dev);
+		call->type.tensor.device_id = id;
 		return NULL;
 	}
 	if (call->type.kind != PR_TYPE_TUPLE)
 		return NULL;
 	for (int i = 0; i < call->type.n_elems; i++)
-		pr_spec_set_device(&call->type.elems[i], dev);
+		call->type.elems[i].device_id = id;
 	pl_nodes *getitems = &c->getitems;
 	getitems->n = 0;
 	for (int i = 0; i < call->n_uses; i++)
@@ -619,7 +621,7 @@ static pr_err *place_results(place_ctx *c, pr_node *call, pr_device dev)
 	for (int i = 0; i < getitems->n && !e; i++) {
 		pr_node *gi = getitems->items[i];
 		if (gi->type.kind == PR_TYPE_TENSOR)
-			pr_spec_set_device(&gi->type.tensor, dev);
+			gi->type.tensor.device_id = id;
 		e = copy_getitem_to_host(c, gi);
 	}
 	return e;
@@ -712,7 +714,7 @@ static int distinct_readers(const pr_node *v)
 static void tag_skipped_input(place_ctx *c, pr_node *v, const pr_use *first, pr_device dev)
 {
 	if (distinct_readers(v) == 1) {
-		pr_spec_set_device(&v->type.tensor, dev);
+		v->type.tensor.device_id = pr_device_intern_memo(&c->ids, dev);
 		*c->changed = true;
 		return;
 	}
@@ -791,7 +793,7 @@ static pr_err *share_input(place_ctx *c, pr_node *v, pr_device dev)
 		if (!reads_on_device(c, &v->uses[i], dev) &&
 		    (!first_off || pr_node_before(v->uses[i].user, first_off)))
 			first_off = v->uses[i].user;
-	pr_spec_set_device(&v->type.tensor, dev);
+	v->type.tensor.device_id = pr_device_intern_memo(&c->ids, dev);
 	*c->changed = true;
 	if (!first_off)
 		return NULL;

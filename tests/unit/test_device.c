@@ -67,6 +67,19 @@ Test(device, interned_ids_are_one_per_device)
 	cr_assert_str_eq(str(pr_spec_device(&s)), "cuda:5");
 }
 
+/* The memo gives pr_device_intern's answers, for the device asked last and
+ * for one asked after another. */
+Test(device, the_id_memo_answers_as_interning_does)
+{
+	pr_device_id_memo m = {0};
+	const char *seq[] = {"cuda:0", "cuda:0", "cpu", "npu:2", "cuda:0", "CUDA", "npu:2"};
+	for (size_t i = 0; i < sizeof seq / sizeof *seq; i++) {
+		pr_device d = parse(seq[i]);
+		cr_assert_eq(pr_device_intern_memo(&m, d), pr_device_intern(d), "%s", seq[i]);
+	}
+	cr_assert_eq(pr_device_intern_memo(&m, pr_device_host()), PR_DEVICE_ID_HOST);
+}
+
 /* Many distinct devices: ids past the first chunks of the table stay put. */
 Test(device, ids_survive_the_table_growing)
 {
