@@ -21,7 +21,7 @@ static const char *const reuse_requires[] = {PR_HOST_WRITES, NULL};
 static const char *const reuse_preserves[] = {PR_HOST_WRITES, NULL};
 
 typedef struct newest {
-	pr_device dev;
+	pr_device_id dev;
 	pr_node *copy;
 } newest;
 
@@ -31,10 +31,10 @@ static int by_order(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static newest *newest_on(newest *list, int *n, pr_device dev)
+static newest *newest_on(newest *list, int *n, pr_device_id dev)
 {
 	for (int i = 0; i < *n; i++)
-		if (pr_device_equal(list[i].dev, dev))
+		if (list[i].dev == dev)
 			return &list[i];
 	list[*n] = (newest){.dev = dev, .copy = NULL};
 	return &list[(*n)++];
@@ -48,7 +48,7 @@ static int reuse_copies_of(const pr_host_writes *hw, pr_node *s, pl_nodes *copie
 	int n_dev = 0, merged = 0;
 	for (int i = 0; i < copies->n; i++) {
 		pr_node *h = copies->items[i];
-		newest *cur = newest_on(last, &n_dev, pr_spec_device(&h->type.tensor));
+		newest *cur = newest_on(last, &n_dev, h->type.tensor.device_id);
 		if (cur->copy && !hw->writer_between(hw, s, cur->copy, h)) {
 			pr_node_replace_all_uses(h, cur->copy);
 			h->scratch = h;

@@ -32,10 +32,10 @@ static void elide_copy(const pr_host_writes *hw, pr_node *d2h, bool *changed)
 	pr_node *x = pl_copy_src(d2h);
 	if (!x || !pr_node_spec(x))
 		return;
-	pr_device dev = pr_spec_device(pr_node_spec(x));
+	pr_device_id dev = pr_node_spec(x)->device_id;
 	for (int i = d2h->n_uses - 1; i >= 0; i--) {
 		pr_node *h = d2h->uses[i].user;
-		if (!pl_is_h2d(h) || !pr_device_equal(pr_spec_device(&h->type.tensor), dev))
+		if (!pl_is_h2d(h) || h->type.tensor.device_id != dev)
 			continue;
 		if (hw && hw->writer_between(hw, d2h, d2h, h))
 			continue;
@@ -115,7 +115,7 @@ FETCH_FN fetch_readers(const pr_node *d2h)
 	pr_node *x = pl_copy_src(d2h);
 	if (x) {
 		fetch(&x->n_uses);
-		fetch(pr_device_of(x->type.tensor.device_id));
+		fetch(&x->type.tensor.device_id);
 	}
 	for (int i = 0; i < n_fetched_uses(d2h); i++)
 		fetch_node(d2h->uses[i].user);
