@@ -791,9 +791,10 @@ static void check_result_on(vctx *c, pr_node *n, bool want_host, pr_device want,
 	char ln[LABEL_MAX], sp[SPEC_MAX], dw[PR_DEVICE_STR_MAX];
 	int count = n->type.kind == PR_TYPE_TENSOR ? 1 :
 		    n->type.kind == PR_TYPE_TUPLE ? n->type.n_elems : 0;
+	pr_device_id want_id = want_host ? PR_DEVICE_ID_HOST : pr_device_intern_memo(&c->ids, want);
 	for (int i = 0; i < count; i++) {
 		pr_spec *s = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : &n->type.elems[i];
-		bool ok = want_host ? pr_spec_on_host(s) : s->device_id == pr_device_intern_memo(&c->ids, want);
+		bool ok = s->device_id == want_id;
 		if (ok)
 			continue;
 		report(c, "E-PLACEMENT", n, "%s%s is %s; %s, expected it on %s", label(n, ln),

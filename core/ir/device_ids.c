@@ -48,19 +48,18 @@ static _Thread_local pr_device memo_device;
 static _Thread_local pr_device_id memo_id;
 static _Thread_local unsigned memo_generation;
 
-/* The chunk that holds id, and its place in that chunk. */
-static unsigned chunk_of(pr_device_id id, size_t *at)
+/* Chunk c holds ids 64 * (2^c - 1) up to 64 * (2^(c+1) - 1): with id + 64,
+ * c is the position of its top bit above the first chunk's. */
+static unsigned chunk_of(pr_device_id id)
 {
 	uint64_t k = (uint64_t)id + (1u << FIRST_CHUNK_LOG2);
-	unsigned c = (unsigned)(63 - __builtin_clzll(k)) - FIRST_CHUNK_LOG2;
-	*at = (size_t)(k - ((uint64_t)1 << (c + FIRST_CHUNK_LOG2)));
-	return c;
+	return (unsigned)(63 - __builtin_clzll(k)) - FIRST_CHUNK_LOG2;
 }
 
 static pr_device *entry(pr_device_id id)
 {
-	size_t at;
-	unsigned c = chunk_of(id, &at);
+	unsigned c = chunk_of(id);
+	size_t at = (size_t)((uint64_t)id + (1u << FIRST_CHUNK_LOG2) - ((uint64_t)1 << (c + FIRST_CHUNK_LOG2)));
 	return atomic_load_explicit(&chunks[c], memory_order_relaxed) + at;
 }
 
@@ -100,9 +99,7 @@ static pr_device_id add_locked(const pr_device *d)
 {
 	pr_device_id id = atomic_load_explicit(&n_ids, memory_order_relaxed);
 	PR_ASSERT(id < UINT32_MAX);
-	size_t at;
-	unsigned c = chunk_of(id, &at);
-	(void)at;
+	unsigned c = chunk_of(id);
 	if (!atomic_load_explicit(&chunks[c], memory_order_relaxed))
 		atomic_store_explicit(&chunks[c],
 				      pr_xmalloc(sizeof(pr_device) << (c + FIRST_CHUNK_LOG2)),

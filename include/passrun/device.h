@@ -95,7 +95,9 @@ const char *pr_device_str(pr_device d, char *buf);
 typedef uint32_t pr_device_id;
 #define PR_DEVICE_ID_HOST 0u
 
-/* d's id (d is made canonical first: "CUDA" and "cuda:0" have one id). */
+/* d's id, d made canonical first (pr_device_canonical: a missing index is
+ * 0, so {"cuda", -1} and "cuda:0" have one id; pr_device_parse has already
+ * lower-cased "CUDA"). */
 pr_device_id pr_device_intern(pr_device d);
 /* The device of id, at an address valid until exit. An id no
  * pr_device_intern gave names the device "<invalid id>", whose type no one

@@ -61,7 +61,7 @@ static void report_split_classes(pr_pass_ctx *ctx, pr_graph *g, const pr_lifetim
 		if (pr_plan_value_is_base(v, c))
 			continue;   /* the class's device is its base's */
 		const pr_spec *s = pr_plan_value_spec(v);
-		pr_device d = pr_device_canonical(pr_spec_device(s)), cd = pr_plan_class_device(lt, c);
+		pr_device d = pr_spec_device(s), cd = pr_plan_class_device(lt, c);
 		if (pr_device_equal(d, cd))
 			continue;
 		char name[128], base[128], dv[PR_DEVICE_STR_MAX], dc[PR_DEVICE_STR_MAX];
