@@ -30,6 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "binary_format.h"
 #include "passrun/data.h"
 #include "passrun/format.h"
@@ -55,7 +59,7 @@ typedef struct rd_known_layout {
 	int64_t storage;        /* its storage span in bytes */
 	uint8_t dev_raw[RD_DEVICE_MAX];   /* the device that last followed it, */
 	size_t dev_len;                   /* as the file spells it (0: none yet), */
-	pr_device dev;                    /* and as it loaded */
+	pr_device_id dev_id;              /* and its id once loaded */
 } rd_known_layout;
 
 /* A node read but not linked yet (rd_node): its name as the file has it,
@@ -206,6 +210,33 @@ static inline bool rd_count(rd *r, const char *what, size_t min_each, uint32_t *
 	return true;
 }
 
+/* Whether the n bytes at s, which lie in r's buffer, hold a NUL byte: 16
+ * at a time for the short strings (an input's name, a write-back's
+ * target: "layers.123.feed_forward.w1.weight"), where a library call costs
+ * more than the look. */
+static inline bool has_nul(const rd *r, const char *s, uint32_t n)
+{
+#ifdef __SSE2__
+	size_t readable = (size_t)((const char *)r->buf + r->len - s);
+	if (n <= 64 && readable >= 16) {
+		__m128i zero = _mm_setzero_si128();
+		unsigned found = (unsigned)_mm_movemask_epi8(
+			_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)s), zero));
+		if (n <= 16)
+			return (found & ~(0xffffu << n)) != 0;
+		for (uint32_t i = 16; i + 16 < n; i += 16)
+			found |= (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+				_mm_loadu_si128((const __m128i *)(const void *)(s + i)), zero));
+		found |= (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+			_mm_loadu_si128((const __m128i *)(const void *)(s + n - 16)), zero));
+		return found != 0;
+	}
+#else
+	(void)r;
+#endif
+	return memchr(s, 0, n) != NULL;
+}
+
 /* A string: u32 length, then that many bytes without NUL. Not necessarily
  * UTF-8: the text's \xHH escapes can put any other byte in a string. With
  * optional, the length PRB_NO_STRING means absent (*out = NULL). The bytes
@@ -227,7 +258,7 @@ static bool rd_span(rd *r, const char *what, bool optional, const char **out, ui
 		return rd_fail(r, at, "%s is %u bytes long, which runs past the end of the %s section "
 			       "(%zu bytes left)", what, n, r->section, left);
 	const char *s = (const char *)r->buf + r->pos;
-	if (memchr(s, 0, n))
+	if (has_nul(r, s, n))
 		return rd_fail(r, at, "%s contains a NUL byte, expected text", what);
 	*out = s;
 	*len = n;
@@ -265,6 +296,45 @@ static bool all_name_bytes(const char *s, uint32_t n)
 	return ok;
 }
 
+#ifdef __SSE2__
+/* Which of the 16 bytes at s are name bytes, a bit each: letters are the
+ * bytes that OR 0x20 takes to a-z, and a byte >= 0x80 is negative to the
+ * signed compares, so it is none of them. */
+static inline unsigned name_bytes16(const char *s)
+{
+	__m128i c = _mm_loadu_si128((const __m128i *)(const void *)s);
+	__m128i l = _mm_or_si128(c, _mm_set1_epi8(0x20));
+	__m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(l, _mm_set1_epi8('a' - 1)),
+				      _mm_cmplt_epi8(l, _mm_set1_epi8('z' + 1)));
+	__m128i digit = _mm_and_si128(_mm_cmpgt_epi8(c, _mm_set1_epi8('0' - 1)),
+				      _mm_cmplt_epi8(c, _mm_set1_epi8('9' + 1)));
+	__m128i punct = _mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8('_')),
+				     _mm_cmpeq_epi8(c, _mm_set1_epi8('.')));
+	return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(alpha, digit), punct));
+}
+#endif
+
+/* all_name_bytes for the n bytes at s, which lie in r's buffer, 16 at a
+ * time where 16 bytes from s are in the buffer (a name's 10 or so bytes in
+ * one step): every node has a name. */
+static inline bool name_bytes_in(const rd *r, const char *s, uint32_t n)
+{
+#ifdef __SSE2__
+	size_t readable = (size_t)((const char *)r->buf + r->len - s);
+	if (n > 0 && n <= 16 && readable >= 16)
+		return ((name_bytes16(s) | (0xffffu << n)) & 0xffffu) == 0xffffu;
+	if (n > 16) {
+		for (uint32_t i = 0; i + 16 < n; i += 16)
+			if (name_bytes16(s + i) != 0xffffu)
+				return false;
+		return name_bytes16(s + n - 16) == 0xffffu;
+	}
+#else
+	(void)r;
+#endif
+	return all_name_bytes(s, n);
+}
+
 /* rd_name_span's checks one by one, each with its own message: the way a
  * name that is not one fails. */
 static __attribute__((noinline)) bool rd_name_span_slow(rd *r, const char *what, bool optional,
@@ -297,7 +367,7 @@ static inline bool rd_name_span(rd *r, const char *what, bool optional, const ch
 		size_t at = r->pos;
 		uint32_t n = (uint32_t)rd_le(r, 4);
 		const char *s = (const char *)r->buf + r->pos;
-		if (n <= PRB_MAX_STRING && n <= r->end - r->pos && all_name_bytes(s, n)) {
+		if (n <= PRB_MAX_STRING && n <= r->end - r->pos && name_bytes_in(r, s, n)) {
 			r->pos += n;
 			*out = s;
 			*len = n;
@@ -357,10 +427,22 @@ static inline bool bytes_equal(const uint8_t *a, const uint8_t *b, size_t len)
 {
 	if (len < 8)
 		return load32(a) == load32(b) && load32(a + len - 4) == load32(b + len - 4);
+	if (len <= 16)
+		return ((load64(a) ^ load64(b)) | (load64(a + len - 8) ^ load64(b + len - 8))) == 0;
+#ifdef __SSE2__
+	/* 16 bytes a compare (a spec of rank 2 on the host is 44) */
+	for (size_t i = 0; i + 16 < len; i += 16)
+		if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(a + i)),
+						     _mm_loadu_si128((const __m128i *)(const void *)(b + i)))) != 0xffff)
+			return false;
+	return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(a + len - 16)),
+						_mm_loadu_si128((const __m128i *)(const void *)(b + len - 16)))) == 0xffff;
+#else
 	for (size_t i = 0; i + 8 < len; i += 8)
 		if (load64(a + i) != load64(b + i))
 			return false;
 	return load64(a + len - 8) == load64(b + len - 8);
+#endif
 }
 
 /* The device at the cursor when its bytes are those of one already checked:
@@ -546,23 +628,24 @@ static bool rd_layout(rd *r, pr_spec *s)
 	return true;
 }
 
-/* A spec's device: most often the one that followed the same layout last
- * time, which is then one compare. */
-static bool rd_spec_device(rd *r, pr_device *d)
+/* A spec's device id: most often the one that followed the same layout
+ * last time, which is then one compare and no intern. */
+static bool rd_spec_device(rd *r, pr_device_id *id)
 {
 	rd_known_layout *k = r->layout;
 	if (k->dev_len && r->end - r->pos >= k->dev_len &&
 	    bytes_equal(k->dev_raw, r->buf + r->pos, k->dev_len)) {
-		*d = k->dev;
+		*id = k->dev_id;
 		r->pos += k->dev_len;
 		return true;
 	}
 	size_t at = r->pos;
-	if (!rd_device(r, "the tensor's device", d))
+	pr_device d;
+	if (!rd_device(r, "the tensor's device", &d))
 		return false;
 	k->dev_len = r->pos - at;
 	memcpy(k->dev_raw, r->buf + at, k->dev_len);
-	k->dev = *d;
+	k->dev_id = *id = pr_device_intern(d);
 	return true;
 }
 
@@ -587,9 +670,8 @@ static bool rd_spec(rd *r, pr_spec *s)
 		return true;
 	size_t at = r->pos;
 	pr_device dev;
-	if (!rd_layout(r, s) || !rd_spec_device(r, &dev))
+	if (!rd_layout(r, s) || !rd_spec_device(r, &s->device_id))
 		return false;
-	s->device_id = pr_device_intern(dev);
 	s->has_mem = r->buf[at + 2] & PRB_SPEC_HAS_MEM;   /* the flags, checked */
 	if (!s->has_mem) {
 		r->last_spec = r->buf + at;
