@@ -241,7 +241,8 @@ static inline bool has_nul(const rd *r, const char *s, uint32_t n)
  * UTF-8: the text's \xHH escapes can put any other byte in a string. With
  * optional, the length PRB_NO_STRING means absent (*out = NULL). The bytes
  * are left in the file: *out points at them, *len says how many. */
-static bool rd_span(rd *r, const char *what, bool optional, const char **out, uint32_t *len)
+static __attribute__((noinline)) bool rd_span_checked(rd *r, const char *what, bool optional,
+						       const char **out, uint32_t *len)
 {
 	size_t at = r->pos;
 	uint32_t n;
@@ -266,19 +267,45 @@ static bool rd_span(rd *r, const char *what, bool optional, const char **out, ui
 	return true;
 }
 
+/* The same, inline for a string that is all there and has no NUL, and for
+ * an absent one (every input has a name or none): anything else goes the
+ * way rd_span_checked reports it. */
+static inline bool rd_span(rd *r, const char *what, bool optional, const char **out,
+			   uint32_t *len)
+{
+	if (__builtin_expect(r->end - r->pos >= 4, 1)) {
+		size_t at = r->pos;
+		uint32_t n = (uint32_t)rd_le(r, 4);
+		const char *s = (const char *)r->buf + r->pos;
+		if (n <= PRB_MAX_STRING && n <= r->end - r->pos && !has_nul(r, s, n)) {
+			r->pos += n;
+			*out = s;
+			*len = n;
+			return true;
+		}
+		if (optional && n == PRB_NO_STRING) {
+			*out = NULL;
+			return true;
+		}
+		r->pos = at;
+	}
+	return rd_span_checked(r, what, optional, out, len);
+}
+
 /* A NUL-terminated copy of a string, or NULL when optional and absent: in
  * the storage of graph `in` (a node's part: pr_graph_alloc), or malloc'd for
  * the caller when in is NULL. */
-static bool rd_string(rd *r, const char *what, bool optional, pr_graph *in, char **out)
+static inline bool rd_string(rd *r, const char *what, bool optional, pr_graph *in, char **out)
 {
 	const char *s;
 	uint32_t n;
 	*out = NULL;
 	if (!rd_span(r, what, optional, &s, &n))
 		return false;
-	if (s && in)
-		*out = memcpy(pr_graph_alloc(in, (size_t)n + 1), s, n);   /* zeroed: the NUL */
-	else if (s)
+	if (s && in) {
+		*out = pr_graph_alloc(in, (size_t)n + 1);   /* zeroed: the NUL */
+		prb_copy_short((uint8_t *)*out, s, n);
+	} else if (s)
 		*out = pr_xstrndup(s, n);
 	return true;
 }
@@ -795,34 +822,36 @@ static bool rd_arg(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
 	return true;
 }
 
-/* A value argument whose whole record (kind, node index) is in the section
- * and whose index reads a node before self with a result, taken with one
- * length check: most arguments are. Anything else is left at the cursor for
- * rd_arg, which reads it field by field and reports what is wrong. */
-static inline bool rd_value_arg_valid(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
-{
-	if (r->end - r->pos < 9 || r->buf[r->pos] != PR_ARG_VALUE)
-		return false;
-	uint64_t ix = load64(r->buf + r->pos + 1);
-	if (ix >= self || !nodes[ix].name)
-		return false;
-	a->kind = PR_ARG_VALUE;
-	a->u.value = &nodes[ix];
-	r->pos += 9;
-	return true;
-}
-
 /* Arguments are the graph's storage (pr_graph_new_args): no malloc per node,
- * and nothing to free on error, the graph owns them. */
+ * and nothing to free on error, the graph owns them. A value argument whose
+ * whole record (kind, node index) is in the section and whose index reads a
+ * node before self with a result is taken with one length check, the cursor
+ * in a local: most arguments are. Anything else is left at the cursor for
+ * rd_arg, which reads it field by field and reports what is wrong. */
 static bool rd_args(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_out)
 {
 	uint32_t n;
 	if (!rd_count(r, "the argument count", PRB_MIN_ARG, &n))
 		return false;
 	pr_arg *args = pr_graph_new_args(r->graph, (int)n);
-	for (uint32_t i = 0; i < n; i++)
-		if (!rd_value_arg_valid(r, nodes, self, &args[i]) && !rd_arg(r, nodes, self, &args[i]))
+	const uint8_t *buf = r->buf;
+	const size_t end = r->end;
+	size_t pos = r->pos;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t ix;
+		if (end - pos >= 9 && buf[pos] == PR_ARG_VALUE && (ix = load64(buf + pos + 1)) < self &&
+		    nodes[ix].name) {
+			args[i].kind = PR_ARG_VALUE;
+			args[i].u.value = &nodes[ix];
+			pos += 9;
+			continue;
+		}
+		r->pos = pos;
+		if (!rd_arg(r, nodes, self, &args[i]))
 			return false;
+		pos = r->pos;
+	}
+	r->pos = pos;
 	*out = args;
 	*n_out = (int)n;
 	return true;
