@@ -103,6 +103,9 @@ typedef struct rd {
 	pr_err *err;
 } rd;
 
+/* For the few readers on every node that the compiler would rather call. */
+#define RD_INLINE static inline __attribute__((always_inline))
+
 static bool rd_fail(rd *r, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static bool rd_fail(rd *r, size_t at, const char *fmt, ...)
@@ -214,7 +217,7 @@ static inline bool rd_count(rd *r, const char *what, size_t min_each, uint32_t *
  * at a time for the short strings (an input's name, a write-back's
  * target: "layers.123.feed_forward.w1.weight"), where a library call costs
  * more than the look. */
-static inline bool has_nul(const rd *r, const char *s, uint32_t n)
+RD_INLINE bool has_nul(const rd *r, const char *s, uint32_t n)
 {
 #ifdef __SSE2__
 	size_t readable = (size_t)((const char *)r->buf + r->len - s);
@@ -267,49 +270,6 @@ static __attribute__((noinline)) bool rd_span_checked(rd *r, const char *what, b
 	return true;
 }
 
-/* The same, inline for a string that is all there and has no NUL, and for
- * an absent one (every input has a name or none): anything else goes the
- * way rd_span_checked reports it. */
-static inline bool rd_span(rd *r, const char *what, bool optional, const char **out,
-			   uint32_t *len)
-{
-	if (__builtin_expect(r->end - r->pos >= 4, 1)) {
-		size_t at = r->pos;
-		uint32_t n = (uint32_t)rd_le(r, 4);
-		const char *s = (const char *)r->buf + r->pos;
-		if (n <= PRB_MAX_STRING && n <= r->end - r->pos && !has_nul(r, s, n)) {
-			r->pos += n;
-			*out = s;
-			*len = n;
-			return true;
-		}
-		if (optional && n == PRB_NO_STRING) {
-			*out = NULL;
-			return true;
-		}
-		r->pos = at;
-	}
-	return rd_span_checked(r, what, optional, out, len);
-}
-
-/* A NUL-terminated copy of a string, or NULL when optional and absent: in
- * the storage of graph `in` (a node's part: pr_graph_alloc), or malloc'd for
- * the caller when in is NULL. */
-static inline bool rd_string(rd *r, const char *what, bool optional, pr_graph *in, char **out)
-{
-	const char *s;
-	uint32_t n;
-	*out = NULL;
-	if (!rd_span(r, what, optional, &s, &n))
-		return false;
-	if (s && in) {
-		*out = pr_graph_alloc(in, (size_t)n + 1);   /* zeroed: the NUL */
-		prb_copy_short((uint8_t *)*out, s, n);
-	} else if (s)
-		*out = pr_xstrndup(s, n);
-	return true;
-}
-
 /* [A-Za-z0-9_.], by byte: one load per byte of every node's name. */
 static const uint8_t name_byte[256] = {
 	['.'] = 1, ['0' ... '9'] = 1, ['A' ... 'Z'] = 1, ['_'] = 1, ['a' ... 'z'] = 1,
@@ -344,7 +304,7 @@ static inline unsigned name_bytes16(const char *s)
 /* all_name_bytes for the n bytes at s, which lie in r's buffer, 16 at a
  * time where 16 bytes from s are in the buffer (a name's 10 or so bytes in
  * one step): every node has a name. */
-static inline bool name_bytes_in(const rd *r, const char *s, uint32_t n)
+RD_INLINE bool name_bytes_in(const rd *r, const char *s, uint32_t n)
 {
 #ifdef __SSE2__
 	size_t readable = (size_t)((const char *)r->buf + r->len - s);
@@ -362,6 +322,60 @@ static inline bool name_bytes_in(const rd *r, const char *s, uint32_t n)
 	return all_name_bytes(s, n);
 }
 
+/* The string field at the cursor taken in one pass when it is all there
+ * and its bytes pass their check (a name's: name bytes, which says it has
+ * no NUL; any other string's: no NUL), or when it is absent and optional;
+ * false, with the cursor where it was, for anything else, which the
+ * checked readers then report. */
+RD_INLINE bool rd_span_taken(rd *r, bool optional, bool name, const char **out, uint32_t *len)
+{
+	if (__builtin_expect(r->end - r->pos < 4, 0))
+		return false;
+	size_t at = r->pos;
+	uint32_t n = (uint32_t)rd_le(r, 4);
+	const char *s = (const char *)r->buf + r->pos;
+	if (n <= PRB_MAX_STRING && n <= r->end - r->pos &&
+	    (name ? name_bytes_in(r, s, n) : !has_nul(r, s, n))) {
+		r->pos += n;
+		*out = s;
+		*len = n;
+		return true;
+	}
+	if (optional && n == PRB_NO_STRING) {
+		*out = NULL;
+		return true;
+	}
+	r->pos = at;
+	return false;
+}
+
+/* rd_span_checked, inline for the string it takes in one pass (every input
+ * has a name or none). */
+RD_INLINE bool rd_span(rd *r, const char *what, bool optional, const char **out,
+		      uint32_t *len)
+{
+	return rd_span_taken(r, optional, false, out, len) ||
+	       rd_span_checked(r, what, optional, out, len);
+}
+
+/* A NUL-terminated copy of a string, or NULL when optional and absent: in
+ * the storage of graph `in` (a node's part: pr_graph_alloc), or malloc'd for
+ * the caller when in is NULL. */
+RD_INLINE bool rd_string(rd *r, const char *what, bool optional, pr_graph *in, char **out)
+{
+	const char *s;
+	uint32_t n;
+	*out = NULL;
+	if (!rd_span(r, what, optional, &s, &n))
+		return false;
+	if (s && in) {
+		*out = pr_graph_alloc(in, (size_t)n + 1);   /* zeroed: the NUL */
+		prb_copy_short((uint8_t *)*out, s, n);
+	} else if (s)
+		*out = pr_xstrndup(s, n);
+	return true;
+}
+
 /* rd_name_span's checks one by one, each with its own message: the way a
  * name that is not one fails. */
 static __attribute__((noinline)) bool rd_name_span_slow(rd *r, const char *what, bool optional,
@@ -371,7 +385,7 @@ static __attribute__((noinline)) bool rd_name_span_slow(rd *r, const char *what,
 	const char *s;
 	uint32_t n = 0;
 	*out = NULL;
-	if (!rd_span(r, what, optional, &s, &n))
+	if (!rd_span_checked(r, what, optional, &s, &n))
 		return false;
 	if (!s)
 		return true;
@@ -384,29 +398,13 @@ static __attribute__((noinline)) bool rd_name_span_slow(rd *r, const char *what,
 
 /* A name as the text format writes after '%' or '@': [A-Za-z0-9_.]+, left in
  * the file: *out points at its *len bytes (no NUL). A well-formed name is
- * taken in one pass: its bytes being name bytes says it has no NUL, which
- * rd_span would look for; anything else goes the way rd_span and the name
- * check report it. */
-static inline bool rd_name_span(rd *r, const char *what, bool optional, const char **out,
-				uint32_t *len)
+ * taken in one pass; anything else goes the way rd_span and the name check
+ * report it. */
+RD_INLINE bool rd_name_span(rd *r, const char *what, bool optional, const char **out,
+			   uint32_t *len)
 {
-	if (__builtin_expect(r->end - r->pos >= 4, 1)) {
-		size_t at = r->pos;
-		uint32_t n = (uint32_t)rd_le(r, 4);
-		const char *s = (const char *)r->buf + r->pos;
-		if (n <= PRB_MAX_STRING && n <= r->end - r->pos && name_bytes_in(r, s, n)) {
-			r->pos += n;
-			*out = s;
-			*len = n;
-			return true;
-		}
-		if (optional && n == PRB_NO_STRING) {
-			*out = NULL;
-			return true;
-		}
-		r->pos = at;
-	}
-	return rd_name_span_slow(r, what, optional, out, len);
+	return rd_span_taken(r, optional, true, out, len) ||
+	       rd_name_span_slow(r, what, optional, out, len);
 }
 
 /* The same as a NUL-terminated copy in r->scratch, valid until the next
