@@ -30,6 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "binary_format.h"
 #include "passrun/data.h"
 #include "passrun/format.h"
@@ -55,7 +59,7 @@ typedef struct rd_known_layout {
 	int64_t storage;        /* its storage span in bytes */
 	uint8_t dev_raw[RD_DEVICE_MAX];   /* the device that last followed it, */
 	size_t dev_len;                   /* as the file spells it (0: none yet), */
-	pr_device dev;                    /* and as it loaded */
+	pr_device_id dev_id;              /* and its id once loaded */
 } rd_known_layout;
 
 /* A node read but not linked yet (rd_node): its name as the file has it,
@@ -98,6 +102,9 @@ typedef struct rd {
 	unsigned lag_first, lag_n;
 	pr_err *err;
 } rd;
+
+/* For the few readers on every node that the compiler would rather call. */
+#define RD_INLINE static inline __attribute__((always_inline))
 
 static bool rd_fail(rd *r, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -206,11 +213,39 @@ static inline bool rd_count(rd *r, const char *what, size_t min_each, uint32_t *
 	return true;
 }
 
+/* Whether the n bytes at s, which lie in r's buffer, hold a NUL byte: 16
+ * at a time for the short strings (an input's name, a write-back's
+ * target: "layers.123.feed_forward.w1.weight"), where a library call costs
+ * more than the look. */
+RD_INLINE bool has_nul(const rd *r, const char *s, uint32_t n)
+{
+#ifdef __SSE2__
+	size_t readable = (size_t)((const char *)r->buf + r->len - s);
+	if (n <= 64 && readable >= 16) {
+		__m128i zero = _mm_setzero_si128();
+		unsigned found = (unsigned)_mm_movemask_epi8(
+			_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)s), zero));
+		if (n <= 16)
+			return (found & ~(0xffffu << n)) != 0;
+		for (uint32_t i = 16; i + 16 < n; i += 16)
+			found |= (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+				_mm_loadu_si128((const __m128i *)(const void *)(s + i)), zero));
+		found |= (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+			_mm_loadu_si128((const __m128i *)(const void *)(s + n - 16)), zero));
+		return found != 0;
+	}
+#else
+	(void)r;
+#endif
+	return memchr(s, 0, n) != NULL;
+}
+
 /* A string: u32 length, then that many bytes without NUL. Not necessarily
  * UTF-8: the text's \xHH escapes can put any other byte in a string. With
  * optional, the length PRB_NO_STRING means absent (*out = NULL). The bytes
  * are left in the file: *out points at them, *len says how many. */
-static bool rd_span(rd *r, const char *what, bool optional, const char **out, uint32_t *len)
+static __attribute__((noinline)) bool rd_span_checked(rd *r, const char *what, bool optional,
+						       const char **out, uint32_t *len)
 {
 	size_t at = r->pos;
 	uint32_t n;
@@ -227,28 +262,11 @@ static bool rd_span(rd *r, const char *what, bool optional, const char **out, ui
 		return rd_fail(r, at, "%s is %u bytes long, which runs past the end of the %s section "
 			       "(%zu bytes left)", what, n, r->section, left);
 	const char *s = (const char *)r->buf + r->pos;
-	if (memchr(s, 0, n))
+	if (has_nul(r, s, n))
 		return rd_fail(r, at, "%s contains a NUL byte, expected text", what);
 	*out = s;
 	*len = n;
 	r->pos += n;
-	return true;
-}
-
-/* A NUL-terminated copy of a string, or NULL when optional and absent: in
- * the storage of graph `in` (a node's part: pr_graph_alloc), or malloc'd for
- * the caller when in is NULL. */
-static bool rd_string(rd *r, const char *what, bool optional, pr_graph *in, char **out)
-{
-	const char *s;
-	uint32_t n;
-	*out = NULL;
-	if (!rd_span(r, what, optional, &s, &n))
-		return false;
-	if (s && in)
-		*out = memcpy(pr_graph_alloc(in, (size_t)n + 1), s, n);   /* zeroed: the NUL */
-	else if (s)
-		*out = pr_xstrndup(s, n);
 	return true;
 }
 
@@ -265,6 +283,99 @@ static bool all_name_bytes(const char *s, uint32_t n)
 	return ok;
 }
 
+#ifdef __SSE2__
+/* Which of the 16 bytes at s are name bytes, a bit each: letters are the
+ * bytes that OR 0x20 takes to a-z, and a byte >= 0x80 is negative to the
+ * signed compares, so it is none of them. */
+static inline unsigned name_bytes16(const char *s)
+{
+	__m128i c = _mm_loadu_si128((const __m128i *)(const void *)s);
+	__m128i l = _mm_or_si128(c, _mm_set1_epi8(0x20));
+	__m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(l, _mm_set1_epi8('a' - 1)),
+				      _mm_cmplt_epi8(l, _mm_set1_epi8('z' + 1)));
+	__m128i digit = _mm_and_si128(_mm_cmpgt_epi8(c, _mm_set1_epi8('0' - 1)),
+				      _mm_cmplt_epi8(c, _mm_set1_epi8('9' + 1)));
+	__m128i punct = _mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8('_')),
+				     _mm_cmpeq_epi8(c, _mm_set1_epi8('.')));
+	return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(alpha, digit), punct));
+}
+#endif
+
+/* all_name_bytes for the n bytes at s, which lie in r's buffer, 16 at a
+ * time where 16 bytes from s are in the buffer (a name's 10 or so bytes in
+ * one step): every node has a name. */
+RD_INLINE bool name_bytes_in(const rd *r, const char *s, uint32_t n)
+{
+#ifdef __SSE2__
+	size_t readable = (size_t)((const char *)r->buf + r->len - s);
+	if (n > 0 && n <= 16 && readable >= 16)
+		return ((name_bytes16(s) | (0xffffu << n)) & 0xffffu) == 0xffffu;
+	if (n > 16) {
+		for (uint32_t i = 0; i + 16 < n; i += 16)
+			if (name_bytes16(s + i) != 0xffffu)
+				return false;
+		return name_bytes16(s + n - 16) == 0xffffu;
+	}
+#else
+	(void)r;
+#endif
+	return all_name_bytes(s, n);
+}
+
+/* The string field at the cursor taken in one pass when it is all there
+ * and its bytes pass their check (a name's: name bytes, which says it has
+ * no NUL; any other string's: no NUL), or when it is absent and optional;
+ * false, with the cursor where it was, for anything else, which the
+ * checked readers then report. */
+RD_INLINE bool rd_span_taken(rd *r, bool optional, bool name, const char **out, uint32_t *len)
+{
+	if (__builtin_expect(r->end - r->pos < 4, 0))
+		return false;
+	size_t at = r->pos;
+	uint32_t n = (uint32_t)rd_le(r, 4);
+	const char *s = (const char *)r->buf + r->pos;
+	if (n <= PRB_MAX_STRING && n <= r->end - r->pos &&
+	    (name ? name_bytes_in(r, s, n) : !has_nul(r, s, n))) {
+		r->pos += n;
+		*out = s;
+		*len = n;
+		return true;
+	}
+	if (optional && n == PRB_NO_STRING) {
+		*out = NULL;
+		return true;
+	}
+	r->pos = at;
+	return false;
+}
+
+/* rd_span_checked, inline for the string it takes in one pass (every input
+ * has a name or none). */
+RD_INLINE bool rd_span(rd *r, const char *what, bool optional, const char **out,
+		      uint32_t *len)
+{
+	return rd_span_taken(r, optional, false, out, len) ||
+	       rd_span_checked(r, what, optional, out, len);
+}
+
+/* A NUL-terminated copy of a string, or NULL when optional and absent: in
+ * the storage of graph `in` (a node's part: pr_graph_alloc), or malloc'd for
+ * the caller when in is NULL. */
+RD_INLINE bool rd_string(rd *r, const char *what, bool optional, pr_graph *in, char **out)
+{
+	const char *s;
+	uint32_t n;
+	*out = NULL;
+	if (!rd_span(r, what, optional, &s, &n))
+		return false;
+	if (s && in) {
+		*out = pr_graph_alloc(in, (size_t)n + 1);   /* zeroed: the NUL */
+		prb_copy_short((uint8_t *)*out, s, n);
+	} else if (s)
+		*out = pr_xstrndup(s, n);
+	return true;
+}
+
 /* rd_name_span's checks one by one, each with its own message: the way a
  * name that is not one fails. */
 static __attribute__((noinline)) bool rd_name_span_slow(rd *r, const char *what, bool optional,
@@ -274,7 +385,7 @@ static __attribute__((noinline)) bool rd_name_span_slow(rd *r, const char *what,
 	const char *s;
 	uint32_t n = 0;
 	*out = NULL;
-	if (!rd_span(r, what, optional, &s, &n))
+	if (!rd_span_checked(r, what, optional, &s, &n))
 		return false;
 	if (!s)
 		return true;
@@ -287,29 +398,13 @@ static __attribute__((noinline)) bool rd_name_span_slow(rd *r, const char *what,
 
 /* A name as the text format writes after '%' or '@': [A-Za-z0-9_.]+, left in
  * the file: *out points at its *len bytes (no NUL). A well-formed name is
- * taken in one pass: its bytes being name bytes says it has no NUL, which
- * rd_span would look for; anything else goes the way rd_span and the name
- * check report it. */
-static inline bool rd_name_span(rd *r, const char *what, bool optional, const char **out,
-				uint32_t *len)
+ * taken in one pass; anything else goes the way rd_span and the name check
+ * report it. */
+RD_INLINE bool rd_name_span(rd *r, const char *what, bool optional, const char **out,
+			   uint32_t *len)
 {
-	if (__builtin_expect(r->end - r->pos >= 4, 1)) {
-		size_t at = r->pos;
-		uint32_t n = (uint32_t)rd_le(r, 4);
-		const char *s = (const char *)r->buf + r->pos;
-		if (n <= PRB_MAX_STRING && n <= r->end - r->pos && all_name_bytes(s, n)) {
-			r->pos += n;
-			*out = s;
-			*len = n;
-			return true;
-		}
-		if (optional && n == PRB_NO_STRING) {
-			*out = NULL;
-			return true;
-		}
-		r->pos = at;
-	}
-	return rd_name_span_slow(r, what, optional, out, len);
+	return rd_span_taken(r, optional, true, out, len) ||
+	       rd_name_span_slow(r, what, optional, out, len);
 }
 
 /* The same as a NUL-terminated copy in r->scratch, valid until the next
@@ -357,10 +452,22 @@ static inline bool bytes_equal(const uint8_t *a, const uint8_t *b, size_t len)
 {
 	if (len < 8)
 		return load32(a) == load32(b) && load32(a + len - 4) == load32(b + len - 4);
+	if (len <= 16)
+		return ((load64(a) ^ load64(b)) | (load64(a + len - 8) ^ load64(b + len - 8))) == 0;
+#ifdef __SSE2__
+	/* 16 bytes a compare (a spec of rank 2 on the host is 44) */
+	for (size_t i = 0; i + 16 < len; i += 16)
+		if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(a + i)),
+						     _mm_loadu_si128((const __m128i *)(const void *)(b + i)))) != 0xffff)
+			return false;
+	return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(a + len - 16)),
+						_mm_loadu_si128((const __m128i *)(const void *)(b + len - 16)))) == 0xffff;
+#else
 	for (size_t i = 0; i + 8 < len; i += 8)
 		if (load64(a + i) != load64(b + i))
 			return false;
 	return load64(a + len - 8) == load64(b + len - 8);
+#endif
 }
 
 /* The device at the cursor when its bytes are those of one already checked:
@@ -546,23 +653,24 @@ static bool rd_layout(rd *r, pr_spec *s)
 	return true;
 }
 
-/* A spec's device: most often the one that followed the same layout last
- * time, which is then one compare. */
-static bool rd_spec_device(rd *r, pr_device *d)
+/* A spec's device id: most often the one that followed the same layout
+ * last time, which is then one compare and no intern. */
+static bool rd_spec_device(rd *r, pr_device_id *id)
 {
 	rd_known_layout *k = r->layout;
 	if (k->dev_len && r->end - r->pos >= k->dev_len &&
 	    bytes_equal(k->dev_raw, r->buf + r->pos, k->dev_len)) {
-		*d = k->dev;
+		*id = k->dev_id;
 		r->pos += k->dev_len;
 		return true;
 	}
 	size_t at = r->pos;
-	if (!rd_device(r, "the tensor's device", d))
+	pr_device d;
+	if (!rd_device(r, "the tensor's device", &d))
 		return false;
 	k->dev_len = r->pos - at;
 	memcpy(k->dev_raw, r->buf + at, k->dev_len);
-	k->dev = *d;
+	k->dev_id = *id = pr_device_intern(d);
 	return true;
 }
 
@@ -587,9 +695,8 @@ static bool rd_spec(rd *r, pr_spec *s)
 		return true;
 	size_t at = r->pos;
 	pr_device dev;
-	if (!rd_layout(r, s) || !rd_spec_device(r, &dev))
+	if (!rd_layout(r, s) || !rd_spec_device(r, &s->device_id))
 		return false;
-	s->device_id = pr_device_intern(dev);
 	s->has_mem = r->buf[at + 2] & PRB_SPEC_HAS_MEM;   /* the flags, checked */
 	if (!s->has_mem) {
 		r->last_spec = r->buf + at;
@@ -713,34 +820,36 @@ static bool rd_arg(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
 	return true;
 }
 
-/* A value argument whose whole record (kind, node index) is in the section
- * and whose index reads a node before self with a result, taken with one
- * length check: most arguments are. Anything else is left at the cursor for
- * rd_arg, which reads it field by field and reports what is wrong. */
-static inline bool rd_value_arg_valid(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
-{
-	if (r->end - r->pos < 9 || r->buf[r->pos] != PR_ARG_VALUE)
-		return false;
-	uint64_t ix = load64(r->buf + r->pos + 1);
-	if (ix >= self || !nodes[ix].name)
-		return false;
-	a->kind = PR_ARG_VALUE;
-	a->u.value = &nodes[ix];
-	r->pos += 9;
-	return true;
-}
-
 /* Arguments are the graph's storage (pr_graph_new_args): no malloc per node,
- * and nothing to free on error, the graph owns them. */
+ * and nothing to free on error, the graph owns them. A value argument whose
+ * whole record (kind, node index) is in the section and whose index reads a
+ * node before self with a result is taken with one length check, the cursor
+ * in a local: most arguments are. Anything else is left at the cursor for
+ * rd_arg, which reads it field by field and reports what is wrong. */
 static bool rd_args(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_out)
 {
 	uint32_t n;
 	if (!rd_count(r, "the argument count", PRB_MIN_ARG, &n))
 		return false;
 	pr_arg *args = pr_graph_new_args(r->graph, (int)n);
-	for (uint32_t i = 0; i < n; i++)
-		if (!rd_value_arg_valid(r, nodes, self, &args[i]) && !rd_arg(r, nodes, self, &args[i]))
+	const uint8_t *buf = r->buf;
+	const size_t end = r->end;
+	size_t pos = r->pos;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t ix;
+		if (end - pos >= 9 && buf[pos] == PR_ARG_VALUE && (ix = load64(buf + pos + 1)) < self &&
+		    nodes[ix].name) {
+			args[i].kind = PR_ARG_VALUE;
+			args[i].u.value = &nodes[ix];
+			pos += 9;
+			continue;
+		}
+		r->pos = pos;
+		if (!rd_arg(r, nodes, self, &args[i]))
 			return false;
+		pos = r->pos;
+	}
+	r->pos = pos;
 	*out = args;
 	*n_out = (int)n;
 	return true;

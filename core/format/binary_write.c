@@ -108,7 +108,7 @@ static size_t wb_str_len(wbuf *b, const char *s)
 static inline uint8_t *put_str(uint8_t *q, const char *s, size_t n)
 {
 	q = put_le(q, n, 4);
-	memcpy(q, s, n);
+	prb_copy_short(q, s, n);
 	return q + n;
 }
 
@@ -188,15 +188,35 @@ static bool pm_get(const ptrmap *m, const void *k, uint64_t *v)
 /* The most bytes a device field takes: length, type, index. */
 #define W_DEVICE_MAX (1 + (PR_DEVICE_TYPE_MAX - 1) + 4)
 #define W_DEVICE_COPY 24   /* >= W_DEVICE_MAX: a device's bytes are copied as one block */
-#define W_KNOWN_DEVICES 4
+#define W_DEVICE_IDS 16    /* ids below this keep their bytes (w_device_bytes) */
 
-/* A device and its bytes in the file: a program names a few devices on
- * every spec, and encoding each costs a strnlen and a copy of its own. */
-typedef struct w_known_device {
-	pr_device_id id;
+/* A device's bytes in the file, by its id: a program names a few devices
+ * on every spec (ids are handed out from 0, the host, up), and encoding
+ * each costs a strnlen and a copy of its own. */
+typedef struct w_device_bytes {
 	uint8_t raw[W_DEVICE_COPY];
-	size_t len;   /* 0: empty */
-} w_known_device;
+	size_t len;   /* 0: not made yet */
+} w_device_bytes;
+
+/* The bytes of a spec up to its memory plan (dtype, rank, flags without
+ * the plan's bit, reserved, shape, strides, device) by what makes them:
+ * its interned layout, dtype and device. A program's specs repeat a few
+ * of these a million times (a host value and its device copy share the
+ * layout), and a kept one is one compare and a fixed-size copy instead of
+ * a word per dimension and the device. Kept when no longer than
+ * W_SPEC_KEPT (rank 4 on a device of up to 15 bytes' type: 64 + 20). */
+#define W_SPEC_KEPT 96
+#define W_SPECS_LOG2 5
+#define W_SPECS (1 << W_SPECS_LOG2)
+
+typedef struct w_spec_bytes {
+	const int64_t *shape, *strides;
+	pr_device_id device_id;
+	pr_dtype dtype;
+	int16_t rank;
+	uint8_t len;   /* 0: empty */
+	uint8_t raw[W_SPEC_KEPT];
+} w_spec_bytes;
 
 /* The storage of a layout (its interned shape and strides, dtype and rank),
  * and whether a constant of it is stored (w_worth_storing): the constants of
@@ -205,9 +225,11 @@ typedef struct w_known_layout {
 	const int64_t *shape, *strides;
 	int rank;
 	pr_dtype dtype;
-	bool worth;
+	bool used, worth;
 	int64_t storage;
 } w_known_layout;
+
+#define W_LAYOUTS_LOG2 4   /* kept layouts: the constants of a layer have a few */
 
 /* A segment of DATA, written after the metadata: bytes the program holds
  * already (a blob's, a loaded constant's mapped storage), written from where
@@ -235,10 +257,9 @@ typedef struct writer {
 	size_t n_segs, cap_segs;
 	uint64_t data_len;     /* DATA's size so far */
 	outbuf made;           /* the materialized storage of constants, one after another */
-	w_known_device devices[W_KNOWN_DEVICES];
-	unsigned next_device;  /* the entry replaced next */
-	unsigned last_device, last_arena;   /* the entries the last spec's fields had */
-	w_known_layout layout; /* the last constant's */
+	w_device_bytes devices[W_DEVICE_IDS];   /* by id */
+	w_spec_bytes *specs;   /* W_SPECS, by a hash of what makes them */
+	w_known_layout layouts[1 << W_LAYOUTS_LOG2];   /* by a hash of the layout */
 	pr_err *err;
 } writer;
 
@@ -259,61 +280,92 @@ static uint8_t *encode_device(uint8_t *q, pr_device d)
 	return put_le(q + n, (uint32_t)d.index, 4);
 }
 
-/* The bytes of the device of id at q, which has W_DEVICE_COPY bytes of room,
- * for one not the last of its field (put_device). */
-static __attribute__((noinline)) uint8_t *put_device_looked_up(writer *w, uint8_t *q,
-							       pr_device_id id, unsigned *last)
+/* The bytes of the device of id at q, which has W_DEVICE_COPY bytes of
+ * room, for an id not kept yet (put_device). */
+static __attribute__((noinline)) uint8_t *put_device_made(writer *w, uint8_t *q, pr_device_id id)
 {
-	for (unsigned i = 0; i < W_KNOWN_DEVICES; i++) {
-		const w_known_device *k = &w->devices[i];
-		if (k->len && k->id == id) {
-			*last = i;
-			memcpy(q, k->raw, W_DEVICE_COPY);
-			return q + k->len;
-		}
+	if (id >= W_DEVICE_IDS) {   /* a process with that many devices: made each time */
+		uint8_t raw[W_DEVICE_COPY] = {0};
+		size_t len = (size_t)(encode_device(raw, *pr_device_of(id)) - raw);
+		memcpy(q, raw, W_DEVICE_COPY);
+		return q + len;
 	}
-	*last = w->next_device++ % W_KNOWN_DEVICES;
-	w_known_device *k = &w->devices[*last];
+	w_device_bytes *k = &w->devices[id];
 	memset(k->raw, 0, sizeof k->raw);
-	k->id = id;
 	k->len = (size_t)(encode_device(k->raw, *pr_device_of(id)) - k->raw);
 	memcpy(q, k->raw, W_DEVICE_COPY);
 	return q + k->len;
 }
 
-/* The same, tried first against the entry the field (a spec's device, its
- * arena: *last) had the time before, which it nearly always has again. */
-static inline uint8_t *put_device(writer *w, uint8_t *q, pr_device_id id, unsigned *last)
+static inline uint8_t *put_device(writer *w, uint8_t *q, pr_device_id id)
 {
-	const w_known_device *k = &w->devices[*last];
-	if (__builtin_expect(k->len && k->id == id, 1)) {
-		memcpy(q, k->raw, W_DEVICE_COPY);
-		return q + k->len;
+	if (__builtin_expect(id < W_DEVICE_IDS && w->devices[id].len, 1)) {
+		memcpy(q, w->devices[id].raw, W_DEVICE_COPY);
+		return q + w->devices[id].len;
 	}
-	return put_device_looked_up(w, q, id, last);
+	return put_device_made(w, q, id);
 }
 
 /* The most bytes a spec of rank dims takes, with room for the devices'
- * whole blocks (put_device). */
-#define W_SPEC_MAX(rank) (4 + 16 * (rank) + 2 * W_DEVICE_MAX + 8 + W_DEVICE_COPY)
+ * whole blocks (put_device) and for a kept spec's (put_spec). */
+#define W_SPEC_MAX(rank) (4 + 16 * (rank) + 2 * W_DEVICE_MAX + 8 + W_DEVICE_COPY + W_SPEC_KEPT)
 
-/* A spec is the record every node has: its largest size is reserved once
- * (W_SPEC_MAX), with the node's head before it (w_node_head), then the
- * fields are stored at a cursor. */
-static uint8_t *put_spec(writer *w, uint8_t *q, const pr_spec *s)
+static w_spec_bytes *spec_slot(writer *w, const pr_spec *s)
 {
+	uint64_t h = ((uint64_t)(uintptr_t)s->shape ^ ((uint64_t)(uintptr_t)s->strides << 17) ^
+		      ((uint64_t)s->device_id << 40) ^ ((uint64_t)s->dtype << 56) ^
+		      ((uint64_t)s->rank << 61)) * UINT64_C(0x9E3779B97F4A7C15);
+	return &w->specs[h >> (64 - W_SPECS_LOG2)];
+}
+
+/* A spec's bytes up to its memory plan, made (and kept when short). */
+static __attribute__((noinline)) uint8_t *put_spec_made(writer *w, uint8_t *q, const pr_spec *s,
+							w_spec_bytes *k)
+{
+	uint8_t *start = q;
 	size_t rank = (size_t)s->rank;
 	*q++ = (uint8_t)s->dtype;
 	*q++ = (uint8_t)rank;
-	*q++ = s->has_mem ? PRB_SPEC_HAS_MEM : 0;
+	*q++ = 0;   /* the flags: put_spec sets the plan's bit */
 	*q++ = 0;
 	for (size_t i = 0; i < rank; i++) {
 		put_le(q + 8 * i, (uint64_t)s->shape[i], 8);
 		put_le(q + 8 * (rank + i), (uint64_t)s->strides[i], 8);
 	}
-	q = put_device(w, q + 16 * rank, s->device_id, &w->last_device);
+	q = put_device(w, q + 16 * rank, s->device_id);
+	size_t len = (size_t)(q - start);
+	if (len <= W_SPEC_KEPT) {
+		k->shape = s->shape;
+		k->strides = s->strides;
+		k->device_id = s->device_id;
+		k->rank = s->rank;
+		k->dtype = s->dtype;
+		k->len = (uint8_t)len;
+		memcpy(k->raw, start, len);
+	}
+	return q;
+}
+
+/* A spec is the record every node has: its largest size is reserved once
+ * (W_SPEC_MAX), with the node's head before it (w_node_head), then the
+ * fields are stored at a cursor. */
+static inline uint8_t *put_spec(writer *w, uint8_t *q, const pr_spec *s)
+{
+	w_spec_bytes *k = spec_slot(w, s);
+	uint8_t *start = q;
+	if (k->len && k->shape == s->shape && k->strides == s->strides &&
+	    k->device_id == s->device_id && k->rank == s->rank && k->dtype == s->dtype) {
+		if (k->len <= 48)   /* rank 2 on a device: 44 */
+			memcpy(q, k->raw, 48);
+		else
+			memcpy(q, k->raw, W_SPEC_KEPT);
+		q += k->len;
+	} else {
+		q = put_spec_made(w, q, s, k);
+	}
 	if (s->has_mem) {
-		q = put_device(w, q, s->mem_arena_id, &w->last_arena);
+		start[2] = PRB_SPEC_HAS_MEM;
+		q = put_device(w, q, s->mem_arena_id);
 		q = put_le(q, (uint64_t)s->mem_offset, 8);
 	}
 	return q;
@@ -401,6 +453,8 @@ static void w_drop_written(w_dropped *d, const uint8_t *bytes, size_t n)
 		w_drop_run(d);
 }
 
+#define W_SMALL_SEGMENT 4096
+
 /* DATA, segment by segment, with the zeros between. */
 static void w_data_section(const writer *w, wbuf *file)
 {
@@ -411,8 +465,17 @@ static void w_data_section(const writer *w, wbuf *file)
 	uint64_t pos = 0;
 	for (size_t i = 0; i < w->n_segs; i++) {
 		const w_segment_ref *g = &w->segs[i];
-		wb_bytes(file, zeros, (size_t)(g->at - pos));
-		wb_bytes(file, g->bytes ? g->bytes : w->made.p + g->made_at, (size_t)g->size);
+		const uint8_t *bytes = g->bytes ? g->bytes : w->made.p + g->made_at;
+		size_t pad = (size_t)(g->at - pos), n = (size_t)g->size;   /* pad < PRB_ALIGN */
+		if (n <= W_SMALL_SEGMENT) {   /* most constants: the padding and bytes in one room */
+			uint8_t *q = wb_room(file, PRB_ALIGN + n);
+			memset(q, 0, PRB_ALIGN);
+			memcpy(q + pad, bytes, n);
+			file->o.len += pad + n;
+		} else {
+			wb_bytes(file, zeros, pad);
+			wb_bytes(file, bytes, n);
+		}
 		if (g->bytes)
 			w_drop_written(&dropped, g->bytes, (size_t)g->size);
 		pos = g->at + g->size;
@@ -430,14 +493,18 @@ static bool worth_storing(const pr_spec *s, int64_t *storage)
 	       pr_spec_numel_checked(s, &numel) && numel <= *storage / (int64_t)pr_dtype_size(s->dtype);
 }
 
-/* The same, known for the last layout asked about: the layout's interned
- * dims identify it, and nothing changes them while a program is written. */
+/* The same, known for the layouts asked about before: the layout's interned
+ * dims identify it, and nothing changes them while a program is written.
+ * Consecutive constants alternate between a layer's few layouts. */
 static bool w_worth_storing(writer *w, const pr_spec *s, int64_t *storage)
 {
-	w_known_layout *k = &w->layout;
-	if (k->shape != s->shape || k->strides != s->strides || k->rank != s->rank ||
+	uint64_t h = ((uint64_t)(uintptr_t)s->shape ^ ((uint64_t)(uintptr_t)s->strides << 17) ^
+		      ((uint64_t)s->dtype << 56) ^ ((uint64_t)s->rank << 61)) *
+		     UINT64_C(0x9E3779B97F4A7C15);
+	w_known_layout *k = &w->layouts[h >> (64 - W_LAYOUTS_LOG2)];
+	if (!k->used || k->shape != s->shape || k->strides != s->strides || k->rank != s->rank ||
 	    k->dtype != s->dtype) {
-		*k = (w_known_layout){s->shape, s->strides, s->rank, s->dtype, false, 0};
+		*k = (w_known_layout){s->shape, s->strides, s->rank, s->dtype, true, false, 0};
 		k->worth = worth_storing(s, &k->storage);
 	}
 	*storage = k->storage;
@@ -564,13 +631,20 @@ static bool w_args(writer *w, wbuf *b, const pr_node *n, const pr_arg *args, int
 	return true;
 }
 
-static bool w_ref(writer *w, wbuf *b, const ptrmap *m, const void *k, const pr_node *n,
-		  const char *what)
+static __attribute__((noinline, cold)) bool w_ref_missing(writer *w, const pr_node *n,
+							 const char *what)
+{
+	return w_fail(w, pr_err_new("cannot write %%%s in @%s: its %s is not part of the program",
+				    n->name ? n->name : "(a statement)", n->graph->name, what));
+}
+
+/* Every op and delegate call: inline, its message out of line. */
+static inline bool w_ref(writer *w, wbuf *b, const ptrmap *m, const void *k, const pr_node *n,
+			 const char *what)
 {
 	uint64_t ix;
 	if (!k || !pm_get(m, k, &ix))
-		return w_fail(w, pr_err_new("cannot write %%%s in @%s: its %s is not part of the program",
-					    n->name ? n->name : "(a statement)", n->graph->name, what));
+		return w_ref_missing(w, n, what);
 	wb_u32(b, (uint32_t)ix);
 	return true;
 }
@@ -805,7 +879,7 @@ static bool w_sections(writer *w, wbuf *out, size_t *ends)
  * the header, which is left to the caller: head). */
 static pr_err *w_program(const pr_program *p, wbuf *file, uint8_t *head)
 {
-	writer w = {.prog = p};
+	writer w = {.prog = p, .specs = pr_xcalloc(W_SPECS, sizeof(w_spec_bytes))};
 	size_t ends[PRB_SEC_COUNT - 1];
 	w_index_program(&w);
 	bool ok = w_sections(&w, file, ends);
@@ -816,6 +890,7 @@ static pr_err *w_program(const pr_program *p, wbuf *file, uint8_t *head)
 		w_header(head, ends, data_off, (size_t)w.data_len);
 	}
 	free(w.made.p);
+	free(w.specs);
 	free(w.segs);
 	pm_free(&w.schemas);
 	pm_free(&w.delegates);

@@ -139,7 +139,8 @@ static void put_device(tbuf *b, pr_device d)
  * arrays (interned by the IR), so the same pointers, rank, dtype and device
  * print the same text: kept here per print, it is one compare and a copy
  * instead of a contiguity test and a number per dimension. */
-#define SPEC_TEXTS 64          /* a power of two */
+#define SPEC_TEXTS_LOG2 6
+#define SPEC_TEXTS (1 << SPEC_TEXTS_LOG2)
 #define SPEC_TEXT_MAX 96       /* longer texts are printed each time */
 #define SPEC_TEXT_BOUND 1024   /* more than any spec's text: 16 dims and strides of 20 digits */
 
@@ -186,10 +187,16 @@ static spec_text *spec_text_slot(printer *pr, const pr_spec *s)
 {
 	if (!pr->specs)
 		pr->specs = pr_xcalloc(SPEC_TEXTS, sizeof *pr->specs);
-	uintptr_t h = (uintptr_t)s->shape ^ ((uintptr_t)s->strides >> 3) ^ (uintptr_t)s->rank ^
-		      ((uintptr_t)s->dtype << 5) ^ ((uintptr_t)s->device_id << 9);
-	h ^= h >> 11;
-	return &pr->specs[(h >> 3) & (SPEC_TEXTS - 1)];
+	/* Multiplied, so that every input bit reaches the slot's bits: the
+	 * device ids are small numbers (the host 0, the first GPU 1), and a
+	 * host value and its device copy have the same layout, so an id that
+	 * misses the slot's bits (as `id << 9` did with the fold that kept
+	 * bits 3-8) puts both in one slot, to evict each other all along a
+	 * placed program. */
+	uint64_t h = ((uint64_t)(uintptr_t)s->shape ^ ((uint64_t)(uintptr_t)s->strides << 17) ^
+		      ((uint64_t)s->device_id << 40) ^ ((uint64_t)s->dtype << 56) ^
+		      ((uint64_t)s->rank << 61)) * UINT64_C(0x9E3779B97F4A7C15);
+	return &pr->specs[h >> (64 - SPEC_TEXTS_LOG2)];
 }
 
 /* The layout's text, from the kept one or printed (and then kept). */

@@ -581,7 +581,7 @@ Test(binary, a_constant_that_cannot_be_materialized_leaves_data_as_it_was)
 	pr_program_free(p);
 }
 
-/* More devices than the writer keeps encoded (4) each keep their own bytes,
+/* Devices the writer keeps encoded by id, and more, each keep their own bytes,
  * and a device built with bytes after its type's NUL (which interning drops:
  * test_device.c) writes as the clean one. */
 Test(binary, devices_are_written_by_their_type_and_index)
@@ -884,4 +884,119 @@ Test(binary, a_getitem_index_past_32_bits_is_refused_at_its_byte)
 	pr_err_free(e);
 	free(bin);
 	pr_program_free(p);
+}
+
+/* Where the n bytes of s first occur in bin, which must hold them. */
+static size_t find_bytes(const uint8_t *bin, size_t len, const char *s, size_t n)
+{
+	size_t at = 0;
+	while (at + n <= len && memcmp(bin + at, s, n))
+		at++;
+	cr_assert_leq(at + n, len, "'%.*s' is in the file", (int)n, s);
+	return at;
+}
+
+/* The loader checks a node's name 16 bytes at a time: a byte that is not a
+ * name byte, at any place in a name of any length (one step, several, the
+ * overlapping last one), is refused at the name, whichever side of a range
+ * of name bytes it lies on (letters are found with OR 0x20, so 0xdf and '@'
+ * are tried), and every name byte is taken. */
+Test(binary, a_byte_that_is_not_a_name_byte_is_refused_anywhere_in_a_name)
+{
+	static const uint8_t bad_bytes[] = {'-', '/', ':', '@', '[', '^', '`', '{', 0x7f, 0x80,
+					    0xc1, 0xdf, 0xfa, ' '};
+	for (size_t n = 1; n <= 40; n++) {
+		char name[48];
+		for (size_t i = 0; i < n; i++)
+			name[i] = "aZ09_.zAy"[i % 9];
+		name[n] = 0;
+		char text[256];
+		snprintf(text, sizeof text, "passrun 1\nmethod @m {\n  %%%s: f32[2] = input user \"x\"\n"
+			 "  return %%%s\n}\n", name, name);
+		pr_program *p = tu_parse(text);
+		uint8_t *bin;
+		size_t len;
+		write_ok(p, &bin, &len, "a name");
+		pr_program *q = load_ok(bin, len, false, "a name");
+		cr_expect_not_null(pr_graph_find(q->methods[0], name), "%s loads", name);
+		pr_program_free(q);
+		size_t at = find_bytes(bin, len, name, n);
+		char want[96];
+		snprintf(want, sizeof want, "byte %zu: the node's name is not a name", at - 4);
+		for (size_t i = 0; i < n; i++)
+			for (size_t k = 0; k < sizeof bad_bytes; k++) {
+				uint8_t keep = bin[at + i];
+				bin[at + i] = bad_bytes[k];
+				expect_load_refused(bin, len, want);
+				bin[at + i] = keep;
+			}
+		free(bin);
+		pr_program_free(p);
+	}
+}
+
+/* A string's NUL byte is found 16 bytes at a time in a short string and by
+ * memchr in a long one: at every place of strings of every length around
+ * those steps, it is refused at the string. */
+Test(binary, a_nul_byte_is_refused_anywhere_in_a_string)
+{
+	for (size_t n = 1; n <= 70; n++) {
+		char s[80];
+		for (size_t i = 0; i < n; i++)
+			s[i] = (char)('a' + i % 26);
+		s[n] = 0;
+		char text[256];
+		snprintf(text, sizeof text, "passrun 1\nmethod @m {\n  %%x: f32[2] = input user \"%s\"\n"
+			 "  return %%x\n}\n", s);
+		pr_program *p = tu_parse(text);
+		uint8_t *bin;
+		size_t len;
+		write_ok(p, &bin, &len, "a string");
+		size_t at = find_bytes(bin, len, s, n);
+		char want[96];
+		snprintf(want, sizeof want, "byte %zu: the input's name contains a NUL byte", at - 4);
+		for (size_t i = 0; i < n; i++) {
+			bin[at + i] = 0;
+			expect_load_refused(bin, len, want);
+			bin[at + i] = (uint8_t)s[i];
+		}
+		pr_program *q = load_ok(bin, len, false, "a string");
+		cr_expect_str_eq(pr_graph_find(q->methods[0], "x")->input->name, s);
+		pr_program_free(q);
+		free(bin);
+		pr_program_free(p);
+	}
+}
+
+/* The loader takes a spec whose bytes equal the last one's, and the writer
+ * a spec whose layout and device it has written before, as those: specs
+ * one byte apart (a dimension, a stride, the dtype, the device's index), of
+ * ranks up to 5 (past the 48 bytes the writer copies in one block), on a
+ * device and on the host, with and without a memory plan, each load as
+ * written. */
+Test(binary, specs_a_byte_apart_load_as_their_own)
+{
+	pr_strbuf t;
+	pr_strbuf_init(&t);
+	pr_strbuf_puts(&t, "passrun 1\nop t::id(Tensor self) -> Tensor\nmethod @m {\n"
+		       "  %x: f32[2] = input user \"x\"\n");
+	int k = 0;
+	for (int rank = 1; rank <= 5; rank++)
+		for (int d = 0; d < rank; d++)
+			for (int v = 0; v < 6; v++) {
+				char dims[64] = "", strides[64] = "";
+				for (int i = 0, o = 0, so = 0; i < rank; i++) {
+					int dim = 2 + i + (i == d && v % 2);
+					o += snprintf(dims + o, sizeof dims - (size_t)o, "%s%d", i ? "," : "", dim);
+					so += snprintf(strides + so, sizeof strides - (size_t)so, "%s%d",
+						       i ? "," : "", 100 * (rank - i) + (i == d && v >= 4));
+				}
+				pr_strbuf_printf(&t, "  %%v%d: %s[%s]%s{strides=[%s]%s} = t::id(%%x)\n", k++,
+						 v == 2 ? "f16" : "f32", dims, v % 3 ? "@cuda:1" : v == 3 ? "@cuda:2" : "",
+						 strides, v == 1 ? ", mem=cuda:1:64" : "");
+			}
+	pr_strbuf_puts(&t, "  return %x\n}\n");
+	expect_same_text_after_round_trip(tu_parse(t.data), "specs a byte apart",
+					  "f32[2,3,4,5,7]@cuda:1{strides=[500,400,300,200,101]}");
+	pr_strbuf_free(&t);
 }
