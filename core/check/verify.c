@@ -143,19 +143,28 @@ typedef struct ptr_map {
 
 /* The quoted names of a method's inputs, by a hash of the name: each input
  * and each write-back looks its name up once. A slot keeps the hash beside
- * the node's place in the walk's node array, so that a probe past another
- * name reads neither that node nor its name (on a big method, two cache
- * misses), in 8 bytes: half the lines a pointer would take. The table is
+ * the input's place in the map's list of names, so that a probe past another
+ * name reads neither that entry nor its name (on a big method, two cache
+ * misses), in 8 bytes: half the lines a pointer would take. The list holds
+ * each name beside its node, so that comparing a name is one line and the
+ * name's, not the node's, its input record's and the name's. The table is
  * sized once for the inputs that open the method (where the loaders and the
  * passes keep them), and grows only for inputs further on. */
 typedef struct name_slot {
 	uint32_t hash;        /* pr_str_hash of the name */
-	uint32_t at;          /* 1 + the node's index in vctx.nodes; 0: free slot */
+	uint32_t at;          /* 1 + the input's index in name_map.names; 0: free slot */
 } name_slot;
+
+typedef struct named_input {
+	const char *name;     /* node->input->name */
+	pr_node *node;
+} named_input;
 
 typedef struct name_map {
 	name_slot *slots;
 	size_t cap, n;        /* cap a power of two (or 0), more than twice n */
+	named_input *names;   /* n of them, in the order they were put */
+	size_t names_cap;
 } name_map;
 
 typedef struct vctx {
@@ -249,26 +258,31 @@ static uint32_t name_hash(const char *name)
 	return pr_str_hash(name, strlen(name));
 }
 
-static pr_node *slot_node(const vctx *c, const name_slot *s)
+static pr_node *slot_node(const name_map *m, const name_slot *s)
 {
-	return s->at ? c->nodes[s->at - 1] : NULL;
+	return s->at ? m->names[s->at - 1].node : NULL;
 }
 
 /* The slot of the input named name (whose name_hash is h), or the free slot
  * where it would go; the table has slots. */
-static name_slot *name_map_at(const vctx *c, const char *name, uint32_t h)
+static name_slot *name_map_at(const name_map *m, const char *name, uint32_t h)
 {
-	const name_map *m = &c->inputs;
 	size_t i = h & (m->cap - 1);
 	while (m->slots[i].at &&
-	       (m->slots[i].hash != h || strcmp(slot_node(c, &m->slots[i])->input->name, name)))
+	       (m->slots[i].hash != h || strcmp(m->names[m->slots[i].at - 1].name, name)))
 		i = (i + 1) & (m->cap - 1);
 	return &m->slots[i];
 }
 
-static pr_node *name_map_get(const vctx *c, const char *name)
+/* Puts the input n, named name (hash h), in the free slot at. */
+static void name_map_put(name_map *m, name_slot *at, pr_node *n, const char *name, uint32_t h)
 {
-	return c->inputs.cap ? slot_node(c, name_map_at(c, name, name_hash(name))) : NULL;
+	if (m->n == m->names_cap) {
+		m->names_cap = m->names_cap ? 2 * m->names_cap : 64;
+		m->names = pr_xrealloc(m->names, m->names_cap * sizeof *m->names);
+	}
+	m->names[m->n] = (named_input){name, n};
+	*at = (name_slot){h, (uint32_t)++m->n};
 }
 
 /* The table grown to a power of two (64 slots or more) over twice want,
@@ -300,6 +314,7 @@ static inline void name_map_fit(name_map *m, size_t want)
 static void name_map_clear(name_map *m)
 {
 	free(m->slots);
+	free(m->names);
 	*m = (name_map){0};
 }
 
@@ -446,6 +461,15 @@ static inline bool same_dtype_shape(const pr_spec *a, const pr_spec *b)
 }
 
 /* ---- values and use lists --------------------------------------------- */
+
+/* Every line of node n, for a check to find in cache. */
+static void prefetch_node(const pr_node *n)
+{
+	const char *p = (const char *)n;
+	for (size_t off = 0; off < sizeof *n; off += 64)
+		__builtin_prefetch(p + off);
+}
+
 
 /* check_value's findings, in its order: each test again, from the first,
  * for a slot that failed one of them. */
@@ -1075,14 +1099,14 @@ static void check_input(vctx *c, pr_node *n)
 		return;
 	uint32_t h = c->ahead[c->at & 7];
 	name_map_fit(&c->inputs, c->inputs.n + 1);
-	name_slot *at = name_map_at(c, n->input->name, h);
+	name_slot *at = name_map_at(&c->inputs, n->input->name, h);
 	if (at->at) {
 		report(c, "E-INPUT", n, "input %s is named \"%s\", like %s; expected unique "
-		       "input names", label(n, ln), n->input->name, label(slot_node(c, at), le));
+		       "input names", label(n, ln), n->input->name,
+		       label(slot_node(&c->inputs, at), le));
 		return;
 	}
-	*at = (name_slot){h, (uint32_t)c->at + 1};
-	c->inputs.n++;
+	name_map_put(&c->inputs, at, n, n->input->name, h);
 }
 
 static const char *input_kind_str(pr_input_kind k)
@@ -1097,7 +1121,9 @@ static const char *input_kind_str(pr_input_kind k)
 	return "unknown";
 }
 
-static void check_writeback(vctx *c, pr_node *ret, int i)
+/* Write-back i of ret, whose target names e among the inputs checked so far
+ * (NULL: none, or no target); e is not read in a delegate body. */
+static void check_writeback(vctx *c, pr_node *ret, int i, pr_node *e)
 {
 	char lv[LABEL_MAX], lt[LABEL_MAX], s1[SPEC_MAX], s2[SPEC_MAX];
 	const pr_writeback *wb = &ret->writebacks[i];
@@ -1109,7 +1135,6 @@ static void check_writeback(vctx *c, pr_node *ret, int i)
 		       kw, wb->target ? wb->target : "");
 		return;
 	}
-	pr_node *e = wb->target ? name_map_get(c, wb->target) : NULL;
 	pr_input_kind want = buffer ? PR_INPUT_BUFFER : PR_INPUT_USER;
 	if (!e || e->input->kind != want) {
 		char what[LABEL_MAX + 48];
@@ -1132,6 +1157,75 @@ static void check_writeback(vctx *c, pr_node *ret, int i)
 		       label(e, lt), spec_str(t, s2));
 }
 
+/* How far apart, in write-backs, check_writebacks' stages run. */
+#define WB_STAGE 4
+
+/* Does write-back i of ret look its target up? */
+static inline bool wb_looks_up(const pr_node *ret, int i)
+{
+	return i >= 0 && i < ret->n_args && ret->writebacks[i].kind != PR_WRITEBACK_NONE &&
+	       ret->writebacks[i].target;
+}
+
+/* Every write-back of ret, in order. A method's return writes back every
+ * buffer it has (a big model: tens of thousands), and each target's lookup
+ * is a chain of cache misses: its name, its slot, the input's entry, the
+ * input's name and node, its record. So each lookup is asked for in stages,
+ * each WB_STAGE write-backs ahead of the next, each when the lines the
+ * stage before asked for are in: the check itself then finds them in
+ * cache. The stages only fetch lines; the check looks the target up as
+ * always. */
+static void check_writebacks(vctx *c, pr_node *ret)
+{
+	const name_map *m = &c->inputs;
+	if (c->body || !m->cap) {
+		for (int i = 0; i < ret->n_args; i++)
+			if (ret->writebacks[i].kind != PR_WRITEBACK_NONE)
+				check_writeback(c, ret, i, NULL);
+		return;
+	}
+	uint32_t hash[8 * WB_STAGE];   /* by write-back, i % its size */
+	const int ring = 8 * WB_STAGE;
+	for (int j = 0; j < ret->n_args + 5 * WB_STAGE; j++) {
+		int i = j;
+		if (wb_looks_up(ret, i)) {
+			__builtin_prefetch(ret->writebacks[i].target);
+			if (ret->args[i].kind == PR_ARG_VALUE && ret->args[i].u.value)
+				prefetch_node(ret->args[i].u.value);
+		}
+		if (wb_looks_up(ret, i -= WB_STAGE)) {
+			uint32_t h = name_hash(ret->writebacks[i].target);
+			hash[i % ring] = h;
+			__builtin_prefetch(&m->slots[h & (m->cap - 1)]);
+		}
+		if (wb_looks_up(ret, i -= WB_STAGE)) {
+			uint32_t h = hash[i % ring];
+			const name_slot *sl = &m->slots[h & (m->cap - 1)];
+			if (sl->at && sl->hash == h)
+				__builtin_prefetch(&m->names[sl->at - 1]);
+		}
+		if (wb_looks_up(ret, i -= WB_STAGE)) {
+			uint32_t h = hash[i % ring];
+			const name_slot *sl = &m->slots[h & (m->cap - 1)];
+			if (sl->at && sl->hash == h) {
+				__builtin_prefetch(m->names[sl->at - 1].name);
+				prefetch_node(m->names[sl->at - 1].node);
+			}
+		}
+		if (wb_looks_up(ret, i -= WB_STAGE)) {
+			uint32_t h = hash[i % ring];
+			const name_slot *sl = &m->slots[h & (m->cap - 1)];
+			if (sl->at && sl->hash == h)
+				__builtin_prefetch(m->names[sl->at - 1].node->input);
+		}
+		if ((i -= WB_STAGE) >= 0 && ret->writebacks[i].kind != PR_WRITEBACK_NONE) {
+			const char *t = ret->writebacks[i].target;
+			check_writeback(c, ret, i, t ? slot_node(m, name_map_at(m, t, hash[i % ring]))
+						     : NULL);
+		}
+	}
+}
+
 static void check_return(vctx *c, pr_node *n)
 {
 	char ln[LABEL_MAX];
@@ -1145,11 +1239,8 @@ static void check_return(vctx *c, pr_node *n)
 		if (n->args[i].kind != PR_ARG_VALUE)
 			report(c, "E-RETURN", n, "return value %d of @%s is %s; expected a value",
 			       i, c->g->name, arg_kind_str(&n->args[i]));
-	if (!n->writebacks)
-		return;
-	for (int i = 0; i < n->n_args; i++)
-		if (n->writebacks[i].kind != PR_WRITEBACK_NONE)
-			check_writeback(c, n, i);
+	if (n->writebacks)
+		check_writebacks(c, n);
 }
 
 static void check_node(vctx *c, pr_node *n)
@@ -1252,14 +1343,6 @@ static inline void hash_ahead(vctx *c, int64_t j)
 {
 	if (!c->body && c->nodes[j]->kind == PR_NODE_INPUT)
 		hash_input_ahead(c, j);
-}
-
-/* Every line of node n, for check_node to find in cache. */
-static void prefetch_node(const pr_node *n)
-{
-	const char *p = (const char *)n;
-	for (size_t off = 0; off < sizeof *n; off += 64)
-		__builtin_prefetch(p + off);
 }
 
 /* The values that node n reads directly (stage 0), or the use each of its
