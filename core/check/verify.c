@@ -1243,11 +1243,39 @@ static void check_return(vctx *c, pr_node *n)
 		check_writebacks(c, n);
 }
 
+/* How far ahead check_many_values asks for a slot's value, and then its use. */
+#define ARGS_AHEAD 8
+
+/* check_arg_values of a node that reads many values (a method's return: every
+ * output and written-back buffer), each value's node and then its use entry
+ * asked for ahead, as fetch_ahead does for the nodes to come: on a big method
+ * each is a cache miss, and the checks would wait for each in turn. */
+static __attribute__((noinline)) int check_many_values(vctx *c, pr_node *n)
+{
+	pr_arg *args = n->args;
+	int bad = 0;
+	for (int i = 0; i < n->n_args; i++) {
+		int j = i + ARGS_AHEAD;
+		if (j < n->n_args && args[j].kind == PR_ARG_VALUE && args[j].u.value)
+			prefetch_node(args[j].u.value);
+		j = i + ARGS_AHEAD / 2;
+		if (j < n->n_args && args[j].kind == PR_ARG_VALUE && args[j].u.value) {
+			const pr_node *v = args[j].u.value;
+			if (args[j].use_index >= 0 && args[j].use_index < v->n_uses)
+				__builtin_prefetch(&v->uses[args[j].use_index]);
+		}
+		bad += check_arg_values(c, n, &args[i], 1);
+	}
+	return bad;
+}
+
 static void check_node(vctx *c, pr_node *n)
 {
 	/* A node that reads an undefined value is reported once, for that: its
 	 * other checks would only repeat it. The return is still counted. */
-	if (check_arg_values(c, n, n->args, n->n_args) && n->kind != PR_NODE_RETURN)
+	int bad = n->n_args > 2 * ARGS_AHEAD ? check_many_values(c, n)
+					      : check_arg_values(c, n, n->args, n->n_args);
+	if (bad && n->kind != PR_NODE_RETURN)
 		return;
 	switch (n->kind) {
 	case PR_NODE_INPUT: check_input(c, n); break;
@@ -1465,8 +1493,10 @@ static int64_t leading_inputs(const pr_graph *g)
 {
 	int64_t k = 0;
 	for (const pr_node *n = g->first; n && k < g->n_nodes && n->graph == g && n->kind == PR_NODE_INPUT;
-	     n = n->next)
+	     n = n->next) {
+		__builtin_prefetch((const char *)n + 2 * LEAD * sizeof *n);   /* prefetch_guess's line */
 		k++;
+	}
 	return k;
 }
 
