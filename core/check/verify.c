@@ -99,8 +99,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-
 
 /* ---- context and reporting ------------------------------------------- */
 
@@ -165,8 +163,8 @@ typedef struct named_input {
 typedef struct name_map {
 	name_slot *slots;
 	size_t cap, n;        /* cap a power of two (or 0), more than twice n */
-	named_input *names;   /* n of them, in the order they were put; room for
-			       * cap / 2 */
+	named_input *names;   /* n of them, in the order they were put */
+	size_t names_cap;
 } name_map;
 
 typedef struct vctx {
@@ -200,55 +198,6 @@ typedef struct vctx {
 } vctx;
 
 /* ---- tables --------------------------------------------------------------- */
-
-/* Under ASan the big tables come from calloc, so that the sanitizer keeps
- * seeing them (as program.c's blocks do). */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define VERIFY_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define VERIFY_ASAN 1
-#endif
-#ifdef VERIFY_ASAN
-#define HUGE_TABLES 0
-#else
-#define HUGE_TABLES 1
-#endif
-
-#define HUGE_PAGE ((size_t)2 << 20)
-
-/* bytes zeroed bytes; freed with table_free(p, bytes). A table of a big
- * method (its nodes, its inputs' names and their slots: 8 MB each at a
- * million nodes) is mapped at a huge-page boundary and marked for
- * transparent huge pages, as program.c maps its node slabs: a fault per
- * 2 MB, not per 4 KB, and each slot a probe reads is not a TLB miss of its
- * own. */
-static void *table_alloc(size_t bytes)
-{
-	if (!HUGE_TABLES || bytes < HUGE_PAGE)
-		return pr_xcalloc(1, bytes ? bytes : 1);
-	size_t len = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-	char *m = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		       -1, 0);
-	if (m == MAP_FAILED)
-		pr_assert_fail("out of memory", __FILE__, __LINE__);
-	size_t lead = (HUGE_PAGE - (uintptr_t)m % HUGE_PAGE) % HUGE_PAGE;
-	if (lead)
-		munmap(m, lead);
-	munmap(m + lead + len, HUGE_PAGE - lead);
-	(void)madvise(m + lead, len, MADV_HUGEPAGE);   /* a hint: fine to fail */
-	return m + lead;
-}
-
-static void table_free(void *p, size_t bytes)
-{
-	if (!HUGE_TABLES || bytes < HUGE_PAGE)
-		free(p);
-	else if (p)
-		munmap(p, (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
-}
 
 static size_t ptr_slot(const void *k, size_t cap)
 {
@@ -359,23 +308,22 @@ static name_slot *name_map_at(const name_map *m, const char *name, uint32_t h)
 /* Puts the input n, named name (hash h), in the free slot at. */
 static void name_map_put(name_map *m, name_slot *at, pr_node *n, const char *name, uint32_t h)
 {
+	if (m->n == m->names_cap) {
+		m->names_cap = m->names_cap ? 2 * m->names_cap : 64;
+		m->names = pr_xrealloc(m->names, m->names_cap * sizeof *m->names);
+	}
 	m->names[m->n] = (named_input){name, n};
 	*at = (name_slot){h, (uint32_t)++m->n};
 }
 
 /* The table grown to a power of two (64 slots or more) over twice want,
- * each entry placed again by the hash it keeps; its names keep their
- * places. */
+ * each entry placed again by the hash it keeps. */
 static void name_map_grow(name_map *m, size_t want)
 {
 	name_map old = *m;
 	for (m->cap = old.cap ? old.cap * 2 : 64; 2 * want >= m->cap;)
 		m->cap *= 2;
-	m->slots = table_alloc(m->cap * sizeof *m->slots);
-	m->names = table_alloc(m->cap / 2 * sizeof *m->names);
-	if (old.n)
-		memcpy(m->names, old.names, old.n * sizeof *m->names);
-	table_free(old.names, old.cap / 2 * sizeof *old.names);
+	m->slots = pr_xcalloc(m->cap, sizeof *m->slots);
 	for (size_t i = 0; i < old.cap; i++) {
 		if (!old.slots[i].at)
 			continue;
@@ -384,7 +332,7 @@ static void name_map_grow(name_map *m, size_t want)
 			j = (j + 1) & (m->cap - 1);
 		m->slots[j] = old.slots[i];
 	}
-	table_free(old.slots, old.cap * sizeof *old.slots);
+	free(old.slots);
 }
 
 /* Room for want names: each input asks, so the test is kept inline. */
@@ -396,8 +344,8 @@ static inline void name_map_fit(name_map *m, size_t want)
 
 static void name_map_clear(name_map *m)
 {
-	table_free(m->slots, m->cap * sizeof *m->slots);
-	table_free(m->names, m->cap / 2 * sizeof *m->names);
+	free(m->slots);
+	free(m->names);
 	*m = (name_map){0};
 }
 
@@ -1383,8 +1331,8 @@ static void nodes_fit(vctx *c, int64_t n)
 	size_t need = n > 0 ? (size_t)n : 1;
 	if (need <= c->nodes_cap)
 		return;
-	table_free(c->nodes, c->nodes_cap * sizeof *c->nodes);
-	c->nodes = table_alloc(need * sizeof *c->nodes);
+	free(c->nodes);
+	c->nodes = pr_xmalloc(need * sizeof *c->nodes);
 	c->nodes_cap = need;
 }
 
@@ -1725,6 +1673,6 @@ int pr_verify(pr_program *p, pr_diags *diags, const char *pass_name)
 	free(c.sinfos);
 	free(c.dinfos);
 	free(c.sorted);
-	table_free(c.nodes, c.nodes_cap * sizeof *c.nodes);
+	free(c.nodes);
 	return c.errors;
 }
