@@ -190,7 +190,7 @@ typedef struct vctx {
 	pr_node **nodes;      /* g's nodes in order, as the link walk found them */
 	size_t nodes_cap;
 	int64_t at;           /* the index in nodes of the node being checked */
-	uint32_t ahead[8];    /* name_hash of input nodes[i]'s name at i % 8 */
+	uint32_t ahead[16];   /* name_hash of input nodes[i]'s name at i % 16 */
 	int n_returns;
 	bool has_copies;      /* g holds an h2d or d2h op (of the nodes linked so far) */
 	bool assumed_no_copies; /* a check read has_copies as false before the
@@ -1128,7 +1128,7 @@ static void check_input(vctx *c, pr_node *n)
 		       "parameter, buffer or constant", label(n, ln), c->g->name);
 	if (!n->input->name || c->body)
 		return;
-	uint32_t h = c->ahead[c->at & 7];
+	uint32_t h = c->ahead[c->at & 15];
 	name_map_fit(&c->inputs, c->inputs.n + 1);
 	name_slot *at = name_map_at(&c->inputs, n->input->name, h);
 	if (at->at) {
@@ -1323,7 +1323,13 @@ static void check_node(vctx *c, pr_node *n)
 
 /* How far (in nodes) the link walk runs ahead of the node checks, and the
  * farthest fetch_ahead reads ahead in c->nodes. */
-#define LEAD 16
+#define LEAD 24
+/* How far ahead of the node checked fetch_ahead asks for a node's arguments
+ * and input name, for the values it reads (and hashes its input name), and
+ * for their use entries: each stage when the one before has come in. */
+#define AHEAD_ARGS 14
+#define AHEAD_VALUES 8
+#define AHEAD_USES 4
 
 /* Room for n nodes in c->nodes. */
 static void nodes_fit(vctx *c, int64_t n)
@@ -1391,7 +1397,7 @@ static __attribute__((noinline)) void hash_input_ahead(vctx *c, int64_t j)
 	if (!n->input->name)
 		return;
 	uint32_t h = name_hash(n->input->name);
-	c->ahead[j & 7] = h;
+	c->ahead[j & 15] = h;
 	if (c->inputs.cap)
 		__builtin_prefetch(&c->inputs.slots[h & (c->inputs.cap - 1)]);
 }
@@ -1435,18 +1441,18 @@ static void fetch_ahead(vctx *c, int64_t i)
 		if (far->kind == PR_NODE_INPUT)
 			__builtin_prefetch(far->input);
 	}
-	if (i + 8 < n) {
-		const pr_node *ahead = c->nodes[i + 8];
+	if (i + AHEAD_ARGS < n) {
+		const pr_node *ahead = c->nodes[i + AHEAD_ARGS];
 		__builtin_prefetch(ahead->args);
 		if (ahead->kind == PR_NODE_INPUT && ahead->input->name)
 			__builtin_prefetch(ahead->input->name);
 	}
-	if (i + 4 < n) {
-		prefetch_reads(c->nodes[i + 4], 0);
-		hash_ahead(c, i + 4);
+	if (i + AHEAD_VALUES < n) {
+		prefetch_reads(c->nodes[i + AHEAD_VALUES], 0);
+		hash_ahead(c, i + AHEAD_VALUES);
 	}
-	if (i + 2 < n)
-		prefetch_reads(c->nodes[i + 2], 1);
+	if (i + AHEAD_USES < n)
+		prefetch_reads(c->nodes[i + AHEAD_USES], 1);
 }
 
 /* Every use list of g against the argument slots that read its node, when
@@ -1478,7 +1484,7 @@ static void check_all_uses(vctx *c, pr_graph *g)
 static void check_at(vctx *c, int64_t i)
 {
 	if (i == 0)
-		for (int64_t j = 0; j < 4 && j < c->g->n_nodes; j++)
+		for (int64_t j = 0; j < AHEAD_VALUES && j < c->g->n_nodes; j++)
 			hash_ahead(c, j);
 	fetch_ahead(c, i);
 	c->at = i;
