@@ -163,8 +163,8 @@ typedef struct named_input {
 typedef struct name_map {
 	name_slot *slots;
 	size_t cap, n;        /* cap a power of two (or 0), more than twice n */
-	named_input *names;   /* n of them, in the order they were put */
-	size_t names_cap;
+	named_input *names;   /* n of them, in the order they were put; room for
+			       * cap / 2 (name_map_fit keeps n under it) */
 } name_map;
 
 typedef struct vctx {
@@ -254,10 +254,11 @@ static void ptr_map_free(ptr_map *m)
 }
 
 /* A hash of a quoted input name for the name map, 8 bytes a round. The
- * tail (under 8 bytes) is put together in a register: pr_str_hash writes it
- * into a word in memory piece by piece and reads the word back, which stalls
- * each call (the store cannot forward), and a big method has a call per
- * input and per write-back. Only this file compares these hashes. */
+ * tail (under 8 bytes) is one load of the last 8 bytes, shifted, or put
+ * together in a register: pr_str_hash writes it into a word in memory piece
+ * by piece and reads the word back, which stalls each call (the store
+ * cannot forward), and a big method has a call per input and per
+ * write-back. Only this file compares these hashes. */
 static uint32_t name_hash(const char *name)
 {
 	size_t n = strlen(name), i = 0;
@@ -270,18 +271,25 @@ static uint32_t name_hash(const char *name)
 	size_t r = n - i;
 	const char *t = name + i;
 	w = 0;
-	if (r & 4) {
-		uint32_t x;
-		memcpy(&x, t, 4);
-		w = x;
+	if (n >= 8) {
+		/* the tail is the top r of the last 8 bytes (little-endian; on
+		 * another host the hash is only worse) */
+		memcpy(&w, name + n - 8, 8);
+		w = r ? w >> (8 * (8 - r)) : 0;
+	} else {
+		if (r & 4) {
+			uint32_t x;
+			memcpy(&x, t, 4);
+			w = x;
+		}
+		if (r & 2) {
+			uint16_t x;
+			memcpy(&x, t + (r & 4), 2);
+			w |= (uint64_t)x << (8 * (r & 4));
+		}
+		if (r & 1)
+			w |= (uint64_t)(unsigned char)t[r & 6] << (8 * (r & 6));
 	}
-	if (r & 2) {
-		uint16_t x;
-		memcpy(&x, t + (r & 4), 2);
-		w |= (uint64_t)x << (8 * (r & 4));
-	}
-	if (r & 1)
-		w |= (uint64_t)(unsigned char)t[r & 6] << (8 * (r & 6));
 	h = (h ^ w) * 0x94d049bb133111ebull;
 	h ^= h >> 29;
 	h *= 0xbf58476d1ce4e5b9ull;
@@ -308,21 +316,19 @@ static name_slot *name_map_at(const name_map *m, const char *name, uint32_t h)
 /* Puts the input n, named name (hash h), in the free slot at. */
 static void name_map_put(name_map *m, name_slot *at, pr_node *n, const char *name, uint32_t h)
 {
-	if (m->n == m->names_cap) {
-		m->names_cap = m->names_cap ? 2 * m->names_cap : 64;
-		m->names = pr_xrealloc(m->names, m->names_cap * sizeof *m->names);
-	}
 	m->names[m->n] = (named_input){name, n};
 	*at = (name_slot){h, (uint32_t)++m->n};
 }
 
 /* The table grown to a power of two (64 slots or more) over twice want,
- * each entry placed again by the hash it keeps. */
+ * each entry placed again by the hash it keeps; its names keep their
+ * places. */
 static void name_map_grow(name_map *m, size_t want)
 {
 	name_map old = *m;
 	for (m->cap = old.cap ? old.cap * 2 : 64; 2 * want >= m->cap;)
 		m->cap *= 2;
+	m->names = pr_xrealloc(m->names, m->cap / 2 * sizeof *m->names);
 	m->slots = pr_xcalloc(m->cap, sizeof *m->slots);
 	for (size_t i = 0; i < old.cap; i++) {
 		if (!old.slots[i].at)
@@ -1191,11 +1197,13 @@ static void check_writeback(vctx *c, pr_node *ret, int i, pr_node *e)
 /* How far apart, in write-backs, check_writebacks' stages run. */
 #define WB_STAGE 4
 
+/* The write-backs whose stages overlap: more than 5 * WB_STAGE. */
+#define WB_RING 32
+
 /* Does write-back i of ret look its target up? */
 static inline bool wb_looks_up(const pr_node *ret, int i)
 {
-	return i >= 0 && i < ret->n_args && ret->writebacks[i].kind != PR_WRITEBACK_NONE &&
-	       ret->writebacks[i].target;
+	return ret->writebacks[i].kind != PR_WRITEBACK_NONE && ret->writebacks[i].target;
 }
 
 /* Every write-back of ret, in order. A method's return writes back every
@@ -1206,7 +1214,7 @@ static inline bool wb_looks_up(const pr_node *ret, int i)
  * stage before asked for are in: the check itself then finds them in
  * cache. The stages only fetch lines; the check looks the target up as
  * always. */
-static void check_writebacks(vctx *c, pr_node *ret)
+static __attribute__((noinline)) void check_writebacks(vctx *c, pr_node *ret)
 {
 	const name_map *m = &c->inputs;
 	if (c->body || !m->cap) {
@@ -1215,43 +1223,42 @@ static void check_writebacks(vctx *c, pr_node *ret)
 				check_writeback(c, ret, i, NULL);
 		return;
 	}
-	uint32_t hash[8 * WB_STAGE];   /* by write-back, i % its size */
-	const int ring = 8 * WB_STAGE;
-	for (int j = 0; j < ret->n_args + 5 * WB_STAGE; j++) {
+	/* by write-back, i % WB_RING: its target's hash, and the entry its slot
+	 * names when the hashes agree (1 + index; 0: none) */
+	uint32_t hash[WB_RING], entry[WB_RING];
+	int n = ret->n_args;
+	for (int j = 0; j < n + 5 * WB_STAGE; j++) {
 		int i = j;
-		if (wb_looks_up(ret, i)) {
+		if (i < n && wb_looks_up(ret, i)) {
 			__builtin_prefetch(ret->writebacks[i].target);
 			if (ret->args[i].kind == PR_ARG_VALUE && ret->args[i].u.value)
 				prefetch_node(ret->args[i].u.value);
 		}
-		if (wb_looks_up(ret, i -= WB_STAGE)) {
+		if ((i -= WB_STAGE) >= 0 && i < n && wb_looks_up(ret, i)) {
 			uint32_t h = name_hash(ret->writebacks[i].target);
-			hash[i % ring] = h;
+			hash[i % WB_RING] = h;
 			__builtin_prefetch(&m->slots[h & (m->cap - 1)]);
 		}
-		if (wb_looks_up(ret, i -= WB_STAGE)) {
-			uint32_t h = hash[i % ring];
-			const name_slot *sl = &m->slots[h & (m->cap - 1)];
-			if (sl->at && sl->hash == h)
-				__builtin_prefetch(&m->names[sl->at - 1]);
-		}
-		if (wb_looks_up(ret, i -= WB_STAGE)) {
-			uint32_t h = hash[i % ring];
-			const name_slot *sl = &m->slots[h & (m->cap - 1)];
-			if (sl->at && sl->hash == h) {
-				__builtin_prefetch(m->names[sl->at - 1].name);
-				prefetch_node(m->names[sl->at - 1].node);
+		if ((i -= WB_STAGE) >= 0 && i < n) {
+			uint32_t at = 0;
+			if (wb_looks_up(ret, i)) {
+				const name_slot *sl = &m->slots[hash[i % WB_RING] & (m->cap - 1)];
+				at = sl->hash == hash[i % WB_RING] ? sl->at : 0;
 			}
+			entry[i % WB_RING] = at;
+			if (at)
+				__builtin_prefetch(&m->names[at - 1]);
 		}
-		if (wb_looks_up(ret, i -= WB_STAGE)) {
-			uint32_t h = hash[i % ring];
-			const name_slot *sl = &m->slots[h & (m->cap - 1)];
-			if (sl->at && sl->hash == h)
-				__builtin_prefetch(m->names[sl->at - 1].node->input);
+		if ((i -= WB_STAGE) >= 0 && i < n && entry[i % WB_RING]) {
+			const named_input *e = &m->names[entry[i % WB_RING] - 1];
+			__builtin_prefetch(e->name);
+			prefetch_node(e->node);
 		}
+		if ((i -= WB_STAGE) >= 0 && i < n && entry[i % WB_RING])
+			__builtin_prefetch(m->names[entry[i % WB_RING] - 1].node->input);
 		if ((i -= WB_STAGE) >= 0 && ret->writebacks[i].kind != PR_WRITEBACK_NONE) {
 			const char *t = ret->writebacks[i].target;
-			check_writeback(c, ret, i, t ? slot_node(m, name_map_at(m, t, hash[i % ring]))
+			check_writeback(c, ret, i, t ? slot_node(m, name_map_at(m, t, hash[i % WB_RING]))
 						     : NULL);
 		}
 	}
