@@ -1538,7 +1538,7 @@ static int64_t leading_inputs(const pr_graph *g)
 	int64_t k = 0;
 	for (const pr_node *n = g->first; n && k < g->n_nodes && n->graph == g && n->kind == PR_NODE_INPUT;
 	     n = n->next) {
-		const char *far = (const char *)n + 4 * LEAD * sizeof *n;   /* kind, graph and next */
+		const char *far = (const char *)((uintptr_t)n + 4 * LEAD * sizeof *n); /* kind, graph, next */
 		__builtin_prefetch(far);
 		__builtin_prefetch(far + 40);
 		k++;
