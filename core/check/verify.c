@@ -507,7 +507,6 @@ static void prefetch_node(const pr_node *n)
 		__builtin_prefetch(p + off);
 }
 
-
 /* check_value's findings, in its order: each test again, from the first,
  * for a slot that failed one of them. */
 static __attribute__((noinline)) pr_node *check_value_slow(vctx *c, pr_node *user, pr_arg *a)
