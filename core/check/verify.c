@@ -878,7 +878,7 @@ static void check_op_placement(vctx *c, pr_node *n)
 			       label(n->args[i].u.value, lv), spec_str(a, sp), pr_spec_nbytes(a),
 			       rule, s->h2d ? "host" : "device");
 		}
-		pr_spec *r = pr_node_spec(n);
+		pr_spec *r = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : NULL;   /* pr_node_spec */
 		if (r && pr_spec_on_host(r) == (bool)s->h2d)
 			report(c, "E-PLACEMENT", n, "%s is %s; %s, expected its result on %s",
 			       label(n, ln), spec_str(r, sp),
@@ -1185,7 +1185,7 @@ static void check_writeback(vctx *c, pr_node *ret, int i, pr_node *e)
 		return;
 	}
 	pr_spec *v = arg_spec(&ret->args[i]);
-	pr_spec *t = pr_node_spec(e);
+	pr_spec *t = e->type.kind == PR_TYPE_TENSOR ? &e->type.tensor : NULL;   /* pr_node_spec */
 	if (v && t && !same_dtype_shape(v, t))
 		report(c, "E-WRITEBACK", ret, "return value %d, %s (%s), is written back to %s "
 		       "\"%s\" (%s, %s); expected the same dtype and shape", i,
