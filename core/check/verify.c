@@ -143,19 +143,28 @@ typedef struct ptr_map {
 
 /* The quoted names of a method's inputs, by a hash of the name: each input
  * and each write-back looks its name up once. A slot keeps the hash beside
- * the node's place in the walk's node array, so that a probe past another
- * name reads neither that node nor its name (on a big method, two cache
- * misses), in 8 bytes: half the lines a pointer would take. The table is
+ * the input's place in the map's list of names, so that a probe past another
+ * name reads neither that entry nor its name (on a big method, two cache
+ * misses), in 8 bytes: half the lines a pointer would take. The list holds
+ * each name beside its node, so that comparing a name is one line and the
+ * name's, not the node's, its input record's and the name's. The table is
  * sized once for the inputs that open the method (where the loaders and the
  * passes keep them), and grows only for inputs further on. */
 typedef struct name_slot {
-	uint32_t hash;        /* pr_str_hash of the name */
-	uint32_t at;          /* 1 + the node's index in vctx.nodes; 0: free slot */
+	uint32_t hash;        /* name_hash of the name */
+	uint32_t at;          /* 1 + the input's index in name_map.names; 0: free slot */
 } name_slot;
+
+typedef struct named_input {
+	const char *name;     /* node->input->name */
+	pr_node *node;
+} named_input;
 
 typedef struct name_map {
 	name_slot *slots;
 	size_t cap, n;        /* cap a power of two (or 0), more than twice n */
+	named_input *names;   /* n of them, in the order they were put; room for
+			       * cap / 2 (name_map_fit keeps n under it) */
 } name_map;
 
 typedef struct vctx {
@@ -181,7 +190,7 @@ typedef struct vctx {
 	pr_node **nodes;      /* g's nodes in order, as the link walk found them */
 	size_t nodes_cap;
 	int64_t at;           /* the index in nodes of the node being checked */
-	uint32_t ahead[8];    /* name_hash of input nodes[i]'s name at i % 8 */
+	uint32_t ahead[16];   /* name_hash of input nodes[i]'s name at i % 16 */
 	int n_returns;
 	bool has_copies;      /* g holds an h2d or d2h op (of the nodes linked so far) */
 	bool assumed_no_copies; /* a check read has_copies as false before the
@@ -244,40 +253,82 @@ static void ptr_map_free(ptr_map *m)
 	free(m->vals);
 }
 
+/* A hash of a quoted input name for the name map, 8 bytes a round. The
+ * tail (under 8 bytes) is one load of the last 8 bytes, shifted, or put
+ * together in a register: pr_str_hash writes it into a word in memory piece
+ * by piece and reads the word back, which stalls each call (the store
+ * cannot forward), and a big method has a call per input and per
+ * write-back. Only this file compares these hashes. */
 static uint32_t name_hash(const char *name)
 {
-	return pr_str_hash(name, strlen(name));
+	size_t n = strlen(name), i = 0;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, name + i, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 31;
+	}
+	size_t r = n - i;
+	const char *t = name + i;
+	w = 0;
+	if (n >= 8) {
+		/* the tail is the top r of the last 8 bytes (little-endian; on
+		 * another host the hash is only worse) */
+		memcpy(&w, name + n - 8, 8);
+		w = r ? w >> (8 * (8 - r)) : 0;
+	} else {
+		if (r & 4) {
+			uint32_t x;
+			memcpy(&x, t, 4);
+			w = x;
+		}
+		if (r & 2) {
+			uint16_t x;
+			memcpy(&x, t + (r & 4), 2);
+			w |= (uint64_t)x << (8 * (r & 4));
+		}
+		if (r & 1)
+			w |= (uint64_t)(unsigned char)t[r & 6] << (8 * (r & 6));
+	}
+	h = (h ^ w) * 0x94d049bb133111ebull;
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	return (uint32_t)h;
 }
 
-static pr_node *slot_node(const vctx *c, const name_slot *s)
+static pr_node *slot_node(const name_map *m, const name_slot *s)
 {
-	return s->at ? c->nodes[s->at - 1] : NULL;
+	return s->at ? m->names[s->at - 1].node : NULL;
 }
 
 /* The slot of the input named name (whose name_hash is h), or the free slot
  * where it would go; the table has slots. */
-static name_slot *name_map_at(const vctx *c, const char *name, uint32_t h)
+static name_slot *name_map_at(const name_map *m, const char *name, uint32_t h)
 {
-	const name_map *m = &c->inputs;
 	size_t i = h & (m->cap - 1);
 	while (m->slots[i].at &&
-	       (m->slots[i].hash != h || strcmp(slot_node(c, &m->slots[i])->input->name, name)))
+	       (m->slots[i].hash != h || strcmp(m->names[m->slots[i].at - 1].name, name)))
 		i = (i + 1) & (m->cap - 1);
 	return &m->slots[i];
 }
 
-static pr_node *name_map_get(const vctx *c, const char *name)
+/* Puts the input n, named name (hash h), in the free slot at. */
+static void name_map_put(name_map *m, name_slot *at, pr_node *n, const char *name, uint32_t h)
 {
-	return c->inputs.cap ? slot_node(c, name_map_at(c, name, name_hash(name))) : NULL;
+	m->names[m->n] = (named_input){name, n};
+	*at = (name_slot){h, (uint32_t)++m->n};
 }
 
 /* The table grown to a power of two (64 slots or more) over twice want,
- * each entry placed again by the hash it keeps. */
+ * each entry placed again by the hash it keeps; its names keep their
+ * places. */
 static void name_map_grow(name_map *m, size_t want)
 {
 	name_map old = *m;
 	for (m->cap = old.cap ? old.cap * 2 : 64; 2 * want >= m->cap;)
 		m->cap *= 2;
+	m->names = pr_xrealloc(m->names, m->cap / 2 * sizeof *m->names);
 	m->slots = pr_xcalloc(m->cap, sizeof *m->slots);
 	for (size_t i = 0; i < old.cap; i++) {
 		if (!old.slots[i].at)
@@ -300,6 +351,7 @@ static inline void name_map_fit(name_map *m, size_t want)
 static void name_map_clear(name_map *m)
 {
 	free(m->slots);
+	free(m->names);
 	*m = (name_map){0};
 }
 
@@ -446,6 +498,14 @@ static inline bool same_dtype_shape(const pr_spec *a, const pr_spec *b)
 }
 
 /* ---- values and use lists --------------------------------------------- */
+
+/* Every line of node n, for a check to find in cache. */
+static void prefetch_node(const pr_node *n)
+{
+	const char *p = (const char *)n;
+	for (size_t off = 0; off < sizeof *n; off += 64)
+		__builtin_prefetch(p + off);
+}
 
 /* check_value's findings, in its order: each test again, from the first,
  * for a slot that failed one of them. */
@@ -818,7 +878,7 @@ static void check_op_placement(vctx *c, pr_node *n)
 			       label(n->args[i].u.value, lv), spec_str(a, sp), pr_spec_nbytes(a),
 			       rule, s->h2d ? "host" : "device");
 		}
-		pr_spec *r = pr_node_spec(n);
+		pr_spec *r = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : NULL;   /* pr_node_spec */
 		if (r && pr_spec_on_host(r) == (bool)s->h2d)
 			report(c, "E-PLACEMENT", n, "%s is %s; %s, expected its result on %s",
 			       label(n, ln), spec_str(r, sp),
@@ -1073,16 +1133,16 @@ static void check_input(vctx *c, pr_node *n)
 		       "parameter, buffer or constant", label(n, ln), c->g->name);
 	if (!n->input->name || c->body)
 		return;
-	uint32_t h = c->ahead[c->at & 7];
+	uint32_t h = c->ahead[c->at & 15];
 	name_map_fit(&c->inputs, c->inputs.n + 1);
-	name_slot *at = name_map_at(c, n->input->name, h);
+	name_slot *at = name_map_at(&c->inputs, n->input->name, h);
 	if (at->at) {
 		report(c, "E-INPUT", n, "input %s is named \"%s\", like %s; expected unique "
-		       "input names", label(n, ln), n->input->name, label(slot_node(c, at), le));
+		       "input names", label(n, ln), n->input->name,
+		       label(slot_node(&c->inputs, at), le));
 		return;
 	}
-	*at = (name_slot){h, (uint32_t)c->at + 1};
-	c->inputs.n++;
+	name_map_put(&c->inputs, at, n, n->input->name, h);
 }
 
 static const char *input_kind_str(pr_input_kind k)
@@ -1097,7 +1157,9 @@ static const char *input_kind_str(pr_input_kind k)
 	return "unknown";
 }
 
-static void check_writeback(vctx *c, pr_node *ret, int i)
+/* Write-back i of ret, whose target names e among the inputs checked so far
+ * (NULL: none, or no target); e is not read in a delegate body. */
+static void check_writeback(vctx *c, pr_node *ret, int i, pr_node *e)
 {
 	char lv[LABEL_MAX], lt[LABEL_MAX], s1[SPEC_MAX], s2[SPEC_MAX];
 	const pr_writeback *wb = &ret->writebacks[i];
@@ -1109,7 +1171,6 @@ static void check_writeback(vctx *c, pr_node *ret, int i)
 		       kw, wb->target ? wb->target : "");
 		return;
 	}
-	pr_node *e = wb->target ? name_map_get(c, wb->target) : NULL;
 	pr_input_kind want = buffer ? PR_INPUT_BUFFER : PR_INPUT_USER;
 	if (!e || e->input->kind != want) {
 		char what[LABEL_MAX + 48];
@@ -1124,12 +1185,82 @@ static void check_writeback(vctx *c, pr_node *ret, int i)
 		return;
 	}
 	pr_spec *v = arg_spec(&ret->args[i]);
-	pr_spec *t = pr_node_spec(e);
+	pr_spec *t = e->type.kind == PR_TYPE_TENSOR ? &e->type.tensor : NULL;   /* pr_node_spec */
 	if (v && t && !same_dtype_shape(v, t))
 		report(c, "E-WRITEBACK", ret, "return value %d, %s (%s), is written back to %s "
 		       "\"%s\" (%s, %s); expected the same dtype and shape", i,
 		       label(ret->args[i].u.value, lv), spec_str(v, s1), kw, wb->target,
 		       label(e, lt), spec_str(t, s2));
+}
+
+/* How far apart, in write-backs, check_writebacks' stages run. */
+#define WB_STAGE 4
+
+/* The write-backs whose stages overlap: more than 5 * WB_STAGE. */
+#define WB_RING 32
+
+/* Does write-back i of ret look its target up? */
+static inline bool wb_looks_up(const pr_node *ret, int i)
+{
+	return ret->writebacks[i].kind != PR_WRITEBACK_NONE && ret->writebacks[i].target;
+}
+
+/* Every write-back of ret, in order. A method's return writes back every
+ * buffer it has (a big model: tens of thousands), and each target's lookup
+ * is a chain of cache misses: its name, its slot, the input's entry, the
+ * input's name and node, its record. So each lookup is asked for in stages,
+ * each WB_STAGE write-backs ahead of the next, each when the lines the
+ * stage before asked for are in: the check itself then finds them in
+ * cache. The stages only fetch lines; the check looks the target up as
+ * always. */
+static __attribute__((noinline)) void check_writebacks(vctx *c, pr_node *ret)
+{
+	const name_map *m = &c->inputs;
+	if (c->body || !m->cap) {
+		for (int i = 0; i < ret->n_args; i++)
+			if (ret->writebacks[i].kind != PR_WRITEBACK_NONE)
+				check_writeback(c, ret, i, NULL);
+		return;
+	}
+	/* by write-back, i % WB_RING: its target's hash, and the entry its slot
+	 * names when the hashes agree (1 + index; 0: none) */
+	uint32_t hash[WB_RING], entry[WB_RING];
+	int n = ret->n_args;
+	for (int j = 0; j < n + 5 * WB_STAGE; j++) {
+		int i = j;
+		if (i < n && wb_looks_up(ret, i)) {
+			__builtin_prefetch(ret->writebacks[i].target);
+			if (ret->args[i].kind == PR_ARG_VALUE && ret->args[i].u.value)
+				prefetch_node(ret->args[i].u.value);
+		}
+		if ((i -= WB_STAGE) >= 0 && i < n && wb_looks_up(ret, i)) {
+			uint32_t h = name_hash(ret->writebacks[i].target);
+			hash[i % WB_RING] = h;
+			__builtin_prefetch(&m->slots[h & (m->cap - 1)]);
+		}
+		if ((i -= WB_STAGE) >= 0 && i < n) {
+			uint32_t at = 0;
+			if (wb_looks_up(ret, i)) {
+				const name_slot *sl = &m->slots[hash[i % WB_RING] & (m->cap - 1)];
+				at = sl->hash == hash[i % WB_RING] ? sl->at : 0;
+			}
+			entry[i % WB_RING] = at;
+			if (at)
+				__builtin_prefetch(&m->names[at - 1]);
+		}
+		if ((i -= WB_STAGE) >= 0 && i < n && entry[i % WB_RING]) {
+			const named_input *e = &m->names[entry[i % WB_RING] - 1];
+			__builtin_prefetch(e->name);
+			prefetch_node(e->node);
+		}
+		if ((i -= WB_STAGE) >= 0 && i < n && entry[i % WB_RING])
+			__builtin_prefetch(m->names[entry[i % WB_RING] - 1].node->input);
+		if ((i -= WB_STAGE) >= 0 && ret->writebacks[i].kind != PR_WRITEBACK_NONE) {
+			const char *t = ret->writebacks[i].target;
+			check_writeback(c, ret, i, t ? slot_node(m, name_map_at(m, t, hash[i % WB_RING]))
+						     : NULL);
+		}
+	}
 }
 
 static void check_return(vctx *c, pr_node *n)
@@ -1145,18 +1276,43 @@ static void check_return(vctx *c, pr_node *n)
 		if (n->args[i].kind != PR_ARG_VALUE)
 			report(c, "E-RETURN", n, "return value %d of @%s is %s; expected a value",
 			       i, c->g->name, arg_kind_str(&n->args[i]));
-	if (!n->writebacks)
-		return;
-	for (int i = 0; i < n->n_args; i++)
-		if (n->writebacks[i].kind != PR_WRITEBACK_NONE)
-			check_writeback(c, n, i);
+	if (n->writebacks)
+		check_writebacks(c, n);
+}
+
+/* How far ahead check_many_values asks for a slot's value, and then its use. */
+#define ARGS_AHEAD 8
+
+/* check_arg_values of a node that reads many values (a method's return: every
+ * output and written-back buffer), each value's node and then its use entry
+ * asked for ahead, as fetch_ahead does for the nodes to come: on a big method
+ * each is a cache miss, and the checks would wait for each in turn. */
+static __attribute__((noinline)) int check_many_values(vctx *c, pr_node *n)
+{
+	pr_arg *args = n->args;
+	int bad = 0;
+	for (int i = 0; i < n->n_args; i++) {
+		int j = i + ARGS_AHEAD;
+		if (j < n->n_args && args[j].kind == PR_ARG_VALUE && args[j].u.value)
+			prefetch_node(args[j].u.value);
+		j = i + ARGS_AHEAD / 2;
+		if (j < n->n_args && args[j].kind == PR_ARG_VALUE && args[j].u.value) {
+			const pr_node *v = args[j].u.value;
+			if (args[j].use_index >= 0 && args[j].use_index < v->n_uses)
+				__builtin_prefetch(&v->uses[args[j].use_index]);
+		}
+		bad += check_arg_values(c, n, &args[i], 1);
+	}
+	return bad;
 }
 
 static void check_node(vctx *c, pr_node *n)
 {
 	/* A node that reads an undefined value is reported once, for that: its
 	 * other checks would only repeat it. The return is still counted. */
-	if (check_arg_values(c, n, n->args, n->n_args) && n->kind != PR_NODE_RETURN)
+	int bad = n->n_args > 2 * ARGS_AHEAD ? check_many_values(c, n)
+					      : check_arg_values(c, n, n->args, n->n_args);
+	if (bad && n->kind != PR_NODE_RETURN)
 		return;
 	switch (n->kind) {
 	case PR_NODE_INPUT: check_input(c, n); break;
@@ -1173,7 +1329,13 @@ static void check_node(vctx *c, pr_node *n)
 
 /* How far (in nodes) the link walk runs ahead of the node checks, and the
  * farthest fetch_ahead reads ahead in c->nodes. */
-#define LEAD 16
+#define LEAD 24
+/* How far ahead of the node checked fetch_ahead asks for a node's arguments
+ * and input name, for the values it reads (and hashes its input name), and
+ * for their use entries: each stage when the one before has come in. */
+#define AHEAD_ARGS 14
+#define AHEAD_VALUES 8
+#define AHEAD_USES 4
 
 /* Room for n nodes in c->nodes. */
 static void nodes_fit(vctx *c, int64_t n)
@@ -1241,7 +1403,7 @@ static __attribute__((noinline)) void hash_input_ahead(vctx *c, int64_t j)
 	if (!n->input->name)
 		return;
 	uint32_t h = name_hash(n->input->name);
-	c->ahead[j & 7] = h;
+	c->ahead[j & 15] = h;
 	if (c->inputs.cap)
 		__builtin_prefetch(&c->inputs.slots[h & (c->inputs.cap - 1)]);
 }
@@ -1252,14 +1414,6 @@ static inline void hash_ahead(vctx *c, int64_t j)
 {
 	if (!c->body && c->nodes[j]->kind == PR_NODE_INPUT)
 		hash_input_ahead(c, j);
-}
-
-/* Every line of node n, for check_node to find in cache. */
-static void prefetch_node(const pr_node *n)
-{
-	const char *p = (const char *)n;
-	for (size_t off = 0; off < sizeof *n; off += 64)
-		__builtin_prefetch(p + off);
 }
 
 /* The values that node n reads directly (stage 0), or the use each of its
@@ -1293,18 +1447,18 @@ static void fetch_ahead(vctx *c, int64_t i)
 		if (far->kind == PR_NODE_INPUT)
 			__builtin_prefetch(far->input);
 	}
-	if (i + 8 < n) {
-		const pr_node *ahead = c->nodes[i + 8];
+	if (i + AHEAD_ARGS < n) {
+		const pr_node *ahead = c->nodes[i + AHEAD_ARGS];
 		__builtin_prefetch(ahead->args);
 		if (ahead->kind == PR_NODE_INPUT && ahead->input->name)
 			__builtin_prefetch(ahead->input->name);
 	}
-	if (i + 4 < n) {
-		prefetch_reads(c->nodes[i + 4], 0);
-		hash_ahead(c, i + 4);
+	if (i + AHEAD_VALUES < n) {
+		prefetch_reads(c->nodes[i + AHEAD_VALUES], 0);
+		hash_ahead(c, i + AHEAD_VALUES);
 	}
-	if (i + 2 < n)
-		prefetch_reads(c->nodes[i + 2], 1);
+	if (i + AHEAD_USES < n)
+		prefetch_reads(c->nodes[i + AHEAD_USES], 1);
 }
 
 /* Every use list of g against the argument slots that read its node, when
@@ -1336,7 +1490,7 @@ static void check_all_uses(vctx *c, pr_graph *g)
 static void check_at(vctx *c, int64_t i)
 {
 	if (i == 0)
-		for (int64_t j = 0; j < 4 && j < c->g->n_nodes; j++)
+		for (int64_t j = 0; j < AHEAD_VALUES && j < c->g->n_nodes; j++)
 			hash_ahead(c, j);
 	fetch_ahead(c, i);
 	c->at = i;
@@ -1382,8 +1536,12 @@ static int64_t leading_inputs(const pr_graph *g)
 {
 	int64_t k = 0;
 	for (const pr_node *n = g->first; n && k < g->n_nodes && n->graph == g && n->kind == PR_NODE_INPUT;
-	     n = n->next)
+	     n = n->next) {
+		const char *far = (const char *)((uintptr_t)n + 4 * LEAD * sizeof *n); /* kind, graph, next */
+		__builtin_prefetch(far);
+		__builtin_prefetch(far + 40);
 		k++;
+	}
 	return k;
 }
 

@@ -801,6 +801,103 @@ Test(verify, inputs_after_an_op_with_one_name)
 	expect_one(p, "E-INPUT", "late");
 }
 
+/* A return with many write-backs looks their targets up in stages, ahead
+ * of each check (check_writebacks): each broken one is still reported, at
+ * its own index and in order, among many good ones and values returned
+ * without a write-back; a name two inputs share is the first input's. */
+Test(verify, many_writebacks_report_each_broken_one_in_order)
+{
+	pr_program *p = pr_program_new();
+	pr_graph *g = method(p, "forward");
+	enum { N = 64 };
+	pr_node *buf[N];
+	char name[32], quoted[48];
+	pr_node *user = input(g, "u", "f32[4]", PR_INPUT_USER, "user.0");
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "b%d", i);
+		snprintf(quoted, sizeof quoted, "layers.%d.attention.k_cache", i);
+		buf[i] = input(g, name, "f32[4]", PR_INPUT_BUFFER, quoted);
+	}
+	/* a second input named like buffer 30: reported, and not the one found */
+	input(g, "again", "f32[8]", PR_INPUT_PARAMETER, "layers.30.attention.k_cache");
+	pr_arg *args = calloc(N + 1, sizeof *args);
+	for (int i = 0; i < N; i++)
+		args[i] = V(buf[i]);
+	args[N] = V(user);
+	pr_node *r = add(g, PR_NODE_RETURN, NULL, NULL, args, N + 1);
+	for (int i = 0; i < N; i++)
+		if (i % 5 != 4) {
+			snprintf(quoted, sizeof quoted, "layers.%d.attention.k_cache", i);
+			writeback(r, i, PR_WRITEBACK_BUFFER, quoted);
+		}
+	free(r->writebacks[0].target);
+	r->writebacks[0].target = strdup("layers.0.attention.q_cache");   /* no such input */
+	free(r->writebacks[7].target);
+	r->writebacks[7].target = strdup("user.0");                       /* a user input */
+	set_dim(&buf[21]->type.tensor, 0, 2);   /* written back to itself: same shape */
+	free(r->writebacks[22].target);
+	r->writebacks[22].target = strdup("layers.21.attention.k_cache"); /* f32[4] to f32[2] */
+	free(r->writebacks[41].target);
+	r->writebacks[41].target = NULL;                                  /* no target */
+	r->writebacks[N - 1].kind = PR_WRITEBACK_INPUT;                   /* a buffer as input */
+	int n = verify(p);
+	if (n != 6)
+		print_diags();
+	cr_assert_eq(n, 6);
+	static const char *const want[][2] = {
+		{"E-INPUT", "\"layers.30.attention.k_cache\", like %b30"},
+		{"E-WRITEBACK", "return value 0 is written back to buffer \"layers.0.attention.q_cache\", which names no input"},
+		{"E-WRITEBACK", "return value 7 is written back to buffer \"user.0\", which is %u, a user input"},
+		{"E-WRITEBACK", "return value 22, %b22 (f32[4]), is written back to buffer \"layers.21.attention.k_cache\" (%b21, f32[2])"},
+		{"E-WRITEBACK", "return value 41 is written back to buffer \"\", which names no input"},
+		{"E-WRITEBACK", "return value 63 is written back to input \"layers.63.attention.k_cache\", which is %b63, a buffer input"},
+	};
+	for (int i = 0; i < n; i++) {
+		cr_assert_str_eq(diags.items[i].code, want[i][0], "%s", diags.items[i].message);
+		cr_assert(strstr(diags.items[i].message, want[i][1]), "diagnostic %d: %s", i,
+			  diags.items[i].message);
+	}
+	pr_program_free(p);
+}
+
+/* A return of many values has their nodes and use entries fetched ahead
+ * (check_many_values): a value far down the list that is not the graph's is
+ * still reported, as is an argument that names no value. */
+Test(verify, many_returned_values_report_a_bad_one_far_down)
+{
+	pr_program *p = pr_program_new();
+	pr_graph *g = method(p, "forward");
+	pr_graph *other = method(p, "other");
+	pr_node *stranger = input(other, "s", "f32[4]", PR_INPUT_USER, "s");
+	ret(other, ARGS(V(stranger)));
+	enum { N = 50 };
+	pr_node *in[N];
+	char name[32];
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "i%d", i);
+		in[i] = input(g, name, "f32[4]", PR_INPUT_USER, name);
+	}
+	pr_arg *args = calloc(N, sizeof *args);
+	for (int i = 0; i < N; i++)
+		args[i] = V(in[i]);
+	args[37] = V(stranger);
+	args[44] = (pr_arg){.kind = PR_ARG_VALUE, .u.value = NULL};
+	add(g, PR_NODE_RETURN, NULL, NULL, args, N);
+	int n = verify(p);
+	if (n != 3)
+		print_diags();
+	cr_assert_eq(n, 3);
+	cr_assert_str_eq(diags.items[0].code, "E-UNDEFINED");
+	cr_assert(strstr(diags.items[0].message, "reads %s, which is not a node of @forward"),
+		  "%s", diags.items[0].message);
+	cr_assert_str_eq(diags.items[1].code, "E-UNDEFINED");
+	cr_assert(strstr(diags.items[1].message, "names no value"), "%s", diags.items[1].message);
+	/* the stranger's use list names a reader in another graph */
+	cr_assert_str_eq(diags.items[2].code, "E-USES");
+	cr_assert_str_eq(diags.items[2].method, "other");
+	pr_program_free(p);
+}
+
 /* ---- placement ----------------------------------------------------------- */
 
 /* A placement error about a tensor that is read names that tensor and its size. */
