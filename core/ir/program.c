@@ -756,21 +756,13 @@ static pr_graph_store *store_of(const pr_node *n)
 	return n->graph ? n->graph->store : NULL;
 }
 
-/* Room for one more use: doubling, in pool blocks while they are big
- * enough, else on the heap (and for nodes that have no graph yet). */
-static void uses_grow(pr_node *v)
+/* Room for one more use past the first: doubling, in pool blocks while
+ * they are big enough, else on the heap (and for nodes that have no graph
+ * yet). Out of line: add_use takes a graph node's first block itself
+ * (uses_take_first). */
+static __attribute__((noinline)) void uses_grow(pr_node *v)
 {
 	pr_graph_store *st = store_of(v);
-	if (!v->uses_room && st && !(v->mem & NODE_USES_HEAP)) {
-		/* The first reader, the common case: a block of one, as most
-		 * values (and each copy a pass makes) have one reader (at a
-		 * million nodes 85% do): a block of two would leave 16 bytes
-		 * unused in each. A second reader moves the list to a block of
-		 * two and gives this one back, for the next first reader. */
-		v->uses = use_block_get(st, 0);
-		v->uses_room = 1;
-		return;
-	}
 	int room = pr_node_uses_room(v);
 	int cap = room ? 2 * room : 2;   /* a heap list starts at two */
 	if (v->mem & NODE_USES_HEAP) {
@@ -802,9 +794,28 @@ static void uses_free(pr_node *n)
 
 /* ---- arguments and use lists -------------------------------------------- */
 
-static void add_use(pr_node *value, pr_node *user, pr_arg *arg)
+/* The first reader of a graph node, the common case, inline: a block of
+ * one, as most values (and each copy a pass makes) have one reader (at a
+ * million nodes 85% do): a block of two would leave 16 bytes unused in
+ * each. A second reader moves the list to a block of two (uses_grow) and
+ * gives this one back, for the next first reader. False when v already has
+ * a list, or no graph to take a block from. */
+static inline bool uses_take_first(pr_node *v)
 {
-	if (value->n_uses == pr_node_uses_room(value))
+	pr_graph_store *st = store_of(v);
+	if (v->uses_room || !st || (v->mem & NODE_USES_HEAP))
+		return false;
+	v->uses = use_block_get(st, 0);
+	v->uses_room = 1;
+	return true;
+}
+
+/* Inlined into its callers: as a call of its own, saving registers for
+ * uses_grow took a fifth of it. */
+static inline __attribute__((always_inline)) void add_use(pr_node *value, pr_node *user,
+							  pr_arg *arg)
+{
+	if (value->n_uses == pr_node_uses_room(value) && !uses_take_first(value))
 		uses_grow(value);
 	arg->use_index = value->n_uses;
 	value->uses[value->n_uses++] = (pr_use){.user = user, .arg = arg};
