@@ -20,6 +20,11 @@
 
 #define ORDER_GAP ((uint64_t)1 << 32)
 
+/* For the few small helpers on every node's path (naming, use lists) whose
+ * calls cost more in register saves than their bodies: the compiler's
+ * choice moves with its callers' size. */
+#define HOT_INLINE static inline __attribute__((always_inline))
+
 typedef struct named {
 	const char *name;
 	void *item;
@@ -476,8 +481,10 @@ static inline uint32_t strtab_next(uint32_t cap, uint32_t i)
 }
 
 /* The slot of s (n bytes, hash h) in t, or the empty slot where it would
- * go; t has slots. An interned s is known by its address. */
-static sslot *strtab_probe(const strtab *t, const char *s, size_t n, uint32_t h)
+ * go; t has slots. An interned s is known by its address. Inlined, as
+ * strtab_put is: every node a loader or a pass names comes through both,
+ * and as calls their register saves were a third of them. */
+HOT_INLINE sslot *strtab_probe(const strtab *t, const char *s, size_t n, uint32_t h)
 {
 	uint64_t tag = sslot_tag(h);
 	for (uint32_t i = strtab_home(t->cap, h);; i = strtab_next(t->cap, i)) {
@@ -495,7 +502,7 @@ static sslot *strtab_probe(const strtab *t, const char *s, size_t n, uint32_t h)
 }
 
 /* Puts a copy of s into the empty slot e that strtab_probe found. */
-static const char *strtab_put(strtab *t, sslot *e, const char *s, size_t n, uint32_t h)
+HOT_INLINE const char *strtab_put(strtab *t, sslot *e, const char *s, size_t n, uint32_t h)
 {
 	PR_ASSERT(n < UINT32_MAX && !*e);
 	str_head *head = arena_alloc(&t->mem, sizeof *head + n + 1, _Alignof(str_head));
@@ -511,7 +518,7 @@ static const char *strtab_put(strtab *t, sslot *e, const char *s, size_t n, uint
 }
 
 /* The string in slot e (strtab_probe's for s), put there first when empty. */
-static const char *strtab_take(strtab *t, sslot *e, const char *s, size_t n, uint32_t h)
+HOT_INLINE const char *strtab_take(strtab *t, sslot *e, const char *s, size_t n, uint32_t h)
 {
 	return *e ? sslot_str(*e) : strtab_put(t, e, s, n, h);
 }
@@ -812,8 +819,7 @@ static inline bool uses_take_first(pr_node *v)
 
 /* Inlined into its callers: as a call of its own, saving registers for
  * uses_grow took a fifth of it. */
-static inline __attribute__((always_inline)) void add_use(pr_node *value, pr_node *user,
-							  pr_arg *arg)
+HOT_INLINE void add_use(pr_node *value, pr_node *user, pr_arg *arg)
 {
 	if (value->n_uses == pr_node_uses_room(value) && !uses_take_first(value))
 		uses_grow(value);
@@ -1394,8 +1400,8 @@ pr_node *pr_graph_new_node_fresh(pr_graph *g, pr_node_kind kind, const char *bas
 
 /* A slab node named s (len bytes, hash h), whose string-table slot is slot
  * (see name_free_slot). */
-static pr_node *new_node_named_at(pr_graph *g, pr_node_kind kind, sslot *slot, const char *s,
-				  size_t len, uint32_t h)
+HOT_INLINE pr_node *new_node_named_at(pr_graph *g, pr_node_kind kind, sslot *slot,
+				      const char *s, size_t len, uint32_t h)
 {
 	pr_node *n = pr_graph_new_node(g, kind, NULL);
 	n->name = strtab_take(strings_of(g->program), slot, s, len, h);
