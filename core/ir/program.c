@@ -996,8 +996,12 @@ void pr_node_make_input(pr_node *n)
 pr_node *pr_graph_reserve_nodes(pr_graph *g, size_t count)
 {
 	pr_graph_store *st = g->store;
-	/* and room for their names, so that the table is not rehashed while they come */
-	strtab_fit(strings_of(g->program), count);
+	/* and room for their names, so that the table is not rehashed while
+	 * they come, and for as many again: the table then stays under 3/8
+	 * full through the load, where probes are short, and takes the names
+	 * a pass adds (a copy per value, placing a graph on devices) without
+	 * moving them all, for the slots a growth would have come to anyway. */
+	strtab_fit(strings_of(g->program), 2 * count);
 	if (st->free_nodes)   /* slot_take reuses those first */
 		return NULL;
 	if (!st->chunks || st->chunks->cap - st->chunks->used < count)
