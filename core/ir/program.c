@@ -357,6 +357,15 @@ uint32_t pr_str_hash(const char *s, size_t n)
 	size_t r = n - i;
 	unsigned char *wb = (unsigned char *)&w;
 	w = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (r && i) {
+		/* past a whole word, the same w from the string's last 8
+		 * bytes: one load and a shift instead of up to three */
+		memcpy(&w, s + n - 8, 8);
+		w >>= 64 - 8 * r;
+		r = 0;
+	}
+#endif
 	if (r & 4)
 		memcpy(wb, s + i, 4);
 	if (r & 2)

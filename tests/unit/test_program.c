@@ -208,6 +208,44 @@ Test(program, interned_prefixes_and_extensions_are_distinct)
 	pr_program_free(p);
 }
 
+/* pr_str_hash as its comment defines it: 8-byte words, then the tail as
+ * one word of its bytes, zero above them. */
+static uint32_t str_hash_by_definition(const char *s, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, s + i, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 31;
+	}
+	w = 0;
+	memcpy(&w, s + i, n - i);
+	h = (h ^ w) * 0x94d049bb133111ebull;
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	return (uint32_t)h;
+}
+
+/* Every tail length, after no word and after whole words (where the tail
+ * is read as the string's last 8 bytes), hashes as defined, from the n
+ * bytes alone: what lies before and after them changes nothing. */
+Test(program, str_hash_reads_each_tail_as_defined)
+{
+	char buf[64];
+	for (size_t n = 0; n <= 40; n++) {
+		for (size_t k = 0; k < sizeof buf; k++)
+			buf[k] = (char)('a' + (k * 7) % 26);
+		const char *s = buf + 8;
+		uint32_t h = pr_str_hash(s, n);
+		cr_assert_eq(h, str_hash_by_definition(s, n), "length %zu", n);
+		memset(buf, 'X', 8);
+		memset(buf + 8 + n, 'Y', sizeof buf - 8 - n);
+		cr_assert_eq(pr_str_hash(s, n), h, "length %zu", n);
+	}
+}
+
 /* Asking for a name's slot ahead changes nothing: on a program with no
  * names yet (no table to read), and around naming a node under it. */
 Test(graph, prefetching_a_name_changes_no_name)
