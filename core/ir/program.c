@@ -978,16 +978,36 @@ void pr_program_prefetch_name(const pr_program *p, uint32_t h)
 		__builtin_prefetch(&t->slots[strtab_home(t->cap, h)]);
 }
 
-pr_node *pr_graph_new_node(pr_graph *g, pr_node_kind kind, const char *name)
+/* A slot just taken becomes a node of g. */
+HOT_INLINE pr_node *node_start(pr_node *n, pr_graph *g, pr_node_kind kind, pr_input *input)
 {
-	pr_node *n = slot_take(g->store);
 	n->kind = kind;
 	n->graph = g;
-	n->input = kind == PR_NODE_INPUT ? input_take(g->store) : NO_INPUT;
-	if (name)
-		n->name = pr_program_intern(g->program, name, strlen(name));
+	n->input = input;
 	n->type.kind = PR_TYPE_NONE;
 	return n;
+}
+
+static __attribute__((noinline)) pr_node *new_node_general(pr_graph *g, pr_node_kind kind,
+							  const char *name)
+{
+	pr_node *n = slot_take(g->store);
+	node_start(n, g, kind, kind == PR_NODE_INPUT ? input_take(g->store) : NO_INPUT);
+	if (name)
+		n->name = pr_program_intern(g->program, name, strlen(name));
+	return n;
+}
+
+/* The common case as a leaf, with no registers to save: an unnamed node
+ * that is not an input (loaders and passes name theirs afterwards) in the
+ * newest chunk's next slot (no erased one to reuse). */
+pr_node *pr_graph_new_node(pr_graph *g, pr_node_kind kind, const char *name)
+{
+	pr_graph_store *st = g->store;
+	node_chunk *c = st->chunks;
+	if (name || kind == PR_NODE_INPUT || st->free_nodes || !c || c->used == c->cap)
+		return new_node_general(g, kind, name);
+	return node_start(&c->nodes[c->used++], g, kind, NO_INPUT);
 }
 
 void pr_node_make_input(pr_node *n)
