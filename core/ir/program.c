@@ -474,6 +474,7 @@ static inline uint64_t sslot_tag(uint32_t h)
 typedef struct strtab {
 	sslot *slots;
 	uint32_t cap, n;      /* slots (0 when none), strings */
+	uint32_t room;        /* strtab_room(cap), kept: every intern asks */
 	arena mem;
 } strtab;
 
@@ -532,6 +533,12 @@ HOT_INLINE const char *strtab_take(strtab *t, sslot *e, const char *s, size_t n,
 	return *e ? sslot_str(*e) : strtab_put(t, e, s, n, h);
 }
 
+/* The 3/4 load bound: the strings a table of cap slots takes. */
+static inline size_t strtab_room(size_t cap)
+{
+	return cap / 4 * 3;
+}
+
 /* Moves t into a table of cap slots, placing every string by the hash in
  * its header, which is read a few strings ahead. */
 static void strtab_grow(strtab *t, uint32_t cap)
@@ -553,12 +560,7 @@ static void strtab_grow(strtab *t, uint32_t cap)
 		big_free(old, old_cap * sizeof *old);
 	t->slots = fresh;
 	t->cap = cap;
-}
-
-/* The 3/4 load bound: the strings a table of cap slots takes. */
-static inline size_t strtab_room(size_t cap)
-{
-	return cap / 4 * 3;
+	t->room = (uint32_t)strtab_room(cap);
 }
 
 /* Room for more strings under the load bound, so that a probe's empty slot
@@ -579,7 +581,7 @@ static __attribute__((noinline)) void strtab_fit_grow(strtab *t, size_t more)
 /* Inline: every intern asks. */
 static inline void strtab_fit(strtab *t, size_t more)
 {
-	if (!t->slots || t->n + more > strtab_room(t->cap))
+	if (!t->slots || t->n + more > t->room)
 		strtab_fit_grow(t, more);
 }
 
