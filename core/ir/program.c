@@ -893,18 +893,34 @@ static void args_drop(pr_arg *args, int n)
 	}
 }
 
-static void set_args(pr_node *n, pr_arg *args, int n_args, bool graph)
+/* n's arguments from now on, their uses registered. */
+HOT_INLINE void args_take(pr_node *n, pr_arg *args, int n_args, bool graph)
 {
-	bool owned = !(n->mem & NODE_ARGS_GRAPH);
-	if (n->args) {   /* a new node (the usual case) has none to let go */
-		args_release(n->args, n->n_args, owned);
-		if (owned)
-			free(n->args);
-	}
 	n->mem = (uint16_t)(graph ? n->mem | NODE_ARGS_GRAPH : n->mem & ~NODE_ARGS_GRAPH);
 	n->args = args;
 	n->n_args = n_args;
 	args_attach(n, args, n_args);
+}
+
+/* Lets go of the arguments n has, then takes args. */
+static __attribute__((noinline)) void args_replace(pr_node *n, pr_arg *args, int n_args,
+						   bool graph)
+{
+	bool owned = !(n->mem & NODE_ARGS_GRAPH);
+	args_release(n->args, n->n_args, owned);
+	if (owned)
+		free(n->args);
+	args_take(n, args, n_args, graph);
+}
+
+/* A new node (the usual case) has no arguments to let go: then this is a
+ * few stores and a tail call, with no registers to save. */
+static void set_args(pr_node *n, pr_arg *args, int n_args, bool graph)
+{
+	if (n->args)
+		args_replace(n, args, n_args, graph);
+	else
+		args_take(n, args, n_args, graph);
 }
 
 void pr_node_set_args(pr_node *n, pr_arg *args, int n_args)

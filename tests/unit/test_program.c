@@ -926,6 +926,46 @@ Test(storage, use_lists_grow_past_their_pool_blocks)
 	pr_program_free(p);
 }
 
+/* A node given arguments again lets go of the uses of those it had, graph
+ * storage or its own, and registers the new ones. */
+Test(storage, arguments_set_again_move_their_uses)
+{
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	pr_node *v = slab_input(g, "v"), *w = slab_input(g, "w");
+	pr_node *r = pr_graph_new_node(g, PR_NODE_OP, NULL);
+	pr_arg *a = pr_graph_new_args(g, 2);
+	a[0].kind = a[1].kind = PR_ARG_VALUE;
+	a[0].u.value = v;
+	a[1].u.value = w;
+	pr_node_set_graph_args(r, a, 2);
+	cr_assert_eq(v->n_uses, 1);
+	cr_assert_eq(w->n_uses, 1);
+	pr_arg *b = pr_graph_new_args(g, 1);
+	b->kind = PR_ARG_VALUE;
+	b->u.value = w;
+	pr_node_set_graph_args(r, b, 1);
+	cr_assert_eq(v->n_uses, 0, "the first arguments' uses are gone");
+	cr_assert_eq(w->n_uses, 1);
+	cr_assert_eq(w->uses[0].arg, b);
+	cr_assert_eq(r->args, b);
+	cr_assert_eq(r->n_args, 1);
+	pr_arg *own = calloc(1, sizeof *own);
+	own->kind = PR_ARG_VALUE;
+	own->u.value = v;
+	pr_node_set_args(r, own, 1);
+	cr_assert_eq(w->n_uses, 0);
+	cr_assert_eq(v->n_uses, 1);
+	cr_assert_eq(v->uses[0].user, r);
+	check_uses(v);
+	pr_node_set_graph_args(r, a, 2);   /* frees own, which r owned */
+	cr_assert_eq(v->n_uses, 1);
+	cr_assert_eq(w->n_uses, 1);
+	check_uses(v);
+	check_uses(w);
+	pr_program_free(p);
+}
+
 /* Most values have one reader: its list takes a block of one, and a second
  * reader moves it into a block of two, the block of one going to the next
  * value's first reader. */
