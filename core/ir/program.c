@@ -20,6 +20,11 @@
 
 #define ORDER_GAP ((uint64_t)1 << 32)
 
+/* For the few small helpers on every node's path (naming, use lists) whose
+ * calls cost more in register saves than their bodies: the compiler's
+ * choice moves with its callers' size. */
+#define HOT_INLINE static inline __attribute__((always_inline))
+
 typedef struct named {
 	const char *name;
 	void *item;
@@ -352,6 +357,15 @@ uint32_t pr_str_hash(const char *s, size_t n)
 	size_t r = n - i;
 	unsigned char *wb = (unsigned char *)&w;
 	w = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (r && i) {
+		/* past a whole word, the same w from the string's last 8
+		 * bytes: one load and a shift instead of up to three */
+		memcpy(&w, s + n - 8, 8);
+		w >>= 64 - 8 * r;
+		r = 0;
+	}
+#endif
 	if (r & 4)
 		memcpy(wb, s + i, 4);
 	if (r & 2)
@@ -460,6 +474,7 @@ static inline uint64_t sslot_tag(uint32_t h)
 typedef struct strtab {
 	sslot *slots;
 	uint32_t cap, n;      /* slots (0 when none), strings */
+	uint32_t room;        /* strtab_room(cap), kept: every intern asks */
 	arena mem;
 } strtab;
 
@@ -476,8 +491,10 @@ static inline uint32_t strtab_next(uint32_t cap, uint32_t i)
 }
 
 /* The slot of s (n bytes, hash h) in t, or the empty slot where it would
- * go; t has slots. An interned s is known by its address. */
-static sslot *strtab_probe(const strtab *t, const char *s, size_t n, uint32_t h)
+ * go; t has slots. An interned s is known by its address. Inlined, as
+ * strtab_put is: every node a loader or a pass names comes through both,
+ * and as calls their register saves were a third of them. */
+HOT_INLINE sslot *strtab_probe(const strtab *t, const char *s, size_t n, uint32_t h)
 {
 	uint64_t tag = sslot_tag(h);
 	for (uint32_t i = strtab_home(t->cap, h);; i = strtab_next(t->cap, i)) {
@@ -495,7 +512,7 @@ static sslot *strtab_probe(const strtab *t, const char *s, size_t n, uint32_t h)
 }
 
 /* Puts a copy of s into the empty slot e that strtab_probe found. */
-static const char *strtab_put(strtab *t, sslot *e, const char *s, size_t n, uint32_t h)
+HOT_INLINE const char *strtab_put(strtab *t, sslot *e, const char *s, size_t n, uint32_t h)
 {
 	PR_ASSERT(n < UINT32_MAX && !*e);
 	str_head *head = arena_alloc(&t->mem, sizeof *head + n + 1, _Alignof(str_head));
@@ -511,9 +528,15 @@ static const char *strtab_put(strtab *t, sslot *e, const char *s, size_t n, uint
 }
 
 /* The string in slot e (strtab_probe's for s), put there first when empty. */
-static const char *strtab_take(strtab *t, sslot *e, const char *s, size_t n, uint32_t h)
+HOT_INLINE const char *strtab_take(strtab *t, sslot *e, const char *s, size_t n, uint32_t h)
 {
 	return *e ? sslot_str(*e) : strtab_put(t, e, s, n, h);
+}
+
+/* The 3/4 load bound: the strings a table of cap slots takes. */
+static inline size_t strtab_room(size_t cap)
+{
+	return cap / 4 * 3;
 }
 
 /* Moves t into a table of cap slots, placing every string by the hash in
@@ -537,12 +560,7 @@ static void strtab_grow(strtab *t, uint32_t cap)
 		big_free(old, old_cap * sizeof *old);
 	t->slots = fresh;
 	t->cap = cap;
-}
-
-/* The 3/4 load bound: the strings a table of cap slots takes. */
-static inline size_t strtab_room(size_t cap)
-{
-	return cap / 4 * 3;
+	t->room = (uint32_t)strtab_room(cap);
 }
 
 /* Room for more strings under the load bound, so that a probe's empty slot
@@ -563,7 +581,7 @@ static __attribute__((noinline)) void strtab_fit_grow(strtab *t, size_t more)
 /* Inline: every intern asks. */
 static inline void strtab_fit(strtab *t, size_t more)
 {
-	if (!t->slots || t->n + more > strtab_room(t->cap))
+	if (!t->slots || t->n + more > t->room)
 		strtab_fit_grow(t, more);
 }
 
@@ -756,21 +774,13 @@ static pr_graph_store *store_of(const pr_node *n)
 	return n->graph ? n->graph->store : NULL;
 }
 
-/* Room for one more use: doubling, in pool blocks while they are big
- * enough, else on the heap (and for nodes that have no graph yet). */
-static void uses_grow(pr_node *v)
+/* Room for one more use past the first: doubling, in pool blocks while
+ * they are big enough, else on the heap (and for nodes that have no graph
+ * yet). Out of line: add_use takes a graph node's first block itself
+ * (uses_take_first). */
+static __attribute__((noinline)) void uses_grow(pr_node *v)
 {
 	pr_graph_store *st = store_of(v);
-	if (!v->uses_room && st && !(v->mem & NODE_USES_HEAP)) {
-		/* The first reader, the common case: a block of one, as most
-		 * values (and each copy a pass makes) have one reader (at a
-		 * million nodes 85% do): a block of two would leave 16 bytes
-		 * unused in each. A second reader moves the list to a block of
-		 * two and gives this one back, for the next first reader. */
-		v->uses = use_block_get(st, 0);
-		v->uses_room = 1;
-		return;
-	}
 	int room = pr_node_uses_room(v);
 	int cap = room ? 2 * room : 2;   /* a heap list starts at two */
 	if (v->mem & NODE_USES_HEAP) {
@@ -802,9 +812,27 @@ static void uses_free(pr_node *n)
 
 /* ---- arguments and use lists -------------------------------------------- */
 
-static void add_use(pr_node *value, pr_node *user, pr_arg *arg)
+/* The first reader of a graph node, the common case, inline: a block of
+ * one, as most values (and each copy a pass makes) have one reader (at a
+ * million nodes 85% do): a block of two would leave 16 bytes unused in
+ * each. A second reader moves the list to a block of two (uses_grow) and
+ * gives this one back, for the next first reader. False when v already has
+ * a list, or no graph to take a block from. */
+static inline bool uses_take_first(pr_node *v)
 {
-	if (value->n_uses == pr_node_uses_room(value))
+	pr_graph_store *st = store_of(v);
+	if (v->uses_room || !st || (v->mem & NODE_USES_HEAP))
+		return false;
+	v->uses = use_block_get(st, 0);
+	v->uses_room = 1;
+	return true;
+}
+
+/* Inlined into its callers: as a call of its own, saving registers for
+ * uses_grow took a fifth of it. */
+HOT_INLINE void add_use(pr_node *value, pr_node *user, pr_arg *arg)
+{
+	if (value->n_uses == pr_node_uses_room(value) && !uses_take_first(value))
 		uses_grow(value);
 	arg->use_index = value->n_uses;
 	value->uses[value->n_uses++] = (pr_use){.user = user, .arg = arg};
@@ -865,18 +893,34 @@ static void args_drop(pr_arg *args, int n)
 	}
 }
 
-static void set_args(pr_node *n, pr_arg *args, int n_args, bool graph)
+/* n's arguments from now on, their uses registered. */
+HOT_INLINE void args_take(pr_node *n, pr_arg *args, int n_args, bool graph)
 {
-	bool owned = !(n->mem & NODE_ARGS_GRAPH);
-	if (n->args) {   /* a new node (the usual case) has none to let go */
-		args_release(n->args, n->n_args, owned);
-		if (owned)
-			free(n->args);
-	}
 	n->mem = (uint16_t)(graph ? n->mem | NODE_ARGS_GRAPH : n->mem & ~NODE_ARGS_GRAPH);
 	n->args = args;
 	n->n_args = n_args;
 	args_attach(n, args, n_args);
+}
+
+/* Lets go of the arguments n has, then takes args. */
+static __attribute__((noinline)) void args_replace(pr_node *n, pr_arg *args, int n_args,
+						   bool graph)
+{
+	bool owned = !(n->mem & NODE_ARGS_GRAPH);
+	args_release(n->args, n->n_args, owned);
+	if (owned)
+		free(n->args);
+	args_take(n, args, n_args, graph);
+}
+
+/* A new node (the usual case) has no arguments to let go: then this is a
+ * few stores and a tail call, with no registers to save. */
+static void set_args(pr_node *n, pr_arg *args, int n_args, bool graph)
+{
+	if (n->args)
+		args_replace(n, args, n_args, graph);
+	else
+		args_take(n, args, n_args, graph);
 }
 
 void pr_node_set_args(pr_node *n, pr_arg *args, int n_args)
@@ -952,16 +996,36 @@ void pr_program_prefetch_name(const pr_program *p, uint32_t h)
 		__builtin_prefetch(&t->slots[strtab_home(t->cap, h)]);
 }
 
-pr_node *pr_graph_new_node(pr_graph *g, pr_node_kind kind, const char *name)
+/* A slot just taken becomes a node of g. */
+HOT_INLINE pr_node *node_start(pr_node *n, pr_graph *g, pr_node_kind kind, pr_input *input)
 {
-	pr_node *n = slot_take(g->store);
 	n->kind = kind;
 	n->graph = g;
-	n->input = kind == PR_NODE_INPUT ? input_take(g->store) : NO_INPUT;
-	if (name)
-		n->name = pr_program_intern(g->program, name, strlen(name));
+	n->input = input;
 	n->type.kind = PR_TYPE_NONE;
 	return n;
+}
+
+static __attribute__((noinline)) pr_node *new_node_general(pr_graph *g, pr_node_kind kind,
+							  const char *name)
+{
+	pr_node *n = slot_take(g->store);
+	node_start(n, g, kind, kind == PR_NODE_INPUT ? input_take(g->store) : NO_INPUT);
+	if (name)
+		n->name = pr_program_intern(g->program, name, strlen(name));
+	return n;
+}
+
+/* The common case as a leaf, with no registers to save: an unnamed node
+ * that is not an input (loaders and passes name theirs afterwards) in the
+ * newest chunk's next slot (no erased one to reuse). */
+pr_node *pr_graph_new_node(pr_graph *g, pr_node_kind kind, const char *name)
+{
+	pr_graph_store *st = g->store;
+	node_chunk *c = st->chunks;
+	if (name || kind == PR_NODE_INPUT || st->free_nodes || !c || c->used == c->cap)
+		return new_node_general(g, kind, name);
+	return node_start(&c->nodes[c->used++], g, kind, NO_INPUT);
 }
 
 void pr_node_make_input(pr_node *n)
@@ -979,8 +1043,12 @@ void pr_node_make_input(pr_node *n)
 pr_node *pr_graph_reserve_nodes(pr_graph *g, size_t count)
 {
 	pr_graph_store *st = g->store;
-	/* and room for their names, so that the table is not rehashed while they come */
-	strtab_fit(strings_of(g->program), count);
+	/* and room for their names, so that the table is not rehashed while
+	 * they come, and for as many again: the table then stays under 3/8
+	 * full through the load, where probes are short, and takes the names
+	 * a pass adds (a copy per value, placing a graph on devices) without
+	 * moving them all, for the slots a growth would have come to anyway. */
+	strtab_fit(strings_of(g->program), 2 * count);
 	if (st->free_nodes)   /* slot_take reuses those first */
 		return NULL;
 	if (!st->chunks || st->chunks->cap - st->chunks->used < count)
@@ -1383,8 +1451,8 @@ pr_node *pr_graph_new_node_fresh(pr_graph *g, pr_node_kind kind, const char *bas
 
 /* A slab node named s (len bytes, hash h), whose string-table slot is slot
  * (see name_free_slot). */
-static pr_node *new_node_named_at(pr_graph *g, pr_node_kind kind, sslot *slot, const char *s,
-				  size_t len, uint32_t h)
+HOT_INLINE pr_node *new_node_named_at(pr_graph *g, pr_node_kind kind, sslot *slot,
+				      const char *s, size_t len, uint32_t h)
 {
 	pr_node *n = pr_graph_new_node(g, kind, NULL);
 	n->name = strtab_take(strings_of(g->program), slot, s, len, h);

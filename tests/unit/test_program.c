@@ -208,6 +208,44 @@ Test(program, interned_prefixes_and_extensions_are_distinct)
 	pr_program_free(p);
 }
 
+/* pr_str_hash as its comment defines it: 8-byte words, then the tail as
+ * one word of its bytes, zero above them. */
+static uint32_t str_hash_by_definition(const char *s, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, s + i, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 31;
+	}
+	w = 0;
+	memcpy(&w, s + i, n - i);
+	h = (h ^ w) * 0x94d049bb133111ebull;
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	return (uint32_t)h;
+}
+
+/* Every tail length, after no word and after whole words (where the tail
+ * is read as the string's last 8 bytes), hashes as defined, from the n
+ * bytes alone: what lies before and after them changes nothing. */
+Test(program, str_hash_reads_each_tail_as_defined)
+{
+	char buf[64];
+	for (size_t n = 0; n <= 40; n++) {
+		for (size_t k = 0; k < sizeof buf; k++)
+			buf[k] = (char)('a' + (k * 7) % 26);
+		const char *s = buf + 8;
+		uint32_t h = pr_str_hash(s, n);
+		cr_assert_eq(h, str_hash_by_definition(s, n), "length %zu", n);
+		memset(buf, 'X', 8);
+		memset(buf + 8 + n, 'Y', sizeof buf - 8 - n);
+		cr_assert_eq(pr_str_hash(s, n), h, "length %zu", n);
+	}
+}
+
 /* Asking for a name's slot ahead changes nothing: on a program with no
  * names yet (no table to read), and around naming a node under it. */
 Test(graph, prefetching_a_name_changes_no_name)
@@ -885,6 +923,46 @@ Test(storage, use_lists_grow_past_their_pool_blocks)
 		pr_graph_erase(v);
 	}
 	free(readers);
+	pr_program_free(p);
+}
+
+/* A node given arguments again lets go of the uses of those it had, graph
+ * storage or its own, and registers the new ones. */
+Test(storage, arguments_set_again_move_their_uses)
+{
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	pr_node *v = slab_input(g, "v"), *w = slab_input(g, "w");
+	pr_node *r = pr_graph_new_node(g, PR_NODE_OP, NULL);
+	pr_arg *a = pr_graph_new_args(g, 2);
+	a[0].kind = a[1].kind = PR_ARG_VALUE;
+	a[0].u.value = v;
+	a[1].u.value = w;
+	pr_node_set_graph_args(r, a, 2);
+	cr_assert_eq(v->n_uses, 1);
+	cr_assert_eq(w->n_uses, 1);
+	pr_arg *b = pr_graph_new_args(g, 1);
+	b->kind = PR_ARG_VALUE;
+	b->u.value = w;
+	pr_node_set_graph_args(r, b, 1);
+	cr_assert_eq(v->n_uses, 0, "the first arguments' uses are gone");
+	cr_assert_eq(w->n_uses, 1);
+	cr_assert_eq(w->uses[0].arg, b);
+	cr_assert_eq(r->args, b);
+	cr_assert_eq(r->n_args, 1);
+	pr_arg *own = calloc(1, sizeof *own);
+	own->kind = PR_ARG_VALUE;
+	own->u.value = v;
+	pr_node_set_args(r, own, 1);
+	cr_assert_eq(w->n_uses, 0);
+	cr_assert_eq(v->n_uses, 1);
+	cr_assert_eq(v->uses[0].user, r);
+	check_uses(v);
+	pr_node_set_graph_args(r, a, 2);   /* frees own, which r owned */
+	cr_assert_eq(v->n_uses, 1);
+	cr_assert_eq(w->n_uses, 1);
+	check_uses(v);
+	check_uses(w);
 	pr_program_free(p);
 }
 
