@@ -59,6 +59,7 @@
 #include <string.h>
 
 #include "host_writes.h"
+#include "passrun/radix_sort.h"
 #include "plugin_common.h"
 
 static const pr_option_decl propagate_options[] = {
@@ -80,11 +81,11 @@ static const pr_option_decl propagate_options[] = {
  * preserved, as walk 2 keeps it valid: later passes reuse it. */
 static const char *const propagate_host_writes[] = {PR_HOST_WRITES, NULL};
 
-/* A reader that needs a copy, and the device its delegate runs on: asked
- * once per reader. */
+/* A reader that needs a copy, and the id of the device its delegate runs
+ * on: asked once per reader. */
 typedef struct reader {
 	pr_use use;
-	pr_device dev;
+	pr_device_id dev;
 } reader;
 
 /* v's readers that need a copy, kept across values so that a run allocates
@@ -93,11 +94,35 @@ typedef struct reader_buf {
 	int cap;
 	reader *items;        /* in graph order once sorted */
 	pr_node **copies;     /* copies[k] is made for items[k] */
+	int sort_cap;         /* the many-reader sort's room (sort_readers) */
+	struct reader_key *keys;
+	reader *sorted;
 } reader_buf;
 
-/* A copy's base name, in place when it fits (most do), else on the heap. */
+/* The end of a copy's base name: "_h2d_cuda0" or "_d2h", its 0 and zeros up
+ * to SUFFIX_ROOM bytes, so that a name is finished by one copy of a known
+ * size. "_h2d_" and a tag of at most PR_DEVICE_STR_MAX - 1 bytes fit. */
+#define SUFFIX_ROOM 48
+_Static_assert(sizeof "_h2d_" - 1 + PR_DEVICE_STR_MAX <= SUFFIX_ROOM, "a suffix fits");
+
+typedef struct copy_suffix {
+	size_t len;             /* without the 0 */
+	char s[SUFFIX_ROOM];
+} copy_suffix;
+
+/* The h2d suffix of one device, made once per device named last. */
+typedef struct device_suffix {
+	pr_device_id id;
+	bool made;
+	copy_suffix suffix;
+} device_suffix;
+
+static const copy_suffix d2h_suffix = {sizeof "_d2h" - 1, "_d2h"};
+
+/* A copy's base name, in place when it fits (names of up to 80 bytes: most
+ * do), else on the heap. */
 typedef struct copy_name {
-	char buf[96];
+	char buf[80 + SUFFIX_ROOM];
 	char *heap;
 	size_t len;
 	uint32_t hash;        /* pr_str_hash of the name: the prefetch and the
@@ -109,7 +134,7 @@ typedef struct copy_name {
 typedef struct ahead_name {
 	const pr_node *src;   /* NULL: none kept */
 	bool h2d;
-	pr_device dev;
+	pr_device_id dev;
 	copy_name base;
 } ahead_name;
 
@@ -117,15 +142,40 @@ typedef struct ahead_name {
 
 /* Where a delegate runs (pl_delegate_where, the CPU counting as a device),
  * remembered per delegate: a program has a few delegates, called many
- * times, and placement asks it of every reader. */
+ * times, and placement asks it of every reader. The device is kept as its
+ * id (interned once per delegate), which is what specs hold and what
+ * compares with ==: equal devices have equal ids. The memos are an
+ * open-addressing table keyed by the delegate's address, so that each
+ * delegate is asked once, however many there are and wherever they lie (a
+ * table of 16 slots, one delegate each, had two of the decoder's 8 delegates
+ * on one slot in some runs, and asked them again per call). */
 typedef struct where_memo {
 	const pr_delegate *d;   /* NULL: empty */
 	pl_where where;
-	bool on_device, host;
-	pr_device dev;
+	bool on_device;
+	pr_device_id id;        /* on_device: where; PR_DEVICE_ID_HOST for a
+				 * target_device=cpu delegate (the baseline's) */
 } where_memo;
 
-#define WHERE_MEMO 16   /* the top 4 bits of a 64-bit hash */
+typedef struct where_table {
+	where_memo *slots;      /* NULL until the first delegate */
+	int shift;              /* 64 - log2(slots) */
+	uint32_t n;             /* delegates in it */
+} where_table;
+
+#define WHERE_FIRST_LOG2 6      /* 64 slots, grown when half full */
+
+/* Whether a layout is stored as is (pr_spec_stored_as_is), remembered per
+ * layout: a spec's shape and strides point at immutable arrays, interned, so
+ * a program's thousands of constants share a few layouts, and the same
+ * pointers always give the same answer. */
+typedef struct layout_memo {
+	const int64_t *shape, *strides;   /* strides NULL: empty */
+	int rank;
+	bool as_is;
+} layout_memo;
+
+#define LAYOUT_MEMO 16
 
 typedef struct place_ctx {
 	pr_pass_ctx *pass;
@@ -139,14 +189,11 @@ typedef struct place_ctx {
 	pr_schema *h2d, *d2h;   /* declared by the run's first copy of each kind */
 	reader_buf readers;
 	pl_nodes getitems;      /* one call's, kept across calls */
-	pr_device host;         /* pr_device_host(), asked once: every copy names it */
-	pr_device_id_memo ids;  /* the device last given an id */
-	pr_device tag_dev;      /* the device last named, and its tag */
-	char tag[PR_DEVICE_STR_MAX];
-	size_t tag_len;
+	device_suffix suffix;   /* the device last named, and its suffix */
 	ahead_name ahead[AHEAD_RING];
 	int next_ahead;
-	where_memo where[WHERE_MEMO];
+	where_table where;
+	layout_memo layouts[LAYOUT_MEMO];
 } place_ctx;
 
 /* ---- copies ------------------------------------------------------------------ */
@@ -165,45 +212,60 @@ static pr_err *copy_schema(place_ctx *c, bool h2d, pr_schema **out)
 	return e;
 }
 
-/* "cuda:0" -> "cuda0", for node names; the last one is kept, as a run's
- * copies are mostly onto one device. */
-static const char *device_tag(place_ctx *c, pr_device d)
+/* "_h2d_cuda0" for device id ("cuda:0" without its ':'), made when the id
+ * is not the one named last: a run's copies are mostly onto one device. */
+static __attribute__((noinline)) void make_device_suffix(device_suffix *d, pr_device_id id)
 {
-	if (c->tag[0] && pr_device_equal_at(&c->tag_dev, &d))
-		return c->tag;
 	char s[PR_DEVICE_STR_MAX];
-	pr_device_str(d, s);
-	size_t j = 0;
-	for (size_t i = 0; s[i] && j + 1 < PR_DEVICE_STR_MAX; i++)
-		if (s[i] != ':')
-			c->tag[j++] = s[i];
-	c->tag[j] = 0;
-	c->tag_len = j;
-	c->tag_dev = d;
-	return c->tag;
+	pr_device_str(*pr_device_of(id), s);
+	memset(d->suffix.s, 0, sizeof d->suffix.s);
+	memcpy(d->suffix.s, "_h2d_", 5);
+	size_t j = 5;
+	for (size_t i = 0, t = 0; s[i] && t + 1 < PR_DEVICE_STR_MAX; i++)
+		if (s[i] != ':') {
+			d->suffix.s[j++] = s[i];
+			t++;
+		}
+	d->suffix.len = j;
+	d->id = id;
+	d->made = true;
 }
 
-/* The base name of src's copies: "x_h2d_cuda0" for h2d onto dev, "x_d2h"
- * for d2h; "t" for a src without a name. Concatenated, not formatted: a run
- * names one base per value it copies. Free it with copy_name_free. */
-static void copy_base(place_ctx *c, const pr_node *src, bool h2d, pr_device dev,
-		      copy_name *out)
+/* The suffix of src's copies: onto device id (h2d), or the host. */
+static inline const copy_suffix *copy_suffix_of(place_ctx *c, bool h2d, pr_device_id id)
 {
-	static const char h2d_mid[] = "_h2d_", d2h_mid[] = "_d2h";
-	const char *name = src->name ? src->name : "t", *mid = h2d ? h2d_mid : d2h_mid;
-	const char *tag = h2d ? device_tag(c, dev) : "";
-	/* the middle's and the tag's lengths are known: only the name is measured */
-	size_t a = strlen(name), b = h2d ? sizeof h2d_mid - 1 : sizeof d2h_mid - 1;
-	size_t t = h2d ? c->tag_len : 0;
+	if (!h2d)
+		return &d2h_suffix;
+	if (!c->suffix.made || c->suffix.id != id)
+		make_device_suffix(&c->suffix, id);
+	return &c->suffix.suffix;
+}
+
+/* The base name of src's copies: "x_h2d_cuda0" for h2d onto a device,
+ * "x_d2h" for d2h; "t" for a src without a name. Its name is measured, the
+ * suffix's length is known and its bytes (the 0 among them) are one copy of
+ * a fixed size. Free it with copy_name_free. */
+static inline __attribute__((always_inline)) void copy_base_at(const pr_node *src,
+								 const copy_suffix *sfx,
+								 copy_name *out)
+{
+	const char *name = src->name ? src->name : "t";
+	size_t a = strlen(name);
 	char *base = out->buf;
 	out->heap = NULL;
-	if (a + b + t + 1 > sizeof out->buf)
-		base = out->heap = pr_xmalloc(a + b + t + 1);
+	if (a + SUFFIX_ROOM > sizeof out->buf)
+		base = out->heap = pr_xmalloc(a + SUFFIX_ROOM);
 	memcpy(base, name, a);
-	memcpy(base + a, mid, b);
-	memcpy(base + a + b, tag, t + 1);
-	out->len = a + b + t;
+	memcpy(base + a, sfx->s, SUFFIX_ROOM);
+	out->len = a + sfx->len;
 	out->hash = pr_str_hash(base, out->len);
+}
+
+/* copy_base_at, for the steps that name a copy the look-ahead did not. */
+static __attribute__((noinline)) void copy_base(const pr_node *src, const copy_suffix *sfx,
+						copy_name *out)
+{
+	copy_base_at(src, sfx, out);
 }
 
 static const char *copy_name_str(const copy_name *n)
@@ -211,9 +273,10 @@ static const char *copy_name_str(const copy_name *n)
 	return n->heap ? n->heap : n->buf;
 }
 
-static void copy_name_free(copy_name *n)
+static inline void copy_name_free(copy_name *n)
 {
-	free(n->heap);
+	if (n->heap)
+		free(n->heap);
 }
 
 /* ---- looking ahead ------------------------------------------------------------- */
@@ -258,34 +321,34 @@ static bool read_by_delegate(const pr_node *v)
  * named (h2d), or the host. */
 static void prefetch_copy_name(place_ctx *c, const pr_node *src, bool h2d)
 {
-	if (h2d && !c->tag[0])
+	if (h2d && !c->suffix.made)
 		return;   /* no device named yet: nothing to guess from */
 	ahead_name *a = &c->ahead[c->next_ahead];
-	c->next_ahead = (c->next_ahead + 1) % AHEAD_RING;
+	c->next_ahead = (c->next_ahead + 1) & (AHEAD_RING - 1);
 	copy_name_free(&a->base);   /* the ring owns its names, taken or not */
 	a->src = src;
 	a->h2d = h2d;
-	a->dev = h2d ? c->tag_dev : c->host;
-	copy_base(c, src, h2d, a->dev, &a->base);
+	a->dev = h2d ? c->suffix.id : PR_DEVICE_ID_HOST;
+	copy_base_at(src, h2d ? &c->suffix.suffix : &d2h_suffix, &a->base);
 	pr_program_prefetch_name(c->p, a->base.hash);
 }
+_Static_assert((AHEAD_RING & (AHEAD_RING - 1)) == 0, "the ring's size is a power of two");
 
 /* The base name of src's copies (copy_base): the look-ahead's own when it
  * built this one, read in place (no copy of the buffer) and valid until the
  * next prefetch_copy_name, which no copy's making calls; else built in *own.
  * *own is left for copy_name_free either way. */
-static const copy_name *copy_base_ahead(place_ctx *c, const pr_node *src, bool h2d,
-					pr_device dev, copy_name *own)
+static inline const copy_name *copy_base_ahead(place_ctx *c, const pr_node *src, bool h2d,
+					       pr_device_id dev, copy_name *own)
 {
 	own->heap = NULL;
-	for (int i = 0; i < AHEAD_RING; i++) {
-		ahead_name *a = &c->ahead[i];
-		if (a->src == src && a->h2d == h2d && (!h2d || pr_device_equal_at(&a->dev, &dev))) {
-			a->src = NULL;
-			return &a->base;
+	ahead_name *a = c->ahead;
+	for (int i = 0; i < AHEAD_RING; i++)
+		if (a[i].src == src && a[i].h2d == h2d && a[i].dev == dev) {
+			a[i].src = NULL;
+			return &a[i].base;
 		}
-	}
-	copy_base(c, src, h2d, dev, own);
+	copy_base(src, copy_suffix_of(c, h2d, dev), own);
 	return own;
 }
 
@@ -295,28 +358,34 @@ static void ahead_free(place_ctx *c)
 		copy_name_free(&c->ahead[i].base);
 }
 
-/* A new copy of src onto dev (h2d) or the host (d2h), made in src's graph
- * but not linked into it, named base or the next free name after it (*next, may be NULL, is the naming cursor
+/* A new copy of src onto device dev (h2d) or the host (d2h: dev is
+ * PR_DEVICE_ID_HOST), made in src's graph but not linked into it, named base
+ * or the next free name after it (*next, may be NULL, is the naming cursor
  * of pr_graph_fresh_name_next). Its output moves the bytes as stored: same
  * dtype, shape and strides as src, on the destination device, with no memory
  * (planned later) and never a constant (it is an op's result). Its argument
  * is set by copy_attach, so that a caller moving many readers can order the
  * use-list edits. */
-static pr_node *copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device dev,
-			       const copy_name *base, int *next, pr_err **err)
+static inline __attribute__((always_inline)) pr_node *
+copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device_id dev, const copy_name *base,
+	       int *next, pr_err **err)
 {
-	pr_schema *s = NULL;
-	*err = copy_schema(c, h2d, &s);
-	if (*err)
-		return NULL;
+	pr_schema *s = h2d ? c->h2d : c->d2h;
+	if (!s) {
+		*err = copy_schema(c, h2d, &s);
+		if (*err)
+			return NULL;
+	}
+	/* src is a tensor (pr_node_spec's case), read in place */
+	const pr_spec *spec = src->type.kind == PR_TYPE_TENSOR ? &src->type.tensor : NULL;
 	/* In the graph's slab, its argument in graph storage: no malloc of
 	 * their own for the many copies a run makes. */
 	pr_node *n = pr_graph_new_node_fresh_hashed(src->graph, PR_NODE_OP, copy_name_str(base),
 						    base->len, base->hash, next);
 	n->schema = s;
 	n->type.kind = PR_TYPE_TENSOR;
-	n->type.tensor = *pr_node_spec(src);
-	n->type.tensor.device_id = h2d ? pr_device_intern_memo(&c->ids, dev) : PR_DEVICE_ID_HOST;
+	n->type.tensor = *spec;
+	n->type.tensor.device_id = dev;
 	n->type.tensor.has_mem = false;
 	n->type.tensor.mem_arena_id = PR_DEVICE_ID_HOST;
 	n->type.tensor.mem_offset = 0;
@@ -327,8 +396,8 @@ static pr_node *copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device d
 static pr_node *copy_to_host(place_ctx *c, pr_node *src, pr_err **err)
 {
 	copy_name own;
-	const copy_name *base = copy_base_ahead(c, src, false, c->host, &own);
-	pr_node *n = copy_new_named(c, src, false, c->host, base, NULL, err);
+	const copy_name *base = copy_base_ahead(c, src, false, PR_DEVICE_ID_HOST, &own);
+	pr_node *n = copy_new_named(c, src, false, PR_DEVICE_ID_HOST, base, NULL, err);
 	copy_name_free(&own);
 	return n;
 }
@@ -343,24 +412,70 @@ static void copy_attach(pr_node *c, pr_node *src)
 
 /* Orders uses by their readers' graph order (the graph must be numbered),
  * one reader's slots by their place in the use list. */
-static int use_by_order(const void *a, const void *b)
+static inline int use_by_order(const reader *a, const reader *b)
 {
-	const pr_use *u = &((const reader *)a)->use, *w = &((const reader *)b)->use;
+	const pr_use *u = &a->use, *w = &b->use;
 	const pr_node *x = u->user, *y = w->user;
 	if (x->order != y->order)
 		return x->order < y->order ? -1 : 1;
 	return (u->arg->use_index > w->arg->use_index) - (u->arg->use_index < w->arg->use_index);
 }
 
+/* A reader's place in use_by_order's order, for sorting many: the key is
+ * (order, use_index), 12 bytes, use_index's the low 4. */
+typedef struct reader_key {
+	uint64_t order;
+	uint32_t use_index;
+	uint32_t at;          /* the reader's index before the sort */
+} reader_key;
+
+static inline unsigned reader_key_byte(const reader_key *k, int b)
+{
+	return b < 4 ? k->use_index >> (8 * b) & 255 : (unsigned)(k->order >> (8 * (b - 4)) & 255);
+}
+
+static inline bool reader_key_less(const reader_key *x, const reader_key *y)
+{
+	return x->order != y->order ? x->order < y->order : x->use_index < y->use_index;
+}
+
+PR_RADIX_SORT_DEFINE(sort_reader_keys, reader_key, reader_key_byte, reader_key_less)
+
 /* Most values that need copies have a few readers: an insertion sort of
- * those costs a fraction of qsort's calls through a comparator. The order
- * is total (a reader's slots differ in use_index), so both give the same. */
+ * those. Many (the attention mask's tens of thousands) are sorted by their
+ * keys, read once each, with an in-place radix sort, and moved into that
+ * order. The order is total (a reader's slots differ in use_index), so both
+ * give use_by_order's. */
 #define SORT_INSERTION_MAX 16
 
-static void sort_readers(reader *items, int n)
+static void sort_many_readers(reader_buf *r, int n)
 {
+	if (n > r->sort_cap) {
+		r->sort_cap = r->cap;   /* n <= cap */
+		r->keys = pr_xrealloc(r->keys, (size_t)r->sort_cap * sizeof *r->keys);
+		r->sorted = pr_xrealloc(r->sorted, (size_t)r->sort_cap * sizeof *r->sorted);
+	}
+	reader_key *keys = r->keys;
+	uint64_t order_diff = 0, index_diff = 0;
+	for (int i = 0; i < n; i++) {
+		keys[i].order = r->items[i].use.user->order;
+		keys[i].use_index = (uint32_t)r->items[i].use.arg->use_index;
+		keys[i].at = (uint32_t)i;
+		order_diff |= keys[i].order ^ keys[0].order;
+		index_diff |= keys[i].use_index ^ keys[0].use_index;
+	}
+	sort_reader_keys(keys, n, 11, pr_radix_varying(index_diff, 0, 4) |
+				      pr_radix_varying(order_diff, 4, 8));
+	for (int i = 0; i < n; i++)
+		r->sorted[i] = r->items[keys[i].at];
+	memcpy(r->items, r->sorted, (size_t)n * sizeof *r->items);
+}
+
+static void sort_readers(reader_buf *r, int n)
+{
+	reader *items = r->items;
 	if (n > SORT_INSERTION_MAX) {
-		qsort(items, (size_t)n, sizeof *items, use_by_order);
+		sort_many_readers(r, n);
 		return;
 	}
 	for (int i = 1; i < n; i++) {
@@ -372,52 +487,71 @@ static void sort_readers(reader *items, int n)
 	}
 }
 
-/* pl_delegate_where(d, true, ...) of delegate d (not NULL), through c's
- * memo: both walks ask it per call. */
-static const where_memo *where_of(place_ctx *c, const pr_delegate *d)
+/* The slot of delegate d in t (the high bits of a multiplicative hash:
+ * delegates lie a fixed size apart), or the empty one where it goes. */
+static inline where_memo *where_slot(const where_table *t, const pr_delegate *d)
 {
-	/* the high bits of a multiplicative hash: delegates lie a fixed size apart */
-	where_memo *m = &c->where[((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15u) >> 60];
-	if (m->d != d) {
-		m->d = d;
-		m->where = pl_delegate_where(d, true, &m->dev);
-		m->on_device = m->where == PL_ON_DEVICE;
-		m->host = m->on_device && pr_device_is_host(m->dev);
+	size_t mask = ((size_t)1 << (64 - t->shift)) - 1;
+	for (size_t i = ((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15u) >> t->shift;; i = (i + 1) & mask)
+		if (t->slots[i].d == d || !t->slots[i].d)
+			return &t->slots[i];
+}
+
+/* pl_delegate_where(d, true, ...) of a delegate d not in the table yet,
+ * added to it. */
+static __attribute__((noinline)) where_memo *where_add(where_table *t, const pr_delegate *d)
+{
+	if (!t->slots || 2 * (size_t)(t->n + 1) > (size_t)1 << (64 - t->shift)) {
+		where_table old = *t;
+		t->shift = old.slots ? old.shift - 1 : 64 - WHERE_FIRST_LOG2;
+		t->slots = pr_xcalloc((size_t)1 << (64 - t->shift), sizeof *t->slots);
+		for (size_t i = 0; old.slots && i < (size_t)1 << (64 - old.shift); i++)
+			if (old.slots[i].d)
+				*where_slot(t, old.slots[i].d) = old.slots[i];
+		free(old.slots);
 	}
+	where_memo *m = where_slot(t, d);
+	pr_device dev;
+	m->d = d;
+	m->where = pl_delegate_where(d, true, &dev);
+	m->on_device = m->where == PL_ON_DEVICE;
+	m->id = m->on_device ? pr_device_intern(dev) : PR_DEVICE_ID_HOST;
+	t->n++;
 	return m;
 }
 
-/* pl_call_device(n, true, out), through c's memo; *host: out is the host. */
-static bool call_device(place_ctx *c, const pr_node *n, pr_device *out, bool *host)
+/* pl_delegate_where(d, true, ...) of delegate d (not NULL), through c's
+ * memos: both walks ask it per call, walk 2 per delegate reader. */
+static inline const where_memo *where_of(place_ctx *c, const pr_delegate *d)
 {
-	if (!n || n->kind != PR_NODE_DELEGATE || !n->delegate)
-		return false;
-	const where_memo *m = where_of(c, n->delegate);
-	if (m->on_device) {
-		*out = m->dev;
-		*host = m->host;
+	if (c->where.slots) {
+		where_memo *m = where_slot(&c->where, d);
+		if (m->d)
+			return m;
 	}
-	return m->on_device;
+	return where_add(&c->where, d);
 }
 
-/* Does delegate reader u need v (of spec vs) copied to its device (set in
- * *dev)? A v already on that device needs none, unless copy_placed: the
- * baseline copied every argument, a device tensor too (a copy the runtime
- * then refuses). */
-static bool needs_copy(place_ctx *c, const pr_use *u, const pr_spec *vs, pr_device *dev)
+/* The where memo of n when it is a device delegate call, else NULL
+ * (pl_call_device(n, true, ...)). */
+static inline const where_memo *call_where(place_ctx *c, const pr_node *n)
 {
-	/* A delegate on the CPU counts as a device only in the baseline (F7),
-	 * which copied every argument "to the CPU". */
-	bool host;
-	return call_device(c, u->user, dev, &host) &&
-	       (c->copy_placed || host || !pr_device_equal_at(dev, pr_device_of(vs->device_id)));
+	if (!n || n->kind != PR_NODE_DELEGATE || !n->delegate)
+		return NULL;
+	const where_memo *m = where_of(c, n->delegate);
+	return m->on_device ? m : NULL;
 }
 
 /* v's readers that need a copy, into c->readers.items in graph order (use
  * lists have no order, so that the copies get the same names whatever the
  * edits before). Returns how many. Every reader is asked with cpu_is_device:
- * a target_device=cpu delegate still here is the baseline's (F7). */
-static int copy_readers(place_ctx *c, pr_node *v)
+ * a target_device=cpu delegate still here is the baseline's (F7). A reader
+ * needs v copied to its device unless v is there already: ids compare as
+ * the devices do. A v already there still needs one with copy_placed (the
+ * baseline copied every argument, a device tensor too: a copy the runtime
+ * then refuses), and a delegate on the CPU counts as a device only in the
+ * baseline (F7), which copied every argument "to the CPU". */
+static inline __attribute__((always_inline)) int copy_readers(place_ctx *c, pr_node *v)
 {
 	reader_buf *r = &c->readers;
 	if (v->n_uses > r->cap) {
@@ -426,18 +560,22 @@ static int copy_readers(place_ctx *c, pr_node *v)
 		r->copies = pr_xrealloc(r->copies, (size_t)r->cap * sizeof *r->copies);
 	}
 	int n = 0;
-	const pr_spec *vs = pr_node_spec(v);
-	for (int i = 0; i < v->n_uses; i++) {
-		reader *k = &r->items[n];
-		if (needs_copy(c, &v->uses[i], vs, &k->dev)) {
-			k->use = v->uses[i];
+	const pr_use *uses = v->uses;
+	for (int i = 0, n_uses = v->n_uses; i < n_uses; i++) {
+		const where_memo *m = call_where(c, uses[i].user);
+		if (!m)
+			continue;
+		/* v is a tensor (pr_node_spec's case) */
+		if (c->copy_placed || m->id == PR_DEVICE_ID_HOST || m->id != v->type.tensor.device_id) {
+			r->items[n].use = uses[i];
+			r->items[n].dev = m->id;
 			n++;
 		}
 	}
 	if (n > 1) {
 		if (v->graph->order_stale)
 			pr_graph_renumber(v->graph);
-		sort_readers(r->items, n);
+		sort_readers(r, n);
 	}
 	return n;
 }
@@ -445,7 +583,7 @@ static int copy_readers(place_ctx *c, pr_node *v)
 /* The copies of one value onto one device: named from one base, first
  * reader first (%x_h2d_cuda0, then %x_h2d_cuda0_1, ...). */
 typedef struct copy_group {
-	pr_device dev;
+	pr_device_id dev;
 	const copy_name *base;   /* the look-ahead's, or own */
 	copy_name own;
 	int next;     /* pr_graph_fresh_name_next's cursor */
@@ -456,10 +594,10 @@ typedef struct copy_group {
 /* The group of dev among g[0, *n), added when there is room; NULL when
  * there is none (such a copy is named on its own). */
 static copy_group *group_of(place_ctx *c, copy_group *g, int *n, const pr_node *v,
-			    pr_device dev)
+			    pr_device_id dev)
 {
 	for (int d = 0; d < *n; d++)
-		if (pr_device_equal_at(&g[d].dev, &dev))
+		if (g[d].dev == dev)
 			return &g[d];
 	if (*n == MAX_GROUPS)
 		return NULL;
@@ -471,11 +609,11 @@ static copy_group *group_of(place_ctx *c, copy_group *g, int *n, const pr_node *
 
 /* One new _h2d_copy of v onto dev, inserted before reader. */
 static pr_node *copy_for_reader(place_ctx *c, pr_node *v, pr_node *reader, copy_group *grp,
-				pr_device dev, pr_err **e)
+				pr_device_id dev, pr_err **e)
 {
 	copy_name own;
 	if (!grp)
-		copy_base(c, v, true, dev, &own);
+		copy_base(v, copy_suffix_of(c, true, dev), &own);
 	pr_node *n = copy_new_named(c, v, true, dev, grp ? grp->base : &own,
 				    grp ? &grp->next : NULL, e);
 	if (!grp)
@@ -495,12 +633,35 @@ static pr_node *copy_for_reader(place_ctx *c, pr_node *v, pr_node *reader, copy_
  * v, placed right before it. The readers move after all copies exist, last
  * first, then the copies read v: the use-list edits are in that order
  * whatever the count. */
-static pr_err *copy_collected(place_ctx *c, pr_node *v, int n)
+static pr_err *copy_one(place_ctx *c, pr_node *v)
+{
+	/* most values: one copy, named from its base (a group of one) */
+	const reader *k = &c->readers.items[0];
+	pr_err *e = NULL;
+	copy_name own;
+	const copy_name *base = copy_base_ahead(c, v, true, k->dev, &own);
+	int next = 0;
+	pr_node *copy = copy_new_named(c, v, true, k->dev, base, &next, &e);
+	copy_name_free(&own);
+	if (!e) {
+		e = pr_graph_insert_before(k->use.user, copy);
+		if (e)
+			pr_graph_erase(copy);
+	}
+	if (e)
+		return e;
+	pr_arg_set_value(k->use.arg, copy);
+	copy_attach(copy, v);
+	*c->changed = true;
+	return NULL;
+}
+
+static __attribute__((noinline)) pr_err *copy_many(place_ctx *c, pr_node *v, int n)
 {
 	reader_buf *r = &c->readers;
+	pr_err *e = NULL;
 	int made = 0, n_groups = 0;
 	copy_group groups[MAX_GROUPS];
-	pr_err *e = NULL;
 	for (; made < n; made++) {
 		const reader *k = &r->items[made];
 		copy_group *grp = group_of(c, groups, &n_groups, v, k->dev);
@@ -516,6 +677,11 @@ static pr_err *copy_collected(place_ctx *c, pr_node *v, int n)
 		copy_name_free(&groups[d].own);
 	*c->changed |= made > 0;
 	return e;
+}
+
+static pr_err *copy_collected(place_ctx *c, pr_node *v, int n)
+{
+	return n == 1 ? copy_one(c, v) : copy_many(c, v, n);
 }
 
 static pr_err *copy_to_readers(place_ctx *c, pr_node *v)
@@ -600,10 +766,9 @@ static pr_err *copy_getitem_to_host(place_ctx *c, pr_node *gi)
 	return NULL;
 }
 
-static pr_err *place_results(place_ctx *c, pr_node *call, pr_device dev)
+static pr_err *place_results(place_ctx *c, pr_node *call, pr_device_id id)
 {
 	*c->changed = true;
-	pr_device_id id = pr_device_intern_memo(&c->ids, dev);
 	if (call->type.kind == PR_TYPE_TENSOR) {
 		call->type.tensor.device_id = id;
 		return NULL;
@@ -614,9 +779,14 @@ static pr_err *place_results(place_ctx *c, pr_node *call, pr_device dev)
 		call->type.elems[i].device_id = id;
 	pl_nodes *getitems = &c->getitems;
 	getitems->n = 0;
+	if (call->n_uses > getitems->cap) {
+		getitems->cap = call->n_uses;
+		getitems->items = pr_xrealloc(getitems->items,
+					      (size_t)getitems->cap * sizeof *getitems->items);
+	}
 	for (int i = 0; i < call->n_uses; i++)
 		if (call->uses[i].user->kind == PR_NODE_GETITEM)
-			pl_nodes_push(getitems, call->uses[i].user);
+			getitems->items[getitems->n++] = call->uses[i].user;
 	pr_err *e = NULL;
 	for (int i = 0; i < getitems->n && !e; i++) {
 		pr_node *gi = getitems->items[i];
@@ -677,10 +847,12 @@ static void prefetch_calls_ahead(place_ctx *c, const pl_nodes *calls, int i)
 
 static pr_err *walk_results(place_ctx *c)
 {
-	pl_nodes calls = {0};
+	/* sized once: a graph's node count bounds its calls */
+	pl_nodes calls = {.cap = (int)c->g->n_nodes + 1};
+	calls.items = pr_xmalloc((size_t)calls.cap * sizeof *calls.items);
 	pr_graph_for_each(c->g, n)
 		if (n->kind == PR_NODE_DELEGATE)
-			pl_nodes_push(&calls, n);
+			calls.items[calls.n++] = n;
 	pr_err *e = NULL;
 	for (int i = 0; i < calls.n && !e; i++) {
 		prefetch_calls_ahead(c, &calls, i);
@@ -689,7 +861,7 @@ static pr_err *walk_results(place_ctx *c)
 		if (m && m->where == PL_BAD_DEVICE)
 			report_bad_device(c, calls.items[i]);
 		else if (m && m->on_device)
-			e = place_results(c, calls.items[i], m->dev);
+			e = place_results(c, calls.items[i], m->id);
 	}
 	pl_nodes_free(&calls);
 	return e;
@@ -711,10 +883,10 @@ static int distinct_readers(const pr_node *v)
 
 /* Baseline B1 with skip_h2d_for_method_inputs: the caller passes v on the
  * device, which only works when the delegate is its one reader. */
-static void tag_skipped_input(place_ctx *c, pr_node *v, const pr_use *first, pr_device dev)
+static void tag_skipped_input(place_ctx *c, pr_node *v, const pr_use *first, pr_device_id dev)
 {
 	if (distinct_readers(v) == 1) {
-		v->type.tensor.device_id = pr_device_intern_memo(&c->ids, dev);
+		v->type.tensor.device_id = dev;
 		*c->changed = true;
 		return;
 	}
@@ -730,14 +902,30 @@ static void tag_skipped_input(place_ctx *c, pr_node *v, const pr_use *first, pr_
 		     "%s '%s' (%%%s, %" PRId64 " bytes) feeds %s on %s, but with %s it may have no "
 		     "other reader, and %s also reads it",
 		     pl_input_kind_word(v, c->buffers), v->input->name ? v->input->name : v->name, v->name,
-		     pl_bytes(v), reader, pr_device_str(dev, ds), PL_OPT_SKIP_H2D, other_reader);
+		     pl_bytes(v), reader, pr_device_str(*pr_device_of(dev), ds), PL_OPT_SKIP_H2D,
+		     other_reader);
+}
+
+/* pr_spec_stored_as_is(s), through c's memo. */
+static bool stored_as_is(place_ctx *c, const pr_spec *s)
+{
+	if (!s->strides)
+		return pr_spec_stored_as_is(s);
+	layout_memo *m = &c->layouts[((uint64_t)(uintptr_t)s->strides * 0x9E3779B97F4A7C15u) >> 60];
+	if (m->strides != s->strides || m->shape != s->shape || m->rank != s->rank) {
+		m->shape = s->shape;
+		m->strides = s->strides;
+		m->rank = s->rank;
+		m->as_is = pr_spec_stored_as_is(s);
+	}
+	return m->as_is;
 }
 
 /* F5: a constant is copied as stored, so its layout must survive that. */
-static bool constant_copyable(place_ctx *c, pr_node *v, const pr_use *first, pr_device dev)
+static bool constant_copyable(place_ctx *c, pr_node *v, const pr_use *first, pr_device_id dev)
 {
 	pr_spec *s = pr_node_spec(v);
-	if (pr_spec_stored_as_is(s))
+	if (stored_as_is(c, s))
 		return true;
 	char st[128], r[160], ds[PR_DEVICE_STR_MAX];
 	pl_strides_str(s, st, sizeof st);
@@ -748,23 +936,22 @@ static bool constant_copyable(place_ctx *c, pr_node *v, const pr_use *first, pr_
 		     "delegate would read them in the wrong order; make it contiguous first "
 		     "(the param-layout pass does)",
 		     pl_input_kind_word(v, c->buffers), v->input->name ? v->input->name : v->name, v->name,
-		     pl_bytes(v), r, pr_device_str(dev, ds), st);
+		     pl_bytes(v), r, pr_device_str(*pr_device_of(dev), ds), st);
 	return false;
 }
 
 /* F6: does reader u read input v where it stays, on dev? */
-static bool reads_on_device(place_ctx *c, const pr_use *u, pr_device dev)
+static bool reads_on_device(place_ctx *c, const pr_use *u, pr_device_id dev)
 {
-	pr_device d;
-	bool host;
-	if (call_device(c, u->user, &d, &host))
-		return pr_device_equal_at(&d, &dev);
+	const where_memo *m = call_where(c, u->user);
+	if (m)
+		return m->id == dev;
 	if (u->user->kind == PR_NODE_OP && u->user->schema && u->user->schema->shape_only)
 		return true;
 	return c->skip_d2h && pl_use_is_output(u);
 }
 
-static void refuse_written_input(place_ctx *c, pr_node *v, const pr_use *first, pr_device dev,
+static void refuse_written_input(place_ctx *c, pr_node *v, const pr_use *first, pr_device_id dev,
 				 pr_node *writer)
 {
 	char r[160], w[160], ds[PR_DEVICE_STR_MAX], wb[256] = "";
@@ -782,18 +969,18 @@ static void refuse_written_input(place_ctx *c, pr_node *v, const pr_use *first, 
 		     "%s '%s' (%%%s, %" PRId64 " bytes) would stay on %s for %s, but %s writes it "
 		     "in place on the host, which would change only a host copy%s",
 		     pl_input_kind_word(v, c->buffers), v->input->name ? v->input->name : v->name, v->name,
-		     pl_bytes(v), pr_device_str(dev, ds), r, w, wb);
+		     pl_bytes(v), pr_device_str(*pr_device_of(dev), ds), r, w, wb);
 }
 
 /* F6: the readers off the device read one host copy of v. */
-static pr_err *share_input(place_ctx *c, pr_node *v, pr_device dev)
+static pr_err *share_input(place_ctx *c, pr_node *v, pr_device_id dev)
 {
 	pr_node *first_off = NULL;
 	for (int i = 0; i < v->n_uses; i++)
 		if (!reads_on_device(c, &v->uses[i], dev) &&
 		    (!first_off || pr_node_before(v->uses[i].user, first_off)))
 			first_off = v->uses[i].user;
-	v->type.tensor.device_id = pr_device_intern_memo(&c->ids, dev);
+	v->type.tensor.device_id = dev;
 	*c->changed = true;
 	if (!first_off)
 		return NULL;
@@ -813,7 +1000,8 @@ static pr_err *share_input(place_ctx *c, pr_node *v, pr_device dev)
 	return copy_to_readers(c, copy);
 }
 
-static pr_err *place_shared_input(place_ctx *c, pr_node *v, const pr_use *first, pr_device dev)
+static pr_err *place_shared_input(place_ctx *c, pr_node *v, const pr_use *first,
+				  pr_device_id dev)
 {
 	bool off = false;
 	for (int i = 0; i < v->n_uses && !off; i++)
@@ -831,18 +1019,17 @@ static pr_err *place_shared_input(place_ctx *c, pr_node *v, const pr_use *first,
 	return share_input(c, v, dev);
 }
 
-/* v's readers that need it on their device are found once: the first of
- * them (graph order) decides, and they are the ones copy_collected copies
- * to. */
-static pr_err *place_value(place_ctx *c, pr_node *v)
+/* v's readers that need it on their device are found once (copy_readers,
+ * by the walk: most values have none, and then nothing else is asked): the
+ * first of them (graph order) decides, and they are the n that
+ * copy_collected copies to. */
+static pr_err *place_value(place_ctx *c, pr_node *v, int n)
 {
-	int n = copy_readers(c, v);
-	if (n == 0)
-		return NULL;
 	/* copies: share_input reuses the buffer */
 	pr_use first = c->readers.items[0].use;
-	pr_device dev = c->readers.items[0].dev;
-	if (c->copy_constants && pl_is_constant(v, c->buffers)) {
+	pr_device_id dev = c->readers.items[0].dev;
+	/* pl_is_constant asks only of an input */
+	if (c->copy_constants && v->kind == PR_NODE_INPUT && pl_is_constant(v, c->buffers)) {
 		if (!constant_copyable(c, v, &first, dev))
 			return NULL;
 		return copy_collected(c, v, n);
@@ -882,7 +1069,10 @@ static pr_err *walk_arguments(place_ctx *c)
 	pr_err *e = NULL;
 	for (int k = 0; k < values.n && !e; k++) {
 		prefetch_values_ahead(c, &values, k);
-		e = place_value(c, values.items[k]);
+		pr_node *v = values.items[k];
+		int n = copy_readers(c, v);
+		if (n > 0)
+			e = place_value(c, v, n);
 	}
 	pl_nodes_free(&values);
 	return e;
@@ -898,7 +1088,6 @@ static pr_err *propagate_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool 
 		.copy_constants = pr_pass_opt_bool(ctx, "copy_constants", NULL),
 		.share_inputs = pr_pass_opt_bool(ctx, "share_inputs", NULL),
 		.copy_placed = !pr_pass_opt_bool(ctx, "read_placed_args", NULL),
-		.host = pr_device_host(),
 	};
 	c.buffers = pr_graph_mutable_buffers(g);
 	pr_err *e = walk_results(&c);
@@ -909,6 +1098,9 @@ static pr_err *propagate_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool 
 	free(c.readers.items);
 	pl_nodes_free(&c.getitems);
 	free(c.readers.copies);
+	free(c.readers.keys);
+	free(c.where.slots);
+	free(c.readers.sorted);
 	return e ? pr_err_wrap(e, "propagate-device, method '%s'", g->name) : NULL;
 }
 

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "passrun/format.h"
+#include "passrun/manager.h"
 #include "testutil.h"
 
 #define CASE_DIR PASSRUN_SOURCE_DIR "/tests/placement"
@@ -142,4 +144,142 @@ Test(placement, F1_input_file_unchanged)
 	free(before);
 	free(after);
 	free(written);
+}
+
+/* ---- copies follow graph order ------------------------------------------------ */
+
+/* %x read by 40 delegate calls on cuda:0 and cuda:1, %y by about 20 and %w
+ * by 10: more readers than an insertion sort takes, and fewer. With twice,
+ * every fifth call reads %x in both its arguments. */
+static char *many_readers_program(bool twice)
+{
+	size_t cap = 1 << 16, len = 0;
+	char *t = malloc(cap);
+	cr_assert(t);
+#define PUT(...) do { len += (size_t)snprintf(t + len, cap - len, __VA_ARGS__); cr_assert(len < cap); } while (0)
+	PUT("passrun 1\nop aten::add.Tensor(Tensor self, Tensor other) -> Tensor\n");
+	for (int d = 0; d < 2; d++)
+		PUT("delegate @add%d backend=\"CudaBackend\" target_device=\"cuda:%d\" {\n"
+		    "  %%a: f32[2,3] = input\n  %%b: f32[2,3] = input\n"
+		    "  %%c: f32[2,3] = aten::add.Tensor(%%a, %%b)\n  return %%c\n}\n", d, d);
+	PUT("method @forward {\n  %%x: f32[2,3] = input user \"x\"\n"
+	    "  %%y: f32[2,3] = input parameter \"y\" data=ones\n"
+	    "  %%w: f32[2,3] = input user \"w\"\n");
+	for (int k = 0; k < 40; k++) {
+		const char *second = k % 5 == 0 ? (twice ? "x" : "w") : k % 4 == 1 ? "w" : "y";
+		PUT("  %%d%d: (f32[2,3]) = delegate @add%d(%%x, %%%s)\n  %%g%d: f32[2,3] = getitem %%d%d, 0\n",
+		    k, k % 3 == 2, second, k, k);
+	}
+	PUT("  return");
+	for (int k = 0; k < 40; k++)
+		PUT("%s %%g%d", k ? "," : "", k);
+	PUT("\n}\n");
+#undef PUT
+	return t;
+}
+
+/* Moves every reader of v to other and back, in an order of their own, so
+ * that v's use list is no longer in graph order. */
+static void scramble_uses(pr_node *v, pr_node *other, uint32_t seed)
+{
+	int n = v->n_uses;
+	pr_arg **args = malloc((size_t)n * sizeof *args);
+	cr_assert(args);
+	for (int i = 0; i < n; i++)
+		args[i] = v->uses[i].arg;
+	for (int i = n - 1; i > 0; i--) {   /* a fixed shuffle */
+		seed = seed * 1103515245u + 12345u;
+		int j = (int)((seed >> 8) % (uint32_t)(i + 1));
+		pr_arg *a = args[i];
+		args[i] = args[j];
+		args[j] = a;
+	}
+	for (int i = 0; i < n; i++)
+		pr_arg_set_value(args[i], other);
+	for (int i = 0; i < n; i++)
+		pr_arg_set_value(args[i], v);
+	free(args);
+}
+
+/* text placed by propagate-device, in process; scramble: its inputs' use
+ * lists shuffled first. */
+static char *placed_text(const char *text, bool scramble)
+{
+	pr_program *p = tu_parse(text);
+	pr_graph *g = pr_program_find_method(p, "forward");
+	cr_assert(g);
+	if (scramble) {
+		pr_node *x = pr_graph_find(g, "x"), *y = pr_graph_find(g, "y"),
+			*w = pr_graph_find(g, "w");
+		scramble_uses(x, w, 1);
+		scramble_uses(y, x, 2);
+		scramble_uses(w, y, 3);
+	}
+	pr_registry *r = pr_registry_new();
+	pr_err *e = pr_registry_load_dir(r, PASSRUN_BINARY_DIR "/lib/passrun/plugins");
+	cr_assert_null(e, "%s", pr_err_message(e));
+	pr_pipeline *pl;
+	cr_assert_null(pr_pipeline_parse_inline("propagate-device", &pl));
+	e = pr_pipeline_validate(pl, r);
+	cr_assert_null(e, "%s", pr_err_message(e));
+	pr_diags diags;
+	pr_diags_init(&diags, "many.pg");
+	pr_pass_report rep;
+	pr_pass_report_init(&rep);
+	pr_instrument_opts o = {0};
+	e = pr_pipeline_run(pl, r, p, &diags, &o, &rep);
+	cr_assert_null(e, "%s", pr_err_message(e));
+	char *out = pr_text_print(p, NULL);
+	pr_pass_report_free(&rep);
+	pr_diags_free(&diags);
+	pr_pipeline_free(pl);
+	pr_registry_free(r);
+	pr_program_free(p);
+	return out;
+}
+
+/* B1: a value's copies are named in their readers' graph order (first
+ * reader first, per device), however its use list is ordered: the program
+ * placed from use lists in graph order and from shuffled ones prints the
+ * same, with the names in graph order. */
+Test(placement, B1_copy_names_follow_graph_order)
+{
+	char *text = many_readers_program(false);
+	char *plain = placed_text(text, false), *shuffled = placed_text(text, true);
+	cr_expect_str_eq(shuffled, plain);
+	cr_expect(strstr(plain, "%d0: (f32[2,3]@cuda:0) = delegate @add0(%x_h2d_cuda0, %w_h2d_cuda0)"),
+		  "%s", plain);
+	cr_expect(strstr(plain, "%d1: (f32[2,3]@cuda:0) = delegate @add0(%x_h2d_cuda0_1, %w_h2d_cuda0_1)"),
+		  "%s", plain);
+	cr_expect(strstr(plain, "%d2: (f32[2,3]@cuda:1) = delegate @add1(%x_h2d_cuda1, %y_h2d_cuda1)"),
+		  "%s", plain);
+	cr_expect(strstr(plain, "%d39: (f32[2,3]@cuda:0) = delegate @add0(%x_h2d_cuda0_26, %y_h2d_cuda0_15)"),
+		  "%s", plain);
+	free(shuffled);
+	free(plain);
+	free(text);
+}
+
+/* B1: a reader that reads a value twice gets a copy per argument, named one
+ * after the other in the order of their places in the value's use list. */
+Test(placement, B1_a_reader_of_two_arguments_gets_two_copies)
+{
+	char *text = many_readers_program(true);
+	char *plain = placed_text(text, false), *shuffled = placed_text(text, true);
+	cr_expect(strstr(plain, "%d0: (f32[2,3]@cuda:0) = delegate @add0(%x_h2d_cuda0, %x_h2d_cuda0_1)"),
+		  "%s", plain);
+	cr_expect(strstr(plain, "%d1: (f32[2,3]@cuda:0) = delegate @add0(%x_h2d_cuda0_2, %w_h2d_cuda0)"),
+		  "%s", plain);
+	cr_expect(strstr(plain, "%d10: (f32[2,3]@cuda:0) = delegate @add0(%x_h2d_cuda0_8, %x_h2d_cuda0_9)"),
+		  "%s", plain);
+	cr_expect(strstr(plain, "%d39: (f32[2,3]@cuda:0) = delegate @add0(%x_h2d_cuda0_31, %y_h2d_cuda0_15)"),
+		  "%s", plain);
+	/* the shuffle put %d10's second argument before its first in %x's uses */
+	cr_expect(strstr(shuffled, "%d10: (f32[2,3]@cuda:0) = delegate @add0(%x_h2d_cuda0_9, %x_h2d_cuda0_8)"),
+		  "%s", shuffled);
+	cr_expect(strstr(shuffled, "%d39: (f32[2,3]@cuda:0) = delegate @add0(%x_h2d_cuda0_31, %y_h2d_cuda0_15)"),
+		  "%s", shuffled);
+	free(shuffled);
+	free(plain);
+	free(text);
 }
