@@ -97,4 +97,45 @@ static inline uint64_t pr_radix_varying(uint64_t diff, int first, int n_bytes)
 				name(a + next[v] - count[v], count[v], b - 1, varying);      \
 	}
 
+/* A stable LSD radix sort of 64-bit records on the bytes set in `bytes`
+ * (bit k: byte k, byte 0 the least significant), the other bytes carried
+ * along: records equal in those bytes keep their order. A caller packs a key
+ * into some bytes and a payload into the others (an id whose input order is
+ * the tie order it wants). count[k][v] is how many records have v as byte k,
+ * for each byte k sorted on (pr_radix_count_u64, or the caller's own loop
+ * that makes the records). tmp has room for n records; the answer is
+ * whichever of a and tmp holds the sorted records. A pass per byte, none for
+ * a byte all records share. */
+static inline uint64_t *pr_radix_sort_u64_stable(uint64_t *a, uint64_t *tmp, int64_t n, unsigned bytes,
+						  int64_t (*count)[256])
+{
+	for (int k = 0; k < 8; k++) {
+		int64_t next[256], sum = 0;
+		if (!(bytes >> k & 1) || n < 2 || count[k][a[0] >> 8 * k & 255] == n)
+			continue;
+		for (int v = 0; v < 256; v++) {
+			next[v] = sum;
+			sum += count[k][v];
+		}
+		for (int64_t i = 0; i < n; i++)
+			tmp[next[a[i] >> 8 * k & 255]++] = a[i];
+		uint64_t *t = a;
+		a = tmp;
+		tmp = t;
+	}
+	return a;
+}
+
+/* The counts pr_radix_sort_u64_stable needs: count[k] for each byte k set in
+ * bytes (the other rows untouched). */
+static inline void pr_radix_count_u64(const uint64_t *a, int64_t n, unsigned bytes, int64_t (*count)[256])
+{
+	for (int k = 0; k < 8; k++)
+		if (bytes >> k & 1) {
+			memset(count[k], 0, sizeof count[k]);
+			for (int64_t i = 0; i < n; i++)
+				count[k][a[i] >> 8 * k & 255]++;
+		}
+}
+
 #endif

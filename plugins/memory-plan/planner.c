@@ -58,6 +58,10 @@
 #include "passrun/error.h"
 #include "passrun/radix_sort.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 const char *const mp_order_names[] = { "size", "breadth", "duration", "area", "start", "size (perturbed)",
 				       "local search", NULL };
 enum { N_ORDERS = 5, N_PERTURBED = 3 };
@@ -81,12 +85,17 @@ typedef struct engine {
 	int32_t *slot;            /* item id -> index in by_start */
 	int64_t M;                /* leaves of the segment tree (power of two) */
 	int depth;                /* log2(M): the leaves' depth */
+	int block_h;              /* the blocks' height: min(BLOCK_H, depth) */
 	int32_t *tree;            /* max end of placed items per subtree; -1 none */
 	int64_t *offset;          /* per item id, for the run in progress */
 	struct span *found;       /* memory of the overlapping placed items */
 	int64_t n_found, cap_found;
 	int32_t *hits;            /* find_overlapping's answer: item ids */
 	int64_t n_hits, cap_hits;
+	int64_t short_dur;        /* items living longer are long (0: no query
+				   * takes the near path, find_near) */
+	int32_t long_slots[64];   /* the placed long items' slots, ascending */
+	int n_long;
 	int64_t base;             /* where the greedy starts (above the stack) */
 	int64_t base_top;         /* the stack's last byte */
 	int64_t work;
@@ -149,26 +158,83 @@ static int64_t round_up(int64_t x, int64_t align)
 	return (x + align - 1) & ~(align - 1);
 }
 
-static void add_hit(engine *e, int64_t leaf)
+/* The segment tree's bottom levels are read as blocks of 2^BLOCK_H leaves
+ * (16 ends, a cache line): one comparison of the block against s gives a
+ * mask of its leaves, the hits are its set bits and the nodes entered under
+ * the block are counted from it, level by level, without visiting them. */
+enum { BLOCK_H = 4 };
+
+/* Leaf i of the block whose leaves start at v: bit i when its end is >= s
+ * (s >= -1: every end is). */
+static inline uint32_t block_mask(const int32_t *v, int n_leaves, int32_t s)
 {
-	PR_GROW(e->hits, e->n_hits, e->cap_hits);
-	e->hits[e->n_hits++] = e->by_start[leaf];
+#ifdef __SSE2__
+	if (n_leaves == 16) {
+		__m128i t = _mm_set1_epi32(s - 1);
+		__m128i a = _mm_cmpgt_epi32(_mm_loadu_si128((const __m128i *)v), t);
+		__m128i b = _mm_cmpgt_epi32(_mm_loadu_si128((const __m128i *)(v + 4)), t);
+		__m128i c = _mm_cmpgt_epi32(_mm_loadu_si128((const __m128i *)(v + 8)), t);
+		__m128i d = _mm_cmpgt_epi32(_mm_loadu_si128((const __m128i *)(v + 12)), t);
+		return (uint32_t)_mm_movemask_epi8(_mm_packs_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d)));
+	}
+#endif
+	uint32_t m = 0;
+	for (int i = 0; i < n_leaves; i++)
+		m |= (uint32_t)(v[i] >= s) << i;
+	return m;
 }
 
-/* The hits under root, a subtree wholly under the prefix and entered: only
- * maxima to test. */
-static void descend_inside(engine *e, int64_t root, int64_t s)
+static inline int popcount32(uint32_t x)
+{
+	x = x - (x >> 1 & 0x55555555u);
+	x = (x & 0x33333333u) + (x >> 2 & 0x33333333u);
+	x = (x + (x >> 4)) & 0x0f0f0f0fu;
+	return (int)(x * 0x01010101u >> 24);
+}
+
+/* The block whose leaves start at node `first` (a multiple of its 2^h
+ * leaves), up to its leaf `l`: its hits appended to e->hits, and the nodes
+ * entered under it counted as work: those whose first leaf is <= l and
+ * whose max end (over all their leaves) is >= s, below the block's root.
+ * Level k's nodes sit at the bits of their first leaves; the four levels a
+ * block can have are packed into one word and counted at once. */
+static inline void scan_block(engine *e, int64_t first, int h, int l, int32_t s)
+{
+	uint32_t m = block_mask(e->tree + first, 1 << h, s), lim = (2u << l) - 1;
+	uint32_t m1 = (m | m >> 1) & 0x5555u, m2 = (m1 | m1 >> 2) & 0x1111u, m3 = (m2 | m2 >> 4) & 0x0101u;
+	/* level 0 at bits 0-15, 1 at 16-30 (even), 2 at 17 + 4k, 3 at 19 + 8k */
+	uint32_t all = (h > 0 ? m & lim : 0) | (h > 1 ? (m1 & lim) << 16 : 0) | (h > 2 ? (m2 & lim) << 17 : 0) |
+		       (h > 3 ? (m3 & lim) << 19 : 0);
+	e->work += popcount32(all);
+	m &= lim;
+	if (!m)
+		return;
+	if (e->n_hits + 16 > e->cap_hits) {
+		e->cap_hits = e->cap_hits ? 2 * e->cap_hits + 16 : 64;
+		e->hits = pr_xrealloc(e->hits, (size_t)e->cap_hits * sizeof *e->hits);
+	}
+	const int32_t *ids = e->by_start + (first - e->M);
+	do {
+		e->hits[e->n_hits++] = ids[__builtin_ctz(m)];
+		m &= m - 1;
+	} while (m);
+}
+
+/* The hits under root, a subtree of height >= the blocks' wholly under the
+ * prefix and entered (counted here): only maxima to test down to the
+ * blocks, each scanned whole. */
+static void descend_inside(engine *e, int64_t root, int32_t s)
 {
 	int64_t stack[64 + 1]; /* a pop pushes <= 2: at most depth + 1 entries */
-	int sp = 0;
+	int sp = 0, h = e->block_h;
 	const int32_t *tree = e->tree;
-	const int64_t M = e->M;
+	const int64_t blocks = e->M >> h; /* the first block root */
 	stack[sp++] = root;
 	while (sp) {
 		int64_t node = stack[--sp];
 		e->work++;
-		if (node >= M) {
-			add_hit(e, node - M);
+		if (node >= blocks) {
+			scan_block(e, node << h, h, (1 << h) - 1, s);
 			continue;
 		}
 		if (tree[2 * node + 1] >= s)
@@ -178,12 +244,13 @@ static void descend_inside(engine *e, int64_t root, int64_t s)
 	}
 }
 
-/* How many nodes of the path from the root to leaf `last` have a max end >= s:
- * maxima only fall down a path, so those nodes are its first ones, found by
- * binary search over the depth (the root's known to qualify). */
-static int path_entered(const engine *e, int64_t last, int64_t s)
+/* How many of the first `levels` nodes of the path from the root to leaf
+ * `last` have a max end >= s: maxima only fall down a path, so those nodes
+ * are its first ones, found by binary search over the depth (the root's
+ * known to qualify). */
+static int path_entered(const engine *e, int64_t last, int32_t s, int levels)
 {
-	int lo = 1, hi = e->depth + 1;
+	int lo = 1, hi = levels;
 	while (lo < hi) {
 		int mid = (lo + hi) / 2;
 		if (e->tree[last >> (e->depth - mid)] >= s)
@@ -192,53 +259,6 @@ static int path_entered(const engine *e, int64_t last, int64_t s)
 			hi = mid;
 	}
 	return lo;
-}
-
-/* The placed items in the prefix [0, P) of the start order whose end is >= s:
- * their ids appended to e->hits (e->n_hits of them), left to right. The
- * nodes entered are those whose first leaf is under the prefix and whose max
- * end is >= s, each counted as one unit of work, leaf or not (a property of
- * the set, not of the walk). They are the first nodes of the path from the
- * root to leaf P - 1 and, where that path turns right, the subtree on its
- * left, wholly under the prefix: walking the path apart leaves the subtrees
- * a descent that tests only maxima, one node per stack entry. The path's
- * right turns are the set bits of its last leaf: only those levels are
- * visited, from the top. The descent is the planner's inner loop: an
- * explicit stack, children tested before they are pushed. */
-static void find_overlapping(engine *e, int64_t P, int64_t s)
-{
-	e->n_hits = 0;
-	if (P <= 0 || e->tree[1] < s)
-		return;   /* nothing reaches s */
-	int64_t last = e->M + P - 1; /* the prefix's last leaf */
-	int entered = path_entered(e, last, s), low = e->depth - entered;
-	e->work += entered;
-	/* the turns below an entered node: bits depth - 1 down to low */
-	uint64_t turns = (uint64_t)last & ((1ull << e->depth) - 1) & ~((1ull << (low > 0 ? low : 0)) - 1);
-	while (turns) {
-		int bit = 63 - __builtin_clzll(turns);
-		turns &= ~(1ull << bit);
-		int64_t left = (last >> bit) - 1;
-		if (e->tree[left] >= s)
-			descend_inside(e, left, s);
-	}
-	if (entered == e->depth + 1)
-		add_hit(e, last - e->M);
-}
-
-/* The memory of the placed items overlapping [s, t] in time, into e->found. */
-static void collect(engine *e, int64_t P, int64_t s)
-{
-	find_overlapping(e, P, s);
-	if (e->n_hits > e->cap_found) {
-		e->cap_found = e->cap_hits;
-		e->found = pr_xrealloc(e->found, (size_t)e->cap_found * sizeof *e->found);
-	}
-	for (int64_t i = 0; i < e->n_hits; i++) {
-		int64_t id = e->hits[i];
-		e->found[i] = (span){ e->offset[id], e->offset[id] + e->asize[id] };
-	}
-	e->n_found = e->n_hits;
 }
 
 /* Number of greedy items with start <= t: a table over positions, so that a
@@ -250,28 +270,244 @@ static int64_t count_started(const engine *e, int64_t t)
 	return t < e->T ? e->started[t] : e->m;
 }
 
-/* Best fit among the gaps of the overlapping items, else on top of them. */
-static int64_t choose_offset(engine *e, int64_t need)
+/* Window leaves past which find_near leaves a query to the tree. */
+enum { NEAR_MAX = 64 };
+
+/* Overlapping items few enough for choose_few. */
+enum { FEW_SPANS = 8 };
+
+/* find_overlapping's answer without a descent, when the query's window is
+ * narrow: a short item whose start is <= s - short_dur ends before s, so the
+ * hits are the placed long items before the window (e->long_slots) and the
+ * leaves of the window [lo, P) with an end >= s, read in a row. The work is
+ * the tree's all the same, counted from the hits' slots p_1 < ... < p_k: the
+ * nodes holding a hit number (depth + 1) + sum of (msb(p_i ^ p_i+1) + 1),
+ * the path's nodes among them those holding p_k, and the path's other
+ * entered nodes hold only placed leaves past P (every one of which ends
+ * after s): the entered count less those holding p_k. Returns false, having
+ * done nothing, when the window is wider than NEAR_MAX leaves. */
+static bool find_near(engine *e, int64_t P, int32_t s)
 {
-	sort_spans(e->found, e->n_found);
-	e->work += e->n_found;
-	int64_t top = e->base, best = -1, best_gap = INT64_MAX;
-	for (int64_t i = 0; i < e->n_found; i++) {
-		const span *f = &e->found[i];
-		if (f->lo - top >= need && f->lo - top < best_gap && (!e->first_fit || best < 0)) {
-			best = top;
-			best_gap = f->lo - top;
+	int64_t lo = count_started(e, (int64_t)s - e->short_dur);
+	if (P - lo > NEAR_MAX)
+		return false;
+	if (e->n_hits + e->n_long + NEAR_MAX > e->cap_hits) {
+		e->cap_hits = 2 * e->cap_hits + e->n_long + NEAR_MAX;
+		e->hits = pr_xrealloc(e->hits, (size_t)e->cap_hits * sizeof *e->hits);
+	}
+	const int32_t *leaf = e->tree + e->M;
+	int64_t prev = -1, nodes = 0, n = 0;
+	for (int j = 0; j < e->n_long && e->long_slots[j] < lo; j++) {
+		int64_t p = e->long_slots[j];
+		if (leaf[p] >= s) {
+			if (prev >= 0)
+				nodes += 64 - __builtin_clzll((uint64_t)(prev ^ p));
+			prev = p;
+			e->hits[n++] = e->by_start[p];
 		}
-		if (f->hi > top)
-			top = f->hi;
+	}
+	for (int64_t p = lo; p < P; p++)
+		if (leaf[p] >= s) {
+			if (prev >= 0)
+				nodes += 64 - __builtin_clzll((uint64_t)(prev ^ p));
+			prev = p;
+			e->hits[n++] = e->by_start[p];
+		}
+	e->n_hits = n;
+	/* The path's nodes are those of heights h > a, a = msb(p_k ^ (P - 1))
+	 * (-1 when p_k is P - 1; depth with no hits), and those of heights h > b
+	 * for the first leaf q >= P with an end >= s, b = msb(q ^ (P - 1)): it
+	 * is under the node of height a only when it is before `limit`. */
+	int a = prev < 0 ? e->depth : prev == P - 1 ? -1 : 63 - __builtin_clzll((uint64_t)(prev ^ (P - 1)));
+	if (prev >= 0) /* every node holding a hit: the path's among them too */
+		nodes += e->depth + 1;
+	if (a >= 0) {
+		int64_t limit = (((P - 1) >> a) + 1) << a;
+		if (limit - P > NEAR_MAX) {
+			/* far: the tree's count of the path's entered nodes */
+			int64_t entered = path_entered(e, e->M + P - 1, s, e->depth + 1);
+			nodes += entered - (prev < 0 ? 0 : e->depth - a); /* less those holding p_k */
+		} else {
+			for (int64_t q = P; q < limit; q++)
+				if (leaf[q] >= s) {
+					nodes += a - (63 - __builtin_clzll((uint64_t)(q ^ (P - 1))));
+					break;
+				}
+		}
+	}
+	e->work += nodes;
+	return true;
+}
+
+/* The placed items in the prefix [0, P) of the start order whose end is >= s:
+ * their ids appended to e->hits (e->n_hits of them), left to right. The
+ * nodes entered are those whose first leaf is under the prefix and whose max
+ * end is >= s, each counted as one unit of work, leaf or not (a property of
+ * the set, not of the walk). They are the first nodes of the path from the
+ * root to leaf P - 1 and, where that path turns right, the subtree on its
+ * left, wholly under the prefix: walking the path apart leaves the subtrees
+ * a descent that tests only maxima, one node per stack entry. The path's
+ * right turns are the set bits of its last leaf: only those levels are
+ * visited, from the top. The path's block (the last 2^block_h leaves'),
+ * and the blocks the descents reach, are scanned whole (scan_block). */
+static void find_overlapping(engine *e, int64_t P, int64_t s64)
+{
+	e->n_hits = 0;
+	if (P <= 0 || e->tree[1] < s64)
+		return;   /* nothing reaches s */
+	int32_t s = s64 < -1 ? -1 : (int32_t)s64; /* ends are >= -1 */
+	if (e->short_dur && find_near(e, P, s))
+		return;
+	int h = e->block_h, upper = e->depth - h + 1; /* the path's nodes down to its block's root */
+	int64_t last = e->M + P - 1; /* the prefix's last leaf */
+	int entered = path_entered(e, last, s, upper), low = e->depth - entered;
+	e->work += entered;
+	/* the turns above the block, below an entered node: bits depth - 1 down to max(low, h) */
+	int from = low > h ? low : h;
+	uint64_t turns = (uint64_t)(P - 1) & ((1ull << e->depth) - 1) & ~((1ull << from) - 1);
+	while (turns) {
+		int bit = 63 - __builtin_clzll(turns);
+		turns &= ~(1ull << bit);
+		int64_t left = (last >> bit) - 1;
+		if (e->tree[left] >= s)
+			descend_inside(e, left, s);
+	}
+	if (entered == upper) /* the block's root is entered */
+		scan_block(e, (last >> h) << h, h, (int)((P - 1) & ((1 << h) - 1)), s);
+}
+
+/* Choosing an offset among the overlapping items' spans [lo, hi) needs them
+ * in order of lo only: the sweep (the lowest gaps first) tests a gap below
+ * each span, and a span whose lo equals an earlier one's has that span's hi
+ * (> lo) below it, so no gap: which of them comes first changes nothing. */
+
+/* The sweep for a few spans: read and sorted by lo by insertion as they
+ * come. */
+static int64_t choose_few(const engine *e, int64_t need)
+{
+	int64_t lo[FEW_SPANS], hi[FEW_SPANS], n = e->n_hits;
+	for (int64_t i = 0; i < n; i++) {
+		int64_t id = e->hits[i], l = e->offset[id], h = l + e->asize[id], j = i;
+		for (; j > 0 && lo[j - 1] > l; j--) {
+			lo[j] = lo[j - 1];
+			hi[j] = hi[j - 1];
+		}
+		lo[j] = l;
+		hi[j] = h;
+	}
+	int64_t top = e->base, best = -1, best_gap = INT64_MAX;
+	for (int64_t i = 0; i < n; i++) {
+		if (lo[i] - top >= need && lo[i] - top < best_gap && (!e->first_fit || best < 0)) {
+			best = top;
+			best_gap = lo[i] - top;
+		}
+		if (hi[i] > top)
+			top = hi[i];
 	}
 	return best >= 0 ? best : top;
+}
+
+/* The sweep over spans by lo: best fit among the gaps, else on top of them.
+ * Many spans whose lo take few values (a long item overlapping thousands of
+ * small ones packed low) are bucketed by lo, the highest hi kept per bucket,
+ * instead of sorted. */
+static int64_t choose_offset(engine *e, int64_t need)
+{
+	span *f = e->found;
+	int64_t n = e->n_found, top = e->base, best = -1, best_gap = INT64_MAX;
+	int64_t min_lo = INT64_MAX, max_lo = 0;
+	uint64_t bits = 0;
+	for (int64_t i = 0; i < n; i++) {
+		if (f[i].lo < min_lo)
+			min_lo = f[i].lo;
+		if (f[i].lo > max_lo)
+			max_lo = f[i].lo;
+	}
+	for (int64_t i = 0; i < n; i++)
+		bits |= (uint64_t)(f[i].lo - min_lo);
+	int shift = bits ? __builtin_ctzll(bits) : 0;
+	uint64_t buckets = ((uint64_t)(max_lo - min_lo) >> shift) + 1;
+	if (buckets <= 4096 + (uint64_t)n / 16) {
+		int64_t *max_hi = pr_xmalloc((size_t)buckets * sizeof *max_hi);
+		for (uint64_t b = 0; b < buckets; b++)
+			max_hi[b] = -1; /* hi > lo >= 0 */
+		for (int64_t i = 0; i < n; i++) {
+			int64_t *m = &max_hi[(uint64_t)(f[i].lo - min_lo) >> shift];
+			if (f[i].hi > *m)
+				*m = f[i].hi;
+		}
+		for (uint64_t b = 0; b < buckets; b++) {
+			if (max_hi[b] < 0)
+				continue;
+			int64_t lo = min_lo + (int64_t)(b << shift);
+			if (lo - top >= need && lo - top < best_gap && (!e->first_fit || best < 0)) {
+				best = top;
+				best_gap = lo - top;
+			}
+			if (max_hi[b] > top)
+				top = max_hi[b];
+		}
+		free(max_hi);
+		return best >= 0 ? best : top;
+	}
+	sort_spans(f, n);
+	for (int64_t i = 0; i < n; i++) {
+		if (f[i].lo - top >= need && f[i].lo - top < best_gap && (!e->first_fit || best < 0)) {
+			best = top;
+			best_gap = f[i].lo - top;
+		}
+		if (f[i].hi > top)
+			top = f[i].hi;
+	}
+	return best >= 0 ? best : top;
+}
+
+/* Where item id goes among the placed items overlapping it in time. */
+static int64_t place_item(engine *e, int64_t id)
+{
+	const mp_item *it = &e->items[id];
+	find_overlapping(e, count_started(e, it->end), it->start);
+	e->work += e->n_hits;
+	if (e->n_hits <= FEW_SPANS)
+		return choose_few(e, e->asize[id]);
+	if (e->n_hits > e->cap_found) {
+		e->cap_found = e->cap_hits;
+		e->found = pr_xrealloc(e->found, (size_t)e->cap_found * sizeof *e->found);
+	}
+	for (int64_t i = 0; i < e->n_hits; i++) {
+		int64_t hid = e->hits[i];
+		e->found[i] = (span){ e->offset[hid], e->offset[hid] + e->asize[hid] };
+	}
+	e->n_found = e->n_hits;
+	return choose_offset(e, e->asize[id]);
+}
+
+/* Keeps e->long_slots: item id placed or not (either may be so already). */
+static void note_long(engine *e, int64_t id, bool placed)
+{
+	const mp_item *it = &e->items[id];
+	if (!e->short_dur || it->end - it->start + 1 <= e->short_dur)
+		return;
+	int32_t slot = e->slot[id];
+	int j = 0;
+	while (j < e->n_long && e->long_slots[j] < slot)
+		j++;
+	bool there = j < e->n_long && e->long_slots[j] == slot;
+	if (placed && !there) {
+		memmove(&e->long_slots[j + 1], &e->long_slots[j], (size_t)(e->n_long - j) * sizeof *e->long_slots);
+		e->long_slots[j] = slot;
+		e->n_long++;
+	} else if (!placed && there) {
+		memmove(&e->long_slots[j], &e->long_slots[j + 1], (size_t)(e->n_long - j - 1) * sizeof *e->long_slots);
+		e->n_long--;
+	}
 }
 
 /* Placing only raises maxima: the walk up stops at the first ancestor that
  * already holds the item's end or more (so do all above it). */
 static void mark_placed(engine *e, int64_t id)
 {
+	note_long(e, id, true);
 	int64_t x = e->M + e->slot[id];
 	int32_t end = (int32_t)e->items[id].end;
 	e->tree[x] = end;
@@ -287,23 +523,21 @@ static int64_t item_top(const engine *e, int64_t id, int64_t off)
 }
 
 /* Places the greedy items in the given order; returns the plan's top. */
-static int64_t run_greedy(engine *e, const sort_key *order)
+static int64_t run_greedy(engine *e, const uint64_t *order)
 {
 	memset(e->tree, 0xff, (size_t)(2 * e->M) * sizeof *e->tree); /* every entry -1 */
+	e->n_long = 0;
 	int64_t peak = e->base_top;
 	for (int64_t i = 0; i < e->m; i++) {
-		int64_t id = order[i].id;
+		int64_t id = (uint32_t)order[i];
 		if (i + 16 < e->m) { /* the order jumps around the arrays */
-			int64_t ahead = order[i + 16].id;
+			int64_t ahead = (uint32_t)order[i + 16];
 			__builtin_prefetch(&e->items[ahead]);
 			__builtin_prefetch(&e->slot[ahead]);
 			__builtin_prefetch(&e->asize[ahead]);
 			__builtin_prefetch(&e->offset[ahead], 1);
 		}
-		const mp_item *it = &e->items[id];
-		e->n_found = 0;
-		collect(e, count_started(e, it->end), it->start);
-		int64_t off = choose_offset(e, e->asize[id]);
+		int64_t off = place_item(e, id);
 		e->offset[id] = off;
 		mark_placed(e, id);
 		if (item_top(e, id, off) > peak)
@@ -351,45 +585,6 @@ static int64_t range_max_query(const range_max *r, int64_t lo, int64_t hi) /* [l
 	return best;
 }
 
-/* Word w of a key (k1, k2, k3, id) as an unsigned number, least
- * significant first: 0 holds k3 and the id, 1 k2, 2 k1, each signed field
- * biased so that unsigned order is its order. */
-static uint64_t key_word(const sort_key *k, int w)
-{
-	if (w == 0)
-		return (uint64_t)((uint32_t)k->k3 ^ 0x80000000u) << 32 | (uint32_t)k->id;
-	return (uint64_t)(w == 1 ? k->k2 : k->k1) ^ (1ull << 63);
-}
-
-static unsigned key_byte(const sort_key *k, int b)
-{
-	return key_word(k, b >> 3) >> (8 * (b & 7)) & 255;
-}
-
-static bool key_less(const sort_key *x, const sort_key *y)
-{
-	return cmp_key(x, y) < 0;
-}
-
-/* In place: a second copy of 10^6 keys was the planner's largest scratch. */
-PR_RADIX_SORT_DEFINE(msd_sort_keys, sort_key, key_byte, key_less)
-
-/* Sorts keys by (k1, k2, k3, id). Sizes and durations take few values and
- * share their high bytes: the bytes no key differs in take no pass. */
-static void sort_keys(sort_key *a, int64_t n)
-{
-	uint64_t diff[3] = { 0, 0, 0 }; /* the bits some key has unlike the first */
-	for (int64_t i = 1; i < n; i++) {
-		diff[0] |= key_word(&a[i], 0) ^ key_word(&a[0], 0);
-		diff[1] |= key_word(&a[i], 1) ^ key_word(&a[0], 1);
-		diff[2] |= key_word(&a[i], 2) ^ key_word(&a[0], 2);
-	}
-	uint64_t varying = 0;
-	for (int w = 0; w < 3; w++)
-		varying |= pr_radix_varying(diff[w], 8 * w, 8);
-	msd_sort_keys(a, n, 23, varying);
-}
-
 /* splitmix64's finalizer: a fixed, portable stream of pseudo-random bits. */
 static uint64_t mix64(uint64_t x)
 {
@@ -400,38 +595,123 @@ static uint64_t mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-static void make_order(const engine *e, int which, const range_max *profile, sort_key *out)
+/* Orders' keys: up to three signed fields, compared first to last, each
+ * biased into a word whose unsigned order is the field's. ORDER_STACK is the
+ * stack's order (the largest first); the others are mp_order_names'. */
+enum { ORDER_STACK = -1 };
+
+static int order_fields(int which)
 {
-	for (int64_t i = 0; i < e->m; i++) {
-		int32_t id = e->by_start[i], start = (int32_t)e->items[id].start;
-		const mp_item *it = &e->items[id];
-		int64_t size = e->asize[id], dur = it->end - it->start + 1;
-		sort_key k = { 0, 0, 0, id };
-		switch (which) {
-		case 0: k = (sort_key){ -size, -dur, start, id }; break;
-		case 1: k = (sort_key){ -range_max_query(profile, it->start, it->end), -size, start, id }; break;
-		case 2: k = (sort_key){ -dur, -size, start, id }; break;
-		case 3: {
-			double area = (double)size * (double)dur;
-			k = (sort_key){ area > 9e18 ? INT64_MIN : -(int64_t)area, -size, start, id };
-			break;
-		}
-		case 4: k = (sort_key){ it->start, -size, (int32_t)-dur, id }; break;
-		default: {
-			/* by size, each size scaled by a pseudo-random factor in
-			 * [0.7, 1.4): near sizes trade places, far ones do not */
-			double f = 0.7 + 0.7 * (double)(mix64((uint64_t)id * 0x9e3779b97f4a7c15ull + (uint64_t)which) >> 11) / 9007199254740992.0;
-			k = (sort_key){ -(int64_t)((double)size * f), -dur, start, id };
-			break;
-		}
-		}
-		out[i] = k;
+	return which == ORDER_STACK ? 1 : which == 4 ? 3 : 2;
+}
+
+static inline __attribute__((always_inline)) void order_key(const engine *e, int which, const range_max *profile,
+								    int64_t id, uint64_t w[3])
+{
+	const mp_item *it = &e->items[id];
+	int64_t size = e->asize[id], dur = it->end - it->start + 1, k[3] = { 0, 0, 0 };
+	switch (which) {
+	case ORDER_STACK: k[0] = -size; break;
+	case 0: k[0] = -size; k[1] = -dur; break;
+	case 1: k[0] = -range_max_query(profile, it->start, it->end); k[1] = -size; break;
+	case 2: k[0] = -dur; k[1] = -size; break;
+	case 3: {
+		double area = (double)size * (double)dur;
+		k[0] = area > 9e18 ? INT64_MIN : -(int64_t)area;
+		k[1] = -size;
+		break;
 	}
-	/* The id last makes the keys unique: one order, whatever the sort.
-	 * The keys come by (start, id) and hold the start as k3 (as k1 in the
-	 * start order), so it is the order a stable sort on the fields before
-	 * would give. */
-	sort_keys(out, e->m);
+	case 4: k[0] = it->start; k[1] = -size; k[2] = -dur; break;
+	default: {
+		/* by size, each size scaled by a pseudo-random factor in
+		 * [0.7, 1.4): near sizes trade places, far ones do not */
+		double f = 0.7 + 0.7 * (double)(mix64((uint64_t)id * 0x9e3779b97f4a7c15ull + (uint64_t)which) >> 11) / 9007199254740992.0;
+		k[0] = -(int64_t)((double)size * f);
+		k[1] = -dur;
+		break;
+	}
+	}
+	for (int j = 0; j < 3; j++)
+		w[j] = (uint64_t)k[j] ^ (1ull << 63);
+}
+
+/* sort_ids, inlined where `which` is a constant. */
+static inline __attribute__((always_inline)) void sort_ids_in(const engine *e, int which, const range_max *profile,
+								      uint64_t *a, uint64_t *tmp, int64_t n)
+{
+	int nw = order_fields(which);
+	uint64_t first[3], diff[3] = { 0, 0, 0 }, w[3];
+	order_key(e, which, profile, (uint32_t)a[0], first);
+	for (int64_t i = 1; i < n; i++) {
+		order_key(e, which, profile, (uint32_t)a[i], w);
+		for (int j = 0; j < nw; j++)
+			diff[j] |= w[j] ^ first[j];
+	}
+	/* the varying bytes, least significant first: (field, shift) */
+	int8_t vary[24][2], n_vary = 0;
+	for (int j = nw - 1; j >= 0; j--)
+		for (int b = 0; b < 64; b += 8)
+			if (diff[j] >> b & 255) {
+				vary[n_vary][0] = (int8_t)j;
+				vary[n_vary++][1] = (int8_t)b;
+			}
+	uint64_t *cur = a, *other = tmp;
+	int64_t count[8][256];
+	for (int c = 0; c < n_vary; c += 4) {
+		int nc = n_vary - c < 4 ? n_vary - c : 4, f[4], sh[4];
+		for (int k = 0; k < 4; k++) { /* the bytes past nc: word 3, zero */
+			f[k] = k < nc ? vary[c + k][0] : 3;
+			sh[k] = k < nc ? vary[c + k][1] : 0;
+		}
+		memset(count[4], 0, 4 * sizeof count[4]);
+		for (int64_t i = 0; i < n; i++) {
+			uint32_t id = (uint32_t)cur[i];
+			uint64_t x[4];
+			order_key(e, which, profile, id, x);
+			x[3] = 0;
+			uint32_t b0 = x[f[0]] >> sh[0] & 255, b1 = x[f[1]] >> sh[1] & 255, b2 = x[f[2]] >> sh[2] & 255,
+				 b3 = x[f[3]] >> sh[3] & 255;
+			count[4][b0]++;
+			count[5][b1]++;
+			count[6][b2]++;
+			count[7][b3]++;
+			cur[i] = (uint64_t)(b0 | b1 << 8 | b2 << 16 | b3 << 24) << 32 | id;
+		}
+		uint64_t *sorted = pr_radix_sort_u64_stable(cur, other, n, ((1u << nc) - 1) << 4, count);
+		if (sorted != cur) {
+			other = cur;
+			cur = sorted;
+		}
+	}
+	if (cur != a)
+		memcpy(a, cur, (size_t)n * sizeof *a);
+}
+
+/* Sorts the ids in a[0..n) (the low 32 bits of each) stably by their keys in
+ * order `which`: a stable LSD radix sort over the key bytes in which some id
+ * differs from the first, four at a time packed above the id, least
+ * significant first (sizes and durations take few values: a few passes in
+ * all). tmp holds n records; the ids end in a, one a record's low 32 bits. */
+static void sort_ids(const engine *e, int which, const range_max *profile, uint64_t *a, uint64_t *tmp, int64_t n)
+{
+	if (n < 2)
+		return;
+	if (which == 0) /* the order a 10^6-item method runs: its key inlined */
+		sort_ids_in(e, 0, profile, a, tmp, n);
+	else
+		sort_ids_in(e, which, profile, a, tmp, n);
+}
+
+/* The greedy items' ids in order `which`, one in the low 32 bits of each of
+ * out[0..m). Ties of the fields fall to (start, id): the ids come by (start,
+ * id), the sort is stable, and each order's fields end with the start (or, in
+ * the start order, begin with it), so equal fields mean an equal start. The
+ * sort's scratch is e->offset, unused between runs. */
+static void make_order(const engine *e, int which, const range_max *profile, uint64_t *out)
+{
+	for (int64_t i = 0; i < e->m; i++)
+		out[i] = (uint32_t)e->by_start[i];
+	sort_ids(e, which, profile, out, (uint64_t *)e->offset, e->m);
 }
 
 /* ---- bounds and the stack --------------------------------------------- */
@@ -484,65 +764,89 @@ static bool lives_throughout(const mp_item *it, int64_t T)
 	return it->start == 0 && it->end >= T - 1;
 }
 
-/* Stacks the whole-method items at the bottom, largest first; returns where
- * the next item may start, *last_byte where the last one ends. */
-static int64_t stack_whole(mp_item *items, const int64_t *asize, int64_t n, int64_t T, int64_t *last_byte)
+/* Stacks the whole-method items at the bottom, largest first (ties by id);
+ * returns where the next item may start, *last_byte where the last one
+ * ends. */
+static int64_t stack_whole(const engine *e, mp_item *items, int64_t n, int64_t T, int64_t *last_byte)
 {
 	int64_t k = 0;
-	sort_key *keys = pr_xmalloc((size_t)(n + 1) * sizeof *keys);
+	for (int64_t i = 0; i < n; i++)
+		k += lives_throughout(&items[i], T) && items[i].size > 0;
+	uint64_t *ids = pr_xmalloc((size_t)(2 * k + 1) * sizeof *ids);
+	k = 0;
 	for (int64_t i = 0; i < n; i++)
 		if (lives_throughout(&items[i], T) && items[i].size > 0)
-			keys[k++] = (sort_key){ -asize[i], 0, 0, (int32_t)i };
-	qsort(keys, (size_t)k, sizeof *keys, cmp_key);
+			ids[k++] = (uint64_t)i;
+	sort_ids(e, ORDER_STACK, NULL, ids, ids + k, k);
 	int64_t top = 0;
 	*last_byte = 0;
 	for (int64_t i = 0; i < k; i++) {
-		items[keys[i].id].offset = top;
-		*last_byte = top + items[keys[i].id].size;
-		top += asize[keys[i].id];
+		int64_t id = (uint32_t)ids[i];
+		items[id].offset = top;
+		*last_byte = top + items[id].size;
+		top += e->asize[id];
 	}
-	free(keys);
+	free(ids);
 	return top;
 }
 
-/* Sorts the ids by (start, id). */
-static void sort_by_start(const mp_item *items, int32_t *ids, int64_t m)
+/* The duration past which items are long (find_near): a power of two, the
+ * one for which a query is expected to read the fewest leaves (the items
+ * starting in a window that long, plus the long ones), with no more long
+ * items than e->long_slots holds; none (0) when even that one reads many. */
+static void choose_short(engine *e)
 {
-	sort_key *keys = pr_xmalloc((size_t)(m + 1) * sizeof *keys);
-	for (int64_t i = 0; i < m; i++)
-		keys[i] = (sort_key){ items[ids[i]].start, 0, 0, ids[i] };
-	qsort(keys, (size_t)m, sizeof *keys, cmp_key);
-	for (int64_t i = 0; i < m; i++)
-		ids[i] = keys[i].id;
-	free(keys);
+	int64_t n_of[33] = { 0 }; /* items by ceil(log2(duration)) */
+	for (int64_t i = 0; i < e->m; i++) {
+		const mp_item *it = &e->items[e->by_start[i]];
+		uint64_t dur = (uint64_t)(it->end - it->start + 1);
+		n_of[dur > 1 ? 64 - __builtin_clzll(dur - 1) : 0]++;
+	}
+	double best = NEAR_MAX / 2;
+	int64_t longer = e->m;
+	e->short_dur = 0;
+	for (int b = 0; b < 33; b++) {
+		longer -= n_of[b]; /* lasting more than 2^b */
+		double cost = (double)e->m * (double)(1ll << b) / (double)e->T + (double)longer;
+		if (longer <= (int64_t)(sizeof e->long_slots / sizeof e->long_slots[0]) && cost < best) {
+			best = cost;
+			e->short_dur = 1ll << b;
+		}
+	}
 }
 
+/* The greedy items (neither living throughout nor empty) by (start, id): a
+ * counting sort over the positions, whose counts, summed, are e->started. */
 static void engine_init(engine *e, mp_item *items, const int64_t *asize, int64_t n, int64_t T)
 {
 	memset(e, 0, sizeof *e);
 	e->items = items;
 	e->asize = asize;
-	e->by_start = pr_xmalloc((size_t)(n + 1) * sizeof *e->by_start);
-	bool sorted = true; /* items usually come in graph order already: no keys */
-	for (int64_t i = 0; i < n; i++)
-		if (!lives_throughout(&items[i], T) && items[i].size > 0) {
-			sorted = sorted && (!e->m || items[e->by_start[e->m - 1]].start <= items[i].start);
-			e->by_start[e->m++] = (int32_t)i;
-		}
-	if (!sorted)
-		sort_by_start(items, e->by_start, e->m);
 	e->T = T;
 	e->started = pr_xcalloc((size_t)T + 1, sizeof *e->started);
-	e->slot = pr_xmalloc((size_t)(n + 1) * sizeof *e->slot);
-	for (int64_t i = 0; i < e->m; i++) {
-		e->started[items[e->by_start[i]].start]++;
-		e->slot[e->by_start[i]] = (int32_t)i;
+	for (int64_t i = 0; i < n; i++)
+		if (!lives_throughout(&items[i], T) && items[i].size > 0) {
+			e->started[items[i].start]++;
+			e->m++;
+		}
+	for (int64_t t = 0, sum = 0; t < T; t++) { /* where position t's run begins */
+		int32_t c = e->started[t];
+		e->started[t] = (int32_t)sum;
+		sum += c;
 	}
-	for (int64_t t = 1; t < T; t++)
-		e->started[t] += e->started[t - 1];
+	/* placing advances each run's start to its end: the count at or before t */
+	e->by_start = pr_xmalloc((size_t)(e->m + 1) * sizeof *e->by_start);
+	for (int64_t i = 0; i < n; i++)
+		if (!lives_throughout(&items[i], T) && items[i].size > 0)
+			e->by_start[e->started[items[i].start]++] = (int32_t)i;
+	e->slot = pr_xmalloc((size_t)(n + 1) * sizeof *e->slot);
+	for (int64_t i = 0; i < e->m; i++)
+		e->slot[e->by_start[i]] = (int32_t)i;
 	e->M = 1;
 	for (e->depth = 0; e->M < e->m; e->depth++)
 		e->M *= 2;
+	e->block_h = e->depth < BLOCK_H ? e->depth : BLOCK_H;
+	choose_short(e);
 	e->tree = pr_xmalloc((size_t)(2 * e->M) * sizeof *e->tree);
 	e->offset = pr_xcalloc((size_t)n + 1, sizeof *e->offset);
 }
@@ -579,6 +883,7 @@ static int64_t plan_peak(const engine *e, int64_t *n_at_peak)
 
 static void set_placed(engine *e, int64_t id, bool placed)
 {
+	note_long(e, id, placed);
 	int64_t x = e->M + e->slot[id];
 	e->tree[x] = placed ? (int32_t)e->items[id].end : -1;
 	for (x /= 2; x >= 1; x /= 2) {
@@ -616,10 +921,7 @@ static void replace_items(engine *e, const int64_t *ids, int64_t n, uint64_t see
 	qsort(keys, (size_t)n, sizeof *keys, cmp_key);
 	for (int64_t i = 0; i < n; i++) {
 		int64_t id = keys[i].id;
-		const mp_item *it = &e->items[id];
-		e->n_found = 0;
-		collect(e, count_started(e, it->end), it->start);
-		e->offset[id] = choose_offset(e, e->asize[id]);
+		e->offset[id] = place_item(e, id);
 		set_placed(e, id, true);
 	}
 }
@@ -699,7 +1001,7 @@ static range_max breadth_profile(const engine *e, const mp_item *items, int64_t 
 
 static void plan_greedy(engine *e, mp_item *items, int64_t T, int64_t bound, mp_result *r)
 {
-	sort_key *order = pr_xmalloc((size_t)(e->m + 1) * sizeof *order);
+	uint64_t *order = pr_xmalloc((size_t)(e->m + 1) * sizeof *order);
 	range_max rm = { 0, NULL };
 	int64_t best = INT64_MAX;
 	for (int a = 0; a < 2 * (N_ORDERS + N_PERTURBED) && best > bound; a++) {
@@ -807,7 +1109,7 @@ mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
 									     : r.lower_bound_bytes;
 	engine e;
 	engine_init(&e, items, asize, n, T);
-	e.base = stack_whole(items, asize, n, T, &e.base_top);
+	e.base = stack_whole(&e, items, n, T, &e.base_top);
 	if (e.m > 0)
 		plan_greedy(&e, items, T, r.aligned_lower_bound, &r);
 	if (e.base > 0 && e.m > 0)

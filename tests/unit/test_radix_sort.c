@@ -167,3 +167,67 @@ Test(radix_sort, varying_of_each_word_is_the_bytes_that_vary)
 	cr_assert_eq(pr_radix_varying(0xff00000000ull, 12, 4), 0, "bytes past n_bytes are not looked at");
 	free(a);
 }
+
+/* pr_radix_sort_u64_stable against a stable reference (qsort on the key
+ * bytes, then the input position): keys with many ties packed into some
+ * bytes, a payload (the input position) in the others. */
+typedef struct keyed {
+	uint64_t key;   /* the record's sorted bytes, masked */
+	int64_t pos;
+} keyed;
+
+static int keyed_cmp(const void *a, const void *b)
+{
+	const keyed *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static void check_stable(int64_t n, unsigned bytes, int n_values, uint64_t seed)
+{
+	uint64_t mask = 0;
+	for (int k = 0; k < 8; k++)
+		if (bytes >> k & 1)
+			mask |= 255ull << (8 * k);
+	uint64_t *a = malloc((size_t)(n + 1) * sizeof *a), *tmp = malloc((size_t)(n + 1) * sizeof *tmp);
+	keyed *want = malloc((size_t)(n + 1) * sizeof *want);
+	uint64_t *values = malloc((size_t)n_values * sizeof *values);
+	for (int v = 0; v < n_values; v++)
+		values[v] = next_rand(&seed) & mask;
+	int64_t (*count)[256] = malloc(8 * sizeof *count);
+	for (int64_t i = 0; i < n; i++) {
+		/* a key from a few values, the position in the bytes not sorted */
+		uint64_t key = values[next_rand(&seed) % (uint64_t)n_values];
+		uint64_t payload = ((uint64_t)i * 0x9e3779b97f4a7c15ull) & ~mask;
+		a[i] = key | payload;
+		want[i] = (keyed){ key, i };
+	}
+	uint64_t *in = malloc((size_t)(n + 1) * sizeof *in);
+	for (int64_t i = 0; i < n; i++)
+		in[i] = a[i];
+	qsort(want, (size_t)n, sizeof *want, keyed_cmp);
+	pr_radix_count_u64(a, n, bytes, count);
+	uint64_t *got = pr_radix_sort_u64_stable(a, tmp, n, bytes, count);
+	cr_assert(got == a || got == tmp);
+	for (int64_t i = 0; i < n; i++)
+		cr_assert_eq(got[i], in[want[i].pos], "record %lld of %lld (bytes %#x): %#llx, expected %#llx", (long long)i,
+			     (long long)n, bytes, (unsigned long long)got[i], (unsigned long long)in[want[i].pos]);
+	free(a);
+	free(tmp);
+	free(want);
+	free(values);
+	free(count);
+	free(in);
+}
+
+Test(radix_sort, stable_sort_keeps_the_order_of_equal_keys)
+{
+	check_stable(20000, 0xf0, 7, 1);          /* a few keys in the high half, as the planner packs them */
+	check_stable(20000, 0xf0, 5000, 2);       /* many */
+	check_stable(5000, 0x11, 3, 3);           /* bytes apart */
+	check_stable(5000, 0xff, 40, 4);          /* every byte: no payload, equal records */
+	check_stable(5000, 0x80, 1, 5);           /* one key: no pass */
+	for (int64_t n = 0; n <= 70; n += 3)      /* small inputs */
+		check_stable(n, 0x30, 4, (uint64_t)n + 6);
+}
