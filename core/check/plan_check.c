@@ -11,12 +11,17 @@
  * device, at an offset >= 0 whose end (offset + bytes) fits in int64, so
  * that whoever sizes the arena from it cannot overflow; an alias has exactly
  * its base's memory; a host constant has none.
- * Overlaps are found by a sweep over positions: the live planned classes are
- * kept ordered by (arena, offset) as a set of their ranks (a bitset of
- * 64-way levels), and a class that starts is compared with its two
- * neighbours only. The live set never holds an overlapping pair (a class
- * that overlaps is reported and left out), so two neighbours suffice:
- * O(n log n) for n classes (the sort), never all pairs.
+ * Overlaps are found by a sweep over positions: the planned classes are
+ * ordered by (arena, offset, class), their ranks, and a class that starts
+ * is compared with its two neighbours in that order among the live ones
+ * only. The live set never holds an overlapping pair (a class that overlaps
+ * is reported and left out), so two neighbours suffice: a radix sort and a
+ * few word operations a class, never all pairs. Each memory (arena, offset)
+ * has a key, in that order; as two live classes cannot share one, the live
+ * set is of keys (a bitset of 64-way levels) and a class live at the
+ * starting one's own key is the neighbour it meets. A class that has ended
+ * leaves the set when a search meets it, so the sweep needs no order of
+ * the ends.
  * A method where no value has memory breaks no rule: it is passed over
  * without computing its lifetimes. */
 #include "passrun/plan.h"
@@ -30,14 +35,22 @@
 
 /* ---- usage ------------------------------------------------------------ */
 
-/* The arenas met so far; neighbouring classes mostly share one, so the
- * last one found is tried first. */
+/* The arenas met so far; neighbouring classes mostly share one. A spec
+ * names its arena by an id, and one id is always one device, so each id met
+ * is kept with its arena: the arena of a spec is then a look-up by id (at
+ * 10^6 nodes two arenas alternate, and comparing their devices cost 65 M
+ * instructions). */
+#define ARENA_SMALL_IDS 32
+
 typedef struct arena_list {
 	pr_device *d;
 	int n, last;
-	bool has_raw;
-	pr_device_id raw;   /* the last arena looked up, by its spec's id */
-	int raw_index;
+	int small[ARENA_SMALL_IDS];   /* 1 + the index of the arena of each small id met, else 0 */
+	struct arena_id {
+		pr_device_id id;
+		int index;            /* into d */
+	} *ids;                       /* the larger ids met */
+	int n_ids;
 } arena_list;
 
 /* Index of arena d (canonical) in the list, adding it when new. */
@@ -53,16 +66,35 @@ static int arena_index(arena_list *l, pr_device d)
 	return l->last = l->n++;
 }
 
-/* arena_index of the arena a spec names, with no search when it is the
- * last one's. */
-static int spec_arena(arena_list *l, const pr_spec *s)
+static __attribute__((noinline)) int spec_arena_slow(arena_list *l, const pr_spec *s)
 {
-	if (l->has_raw && l->raw == s->mem_arena_id)
-		return l->raw_index;
-	l->raw_index = arena_index(l, pr_spec_mem_arena(s));
-	l->raw = s->mem_arena_id;
-	l->has_raw = true;
-	return l->raw_index;
+	pr_device_id id = s->mem_arena_id;
+	for (int i = 0; i < l->n_ids; i++)
+		if (l->ids[i].id == id)
+			return l->ids[i].index;
+	int index = arena_index(l, pr_spec_mem_arena(s));
+	if (id < ARENA_SMALL_IDS) {
+		l->small[id] = index + 1;
+	} else {
+		l->ids = pr_xrealloc(l->ids, (size_t)(l->n_ids + 1) * sizeof *l->ids);
+		l->ids[l->n_ids++] = (struct arena_id){ id, index };
+	}
+	return index;
+}
+
+/* arena_index of the arena a spec names. */
+static inline int spec_arena(arena_list *l, const pr_spec *s)
+{
+	pr_device_id id = s->mem_arena_id;
+	if (id < ARENA_SMALL_IDS && l->small[id])
+		return l->small[id] - 1;
+	return spec_arena_slow(l, s);
+}
+
+static void arena_list_free(arena_list *l)
+{
+	free(l->d);
+	free(l->ids);
 }
 
 static int64_t peak_live_bytes(const pr_lifetimes *lt, const int *arena_of, int arena)
@@ -113,7 +145,7 @@ int pr_plan_usage(pr_graph *g, pr_arena_usage **out)
 		if (top > u[arena_of[i]].planned_bytes)
 			u[arena_of[i]].planned_bytes = top;
 	}
-	free(arenas.d);
+	arena_list_free(&arenas);
 	free(arena_of);
 	pr_lifetimes_free(lt);
 	*out = u;
@@ -131,10 +163,14 @@ int pr_plan_usage(pr_graph *g, pr_arena_usage **out)
 typedef struct planned_class {
 	int64_t offset;
 	int32_t cls;           /* plan.h: class indexes are 32-bit */
-	int32_t arena;
+	union {
+		int32_t arena;     /* until sorted: the arena's index */
+		uint32_t key;      /* then its memory's (sorted_keys) */
+	};
 } planned_class;
 
 _Static_assert(sizeof(planned_class) <= sizeof(pr_plan_value), "check_method writes pcs over the values");
+_Static_assert(sizeof(planned_class) == 2 * sizeof(uint64_t), "sort_packed packs a record into half of it");
 
 typedef struct check_ctx {
 	pr_diags *diags;
@@ -144,6 +180,8 @@ typedef struct check_ctx {
 	int errors;
 	planned_class *pcs;   /* the classes the sweep checks, in class order */
 	int64_t n_pcs;
+	planned_class first;  /* pcs[0] */
+	uint64_t diff_offsets, diff_arenas;   /* the bits some record has unlike pcs[0] */
 	arena_list arenas;
 } check_ctx;
 
@@ -176,8 +214,9 @@ static const char *mem_str(const pr_spec *s, char *buf, size_t cap)
 }
 
 /* The arena and offset rules of a value with planned memory, in a class of
- * class_bytes (the most any of its values spans). */
-static void check_placed(check_ctx *k, const pr_plan_value *v, int64_t class_bytes)
+ * class_bytes (the most any of its values spans), when check_placed finds
+ * one broken. */
+static __attribute__((noinline, cold)) void placed_errors(check_ctx *k, const pr_plan_value *v, int64_t class_bytes)
 {
 	const pr_spec *s = pr_plan_value_spec(v);
 	char msg[512], dev[PR_DEVICE_STR_MAX], mem[64];
@@ -203,18 +242,48 @@ static void check_placed(check_ctx *k, const pr_plan_value *v, int64_t class_byt
 	}
 }
 
-/* Keeps class cls for the overlap sweep when it holds memory at a real
- * offset (check_placed reports one that is not), read here while its spec
- * is in cache rather than in a second walk over the nodes. */
-static void note_planned(check_ctx *k, int32_t cls)
+/* v's spec s has memory: is it in the arena of s's device, at an offset >= 0
+ * whose end fits in int64? */
+static inline void check_placed(check_ctx *k, const pr_plan_value *v, const pr_spec *s, int64_t class_bytes)
 {
-	const pr_plan_class *c = &k->lt->classes[cls];
-	const pr_spec *s = pr_plan_class_spec(c);
+	if (s->mem_arena_id != s->device_id || s->mem_offset < 0 || s->mem_offset > INT64_MAX - class_bytes)
+		placed_errors(k, v, class_bytes);
+}
+
+static __attribute__((noinline, cold)) void apart_error(check_ctx *k, const pr_plan_value *v, const pr_plan_class *c)
+{
+	const pr_spec *s = pr_plan_value_spec(v), *cs = pr_plan_class_spec(c);
+	char msg[512], mem[64], base_mem[64], base[128];
+	snprintf(msg, sizeof msg, "shares the memory of %%%s (an in-place result, view or getitem of it) but is planned apart (mem=%s, %%%s has mem=%s)",
+		 pr_plan_value_name(c->node, c->elem, base, sizeof base), mem_str(s, mem, sizeof mem),
+		 base, mem_str(cs, base_mem, sizeof base_mem));
+	plan_error(k, v, msg);
+}
+
+static __attribute__((noinline, cold)) void host_constant_error(check_ctx *k, const pr_plan_value *v)
+{
+	char msg[512], mem[64];
+	snprintf(msg, sizeof msg, "is a constant on the host but has planned memory (mem=%s); only device-resident constants are planned",
+		 mem_str(pr_plan_value_spec(v), mem, sizeof mem));
+	plan_error(k, v, msg);
+}
+
+/* Keeps class cls (c, its spec s with memory) for the overlap sweep when it
+ * holds memory at a real offset (check_placed reports one that is not), read
+ * here while its spec is in cache rather than in a second walk over the
+ * nodes, with the bits in which it differs from the first (sort_planned). */
+static inline void note_planned(check_ctx *k, int32_t cls, const pr_plan_class *c, const pr_spec *s)
+{
 	int64_t end;
-	if (!s->has_mem || c->bytes <= 0 || s->mem_offset < 0 ||
-	    __builtin_add_overflow(s->mem_offset, c->bytes, &end))
+	if (c->bytes <= 0 || s->mem_offset < 0 || __builtin_add_overflow(s->mem_offset, c->bytes, &end))
 		return;
-	planned_class pc = { s->mem_offset, cls, spec_arena(&k->arenas, s) };
+	planned_class pc = { .offset = s->mem_offset, .cls = cls, .arena = spec_arena(&k->arenas, s) };
+	if (k->n_pcs) {
+		k->diff_offsets |= (uint64_t)(pc.offset ^ k->first.offset);
+		k->diff_arenas |= (uint64_t)(uint32_t)(pc.arena ^ k->first.arena);
+	} else {
+		k->first = pc;
+	}
 	/* memcpy: the bytes were a value's, and the compiler must not move a
 	 * read of the value past this write (strict aliasing). */
 	memcpy(&k->pcs[k->n_pcs++], &pc, sizeof pc);
@@ -223,38 +292,34 @@ static void note_planned(check_ctx *k, int32_t cls)
 /* Arena, alias and constant rules, one value at a time. A class's own value
  * without memory (most of a program before planning) has nothing to check.
  * Its last act is note_planned, which may write over v. */
-static void check_value(check_ctx *k, const pr_plan_value *v)
+static inline void check_value(check_ctx *k, const pr_plan_value *v)
 {
 	const pr_plan_class *c = &k->lt->classes[v->cls];
-	const pr_spec *s = pr_plan_value_spec(v), *cs = pr_plan_class_spec(c);
-	bool is_base = pr_plan_value_is_base(v, c);
-	char msg[512], mem[64], base_mem[64], base[128];
-	if (s->has_mem)
-		check_placed(k, v, c->bytes);
-	if (!is_base && !same_mem(s, cs)) {
-		snprintf(msg, sizeof msg, "shares the memory of %%%s (an in-place result, view or getitem of it) but is planned apart (mem=%s, %%%s has mem=%s)",
-			 pr_plan_value_name(c->node, c->elem, base, sizeof base), mem_str(s, mem, sizeof mem),
-			 base, mem_str(cs, base_mem, sizeof base_mem));
-		plan_error(k, v, msg);
+	const pr_spec *s = pr_plan_value_spec(v);
+	if (!pr_plan_value_is_base(v, c)) {
+		if (s->has_mem)
+			check_placed(k, v, s, c->bytes);
+		if (!same_mem(s, pr_plan_class_spec(c)))
+			apart_error(k, v, c);
+		return;
 	}
-	if (is_base && s->has_mem && !pr_plan_class_plannable(c)) {
-		snprintf(msg, sizeof msg, "is a constant on the host but has planned memory (mem=%s); only device-resident constants are planned",
-			 mem_str(s, mem, sizeof mem));
-		plan_error(k, v, msg);
-	}
-	if (is_base)
-		note_planned(k, v->cls);
+	if (!s->has_mem)
+		return;
+	check_placed(k, v, s, c->bytes);
+	if (!pr_plan_class_plannable(c))
+		host_constant_error(k, v);
+	note_planned(k, v->cls, c, s);
 }
 
-/* The sweep's live set: ranks in a bitset of 64-way levels (level 0 a bit
- * per rank, each level above a bit per nonzero word below), so that the
- * nearest live ranks either side of one are a few word operations away. */
-typedef struct rank_set {
-	uint64_t *lv[12];   /* 64^11 words cover any int64 rank count */
+/* The sweep's live set: keys in a bitset of 64-way levels (level 0 a bit
+ * per key, each level above a bit per nonzero word below), so that the
+ * nearest live keys either side of one are a few word operations away. */
+typedef struct key_set {
+	uint64_t *lv[12];   /* 64^11 words cover any int64 key count */
 	int levels;
-} rank_set;
+} key_set;
 
-static void rs_init(rank_set *s, int64_t n)
+static void ks_init(key_set *s, int64_t n)
 {
 	s->levels = 0;
 	do {
@@ -263,18 +328,18 @@ static void rs_init(rank_set *s, int64_t n)
 	} while (n > 1);
 }
 
-static void rs_free(rank_set *s)
+static void ks_free(key_set *s)
 {
 	for (int l = 0; l < s->levels; l++)
 		free(s->lv[l]);
 }
 
-static bool rs_has(const rank_set *s, int64_t r)
+static bool ks_has(const key_set *s, int64_t r)
 {
 	return s->lv[0][r >> 6] >> (r & 63) & 1;
 }
 
-static void rs_add(rank_set *s, int64_t r)
+static void ks_add(key_set *s, int64_t r)
 {
 	for (int l = 0; l < s->levels; l++, r >>= 6) {
 		uint64_t was = s->lv[l][r >> 6];
@@ -284,15 +349,15 @@ static void rs_add(rank_set *s, int64_t r)
 	}
 }
 
-static void rs_remove(rank_set *s, int64_t r)
+static void ks_remove(key_set *s, int64_t r)
 {
 	for (int l = 0; l < s->levels; l++, r >>= 6)
 		if ((s->lv[l][r >> 6] &= ~(1ull << (r & 63))))
-			return;   /* the word still holds ranks */
+			return;   /* the word still holds keys */
 }
 
-/* The largest live rank below r, or -1. */
-static int64_t rs_below(const rank_set *s, int64_t r)
+/* The largest live key below r, or -1. */
+static int64_t ks_below(const key_set *s, int64_t r)
 {
 	int l = 0;
 	for (;; l++, r >>= 6) {
@@ -309,8 +374,8 @@ static int64_t rs_below(const rank_set *s, int64_t r)
 	return r;
 }
 
-/* The smallest live rank above r, or -1. */
-static int64_t rs_above(const rank_set *s, int64_t r)
+/* The smallest live key above r, or -1. */
+static int64_t ks_above(const key_set *s, int64_t r)
 {
 	int l = 0;
 	for (;; l++, r >>= 6) {
@@ -352,18 +417,173 @@ static bool pc_less(const planned_class *x, const planned_class *y)
 /* In place, so that the sweep's peak holds no second copy of the classes. */
 PR_RADIX_SORT_DEFINE(msd_sort_planned, planned_class, planned_byte, pc_less)
 
-/* Sorts by (arena, offset), equal memory in class order. qsort's
- * comparisons cost more than the sweep. */
-static void sort_planned(planned_class *a, int64_t n)
+/* The window of a field's bits in which some record differs from the first:
+ * bits [lo, lo + bits) (none when all are equal). Above and below it every
+ * record has the first's bits, so the window orders the field. */
+typedef struct key_window {
+	int lo, bits;
+	uint64_t mask;   /* bits ones */
+	uint64_t base;   /* the first record's bits outside the window */
+} key_window;
+
+static key_window window_of(uint64_t diff, uint64_t first)
 {
-	uint64_t cls = 0, offsets = 0, arenas = 0;   /* the bits some key has unlike the first */
-	for (int64_t i = 1; i < n; i++) {
-		cls |= (uint64_t)(uint32_t)(a[i].cls ^ a[0].cls);
-		offsets |= (uint64_t)(a[i].offset ^ a[0].offset);
-		arenas |= (uint64_t)(uint32_t)(a[i].arena ^ a[0].arena);
+	key_window w = { 0, 0, 0, first };
+	if (diff) {
+		w.lo = __builtin_ctzll(diff);
+		w.bits = 64 - __builtin_clzll(diff) - w.lo;
+		w.mask = (2ull << (w.bits - 1)) - 1;
+		w.base = first & ~(w.mask << w.lo);
 	}
-	msd_sort_planned(a, n, 15, pr_radix_varying(cls, 0, 4) | pr_radix_varying(offsets, 4, 8) |
-					   pr_radix_varying(arenas, 12, 4));
+	return w;
+}
+
+static uint64_t load_u64(const unsigned char *p)
+{
+	uint64_t x;
+	memcpy(&x, p, sizeof x);
+	return x;
+}
+
+static void store_u64(unsigned char *p, uint64_t x)
+{
+	memcpy(p, &x, sizeof x);
+}
+
+/* The sort's result beyond the order: each record's arena index gives way
+ * to its key, a number per memory (arena, offset) rising with it, with
+ * barriers for the sweep (keys of no memory) before the first arena,
+ * between two arenas and after the last, so that a search for the nearest
+ * live key stops at its arena's end, near where it began. */
+typedef struct sorted_keys {
+	uint32_t *start;     /* by rank: the position where its class starts */
+	int64_t n_keys;
+	int64_t *barriers;   /* one per arena and one more */
+	int n_barriers;
+} sorted_keys;
+
+/* The keys of records sorted by (arena, offset), and their starts. */
+static void assign_keys(planned_class *a, int64_t n, const pr_plan_class *classes, sorted_keys *out)
+{
+	int64_t key = 1;
+	out->barriers[out->n_barriers++] = 0;
+	int32_t arena = a[0].arena;
+	int64_t offset = a[0].offset;
+	for (int64_t r = 0; r < n; r++) {
+		if (a[r].arena != arena) {
+			out->barriers[out->n_barriers++] = ++key;
+			key++;
+		} else if (a[r].offset != offset) {
+			key++;
+		}
+		arena = a[r].arena;
+		offset = a[r].offset;
+		a[r].key = (uint32_t)key;
+		out->start[r] = (uint32_t)classes[a[r].cls].start;
+	}
+	out->barriers[out->n_barriers++] = ++key;
+	out->n_keys = key + 1;
+}
+
+#define PACKED_DIGIT_BITS 11
+
+/* sort_planned when the windows of the arena and the offset take 32 bits or
+ * less (at 10^6 nodes 20: one bit of arena, offsets of 19 bits above a
+ * 16-byte alignment): each record is packed into 8 bytes, (arena window,
+ * offset window, class) from the high bits down, in the first half of a (a
+ * record is read before its 8 bytes or a later one's are written), and an
+ * LSD radix sort on digits of up to 11 bits of the windows moves them
+ * between the halves: stable, so equal memory stays in class order, and no
+ * memory beyond a's own and its counters. From the second half (copied
+ * there when the last pass left them in the first) they are unpacked in
+ * place, going up (record i takes bytes [16i, 16i + 16), where packed
+ * records up to i were), with their keys and starts. */
+static void sort_packed(planned_class *a, int64_t n, const key_window *ow, const key_window *aw,
+			const pr_plan_class *classes, sorted_keys *out)
+{
+	int bits = ow->bits + aw->bits;
+	int passes = (bits + PACKED_DIGIT_BITS - 1) / PACKED_DIGIT_BITS;   /* 1 to 3 */
+	int width = (bits + passes - 1) / passes;
+	uint64_t digit = (1ull << width) - 1;
+	uint32_t (*count)[1 << PACKED_DIGIT_BITS] = pr_xcalloc((size_t)passes, sizeof *count);
+	unsigned char *lo = (unsigned char *)a, *hi = lo + sizeof(uint64_t) * (size_t)n;
+	int olo = ow->lo, obits = ow->bits, alo = aw->lo;
+	uint64_t omask = ow->mask, amask = aw->mask;
+	for (int64_t i = 0; i < n; i++) {
+		uint64_t w = ((uint64_t)(uint32_t)a[i].arena >> alo & amask) << obits | ((uint64_t)a[i].offset >> olo & omask);
+		store_u64(lo + 8 * i, w << 32 | (uint32_t)a[i].cls);
+		count[0][w & digit]++;
+		if (passes > 1)
+			count[1][w >> width & digit]++;
+		if (passes > 2)
+			count[2][w >> 2 * width & digit]++;
+	}
+	unsigned char *src = lo, *dst = hi;
+	for (int p = 0; p < passes; p++) {
+		int shift = 32 + p * width;
+		uint32_t *c = count[p];
+		if (c[load_u64(src) >> shift & digit] == (uint64_t)n)
+			continue;   /* one digit for all: the order stands */
+		for (uint32_t d = 0, sum = 0; d <= digit; d++) {
+			uint32_t here = c[d];
+			c[d] = sum;
+			sum += here;
+		}
+		for (int64_t i = 0; i < n; i++) {
+			uint64_t x = load_u64(src + 8 * i);
+			store_u64(dst + 8 * (size_t)c[x >> shift & digit]++, x);
+		}
+		unsigned char *t = src;
+		src = dst;
+		dst = t;
+	}
+	free(count);
+	if (src == lo)
+		memcpy(hi, lo, sizeof(uint64_t) * (size_t)n);
+	uint64_t prev = load_u64(hi) >> 32, obase = ow->base;
+	int64_t key = 1;
+	out->barriers[out->n_barriers++] = 0;
+	for (int64_t i = 0; i < n; i++) {
+		uint64_t x = load_u64(hi + 8 * i), w = x >> 32;
+		if (i + 16 < n)   /* the classes are read out of order */
+			__builtin_prefetch(&classes[(uint32_t)load_u64(hi + 8 * (i + 16))].start);
+		out->start[i] = (uint32_t)classes[(uint32_t)x].start;
+		if (w != prev) {
+			if ((w ^ prev) >> obits)   /* another arena */
+				out->barriers[out->n_barriers++] = ++key;
+			key++;
+			prev = w;
+		}
+		planned_class pc = { .offset = (int64_t)(obase | (w & omask) << olo), .cls = (int32_t)(uint32_t)x,
+				     .key = (uint32_t)key };
+		memcpy(&a[i], &pc, sizeof pc);
+	}
+	out->barriers[out->n_barriers++] = ++key;
+	out->n_keys = key + 1;
+}
+
+/* Sorts the records by (arena, offset), equal memory in class order (the
+ * order they come in), and gives them their keys. qsort's comparisons cost
+ * more than the sweep. Keys wider than sort_packed's fall back to the
+ * in-place MSD sort on (arena, offset, class). */
+static void sort_planned(check_ctx *k, sorted_keys *out)
+{
+	planned_class *a = k->pcs;
+	int64_t n = k->n_pcs;
+	key_window ow = window_of(k->diff_offsets, (uint64_t)k->first.offset);
+	key_window aw = window_of(k->diff_arenas, (uint64_t)(uint32_t)k->first.arena);
+	if (ow.bits + aw.bits > 0 && ow.bits + aw.bits <= 32) {
+		sort_packed(a, n, &ow, &aw, k->lt->classes, out);
+		return;
+	}
+	if (ow.bits + aw.bits > 0) {   /* else one memory for all: class order is the order */
+		uint64_t cls = 0;
+		for (int64_t i = 1; i < n; i++)
+			cls |= (uint64_t)(uint32_t)(a[i].cls ^ a[0].cls);
+		msd_sort_planned(a, n, 15, pr_radix_varying(cls, 0, 4) | pr_radix_varying(k->diff_offsets, 4, 8) |
+						   pr_radix_varying(k->diff_arenas, 12, 4));
+	}
+	assign_keys(a, n, k->lt->classes, out);
 }
 
 static const pr_plan_class *pc_class(const check_ctx *k, const planned_class *p)
@@ -371,15 +591,14 @@ static const pr_plan_class *pc_class(const check_ctx *k, const planned_class *p)
 	return &k->lt->classes[p->cls];
 }
 
-static bool pc_overlap(const check_ctx *k, const planned_class *a, const planned_class *b)
+/* Whether lo, at an offset no higher than hi's in the same arena, reaches
+ * into hi. */
+static bool pc_reaches(const check_ctx *k, const planned_class *lo, const planned_class *hi)
 {
-	if (a->arena != b->arena)
-		return false;
-	const planned_class *lo = a->offset <= b->offset ? a : b, *hi = lo == a ? b : a;
 	return pc_class(k, lo)->bytes > hi->offset - lo->offset;  /* offsets >= 0 */
 }
 
-static void overlap_error(check_ctx *k, const planned_class *a, const planned_class *b)
+static __attribute__((noinline, cold)) void overlap_error(check_ctx *k, const planned_class *a, const planned_class *b)
 {
 	const pr_plan_class *ca = pc_class(k, a), *cb = pc_class(k, b);
 	char na[128], nb[128], arena[PR_DEVICE_STR_MAX];
@@ -393,81 +612,114 @@ static void overlap_error(check_ctx *k, const planned_class *a, const planned_cl
 	k->errors++;
 }
 
-/* Inserts rank r into the live set unless it overlaps a neighbour. */
-static void sweep_insert(check_ctx *k, rank_set *live, const planned_class *pcs, int64_t r)
-{
-	int64_t below = rs_below(live, r);
-	if (below >= 0 && pc_overlap(k, &pcs[below], &pcs[r])) {
-		overlap_error(k, &pcs[below], &pcs[r]);
-		return;
-	}
-	int64_t above = rs_above(live, r);
-	if (above >= 0 && pc_overlap(k, &pcs[r], &pcs[above])) {
-		overlap_error(k, &pcs[above], &pcs[r]);
-		return;
-	}
-	rs_add(live, r);
-}
-
-/* The position where the class of rank r starts (or ends). */
-static uint32_t rank_position(const check_ctx *k, uint32_t r, bool by_end)
-{
-	const pr_plan_class *c = pc_class(k, &k->pcs[r]);
-	return (uint32_t)(by_end ? c->end : c->start);
-}
-
-/* The ranks in order of the position where their class starts (or ends),
- * each position's in rank order: a counting sort over positions, through
- * head (T + 1 counters), the caller's so that both orders share it. */
-static uint32_t *ranks_by_position(const check_ctx *k, bool by_end, uint32_t *head)
+/* The ranks in order of the position where their class starts (start, by
+ * rank), each position's in rank order: a counting sort over positions. */
+static uint32_t *ranks_by_start(const check_ctx *k, const uint32_t *start)
 {
 	int64_t T = k->lt->n_positions, n = k->n_pcs;
-	uint32_t *order = pr_xmalloc((size_t)(n + 1) * sizeof *order);
-	memset(head, 0, (size_t)(T + 1) * sizeof *head);
+	uint32_t *head = pr_xcalloc((size_t)T + 1, sizeof *head);
 	for (int64_t r = 0; r < n; r++)
-		head[rank_position(k, (uint32_t)r, by_end) + 1]++;
+		head[start[r] + 1]++;
 	for (int64_t t = 1; t < T; t++)
 		head[t] += head[t - 1];
+	uint32_t *order = pr_xmalloc((size_t)(n + 1) * sizeof *order);
 	for (int64_t r = 0; r < n; r++)
-		order[head[rank_position(k, (uint32_t)r, by_end)]++] = (uint32_t)r;
+		order[head[start[r]]++] = (uint32_t)r;
+	free(head);
 	return order;
+}
+
+/* The sweep's state: the keys of the live classes, and at each the rank
+ * of its class, or a barrier. */
+typedef struct sweep {
+	key_set live;
+	uint32_t *live_at;
+} sweep;
+
+#define SWEEP_BARRIER UINT32_MAX
+
+/* The rank of the live class nearest below (or above) key in its arena, or
+ * -1. A class that ended before position t is dropped when met: the live
+ * set holds the classes that started and were not reported, less those
+ * found ended, so that the sweep needs no order of the ends. */
+static inline __attribute__((always_inline)) int64_t sweep_neighbour(const check_ctx *k, sweep *s, int64_t key, uint32_t t, bool below)
+{
+	while ((key = below ? ks_below(&s->live, key) : ks_above(&s->live, key)) >= 0) {
+		uint32_t r = s->live_at[key];
+		if (r == SWEEP_BARRIER)
+			break;
+		if ((uint32_t)pc_class(k, &k->pcs[r])->end >= t)
+			return r;
+		ks_remove(&s->live, key);
+	}
+	return -1;
+}
+
+/* Checks the class of rank r, which starts at t, against its neighbours in
+ * (arena, offset, class) order among the live classes, and makes it live
+ * unless it overlaps one. Two live classes never share a key (the second
+ * would overlap the first), and one at r's own key is the neighbour
+ * reported, below r or above it by class: the live classes beyond it do not
+ * reach it, so they do not reach r. Else the neighbours are the nearest
+ * live keys either side. */
+static inline __attribute__((always_inline)) void sweep_insert(check_ctx *k, sweep *s, uint32_t r, uint32_t t)
+{
+	const planned_class *pcs = k->pcs, *p = &pcs[r];
+	uint32_t key = p->key;
+	bool held = ks_has(&s->live, key);   /* by a class live or ended */
+	if (held && (uint32_t)pc_class(k, &pcs[s->live_at[key]])->end >= t) {
+		overlap_error(k, &pcs[s->live_at[key]], p);
+		return;
+	}
+	int64_t below = sweep_neighbour(k, s, key, t, true);
+	if (below >= 0 && pc_reaches(k, &pcs[below], p)) {
+		overlap_error(k, &pcs[below], p);
+		return;
+	}
+	int64_t above = sweep_neighbour(k, s, key, t, false);
+	if (above >= 0 && pc_reaches(k, p, &pcs[above])) {
+		overlap_error(k, &pcs[above], p);
+		return;
+	}
+	s->live_at[key] = r;
+	if (!held)
+		ks_add(&s->live, key);
 }
 
 /* Positions and ranks are 32-bit, halving the sweep's arrays: orders step by
  * 2^32 in 64 bits (pr_graph_renumber), so a method has fewer than 2^32 nodes,
- * and 2^32 planned values would not fit in memory. The sweep takes, at each
- * position, the classes that start there, then drops those that end there:
- * the two orders merged, an end coming first only where it is at an earlier
- * position. Once every class has started the ends left change nothing. */
+ * and 2^32 planned values would not fit in memory. The sweep takes the
+ * classes by the position where they start, at one position in rank order;
+ * a class is live from its start to its end, inclusive, so that one that
+ * ends where another starts meets it. */
 static void check_overlaps(check_ctx *k)
 {
 	int64_t n = k->n_pcs, T = k->lt->n_positions;
 	PR_ASSERT(T < UINT32_MAX - 2 && n < UINT32_MAX);
-	planned_class *pcs = k->pcs;
-	sort_planned(pcs, n);
-	uint32_t *head = pr_xmalloc((size_t)(T + 1) * sizeof *head);
-	uint32_t *starts = ranks_by_position(k, false, head);
-	uint32_t *ends = ranks_by_position(k, true, head);
-	free(head);
-	rank_set live;
-	rs_init(&live, n);
-	/* the next start's and the next end's positions, read once each */
-	uint32_t at_start = n ? rank_position(k, starts[0], false) : 0;
-	uint32_t at_end = n ? rank_position(k, ends[0], true) : UINT32_MAX;
-	for (int64_t i = 0, j = 0; i < n;) {
-		if (at_end < at_start) {
-			if (rs_has(&live, ends[j]))
-				rs_remove(&live, ends[j]);
-			at_end = ++j < n ? rank_position(k, ends[j], true) : UINT32_MAX;
-		} else {
-			sweep_insert(k, &live, pcs, starts[i]);
-			if (++i < n)
-				at_start = rank_position(k, starts[i], false);
-		}
+	if (!n)
+		return;
+	sorted_keys keys = { .start = pr_xmalloc((size_t)n * sizeof *keys.start),
+			     .barriers = pr_xmalloc((size_t)(k->arenas.n + 1) * sizeof *keys.barriers) };
+	sort_planned(k, &keys);
+	PR_ASSERT(keys.n_keys < UINT32_MAX);
+	sweep s;
+	ks_init(&s.live, keys.n_keys);
+	s.live_at = pr_xmalloc((size_t)keys.n_keys * sizeof *s.live_at);
+	for (int i = 0; i < keys.n_barriers; i++) {
+		s.live_at[keys.barriers[i]] = SWEEP_BARRIER;
+		ks_add(&s.live, keys.barriers[i]);
 	}
-	rs_free(&live);
+	free(keys.barriers);
+	uint32_t *starts = ranks_by_start(k, keys.start);
+	for (int64_t i = 0; i < n; i++) {
+		if (i + 8 < n)   /* the records are met out of order */
+			__builtin_prefetch(&k->pcs[starts[i + 8]]);
+		sweep_insert(k, &s, starts[i], keys.start[starts[i]]);
+	}
+	free(keys.start);
+	ks_free(&s.live);
+	free(s.live_at);
 	free(starts);
-	free(ends);
 }
 
 /* Every rule over one method's lifetimes, computed once. The sweep's
@@ -491,7 +743,7 @@ static void check_method(check_ctx *k)
 	lt->n_values = 0;
 	check_overlaps(k);
 	free(k->pcs);
-	free(k->arenas.d);
+	arena_list_free(&k->arenas);
 }
 
 /* Whether any value of g has planned memory. Every rule above is about

@@ -328,6 +328,222 @@ Test(plan, M1_checker_reports_in_value_order_then_sweep_order)
 	pr_program_free(p);
 }
 
+Test(plan, M1_checker_reports_overlaps_in_several_arenas)
+{
+	/* Overlaps in three arenas, each reported against a neighbour in its
+	 * own arena only: %c (cpu:0, 1024 bytes) spans offsets that cuda:0 and
+	 * cuda:1 use, live beside them. In cuda:0, %w, a device constant defined
+	 * after %a, lives from position 0 at %a's offset: %a meets it above
+	 * (the same memory, a later class) and is left out; %b, 32 bytes
+	 * higher, is reached by %w from below. In cuda:1, %p and %q share an
+	 * offset while both live (%q is reported against %p, below, and left
+	 * out); %r takes that offset once %p has ended, and reaches into %e.
+	 * The sweep's order: by start, then (arena, offset, class). */
+	pr_program *p = tu_parse(OPS
+		"method @forward {\n"
+		"  %x: f32[16]{mem=cpu:2048} = input user \"x\"\n"                          /* 0 */
+		"  %c: f32[256]{mem=cpu:0} = aten::add.Tensor(%x, %x)\n"                   /* 1 */
+		"  %a: f32[16]@cuda:0{mem=cuda:0:64} = aten::add.Tensor(%c, %c)\n"         /* 2 */
+		"  %w: f32[16]@cuda:0{mem=cuda:0:64} = input parameter \"w\" data=zeros\n" /* 3 */
+		"  %b: f32[16]@cuda:0{mem=cuda:0:96} = aten::add.Tensor(%a, %w)\n"         /* 4 */
+		"  %p: f32[8]@cuda:1{mem=cuda:1:0} = aten::add.Tensor(%c, %c)\n"           /* 5 */
+		"  %q: f32[16]@cuda:1{mem=cuda:1:0} = aten::add.Tensor(%p, %p)\n"          /* 6 */
+		"  %r: f32[16]@cuda:1{mem=cuda:1:0} = aten::add.Tensor(%q, %c)\n"          /* 7 */
+		"  %e: f32[16]@cuda:1{mem=cuda:1:32} = aten::add.Tensor(%r, %q)\n"         /* 8 */
+		"  return %e, %w, %c\n"                                                    /* 9 */
+		"}\n");
+	pr_diags d;
+	cr_assert_eq(check(p, &d), 4, "%d diagnostics", d.n);
+	const char *want[][2] = {
+		{ "w", "%w (offset 64, 64 bytes, live 0..9) and %a (offset 64, 64 bytes, live 2..4) overlap in arena cuda:0" },
+		{ "w", "%w (offset 64, 64 bytes, live 0..9) and %b (offset 96, 64 bytes, live 4..4) overlap in arena cuda:0" },
+		{ "p", "%p (offset 0, 32 bytes, live 5..6) and %q (offset 0, 64 bytes, live 6..8) overlap in arena cuda:1" },
+		{ "r", "%r (offset 0, 64 bytes, live 7..8) and %e (offset 32, 64 bytes, live 8..9) overlap in arena cuda:1" },
+	};
+	for (int i = 0; i < 4; i++) {
+		cr_assert_str_eq(d.items[i].node, want[i][0], "report %d: %s", i, d.items[i].message);
+		cr_assert(!strncmp(d.items[i].message, want[i][1], strlen(want[i][1])), "report %d: %s", i,
+			  d.items[i].message);
+	}
+	pr_diags_free(&d);
+	pr_program_free(p);
+}
+
+/* ---- the sweep against a quadratic one ---------------------------------- */
+
+/* A planned class, for ref_overlaps. */
+typedef struct ref_class {
+	int64_t offset;
+	int32_t cls;
+	int arena;
+} ref_class;
+
+static int ref_less(const void *x, const void *y)
+{
+	const ref_class *a = x, *b = y;
+	if (a->arena != b->arena)
+		return a->arena < b->arena ? -1 : 1;
+	if (a->offset != b->offset)
+		return a->offset < b->offset ? -1 : 1;
+	return a->cls < b->cls ? -1 : a->cls > b->cls;
+}
+
+static bool ref_overlap(const pr_lifetimes *lt, const ref_class *a, const ref_class *b)
+{
+	if (a->arena != b->arena)
+		return false;
+	const ref_class *lo = a->offset <= b->offset ? a : b, *hi = lo == a ? b : a;
+	return lt->classes[lo->cls].bytes > hi->offset - lo->offset;
+}
+
+/* The overlaps of method g as the plan checker's contract (verify.h,
+ * plan_check.c) has them, by brute force: the planned classes in
+ * (arena, offset, class) order, arenas numbered as met in class order; at
+ * each position, the classes that ended before it leave, then each class
+ * that starts there, in that order, is compared with the nearest live
+ * class below it, then above it, and reported against the first it
+ * overlaps, or made live. Writes "FIRST SECOND" per report into out. */
+static int ref_overlaps(pr_graph *g, char (*out)[300], int cap)
+{
+	pr_lifetimes *lt = pr_lifetimes_compute(g);
+	ref_class *pcs = calloc((size_t)lt->n_classes + 1, sizeof *pcs);
+	bool *live = calloc((size_t)lt->n_classes + 1, sizeof *live);
+	pr_device arenas[16];
+	int n = 0, n_arenas = 0, found = 0;
+	for (int32_t i = 0; i < lt->n_classes; i++) {
+		const pr_plan_class *c = &lt->classes[i];
+		const pr_spec *s = pr_plan_class_spec(c);
+		int64_t end;
+		if (!s->has_mem || c->bytes <= 0 || s->mem_offset < 0 ||
+		    __builtin_add_overflow(s->mem_offset, c->bytes, &end))
+			continue;
+		int a = 0;
+		while (a < n_arenas && !pr_device_equal(arenas[a], pr_spec_mem_arena(s)))
+			a++;
+		if (a == n_arenas)
+			arenas[n_arenas++] = pr_spec_mem_arena(s);
+		pcs[n++] = (ref_class){ s->mem_offset, i, a };
+	}
+	qsort(pcs, (size_t)n, sizeof *pcs, ref_less);
+	for (int64_t t = 0; t < lt->n_positions; t++) {
+		for (int r = 0; r < n; r++)
+			if (live[r] && lt->classes[pcs[r].cls].end < t)
+				live[r] = false;
+		for (int r = 0; r < n; r++) {
+			if (lt->classes[pcs[r].cls].start != t)
+				continue;
+			int below = r - 1, above = r + 1, other = -1;
+			while (below >= 0 && !live[below])
+				below--;
+			while (above < n && !live[above])
+				above++;
+			if (below >= 0 && ref_overlap(lt, &pcs[below], &pcs[r]))
+				other = below;
+			else if (above < n && ref_overlap(lt, &pcs[r], &pcs[above]))
+				other = above;
+			if (other < 0) {
+				live[r] = true;
+				continue;
+			}
+			const pr_plan_class *co = &lt->classes[pcs[other].cls], *cr = &lt->classes[pcs[r].cls];
+			char a[128], b[128];
+			cr_assert_lt(found, cap);
+			snprintf(out[found++], sizeof *out, "%s %s", pr_plan_value_name(co->node, co->elem, a, sizeof a),
+				 pr_plan_value_name(cr->node, cr->elem, b, sizeof b));
+		}
+	}
+	free(live);
+	free(pcs);
+	pr_lifetimes_free(lt);
+	return found;
+}
+
+/* A random method over three arenas whose plan overlaps often: adds of
+ * recent values, device constants defined anywhere (they live from position
+ * 0), delegates with two results at one position, views sharing their
+ * base's memory; offsets on a few 16-byte slots, so that many classes share
+ * one, and with wide, some at 2^62 and above (too wide a key for the
+ * checker's packed sort). */
+static char *random_method(unsigned seed, bool wide)
+{
+	static const char *devices[] = { "cpu", "cuda:0", "cuda:1" };
+	size_t cap = 1 << 16, len = 0;
+	char *text = malloc(cap);
+	len += (size_t)snprintf(text, cap, "%smethod @forward {\n  %%v0: f32[16]{mem=cpu:0} = input user \"x\"\n", OPS);
+	int n = 1 + (int)(seed % 7) * 10;
+	for (int i = 1; i <= n; i++) {
+		unsigned r = (unsigned)rand();
+		const char *dev = devices[r % 3];
+		char type[96];
+		int64_t offset = (int64_t)(r / 3 % 9) * 16;
+		if (wide && r / 27 % 4 == 0)
+			offset += (int64_t)1 << (62 - (int)(r / 108 % 3));
+		int elems = 4 << (r / 324 % 3);
+		if (!strcmp(dev, "cpu"))
+			snprintf(type, sizeof type, "f32[%d]{mem=cpu:%lld}", elems, (long long)offset);
+		else
+			snprintf(type, sizeof type, "f32[%d]@%s{mem=%s:%lld}", elems, dev, dev, (long long)offset);
+		int a = i - 1 - (int)(r / 972 % (unsigned)(i < 4 ? i : 4)), b = i - 1 - (int)(r / 3888 % (unsigned)(i < 8 ? i : 8));
+		switch (r / 31104 % 8) {
+		case 0:
+			len += (size_t)snprintf(text + len, cap - len, "  %%v%d: %s = input parameter \"p%d\" data=zeros\n",
+						i, type, i);
+			break;
+		case 1:
+			len += (size_t)snprintf(text + len, cap - len,
+						"  %%d%d: (f32[16]@cuda:0{mem=cuda:0:%lld}, f32[16]@cuda:0{mem=cuda:0:%lld}) = delegate @dd(%%v%d)\n"
+						"  %%v%d: f32[16]@cuda:0{mem=cuda:0:%lld} = getitem %%d%d, %d\n",
+						i, (long long)offset, (long long)(r / 7 % 5) * 16, a, i,
+						(long long)(r % 2 ? (r / 7 % 5) * 16 : offset), i, (int)(r % 2));
+			break;
+		case 2:
+			len += (size_t)snprintf(text + len, cap - len, "  %%v%d: %s = aten::view(%%v%d, [16])\n", i, type, a);
+			break;
+		default:
+			len += (size_t)snprintf(text + len, cap - len, "  %%v%d: %s = aten::add.Tensor(%%v%d, %%v%d)\n", i,
+						type, a, b);
+		}
+	}
+	snprintf(text + len, cap - len, "  return %%v%d, %%v%d\n}\n", n, n / 2);
+	return text;
+}
+
+Test(plan, M1_checker_sweep_matches_a_quadratic_one)
+{
+	/* The checker's sweep (a sort, keys, a live set of keys whose ended
+	 * classes leave when met) reports what the brute-force sweep of its
+	 * contract does, pair for pair and in order, over random plans in three
+	 * arenas, narrow keys and wide. */
+	static char want[4096][300];
+	int reports = 0;
+	srand(12345);
+	for (unsigned seed = 0; seed < 400; seed++) {
+		char *text = random_method(seed, seed % 2);
+		pr_program *p = tu_parse(text);
+		int n_want = ref_overlaps(p->methods[0], want, 4096);
+		pr_diags d;
+		check(p, &d);
+		int got = 0;
+		for (int i = 0; i < d.n; i++) {
+			if (!strstr(d.items[i].message, ") overlap in arena "))
+				continue;
+			cr_assert_lt(got, n_want, "seed %u: more reports than %d: %s\n%s", seed, n_want, d.items[i].message, text);
+			char first[128], second[128], needle[160];
+			cr_assert_eq(sscanf(want[got], "%127s %127s", first, second), 2);
+			snprintf(needle, sizeof needle, " and %%%s (offset ", second);
+			cr_assert(!strcmp(d.items[i].node, first) && strstr(d.items[i].message, needle),
+				  "seed %u: report %d is %s, expected %s\n%s", seed, got, d.items[i].message, want[got], text);
+			got++;
+		}
+		cr_assert_eq(got, n_want, "seed %u: %d reports, expected %d\n%s", seed, got, n_want, text);
+		reports += got;
+		pr_diags_free(&d);
+		pr_program_free(p);
+		free(text);
+	}
+	cr_assert_gt(reports, 1000, "the plans overlap often enough to test the sweep: %d", reports);
+}
+
 Test(plan, M1_usage_lower_bound_counts_aliases_once)
 {
 	pr_program *p = tu_parse(OPS
