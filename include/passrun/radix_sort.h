@@ -1,8 +1,12 @@
-/* radix_sort.h: an in-place MSD radix sort (American flag) of an array of
- * records, as a template each user instantiates for its record type: the
- * memory planner's orders and the plan checker's sweep sort 10^6 records,
- * where a second copy of them is the largest transient memory and qsort's
- * comparisons cost more than the work they feed.
+/* radix_sort.h: two radix sorts of big arrays (10^6 records: the memory
+ * planner's orders, the plan checker's sweep, a value's many readers in
+ * propagate-device), where qsort's comparisons cost more than the work they
+ * feed and a second copy of the records is the largest transient memory:
+ *   - PR_RADIX_SORT_DEFINE, an in-place MSD radix sort (American flag) of
+ *     records of any type, not stable, no second array;
+ *   - pr_radix_sort_u64_stable, a stable LSD radix sort of 8-byte records
+ *     (a key packed beside a payload), given a second array of the same
+ *     size: a pass per key byte that varies, and ties keep their order.
  *
  *   PR_RADIX_SORT_DEFINE(name, type, key_byte, less)
  *
@@ -20,9 +24,10 @@
  * 256-entry tables a level on the stack (4 KB, at most one level a key
  * byte).
  *
- * A template and not a function of the core: a per-byte callback through a
- * pointer would cost more than the sort, and a macro has no symbol, so the
- * core's ABI does not grow; what it promises is this comment. */
+ * Templates and inline functions, not functions of the core: a per-byte
+ * callback through a pointer would cost more than the sort, and neither has
+ * a symbol, so the core's ABI does not grow; what they promise is written
+ * here. */
 #ifndef PASSRUN_RADIX_SORT_H
 #define PASSRUN_RADIX_SORT_H
 
