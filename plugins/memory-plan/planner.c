@@ -21,7 +21,17 @@
  *     start <= e and end >= s are exactly those in the prefix [0, P) of the
  *     order (P by binary search) under a subtree whose max end is >= s: a
  *     descent that prunes every other subtree finds the k overlapping items in
- *     O((k + 1) log n).
+ *     O((k + 1) log n). Most items are short (a decoder's live a few
+ *     positions), so a query first tries a window: with every item longer
+ *     than a duration d counted as long (at most 64 of them, d chosen from
+ *     the durations), a short item that overlaps [s, e] started after s - d,
+ *     so the hits are the placed long items plus the window's leaves read in
+ *     a row; a window of more than 64 leaves goes to the tree. The work the
+ *     budget counts is the tree's either way, so the orders tried do not
+ *     change.
+ *  3b. Orders are sorted stably on their leading fields only (8-byte records
+ *     of key bytes and id, an LSD radix sort over the bytes that vary): the
+ *     items come by (start, id), which is every order's tie-break.
  *  4. Orders tried, each with best fit and with first fit (the lowest gap
  *     that fits), the best plan kept, stopping as soon as a plan meets the
  *     (aligned) lower bound: by size (the paper's), by breadth (the peak live
