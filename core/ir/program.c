@@ -229,8 +229,10 @@ bool pr_spec_equal(const pr_spec *a, const pr_spec *b)
  * memory on the spot, and at a million nodes that cost more system time
  * than the fewer faults saved (10^6 .bin, cuda pipeline, 6 runs each in
  * the same quarter hour: median wall 3.10 -> 2.12 s, user + system 2.94 ->
- * 2.04 s). Under ASan they come from calloc, so that the sanitizer keeps
- * seeing them. */
+ * 2.04 s). Marking only the loader's one big block (168 MB at 10^6) was no
+ * steadier: its load took 233 ms in one set of runs and 778 ms in another
+ * a few minutes later, against 283-313 ms unmarked. Under ASan they come
+ * from calloc, so that the sanitizer keeps seeing them. */
 #define BIG_BLOCK ((size_t)2 << 20)
 
 /* The bytes a block of size bytes really spans: a big one fills its last
