@@ -253,48 +253,10 @@ static void ptr_map_free(ptr_map *m)
 	free(m->vals);
 }
 
-/* A hash of a quoted input name for the name map, 8 bytes a round. The
- * tail (under 8 bytes) is one load of the last 8 bytes, shifted, or put
- * together in a register: pr_str_hash writes it into a word in memory piece
- * by piece and reads the word back, which stalls each call (the store
- * cannot forward), and a big method has a call per input and per
- * write-back. Only this file compares these hashes. */
+/* The name map's hash of a quoted input name. */
 static uint32_t name_hash(const char *name)
 {
-	size_t n = strlen(name), i = 0;
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
-	for (; i + 8 <= n; i += 8) {
-		memcpy(&w, name + i, 8);
-		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-		h ^= h >> 31;
-	}
-	size_t r = n - i;
-	const char *t = name + i;
-	w = 0;
-	if (n >= 8) {
-		/* the tail is the top r of the last 8 bytes (little-endian; on
-		 * another host the hash is only worse) */
-		memcpy(&w, name + n - 8, 8);
-		w = r ? w >> (8 * (8 - r)) : 0;
-	} else {
-		if (r & 4) {
-			uint32_t x;
-			memcpy(&x, t, 4);
-			w = x;
-		}
-		if (r & 2) {
-			uint16_t x;
-			memcpy(&x, t + (r & 4), 2);
-			w |= (uint64_t)x << (8 * (r & 4));
-		}
-		if (r & 1)
-			w |= (uint64_t)(unsigned char)t[r & 6] << (8 * (r & 6));
-	}
-	h = (h ^ w) * 0x94d049bb133111ebull;
-	h ^= h >> 29;
-	h *= 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 32;
-	return (uint32_t)h;
+	return pr_str_hash(name, strlen(name));
 }
 
 static pr_node *slot_node(const name_map *m, const name_slot *s)

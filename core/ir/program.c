@@ -342,6 +342,45 @@ static void arena_free(arena *a)
 	a->head = NULL;
 }
 
+/* The r = n - i (under 8) bytes at s + i as the word one memcpy of them
+ * into a zeroed word gives. On a little-endian host it is put together in a
+ * register (past a whole word, from the string's last 8 bytes, one load and
+ * a shift): a word written in memory piece by piece and read back is a store
+ * that cannot forward, a stall on every short name. */
+static inline uint64_t str_tail_word(const char *s, size_t n, size_t i)
+{
+	size_t r = n - i;
+	uint64_t w = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (r && i) {
+		memcpy(&w, s + n - 8, 8);
+		return w >> (64 - 8 * r);
+	}
+	const char *t = s + i;
+	if (r & 4) {
+		uint32_t x;
+		memcpy(&x, t, 4);
+		w = x;
+	}
+	if (r & 2) {
+		uint16_t x;
+		memcpy(&x, t + (r & 4), 2);
+		w |= (uint64_t)x << (8 * (r & 4));
+	}
+	if (r & 1)
+		w |= (uint64_t)(unsigned char)t[r & 6] << (8 * (r & 6));
+#else
+	unsigned char *wb = (unsigned char *)&w;
+	if (r & 4)
+		memcpy(wb, s + i, 4);
+	if (r & 2)
+		memcpy(wb + (r & 4), s + i + (r & 4), 2);
+	if (r & 1)
+		memcpy(wb + (r & 6), s + i + (r & 6), 1);
+#endif
+	return w;
+}
+
 /* 32 bits of a multiply-xorshift hash over 8-byte words. */
 uint32_t pr_str_hash(const char *s, size_t n)
 {
@@ -352,28 +391,7 @@ uint32_t pr_str_hash(const char *s, size_t n)
 		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
 		h ^= h >> 31;
 	}
-	/* The tail (under 8 bytes) in constant-size pieces, each at its own
-	 * place in w: the same word as one memcpy of n - i bytes, without a
-	 * library call for every short name. */
-	size_t r = n - i;
-	unsigned char *wb = (unsigned char *)&w;
-	w = 0;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	if (r && i) {
-		/* past a whole word, the same w from the string's last 8
-		 * bytes: one load and a shift instead of up to three */
-		memcpy(&w, s + n - 8, 8);
-		w >>= 64 - 8 * r;
-		r = 0;
-	}
-#endif
-	if (r & 4)
-		memcpy(wb, s + i, 4);
-	if (r & 2)
-		memcpy(wb + (r & 4), s + i + (r & 4), 2);
-	if (r & 1)
-		memcpy(wb + (r & 6), s + i + (r & 6), 1);
-	h = (h ^ w) * 0x94d049bb133111ebull;
+	h = (h ^ str_tail_word(s, n, i)) * 0x94d049bb133111ebull;
 	h ^= h >> 29;
 	h *= 0xbf58476d1ce4e5b9ull;
 	h ^= h >> 32;
