@@ -270,12 +270,13 @@ static pr_err *reach_callees(prt_exec *e, const pr_graph *g, const body_entry *b
 	pr_graph_for_each(g, n) {
 		if (n->kind != PR_NODE_DELEGATE)
 			continue;
-		body_entry *c = n->delegate ? find_body(e, n->delegate) : NULL;
+		pr_delegate *d = n->of_kind.delegate;
+		body_entry *c = d ? find_body(e, d) : NULL;
 		if (!c)
 			return node_err(n, pr_err_new("a call to a delegate the program does not hold"));
-		if (!n->delegate->body)
+		if (!d->body)
 			return node_err(n, pr_err_new("a call to delegate @%s, which has no body",
-						      n->delegate->name));
+						      d->name));
 		int depth = be ? be->depth + 1 : 1;
 		c->reached = true;
 		c->depth = depth > c->depth ? depth : c->depth;
@@ -433,9 +434,9 @@ static pr_err *constant_bytes(prt_exec *e, pr_node *n, pr_spec *stored, uint8_t 
 	if (err)
 		return err;
 	if (!odd)
-		return (*out = host, pr_data_materialize(&n->input->data, s, host));
+		return (*out = host, pr_data_materialize(&n->of_kind.input->data, s, host));
 	raw = pr_xmalloc((size_t)(pr_spec_storage_bytes(s) ? pr_spec_storage_bytes(s) : 1));
-	err = pr_data_materialize(&n->input->data, s, raw);
+	err = pr_data_materialize(&n->of_kind.input->data, s, raw);
 	if (!err) {
 		prt_tensor from = prt_tensor_from_spec(s, raw, 0), to = prt_tensor_from_spec(stored, host, 0);
 		err = prt_tensor_copy(&to, &from);
@@ -451,7 +452,8 @@ static pr_err *compile_constant(prt_exec *e, pr_node *n, uint8_t **staging)
 	const pr_spec *s = &n->type.tensor;
 	r->kind = PRT_RV_TENSOR;
 	bool on_device = !e->reference && !pr_spec_on_host(s);
-	bool writable = n->input->kind == PR_INPUT_BUFFER;
+	const pr_input *in = n->of_kind.input;
+	bool writable = in->kind == PR_INPUT_BUFFER;
 	bool odd = !pr_spec_stored_as_is(s);
 	/* The copy at load moves the bytes as stored, as a per-call copy would,
 	 * and a delegate reads them with the spec's strides (F5's refusal). */
@@ -461,11 +463,11 @@ static pr_err *compile_constant(prt_exec *e, pr_node *n, uint8_t **staging)
 				  "layout is neither contiguous nor channels-last, so the program "
 				  "stores it contiguous and a delegate would read the copied bytes "
 				  "in the wrong order", n->name ? n->name : "?",
-				  n->input->name ? n->input->name : "?", pr_device_str(pr_spec_device(s), ds));
+				  in->name ? in->name : "?", pr_device_str(pr_spec_device(s), ds));
 	}
-	if (!on_device && !writable && !odd && n->input->data.mapped &&
-	    n->input->data.mapped_size == pr_spec_storage_bytes(s)) {
-		r->t = prt_tensor_from_spec(s, (void *)n->input->data.mapped, 0);
+	if (!on_device && !writable && !odd && in->data.mapped &&
+	    in->data.mapped_size == pr_spec_storage_bytes(s)) {
+		r->t = prt_tensor_from_spec(s, (void *)in->data.mapped, 0);
 		return NULL;
 	}
 	pr_spec stored;
@@ -498,7 +500,7 @@ static pr_err *compile_input(prt_exec *e, frame *f, pr_node *n, bool body, uint8
 		f->inputs[f->n_inputs++] = r;
 		return NULL;
 	}
-	if (n->input->kind != PR_INPUT_USER)
+	if (n->of_kind.input->kind != PR_INPUT_USER)
 		return compile_constant(e, n, staging);
 	r->kind = PRT_RV_TENSOR;
 	pr_err *err = place_tensor(e, &n->type.tensor, -1, &r->t);
@@ -512,6 +514,7 @@ static pr_err *compile_input(prt_exec *e, frame *f, pr_node *n, bool body, uint8
 /* M3: the copy's device side must be a device. */
 static pr_err *check_copy(prt_exec *e, pr_node *n)
 {
+	const pr_schema *op = n->of_kind.schema;   /* an op with a schema: compile_node */
 	if (n->n_args < 1 || n->args[0].kind != PR_ARG_VALUE || n->type.kind != PR_TYPE_TENSOR)
 		return node_err(n, pr_err_new("a copy takes one tensor and returns one"));
 	if (e->reference)
@@ -519,24 +522,24 @@ static pr_err *check_copy(prt_exec *e, pr_node *n)
 	const pr_spec *src = pr_node_spec(n->args[0].u.value), *dst = &n->type.tensor;
 	if (!src)
 		return node_err(n, pr_err_new("a copy's argument must be a tensor"));
-	if (n->schema->h2d && pr_spec_on_host(dst))
+	if (op->h2d && pr_spec_on_host(dst))
 		return pr_err_new("node '%s' (%s): refusing a host-to-device copy whose destination is "
-				  "on the CPU (M3)", n->name ? n->name : "?", n->schema->full_name);
-	if (n->schema->d2h && pr_spec_on_host(src))
+				  "on the CPU (M3)", n->name ? n->name : "?", op->full_name);
+	if (op->d2h && pr_spec_on_host(src))
 		return pr_err_new("node '%s' (%s): refusing a device-to-host copy whose source is on "
-				  "the CPU (M3)", n->name ? n->name : "?", n->schema->full_name);
+				  "the CPU (M3)", n->name ? n->name : "?", op->full_name);
 	/* As ExecuTorch's copy kernels: the host side of a copy must be the host. */
-	if (n->schema->h2d && !pr_spec_on_host(src)) {
+	if (op->h2d && !pr_spec_on_host(src)) {
 		char ds[PR_DEVICE_STR_MAX];
 		return pr_err_new("node '%s' (%s): refusing a host-to-device copy whose source %%%s "
 				  "is already in device memory (%s) (M3)", n->name ? n->name : "?",
-				  n->schema->full_name,
+				  op->full_name,
 				  n->args[0].u.value->name ? n->args[0].u.value->name : "?",
 				  pr_device_str(pr_spec_device(src), ds));
 	}
-	if (n->schema->d2h && !pr_spec_on_host(dst))
+	if (op->d2h && !pr_spec_on_host(dst))
 		return pr_err_new("node '%s' (%s): refusing a device-to-host copy whose destination "
-				  "is not on the CPU (M3)", n->name ? n->name : "?", n->schema->full_name);
+				  "is not on the CPU (M3)", n->name ? n->name : "?", op->full_name);
 	return NULL;
 }
 
@@ -562,8 +565,9 @@ static pr_err *compile_op_tuple(prt_exec *e, frame *f, pr_node *n, instr *in)
 static pr_err *compile_op(prt_exec *e, frame *f, pr_node *n)
 {
 	prt_rv *r = slot_of(n);
+	const pr_schema *op = n->of_kind.schema;   /* an op with a schema: compile_node */
 	pr_err *err;
-	if (n->schema->h2d || n->schema->d2h) {
+	if (op->h2d || op->d2h) {
 		if ((err = check_copy(e, n)))
 			return err;
 		r->kind = PRT_RV_TENSOR;
@@ -572,15 +576,15 @@ static pr_err *compile_op(prt_exec *e, frame *f, pr_node *n)
 		emit(f, I_COPY, n, e);
 		return NULL;
 	}
-	const prt_kernel *kern = prt_kernel_find(n->schema->full_name);
+	const prt_kernel *kern = prt_kernel_find(op->full_name);
 	if (!kern)
 		return pr_err_new("node '%s': no kernel for op '%s'", n->name ? n->name : "(no result)",
-				  n->schema->full_name);
+				  op->full_name);
 	bool meta = kern->flags & PRT_KERNEL_META;
 	bool cuda = f->dev && strcmp(e->devs.kind, "cuda") == 0;
 	if (cuda && !meta && !kern->cuda)
 		return pr_err_new("node '%s': no CUDA kernel for op '%s'", n->name ? n->name : "?",
-				  n->schema->full_name);
+				  op->full_name);
 	instr *in = emit(f, I_OP, n, e);
 	in->fn = cuda && !meta ? kern->cuda : kern->host;
 	in->meta = meta;
@@ -613,7 +617,7 @@ static pr_err *compile_op(prt_exec *e, frame *f, pr_node *n)
 static pr_err *compile_delegate(prt_exec *e, frame *f, pr_node *n)
 {
 	prt_rv *r = slot_of(n);
-	pr_delegate *d = n->delegate;
+	pr_delegate *d = n->of_kind.delegate;
 	body_entry *be = find_body(e, d);
 	PR_ASSERT(be && be->f);   /* compile_bodies compiled every body the method reaches */
 	frame *body = be->f;
@@ -651,7 +655,7 @@ static pr_err *compile_node(prt_exec *e, frame *f, pr_node *n, bool body, uint8_
 	switch (n->kind) {
 	case PR_NODE_INPUT: return compile_input(e, f, n, body, staging);
 	case PR_NODE_OP:
-		if (!n->schema)
+		if (!n->of_kind.schema)
 			return node_err(n, pr_err_new("an op call without a schema"));
 		return compile_op(e, f, n);
 	case PR_NODE_DELEGATE: return compile_delegate(e, f, n);
@@ -753,8 +757,9 @@ static const char *node_name(const pr_node *n)
 static pr_err *violation(const pr_node *n, const char *what, int dev_slot, const prt_devset *s)
 {
 	char buf[PR_DEVICE_STR_MAX];
+	const pr_schema *op = n ? pr_node_schema(n) : NULL;
 	return pr_err_new("placement violation: node '%s'%s%s %s (%s)", node_name(n),
-			  n && n->schema ? " " : "", n && n->schema ? n->schema->full_name : "", what,
+			  op ? " " : "", op ? op->full_name : "", what,
 			  pr_device_str(s->where[dev_slot], buf));
 }
 
@@ -903,7 +908,7 @@ static pr_err *delegate_end(prt_exec *e, instr *in, pr_err *err, prt_dev *d)
 		g_node = in->k.node;
 		if (!v || v->kind != PRT_RV_TENSOR)
 			err = pr_err_new("delegate @%s: result %d is not a tensor",
-					 in->k.node->delegate->name, i);
+					 in->k.node->of_kind.delegate->name, i);
 		else
 			err = delegate_result(e, in, &outs[i].t, &v->t);
 	}
@@ -1022,8 +1027,8 @@ static pr_err *copy_any(prt_exec *e, prt_tensor *dst, const prt_tensor *src)
 static pr_err *write_back(prt_exec *e)
 {
 	pr_node *ret = e->main.ret;
-	for (int i = 0; ret->writebacks && i < ret->n_args; i++) {
-		pr_writeback *w = &ret->writebacks[i];
+	for (int i = 0; ret->of_kind.writebacks && i < ret->n_args; i++) {
+		pr_writeback *w = &ret->of_kind.writebacks[i];
 		prt_rv *v = e->main.rets[i];
 		if (w->kind == PR_WRITEBACK_NONE || !v || v->kind != PRT_RV_TENSOR)
 			continue;
@@ -1081,9 +1086,10 @@ static pr_err *guarded_run(prt_exec *e)
 		prt_dev *d = prt_sim_owner(g_fault_addr);
 		char buf[PR_DEVICE_STR_MAX];
 		const pr_node *n = g_node;
+		const pr_schema *op = n ? pr_node_schema(n) : NULL;
 		err = pr_err_new("placement violation: node '%s'%s%s touched device memory (%s) from "
-				 "host code", node_name(n), n && n->schema ? " " : "",
-				 n && n->schema ? n->schema->full_name : "",
+				 "host code", node_name(n), op ? " " : "",
+				 op ? op->full_name : "",
 				 d ? pr_device_str(d->where, buf) : "?");
 	}
 	g_jmp = NULL;
@@ -1121,16 +1127,17 @@ static void resolve_write_backs(prt_exec *e)
 {
 	pr_node *ret = e->main.ret;
 	e->wb_buffer = pr_xcalloc((size_t)(ret->n_args ? ret->n_args : 1), sizeof *e->wb_buffer);
-	if (!ret->writebacks)
+	if (!ret->of_kind.writebacks)
 		return;
 	buffer_entry *table = NULL, *it, *tmp;
 	int idx = 0;
 	pr_graph_for_each(e->g, n) {
-		if (n->kind == PR_NODE_INPUT && n->input->kind != PR_INPUT_USER && n->input->name) {
-			HASH_FIND_STR(table, n->input->name, it);
+		const pr_input *in = pr_node_input(n);
+		if (n->kind == PR_NODE_INPUT && in->kind != PR_INPUT_USER && in->name) {
+			HASH_FIND_STR(table, in->name, it);
 			if (!it) {
 				it = pr_xcalloc(1, sizeof *it);
-				it->name = n->input->name;
+				it->name = in->name;
 				it->slot = &e->main.slots[idx];
 				HASH_ADD_KEYPTR(hh, table, it->name, strlen(it->name), it);
 			}
@@ -1138,9 +1145,9 @@ static void resolve_write_backs(prt_exec *e)
 		idx++;
 	}
 	for (int i = 0; i < ret->n_args; i++) {
-		if (ret->writebacks[i].kind != PR_WRITEBACK_BUFFER)
+		if (ret->of_kind.writebacks[i].kind != PR_WRITEBACK_BUFFER)
 			continue;
-		HASH_FIND_STR(table, ret->writebacks[i].target, it);
+		HASH_FIND_STR(table, ret->of_kind.writebacks[i].target, it);
 		e->wb_buffer[i] = it ? it->slot : NULL;
 	}
 	HASH_ITER(hh, table, it, tmp) {
@@ -1231,8 +1238,8 @@ const pr_node *prt_exec_input(const prt_exec *e, int i) { return e->inputs[i].no
 
 const char *prt_exec_input_name(const prt_exec *e, int i)
 {
-	const pr_node *n = e->inputs[i].node;
-	return n->input->name ? n->input->name : n->name;
+	const pr_node *n = e->inputs[i].node;   /* a user input */
+	return n->of_kind.input->name ? n->of_kind.input->name : n->name;
 }
 
 pr_err *prt_exec_set_input(prt_exec *e, int i, const prt_tensor *host)

@@ -109,7 +109,8 @@ pr_err *prt_kernel_error(prt_kctx *k, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	const char *op = k->node && k->node->schema ? k->node->schema->full_name : "?";
+	const pr_schema *s = k->node ? pr_node_schema(k->node) : NULL;
+	const char *op = s ? s->full_name : "?";
 	const char *name = k->node && k->node->name ? k->node->name : "(no result)";
 	return pr_err_new("node '%s' (%s): %s", name, op, msg);
 }

@@ -86,7 +86,8 @@ static pr_err *shadow_results(prt_kctx *k, shadow *outs, int *n)
 
 pr_err *prt_k_staged(prt_kctx *k)
 {
-	const prt_kernel *kern = prt_kernel_find(k->node->schema->full_name);
+	const pr_schema *op = k->node->of_kind.schema;   /* the op this kernel runs */
+	const prt_kernel *kern = prt_kernel_find(op->full_name);
 	shadow sh[64];
 	bool written[64];
 	int n = 0;
@@ -100,7 +101,7 @@ pr_err *prt_k_staged(prt_kctx *k)
 				continue;
 			if (n == 64)
 				return prt_kernel_error(k, "too many tensor arguments to stage");
-			written[n] = pr_schema_arg_writes(k->node->schema, i);
+			written[n] = pr_schema_arg_writes(op, i);
 			err = shadow_in(k, &it->v->t, &sh[n++], true);
 		}
 	}

@@ -60,7 +60,7 @@
 
 static bool is_loaded_constant(const pr_node *n)
 {
-	if (n->kind != PR_NODE_INPUT || n->input->kind == PR_INPUT_USER)
+	if (n->kind != PR_NODE_INPUT || n->of_kind.input->kind == PR_INPUT_USER)
 		return false;
 	const pr_spec *s = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : NULL;
 	return s && !pr_spec_on_host(s);
@@ -70,11 +70,11 @@ static void count_method(pr_graph *g, method_row *m)
 {
 	m->name = pr_xstrdup(g->name);
 	pr_graph_for_each(g, n) {
-		bool op = n->kind == PR_NODE_OP && n->schema;
-		if (op && n->schema->h2d) {
+		const pr_schema *s = pr_node_schema(n);
+		if (s && s->h2d) {
 			m->h2d++;
 			m->h2d_bytes += pr_copy_bytes(n);
-		} else if (op && n->schema->d2h) {
+		} else if (s && s->d2h) {
 			m->d2h++;
 			m->d2h_bytes += pr_copy_bytes(n);
 		} else if (is_loaded_constant(n)) {

@@ -60,7 +60,8 @@ static void dot_text(pr_strbuf *b, const char *s)
 
 static bool is_copy(const pr_node *n)
 {
-	return n->kind == PR_NODE_OP && n->schema && (n->schema->h2d || n->schema->d2h);
+	const pr_schema *s = pr_node_schema(n);
+	return s && (s->h2d || s->d2h);
 }
 
 /* The per-call diagnostic of method g naming the tensor this copy moves (or
@@ -93,7 +94,8 @@ static pr_device value_device(const pr_node *n)
 static pr_device delegate_device(const pr_node *n)
 {
 	pr_device d = pr_device_host();
-	pr_err *err = n->delegate ? pr_delegate_device(n->delegate, &d) : NULL;
+	const pr_delegate *dl = pr_node_delegate(n);
+	pr_err *err = dl ? pr_delegate_device(dl, &d) : NULL;
 	pr_err_free(err);
 	return d;
 }
@@ -145,7 +147,8 @@ static char *node_label(const pr_node *n, const pr_diag *flag)
 	const char *sep = n->name ? "\n" : "";
 	if (is_copy(n)) {
 		char *bytes = human_bytes(value_bytes(n));
-		char *s = pr_xasprintf("%s copy -> %s\n%s\n%s per call%s%s", n->schema->h2d ? "h2d" : "d2h",
+		const char *dir = n->of_kind.schema->h2d ? "h2d" : "d2h";   /* a copy: an op */
+		char *s = pr_xasprintf("%s copy -> %s\n%s\n%s per call%s%s", dir,
 				       pr_device_str(d, dev), name, bytes, flag ? "\n" : "",
 				       flag ? flag->code : "");
 		free(bytes);
@@ -154,8 +157,8 @@ static char *node_label(const pr_node *n, const pr_diag *flag)
 	const char *what = "";
 	char buf[64];
 	switch (n->kind) {
-	case PR_NODE_INPUT: what = input_kind_name(n->input->kind); break;
-	case PR_NODE_OP: what = n->schema ? n->schema->full_name : "op"; break;
+	case PR_NODE_INPUT: what = input_kind_name(n->of_kind.input->kind); break;
+	case PR_NODE_OP: what = n->of_kind.schema ? n->of_kind.schema->full_name : "op"; break;
 	case PR_NODE_DELEGATE: what = "delegate"; break;
 	case PR_NODE_GETITEM:
 		snprintf(buf, sizeof buf, "getitem %lld", (long long)n->index);
@@ -165,7 +168,8 @@ static char *node_label(const pr_node *n, const pr_diag *flag)
 	}
 	if (n->kind == PR_NODE_DELEGATE)
 		return pr_xasprintf("%s%sdelegate @%s\non %s", name, sep,
-				    n->delegate ? n->delegate->name : "?", pr_device_str(d, dev));
+				    n->of_kind.delegate ? n->of_kind.delegate->name : "?",
+				    pr_device_str(d, dev));
 	if (!pr_device_is_host(d))
 		return pr_xasprintf("%s%s%s\n@%s", name, sep, what, pr_device_str(d, dev));
 	return pr_xasprintf("%s%s%s", name, sep, what);
@@ -552,9 +556,9 @@ static pr_err *apply_window(drawn_graph *list, int n, const pr_dot_view *v)
  * names of what it reads; named nodes by their name. */
 static bool same_nameless(const pr_node *a, const pr_node *b)
 {
-	if (a->name || b->name || a->kind != b->kind || a->schema != b->schema ||
-	    (a->schema && b->schema && strcmp(a->schema->full_name, b->schema->full_name)) ||
-	    a->n_args != b->n_args)
+	const pr_schema *sa = pr_node_schema(a), *sb = pr_node_schema(b);
+	if (a->name || b->name || a->kind != b->kind || sa != sb ||
+	    (sa && sb && strcmp(sa->full_name, sb->full_name)) || a->n_args != b->n_args)
 		return false;
 	for (int i = 0; i < a->n_args; i++) {
 		const pr_arg *x = &a->args[i], *y = &b->args[i];

@@ -156,7 +156,7 @@ typedef struct name_slot {
 } name_slot;
 
 typedef struct named_input {
-	const char *name;     /* node->input->name */
+	const char *name;     /* node->of_kind.input->name */
 	pr_node *node;
 } named_input;
 
@@ -323,8 +323,8 @@ static const char *diag_node_name(const pr_node *n)
 		return NULL;
 	if (n->name)
 		return n->name;
-	if (n->kind == PR_NODE_OP && n->schema)
-		return n->schema->full_name;
+	if (n->kind == PR_NODE_OP && n->of_kind.schema)
+		return n->of_kind.schema->full_name;
 	if (n->kind == PR_NODE_RETURN)
 		return "return";
 	return NULL;
@@ -367,10 +367,10 @@ static const char *label(const pr_node *n, char *buf)
 		snprintf(buf, LABEL_MAX, "(no node)");
 	else if (n->name)
 		snprintf(buf, LABEL_MAX, "%%%s", n->name);
-	else if (n->kind == PR_NODE_OP && n->schema)
-		snprintf(buf, LABEL_MAX, "the call to %s", n->schema->full_name);
-	else if (n->kind == PR_NODE_DELEGATE && n->delegate)
-		snprintf(buf, LABEL_MAX, "the call to @%s", n->delegate->name);
+	else if (n->kind == PR_NODE_OP && n->of_kind.schema)
+		snprintf(buf, LABEL_MAX, "the call to %s", n->of_kind.schema->full_name);
+	else if (n->kind == PR_NODE_DELEGATE && n->of_kind.delegate)
+		snprintf(buf, LABEL_MAX, "the call to @%s", n->of_kind.delegate->name);
 	else if (n->kind == PR_NODE_RETURN)
 		snprintf(buf, LABEL_MAX, "the return");
 	else
@@ -700,7 +700,7 @@ static bool arg_fits(const arg_type *t, const pr_arg *a)
 static void check_op_args(vctx *c, pr_node *n, const sinfo *si)
 {
 	char ln[LABEL_MAX];
-	const pr_schema *s = n->schema;
+	const pr_schema *s = n->of_kind.schema;
 	if (n->n_args > s->n_args)
 		report(c, "E-ARITY", n, "%s passes %d arguments; expected at most %d (%s)",
 		       label(n, ln), n->n_args, s->n_args, s->text ? s->text : s->full_name);
@@ -738,7 +738,7 @@ static bool schema_result_kind(const pr_schema *s, pr_type_kind *out)
 static void check_op_result(vctx *c, pr_node *n, const sinfo *si)
 {
 	char ln[LABEL_MAX];
-	const pr_schema *s = n->schema;
+	const pr_schema *s = n->of_kind.schema;
 	pr_type_kind want = si->result;
 	if (n->type.kind == PR_TYPE_NONE || !si->result_known)
 		return;  /* a statement may drop any result */
@@ -827,7 +827,7 @@ static void check_result_on(vctx *c, pr_node *n, bool want_host, pr_device want,
 
 static void check_op_placement(vctx *c, pr_node *n)
 {
-	const pr_schema *s = n->schema;
+	const pr_schema *s = n->of_kind.schema;
 	char ln[LABEL_MAX], lv[LABEL_MAX], sp[SPEC_MAX];
 	if (s->h2d || s->d2h) {
 		const char *rule = s->h2d ? "an h2d copy reads the host" : "a d2h copy reads a device";
@@ -858,7 +858,7 @@ static void check_op_placement(vctx *c, pr_node *n)
 static void check_inplace(vctx *c, pr_node *n, const sinfo *si)
 {
 	char ln[LABEL_MAX], lv[LABEL_MAX], s1[SPEC_MAX], s2[SPEC_MAX];
-	const pr_schema *s = n->schema;
+	const pr_schema *s = n->of_kind.schema;
 	if (!si->writes)
 		return;
 	int count = n->type.kind == PR_TYPE_TENSOR ? 1 :
@@ -903,12 +903,12 @@ static const sinfo *schema_info(vctx *c, const pr_schema *s)
 
 static void check_op(vctx *c, pr_node *n)
 {
-	if (!n->schema) {
+	if (!n->of_kind.schema) {
 		report(c, "E-STRUCTURE", n, "an op call without a schema; expected every op "
 		       "call to name a declared op");
 		return;
 	}
-	const sinfo *si = schema_info(c, n->schema);
+	const sinfo *si = schema_info(c, n->of_kind.schema);
 	check_op_args(c, n, si);
 	check_op_result(c, n, si);
 	check_inplace(c, n, si);
@@ -1067,11 +1067,11 @@ static void check_delegate_placement(vctx *c, pr_node *n, const dinfo *di)
 static void check_delegate_call(vctx *c, pr_node *n)
 {
 	char ln[LABEL_MAX];
-	dinfo *di = n->delegate ? find_dinfo(c, n->delegate) : NULL;
+	dinfo *di = n->of_kind.delegate ? find_dinfo(c, n->of_kind.delegate) : NULL;
 	if (!di) {
 		report(c, "E-DELEGATE", n, "%s names %s; expected a delegate defined in the "
-		       "program", label(n, ln), n->delegate ? "a delegate the program does not "
-		       "hold" : "no delegate");
+		       "program", label(n, ln), n->of_kind.delegate ?
+		       "a delegate the program does not hold" : "no delegate");
 		return;
 	}
 	check_delegate_args(c, n, di);
@@ -1086,25 +1086,25 @@ static void check_input(vctx *c, pr_node *n)
 	if (n->n_args)
 		report(c, "E-ARITY", n, "input %s has %d arguments; expected none", label(n, ln),
 		       n->n_args);
-	bool positional = n->input->kind == PR_INPUT_POSITIONAL;
+	bool positional = n->of_kind.input->kind == PR_INPUT_POSITIONAL;
 	if (c->body && !positional)
 		report(c, "E-INPUT", n, "input %s of delegate @%s has a kind; expected a plain "
 		       "positional `input` in a delegate body", label(n, ln), c->g->name);
 	else if (!c->body && positional)
 		report(c, "E-INPUT", n, "input %s of method @%s is positional; expected user, "
 		       "parameter, buffer or constant", label(n, ln), c->g->name);
-	if (!n->input->name || c->body)
+	if (!n->of_kind.input->name || c->body)
 		return;
 	uint32_t h = c->ahead[c->at & 15];
 	name_map_fit(&c->inputs, c->inputs.n + 1);
-	name_slot *at = name_map_at(&c->inputs, n->input->name, h);
+	name_slot *at = name_map_at(&c->inputs, n->of_kind.input->name, h);
 	if (at->at) {
 		report(c, "E-INPUT", n, "input %s is named \"%s\", like %s; expected unique "
-		       "input names", label(n, ln), n->input->name,
+		       "input names", label(n, ln), n->of_kind.input->name,
 		       label(slot_node(&c->inputs, at), le));
 		return;
 	}
-	name_map_put(&c->inputs, at, n, n->input->name, h);
+	name_map_put(&c->inputs, at, n, n->of_kind.input->name, h);
 }
 
 static const char *input_kind_str(pr_input_kind k)
@@ -1124,7 +1124,7 @@ static const char *input_kind_str(pr_input_kind k)
 static void check_writeback(vctx *c, pr_node *ret, int i, pr_node *e)
 {
 	char lv[LABEL_MAX], lt[LABEL_MAX], s1[SPEC_MAX], s2[SPEC_MAX];
-	const pr_writeback *wb = &ret->writebacks[i];
+	const pr_writeback *wb = &ret->of_kind.writebacks[i];
 	bool buffer = wb->kind == PR_WRITEBACK_BUFFER;
 	const char *kw = buffer ? "buffer" : "input";
 	if (c->body) {
@@ -1134,11 +1134,11 @@ static void check_writeback(vctx *c, pr_node *ret, int i, pr_node *e)
 		return;
 	}
 	pr_input_kind want = buffer ? PR_INPUT_BUFFER : PR_INPUT_USER;
-	if (!e || e->input->kind != want) {
+	if (!e || e->of_kind.input->kind != want) {
 		char what[LABEL_MAX + 48];
 		if (e)
 			snprintf(what, sizeof what, "which is %s, a %s input", label(e, lt),
-				 input_kind_str(e->input->kind));
+				 input_kind_str(e->of_kind.input->kind));
 		else
 			snprintf(what, sizeof what, "which names no input");
 		report(c, "E-WRITEBACK", ret, "return value %d is written back to %s \"%s\", %s; "
@@ -1164,7 +1164,8 @@ static void check_writeback(vctx *c, pr_node *ret, int i, pr_node *e)
 /* Does write-back i of ret look its target up? */
 static inline bool wb_looks_up(const pr_node *ret, int i)
 {
-	return ret->writebacks[i].kind != PR_WRITEBACK_NONE && ret->writebacks[i].target;
+	const pr_writeback *wb = &ret->of_kind.writebacks[i];
+	return wb->kind != PR_WRITEBACK_NONE && wb->target;
 }
 
 /* Every write-back of ret, in order. A method's return writes back every
@@ -1180,7 +1181,7 @@ static __attribute__((noinline)) void check_writebacks(vctx *c, pr_node *ret)
 	const name_map *m = &c->inputs;
 	if (c->body || !m->cap) {
 		for (int i = 0; i < ret->n_args; i++)
-			if (ret->writebacks[i].kind != PR_WRITEBACK_NONE)
+			if (ret->of_kind.writebacks[i].kind != PR_WRITEBACK_NONE)
 				check_writeback(c, ret, i, NULL);
 		return;
 	}
@@ -1191,12 +1192,12 @@ static __attribute__((noinline)) void check_writebacks(vctx *c, pr_node *ret)
 	for (int j = 0; j < n + 5 * WB_STAGE; j++) {
 		int i = j;
 		if (i < n && wb_looks_up(ret, i)) {
-			__builtin_prefetch(ret->writebacks[i].target);
+			__builtin_prefetch(ret->of_kind.writebacks[i].target);
 			if (ret->args[i].kind == PR_ARG_VALUE && ret->args[i].u.value)
 				prefetch_node(ret->args[i].u.value);
 		}
 		if ((i -= WB_STAGE) >= 0 && i < n && wb_looks_up(ret, i)) {
-			uint32_t h = name_hash(ret->writebacks[i].target);
+			uint32_t h = name_hash(ret->of_kind.writebacks[i].target);
 			hash[i % WB_RING] = h;
 			__builtin_prefetch(&m->slots[h & (m->cap - 1)]);
 		}
@@ -1216,9 +1217,9 @@ static __attribute__((noinline)) void check_writebacks(vctx *c, pr_node *ret)
 			prefetch_node(e->node);
 		}
 		if ((i -= WB_STAGE) >= 0 && i < n && entry[i % WB_RING])
-			__builtin_prefetch(m->names[entry[i % WB_RING] - 1].node->input);
-		if ((i -= WB_STAGE) >= 0 && ret->writebacks[i].kind != PR_WRITEBACK_NONE) {
-			const char *t = ret->writebacks[i].target;
+			__builtin_prefetch(m->names[entry[i % WB_RING] - 1].node->of_kind.input);
+		if ((i -= WB_STAGE) >= 0 && ret->of_kind.writebacks[i].kind != PR_WRITEBACK_NONE) {
+			const char *t = ret->of_kind.writebacks[i].target;
 			check_writeback(c, ret, i, t ? slot_node(m, name_map_at(m, t, hash[i % WB_RING]))
 						     : NULL);
 		}
@@ -1238,7 +1239,7 @@ static void check_return(vctx *c, pr_node *n)
 		if (n->args[i].kind != PR_ARG_VALUE)
 			report(c, "E-RETURN", n, "return value %d of @%s is %s; expected a value",
 			       i, c->g->name, arg_kind_str(&n->args[i]));
-	if (n->writebacks)
+	if (n->of_kind.writebacks)
 		check_writebacks(c, n);
 }
 
@@ -1329,7 +1330,8 @@ static bool link_node(vctx *c, pr_graph *g, pr_node *n, const pr_node *prev, int
 	c->nodes[count - 1] = n;
 	c->uses += n->n_uses;
 	c->uses_suspect |= n->n_uses < 0;
-	if (n->kind == PR_NODE_OP && n->schema && (n->schema->h2d || n->schema->d2h))
+	const pr_schema *s = pr_node_schema(n);
+	if (s && (s->h2d || s->d2h))
 		c->has_copies = true;
 	return true;
 }
@@ -1362,9 +1364,9 @@ static void prefetch_guess(const pr_node *n)
 static __attribute__((noinline)) void hash_input_ahead(vctx *c, int64_t j)
 {
 	const pr_node *n = c->nodes[j];
-	if (!n->input->name)
+	if (!n->of_kind.input->name)
 		return;
-	uint32_t h = name_hash(n->input->name);
+	uint32_t h = name_hash(n->of_kind.input->name);
 	c->ahead[j & 15] = h;
 	if (c->inputs.cap)
 		__builtin_prefetch(&c->inputs.slots[h & (c->inputs.cap - 1)]);
@@ -1407,13 +1409,13 @@ static void fetch_ahead(vctx *c, int64_t i)
 		const pr_node *far = c->nodes[i + LEAD];   /* linked just now: in cache */
 		prefetch_node(far);
 		if (far->kind == PR_NODE_INPUT)
-			__builtin_prefetch(far->input);
+			__builtin_prefetch(far->of_kind.input);
 	}
 	if (i + AHEAD_ARGS < n) {
 		const pr_node *ahead = c->nodes[i + AHEAD_ARGS];
 		__builtin_prefetch(ahead->args);
-		if (ahead->kind == PR_NODE_INPUT && ahead->input->name)
-			__builtin_prefetch(ahead->input->name);
+		if (ahead->kind == PR_NODE_INPUT && ahead->of_kind.input->name)
+			__builtin_prefetch(ahead->of_kind.input->name);
 	}
 	if (i + AHEAD_VALUES < n) {
 		prefetch_reads(c->nodes[i + AHEAD_VALUES], 0);
@@ -1604,7 +1606,8 @@ static void check_recursion(vctx *c)
 	path[0] = 0;
 	for (int i = 0; i < n && i < 8; i++)
 		append(path, &len, "%s@%s calls @%s at line %u", i ? ", " : "",
-		       cycle[i]->graph->name, cycle[i]->delegate->name, (unsigned)cycle[i]->line);
+		       cycle[i]->graph->name, cycle[i]->of_kind.delegate->name,
+		       (unsigned)cycle[i]->line);
 	if (n > 8)
 		append(path, &len, ", ... (%d calls in all)", n);
 	c->g = cycle[0]->graph;

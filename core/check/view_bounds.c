@@ -57,8 +57,8 @@ static int const_ints(const pr_node *n, int i, int64_t *out, int max)
 /* What n's argument 0 is a view of, through every alias on the way. */
 static const pr_node *storage_root(const pr_node *v)
 {
-	while (v->kind == PR_NODE_OP && v->schema && v->n_args > 0) {
-		const pr_node *base = pr_node_value_arg(v, pr_schema_return_alias(v->schema, 0));
+	while (v->kind == PR_NODE_OP && v->of_kind.schema && v->n_args > 0) {
+		const pr_node *base = pr_node_value_arg(v, pr_schema_return_alias(v->of_kind.schema, 0));
 		if (!base)
 			break;
 		v = base;

@@ -893,8 +893,8 @@ static bool rd_data_bytes(rd *r, pr_node *n)
 	if (!rd_segment(r, at, off, size))
 		return false;
 	if (r->borrow && host_is_little_endian()) {
-		n->input->data.mapped = r->buf + r->data_off + off;
-		n->input->data.mapped_size = (int64_t)size;
+		n->of_kind.input->data.mapped = r->buf + r->data_off + off;
+		n->of_kind.input->data.mapped_size = (int64_t)size;
 	}
 	return true;
 }
@@ -907,17 +907,17 @@ static bool rd_blob_ref(rd *r, pr_node *n)
 		return false;
 	if (ix >= r->n_blobs)
 		return rd_fail(r, at, "blob index %u is out of range, expected < %zu", ix, r->n_blobs);
-	n->input->data.blob = r->blobs[ix];
+	n->of_kind.input->data.blob = r->blobs[ix];
 	int64_t storage = r->storage;   /* for a tensor n: its layout was the last read */
 	/* As in the text: a blob holds exactly the tensor's storage, which every
 	 * reader of the data (the runtime, the printer) relies on. */
-	if (n->type.kind == PR_TYPE_TENSOR && storage != n->input->data.blob->size)
+	if (n->type.kind == PR_TYPE_TENSOR && storage != n->of_kind.input->data.blob->size)
 		return rd_fail(r, at, "expected a blob of %lld bytes (the tensor's storage), found "
 			       "blob %u with %lld bytes", (long long)pr_spec_storage_bytes(&n->type.tensor),
-			       ix, (long long)n->input->data.blob->size);
+			       ix, (long long)n->of_kind.input->data.blob->size);
 	if (r->borrow && host_is_little_endian() && n->type.kind == PR_TYPE_TENSOR) {
-		n->input->data.mapped = n->input->data.blob->bytes;
-		n->input->data.mapped_size = storage;
+		n->of_kind.input->data.mapped = n->of_kind.input->data.blob->bytes;
+		n->of_kind.input->data.mapped_size = storage;
 	}
 	return true;
 }
@@ -940,7 +940,7 @@ static bool rd_data(rd *r, pr_node *n)
 		return false;
 	if (kind > PR_DATA_BLOB)
 		return rd_fail(r, at, "data kind %u is unknown, expected 0..%d", kind, PR_DATA_BLOB);
-	pr_data *d = &n->input->data;
+	pr_data *d = &n->of_kind.input->data;
 	d->kind = (pr_data_kind)kind;
 	switch (d->kind) {
 	case PR_DATA_NONE:
@@ -1006,7 +1006,7 @@ static bool rd_input(rd *r, pr_node *n)
 		return rd_fail(r, at, "input kind %u in %s @%s, expected %s", kind,
 			       body ? "delegate" : "method", n->graph->name,
 			       body ? "0 (positional)" : "1..4 (user, parameter, buffer, constant)");
-	n->input->kind = (pr_input_kind)kind;
+	n->of_kind.input->kind = (pr_input_kind)kind;
 	size_t name_at = r->pos;
 	char *quoted;
 	if (!rd_string(r, "the input's name", true, r->graph, &quoted))
@@ -1018,7 +1018,7 @@ static bool rd_input(rd *r, pr_node *n)
 	if (!rd_data(r, n))
 		return false;
 	bool constant = kind >= PR_INPUT_PARAMETER && n->type.kind == PR_TYPE_TENSOR;
-	if (n->input->data.kind != PR_DATA_NONE && !constant)
+	if (n->of_kind.input->data.kind != PR_DATA_NONE && !constant)
 		return rd_fail(r, data_at, "a %s has data, expected data only on a parameter, buffer or "
 			       "constant of tensor type", n->type.kind == PR_TYPE_TENSOR ?
 			       "user or positional input" : "non-tensor input");
@@ -1048,7 +1048,7 @@ static bool rd_index(rd *r, const char *what, uint32_t limit, uint32_t *ix)
 /* The graph's storage, the array and its targets. */
 static bool rd_writebacks(rd *r, pr_node *n)
 {
-	pr_node_set_writebacks(n, pr_graph_alloc(r->graph, (size_t)n->n_args * sizeof *n->writebacks),
+	pr_node_set_writebacks(n, pr_graph_alloc(r->graph, (size_t)n->n_args * sizeof *n->of_kind.writebacks),
 			       PR_STORAGE_GRAPH);
 	for (int i = 0; i < n->n_args; i++) {
 		size_t at = r->pos;
@@ -1058,7 +1058,7 @@ static bool rd_writebacks(rd *r, pr_node *n)
 		if (kind > PR_WRITEBACK_INPUT)
 			return rd_fail(r, at, "write-back kind %u is unknown, expected 0 (none), "
 				       "1 (buffer) or 2 (input)", kind);
-		pr_writeback *wb = &n->writebacks[i];
+		pr_writeback *wb = &n->of_kind.writebacks[i];
 		if (!rd_string(r, "the write-back's target", true, r->graph, &wb->target))
 			return false;
 		if ((kind == PR_WRITEBACK_NONE) != (wb->target == NULL))
@@ -1083,7 +1083,7 @@ static int schema_need(const pr_schema *s)
 
 static bool rd_check_arity(rd *r, size_t at, const pr_node *n, int need)
 {
-	const pr_schema *s = n->schema;
+	const pr_schema *s = n->of_kind.schema;
 	if (n->n_args > s->n_args)
 		return rd_fail(r, at, "expected at most %d arguments for '%s', found %d", s->n_args,
 			       s->full_name, n->n_args);
@@ -1104,12 +1104,12 @@ static bool rd_node_rest(rd *r, pr_node *nodes, uint64_t self, pr_node *n)
 	case PR_NODE_OP:
 		if (!rd_index(r, "op schema index", (uint32_t)r->prog->n_schemas, &ix))
 			return false;
-		n->schema = r->prog->schemas[ix];
+		n->of_kind.schema = r->prog->schemas[ix];
 		return rd_node_args(r, nodes, self, n) && rd_check_arity(r, at, n, r->schema_need[ix]);
 	case PR_NODE_DELEGATE:
 		if (!rd_index(r, "delegate index", (uint32_t)r->prog->n_delegates, &ix))
 			return false;
-		n->delegate = r->prog->delegates[ix];
+		n->of_kind.delegate = r->prog->delegates[ix];
 		return rd_node_args(r, nodes, self, n);
 	case PR_NODE_GETITEM:
 		if (!rd_i64(r, "a getitem index", &index))

@@ -541,7 +541,7 @@ static void w_data_segment(writer *w, wbuf *b, const pr_node *n)
 	int64_t storage = 0;
 	uint64_t at = 0;
 	if (!s || !w_worth_storing(w, s, &storage) ||
-	    !w_place_storage(w, &n->input->data, s, storage, &at))
+	    !w_place_storage(w, &n->of_kind.input->data, s, storage, &at))
 		storage = 0, at = 0;   /* no segment, and no padding for one */
 	wb_u64(b, at);
 	wb_u64(b, (uint64_t)storage);
@@ -549,7 +549,7 @@ static void w_data_segment(writer *w, wbuf *b, const pr_node *n)
 
 static bool w_data(writer *w, wbuf *b, const pr_node *n)
 {
-	const pr_data *d = &n->input->data;
+	const pr_data *d = &n->of_kind.input->data;
 	wb_u8(b, (unsigned)d->kind);
 	switch (d->kind) {
 	case PR_DATA_NONE:
@@ -654,14 +654,14 @@ static bool w_node(writer *w, wbuf *b, const pr_node *n)
 	w_node_head(w, b, n);
 	switch (n->kind) {
 	case PR_NODE_INPUT:
-		wb_u8(b, (unsigned)n->input->kind);
-		wb_ostr(b, n->input->name);
+		wb_u8(b, (unsigned)n->of_kind.input->kind);
+		wb_ostr(b, n->of_kind.input->name);
 		return w_data(w, b, n);
 	case PR_NODE_OP:
-		return w_ref(w, b, &w->schemas, n->schema, n, "op schema") &&
+		return w_ref(w, b, &w->schemas, n->of_kind.schema, n, "op schema") &&
 		       w_args(w, b, n, n->args, n->n_args);
 	case PR_NODE_DELEGATE:
-		return w_ref(w, b, &w->delegates, n->delegate, n, "delegate") &&
+		return w_ref(w, b, &w->delegates, n->of_kind.delegate, n, "delegate") &&
 		       w_args(w, b, n, n->args, n->n_args);
 	case PR_NODE_GETITEM:
 		wb_i64(b, n->index);
@@ -670,7 +670,7 @@ static bool w_node(writer *w, wbuf *b, const pr_node *n)
 		if (!w_args(w, b, n, n->args, n->n_args))
 			return false;
 		for (int i = 0; i < n->n_args; i++) {
-			const pr_writeback *wb = n->writebacks ? &n->writebacks[i] : NULL;
+			const pr_writeback *wb = n->of_kind.writebacks ? &n->of_kind.writebacks[i] : NULL;
 			wb_u8(b, wb ? (unsigned)wb->kind : PR_WRITEBACK_NONE);
 			wb_ostr(b, wb && wb->kind != PR_WRITEBACK_NONE ? wb->target : NULL);
 		}

@@ -418,7 +418,7 @@ static bool tp_op_call(tp *p, pr_graph *g, pr_node *n)
 		return false;
 	}
 	tp_set_args(g, n, &args);
-	n->schema = s;
+	n->of_kind.schema = s;
 	/* The column (a scan of the line) only for an error. */
 	if (!s)
 		tp_pend(p, TP_PEND_OP, n, op, at);
@@ -491,7 +491,7 @@ static bool tp_paren_number(tp *p, bool want_int, double *f, int64_t *i)
 /* data=DATA for input node n (a tensor). */
 static bool tp_data(tp *p, pr_node *n)
 {
-	pr_data *d = &n->input->data;
+	pr_data *d = &n->of_kind.input->data;
 	size_t at = (tp_ws(p), p->pos);
 	if (tp_accept(p, '[')) {
 		/* read apart and given to n (owned), after an error too */
@@ -548,7 +548,7 @@ static bool tp_input_kind(tp *p, pr_node *n)
 	size_t k = tp_word(p, &w);
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
 		if (tp_word_is(w, k, kinds[i].word)) {
-			n->input->kind = kinds[i].kind;
+			n->of_kind.input->kind = kinds[i].kind;
 			return true;
 		}
 	}
@@ -562,7 +562,7 @@ static bool tp_input(tp *p, pr_graph *g, pr_node *n)
 {
 	pr_node_make_input(n);
 	if (g->delegate) {
-		n->input->kind = PR_INPUT_POSITIONAL;
+		n->of_kind.input->kind = PR_INPUT_POSITIONAL;
 		if (!tp_at_eol(p))
 			return tp_expected(p, p->pos, "end of line (inputs of a delegate body are plain 'input')");
 		return true;
@@ -585,7 +585,7 @@ static bool tp_input(tp *p, pr_graph *g, pr_node *n)
 		p->pos = at;
 		return tp_expected(p, at, "end of line or data=...");
 	}
-	if (n->input->kind == PR_INPUT_USER)
+	if (n->of_kind.input->kind == PR_INPUT_USER)
 		return tp_error_at(p, at, "expected end of line: data= is only for parameters, buffers "
 				   "and constants, not user inputs");
 	if (n->type.kind != PR_TYPE_TENSOR)
@@ -631,7 +631,7 @@ static bool tp_delegate_call(tp *p, pr_graph *g, pr_node *n)
 	bool ok = tp_call_args(p, g, &args);
 	if (ok) {
 		tp_set_args(g, n, &args);
-		n->delegate = d;
+		n->of_kind.delegate = d;
 		if (!d)
 			tp_pend(p, TP_PEND_DELEGATE, n, name, at);
 	} else {
@@ -1010,14 +1010,14 @@ static bool tp_resolve_one(tp *p, tp_pending *e)
 	pr_node *n = e->node;
 	switch (e->kind) {
 	case TP_PEND_OP:
-		n->schema = pr_program_find_schema(p->prog, e->name);
-		if (!n->schema)
+		n->of_kind.schema = pr_program_find_schema(p->prog, e->name);
+		if (!n->of_kind.schema)
 			return tp_error_line(p, e->line, e->col, "unknown op '%s': expected an op declared "
 					     "with an 'op' statement", e->name);
-		return tp_check_arity(p, n->schema, n->n_args, e->line, e->col);
+		return tp_check_arity(p, n->of_kind.schema, n->n_args, e->line, e->col);
 	case TP_PEND_DELEGATE:
-		n->delegate = pr_program_find_delegate(p->prog, e->name);
-		if (!n->delegate)
+		n->of_kind.delegate = pr_program_find_delegate(p->prog, e->name);
+		if (!n->of_kind.delegate)
 			return tp_error_line(p, e->line, e->col, "unknown delegate '@%s': expected a delegate "
 					     "defined in this file", e->name);
 		return true;
@@ -1031,7 +1031,7 @@ static bool tp_resolve_one(tp *p, tp_pending *e)
 			return tp_error_line(p, e->line, e->col, "expected a blob of %lld bytes (the tensor's "
 					     "storage), found '@%s' with %lld bytes", (long long)need, e->name,
 					     (long long)b->size);
-		n->input->data.blob = b;
+		n->of_kind.input->data.blob = b;
 		return true;
 	}
 	}

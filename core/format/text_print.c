@@ -370,12 +370,12 @@ static void put_input(tbuf *b, const pr_node *n)
 		[PR_INPUT_CONSTANT] = " constant",
 	};
 	tb_puts(b, "input");
-	tb_puts(b, kinds[n->input->kind]);
-	if (n->input->name) {
+	tb_puts(b, kinds[n->of_kind.input->kind]);
+	if (n->of_kind.input->name) {
 		tb_putc(b, ' ');
-		put_string(b, n->input->name);
+		put_string(b, n->of_kind.input->name);
 	}
-	put_data(b, &n->input->data, &n->type);
+	put_data(b, &n->of_kind.input->data, &n->type);
 }
 
 static void put_return(tbuf *b, const pr_node *n)
@@ -384,7 +384,7 @@ static void put_return(tbuf *b, const pr_node *n)
 	for (int i = 0; i < n->n_args; i++) {
 		tb_puts(b, i ? ", " : " ");
 		put_arg(b, &n->args[i]);
-		const pr_writeback *w = n->writebacks ? &n->writebacks[i] : NULL;
+		const pr_writeback *w = n->of_kind.writebacks ? &n->of_kind.writebacks[i] : NULL;
 		if (w && w->kind != PR_WRITEBACK_NONE) {
 			tb_puts(b, w->kind == PR_WRITEBACK_BUFFER ? " -> buffer " : " -> input ");
 			put_string(b, w->target);
@@ -412,12 +412,12 @@ static void put_node(printer *pr, const pr_node *n)
 		put_input(b, n);
 		break;
 	case PR_NODE_OP:
-		tb_puts(b, n->schema ? n->schema->full_name : "unknown::op");
+		tb_puts(b, n->of_kind.schema ? n->of_kind.schema->full_name : "unknown::op");
 		put_args(b, n);
 		break;
 	case PR_NODE_DELEGATE:
 		tb_puts(b, "delegate @");
-		tb_puts(b, n->delegate ? n->delegate->name : "?");
+		tb_puts(b, n->of_kind.delegate ? n->of_kind.delegate->name : "?");
 		put_args(b, n);
 		break;
 	case PR_NODE_GETITEM:

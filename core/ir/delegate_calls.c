@@ -57,8 +57,8 @@ static pr_node *next_call(walk *w, walk_level *l, int *callee)
 	while (l->next && body && l->seen++ < body->n_nodes) {
 		pr_node *n = l->next;
 		l->next = n->next;
-		if (n->kind == PR_NODE_DELEGATE && n->delegate &&
-		    (*callee = index_of(w, n->delegate)) >= 0)
+		if (n->kind == PR_NODE_DELEGATE && n->of_kind.delegate &&
+		    (*callee = index_of(w, n->of_kind.delegate)) >= 0)
 			return n;
 	}
 	return NULL;

@@ -89,7 +89,7 @@ static int64_t storage_bytes(lt_builder *b, const pr_spec *s)
 
 static unsigned input_flags(const pr_node *in, const pr_mutable_buffers *mutable_buffers)
 {
-	switch (in->input->kind) {
+	switch (in->of_kind.input->kind) {
 	case PR_INPUT_POSITIONAL:
 	case PR_INPUT_USER:
 		return PR_CLASS_USER_INPUT;
@@ -186,11 +186,11 @@ static int32_t class_of(const lt_builder *b, const pr_node *v, int64_t elem)
  * is 0 there); a tuple's elements, and any other node, ask it each time. */
 static int alias_arg(lt_builder *b, const pr_node *n, int r)
 {
-	if (n->kind != PR_NODE_OP || !n->schema || n->type.kind != PR_TYPE_TENSOR)
+	if (n->kind != PR_NODE_OP || !n->of_kind.schema || n->type.kind != PR_TYPE_TENSOR)
 		return pr_node_alias_arg(n, r);
-	alias_memo *m = &b->alias[((uintptr_t)n->schema >> 4) % ALIAS_MEMO];
-	if (m->schema != n->schema)
-		*m = (alias_memo){n->schema, pr_node_alias_arg(n, r)};
+	alias_memo *m = &b->alias[((uintptr_t)n->of_kind.schema >> 4) % ALIAS_MEMO];
+	if (m->schema != n->of_kind.schema)
+		*m = (alias_memo){n->of_kind.schema, pr_node_alias_arg(n, r)};
 	return m->arg;
 }
 
@@ -264,7 +264,7 @@ static void read_list(lt_builder *b, const pr_arg *list, int32_t pos, unsigned f
 static void read_return_args(lt_builder *b, pr_node *n, int32_t pos)
 {
 	for (int i = 0; i < n->n_args; i++) {
-		bool wb = n->writebacks && n->writebacks[i].kind != PR_WRITEBACK_NONE;
+		bool wb = n->of_kind.writebacks && n->of_kind.writebacks[i].kind != PR_WRITEBACK_NONE;
 		read_arg(b, &n->args[i], pos, wb ? PR_CLASS_WRITEBACK : PR_CLASS_OUTPUT);
 	}
 }

@@ -644,11 +644,11 @@ enum {
 };
 
 /* The bits above fit pr_node.mem, which sits in what pads after kind, so
- * that a node stays 176 bytes (program.h) and name stays where free slots
+ * that a node stays 152 bytes (program.h) and name stays where free slots
  * keep it. */
 _Static_assert(sizeof(((pr_node *)0)->mem) * 8 >= 12, "pr_node.mem holds every NODE_ bit");
 _Static_assert(offsetof(pr_node, name) == sizeof(void *), "pr_node.mem pads nothing");
-_Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 176, "a node is 176 bytes");
+_Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 152, "a node is 152 bytes");
 
 typedef struct node_chunk {
 	struct node_chunk *next;
@@ -732,10 +732,9 @@ static void slot_put(pr_graph_store *st, pr_node *n)
 	POISON((char *)n + FREE_SLOT_KEPT, sizeof *n - FREE_SLOT_KEPT);
 }
 
-/* What every node that is not an input points at (see pr_node.input): const,
- * so that a write to it faults instead of reaching every node. */
-static const pr_input no_input;
-#define NO_INPUT ((pr_input *)&no_input)
+/* What pr_node_input gives for a node that is not an input: const, so
+ * that a write to it faults instead of reaching every node. */
+const pr_input pr_input_none = {0};
 
 static pr_input *input_take(pr_graph_store *st)
 {
@@ -748,17 +747,18 @@ static pr_input *input_take(pr_graph_store *st)
 	return in;
 }
 
-/* Gives back n's record when it is not n's malloc's: a slab node's goes on
- * the free list, a malloc'd one is freed. */
+/* Gives back input n's record when it is not n's malloc's: a slab node's
+ * goes on the free list, a malloc'd one is freed. */
 static void input_release(pr_graph_store *st, pr_node *n)
 {
+	pr_input *in = n->of_kind.input;
 	if (n->mem & NODE_INPUT_HEAP) {
-		free(n->input);
-	} else if (n->input != NO_INPUT && !(n->mem & NODE_HEAP)) {
-		n->input->name = (char *)(void *)st->free_inputs;
-		st->free_inputs = n->input;
+		free(in);
+	} else if (!(n->mem & NODE_HEAP)) {
+		in->name = (char *)(void *)st->free_inputs;
+		st->free_inputs = in;
 	}
-	n->input = NO_INPUT;
+	n->of_kind.input = NULL;
 }
 
 /* The least k with 2^k >= cap: the bit length of cap - 1. */
@@ -987,7 +987,8 @@ pr_node *pr_node_new(pr_node_kind kind, const char *name)
 	pr_node *n = pr_xcalloc(1, sizeof *n + in + len);
 	n->kind = kind;
 	n->mem = NODE_HEAP;
-	n->input = in ? (pr_input *)(void *)(n + 1) : NO_INPUT;
+	if (in)
+		n->of_kind.input = (pr_input *)(void *)(n + 1);
 	if (name) {
 		char *own = (char *)(n + 1) + in;
 		memcpy(own, name, len);
@@ -1015,12 +1016,11 @@ void pr_program_prefetch_name(const pr_program *p, uint32_t h)
 		__builtin_prefetch(&t->slots[strtab_home(t->cap, h)]);
 }
 
-/* A slot just taken becomes a node of g. */
-HOT_INLINE pr_node *node_start(pr_node *n, pr_graph *g, pr_node_kind kind, pr_input *input)
+/* A slot just taken (zero: of_kind is NULL) becomes a node of g. */
+HOT_INLINE pr_node *node_start(pr_node *n, pr_graph *g, pr_node_kind kind)
 {
 	n->kind = kind;
 	n->graph = g;
-	n->input = input;
 	n->type.kind = PR_TYPE_NONE;
 	return n;
 }
@@ -1029,7 +1029,9 @@ static __attribute__((noinline)) pr_node *new_node_general(pr_graph *g, pr_node_
 							  const char *name)
 {
 	pr_node *n = slot_take(g->store);
-	node_start(n, g, kind, kind == PR_NODE_INPUT ? input_take(g->store) : NO_INPUT);
+	node_start(n, g, kind);
+	if (kind == PR_NODE_INPUT)
+		n->of_kind.input = input_take(g->store);
 	if (name)
 		n->name = pr_program_intern(g->program, name, strlen(name));
 	return n;
@@ -1044,18 +1046,20 @@ pr_node *pr_graph_new_node(pr_graph *g, pr_node_kind kind, const char *name)
 	node_chunk *c = st->chunks;
 	if (name || kind == PR_NODE_INPUT || st->free_nodes || !c || c->used == c->cap)
 		return new_node_general(g, kind, name);
-	return node_start(&c->nodes[c->used++], g, kind, NO_INPUT);
+	return node_start(&c->nodes[c->used++], g, kind);
 }
 
 void pr_node_make_input(pr_node *n)
 {
-	PR_ASSERT(n->input == NO_INPUT);
+	/* of_kind is the record from now on: the other kind's member must not
+	 * be one (write-backs it owned would leak). */
+	PR_ASSERT(n->kind != PR_NODE_INPUT && !n->of_kind.input);
 	n->kind = PR_NODE_INPUT;
 	if (n->mem & NODE_HEAP) {
-		n->input = pr_xcalloc(1, sizeof *n->input);
+		n->of_kind.input = pr_xcalloc(1, sizeof *n->of_kind.input);
 		n->mem |= NODE_INPUT_HEAP;
 	} else {
-		n->input = input_take(n->graph->store);
+		n->of_kind.input = input_take(n->graph->store);
 	}
 }
 
@@ -1095,17 +1099,17 @@ static bool part_store(pr_node *n, uint16_t bit, pr_storage storage)
 
 void pr_node_set_input_name(pr_node *n, char *name, pr_storage storage)
 {
-	PR_ASSERT(n->input != NO_INPUT);
-	char *old = n->input->name;
+	PR_ASSERT(n->kind == PR_NODE_INPUT);
+	char *old = n->of_kind.input->name;
 	if (part_store(n, NODE_INPUT_NAME_GRAPH, storage) && old != name)
 		free(old);
-	n->input->name = name;
+	n->of_kind.input->name = name;
 }
 
 void pr_node_set_data_values(pr_node *n, double *values, int64_t n_values, pr_storage storage)
 {
-	PR_ASSERT(n->input != NO_INPUT);
-	pr_data *d = &n->input->data;
+	PR_ASSERT(n->kind == PR_NODE_INPUT);
+	pr_data *d = &n->of_kind.input->data;
 	if (part_store(n, NODE_VALUES_GRAPH, storage) && d->values != values)
 		free(d->values);
 	d->values = values;
@@ -1121,35 +1125,46 @@ void pr_node_set_tuple(pr_node *n, pr_spec *elems, int n_elems, pr_storage stora
 	n->type.n_elems = n_elems;
 }
 
-/* n's write-backs, when it owns them: n_args targets. */
+/* Return n's write-backs, when it owns them: n_args targets. */
 static void writebacks_free(pr_node *n)
 {
-	if (!n->writebacks || (n->mem & NODE_WRITEBACKS_GRAPH))
+	pr_writeback *w = n->of_kind.writebacks;
+	if (!w || (n->mem & NODE_WRITEBACKS_GRAPH))
 		return;
 	for (int i = 0; i < n->n_args; i++)
-		free(n->writebacks[i].target);
-	free(n->writebacks);
+		free(w[i].target);
+	free(w);
 }
 
 void pr_node_set_writebacks(pr_node *n, pr_writeback *writebacks, pr_storage storage)
 {
-	if (n->writebacks != writebacks)
+	PR_ASSERT(n->kind == PR_NODE_RETURN);
+	if (n->of_kind.writebacks != writebacks)
 		writebacks_free(n);
 	part_store(n, NODE_WRITEBACKS_GRAPH, storage);
-	n->writebacks = writebacks;
+	n->of_kind.writebacks = writebacks;
+}
+
+/* Input n's record's parts, and the record. */
+static void input_parts_free(pr_node *n)
+{
+	pr_input *in = n->of_kind.input;
+	if (!(n->mem & NODE_INPUT_NAME_GRAPH))
+		free(in->name);
+	if (!(n->mem & NODE_VALUES_GRAPH))
+		free(in->data.values);
+	input_release(store_of(n), n);
 }
 
 /* What a node owns besides its args and uses. */
 static void node_parts_free(pr_node *n)
 {
-	writebacks_free(n);
+	if (n->kind == PR_NODE_RETURN)
+		writebacks_free(n);
 	if (n->mem & NODE_NAME_HEAP)
 		free((char *)n->name);
-	if (!(n->mem & NODE_INPUT_NAME_GRAPH))
-		free(n->input->name);
-	if (!(n->mem & NODE_VALUES_GRAPH))
-		free(n->input->data.values);
-	input_release(store_of(n), n);
+	if (n->kind == PR_NODE_INPUT)
+		input_parts_free(n);
 	if (!(n->mem & NODE_ELEMS_GRAPH))
 		free(n->type.elems);
 	n->type.elems = NULL;
@@ -1188,11 +1203,11 @@ pr_spec *pr_node_spec(pr_node *n)
 
 int pr_node_alias_arg(const pr_node *n, int r)
 {
-	if (!n || n->kind != PR_NODE_OP || !n->schema)
+	if (!n || n->kind != PR_NODE_OP || !n->of_kind.schema)
 		return -1;
 	if (n->type.kind == PR_TYPE_TUPLE)
-		r = pr_schema_elem_return(n->schema, r);
-	return pr_schema_return_alias(n->schema, r);
+		r = pr_schema_elem_return(n->of_kind.schema, r);
+	return pr_schema_return_alias(n->of_kind.schema, r);
 }
 
 pr_node *pr_node_alias_value(const pr_node *n, int r)
@@ -1225,17 +1240,18 @@ pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g)
 {
 	pr_mutable_buffers *b = pr_xcalloc(1, sizeof *b);
 	const pr_node *ret = pr_graph_return(g);
-	if (!ret || !ret->writebacks)
+	const pr_writeback *wbs = ret ? pr_node_writebacks(ret) : NULL;
+	if (!wbs)
 		return b;
 	/* sized once for the buffers written back, not for every return value:
 	 * no rehash while they come, and a small table for a method with many
 	 * outputs and few buffers */
 	size_t n_buffers = 0;
 	for (int i = 0; i < ret->n_args; i++)
-		n_buffers += ret->writebacks[i].kind == PR_WRITEBACK_BUFFER;
+		n_buffers += wbs[i].kind == PR_WRITEBACK_BUFFER;
 	hslots_fit(&b->slots, &b->mask, NAMES_FIRST, n_buffers);
 	for (int i = 0; i < ret->n_args; i++) {
-		const pr_writeback *w = &ret->writebacks[i];
+		const pr_writeback *w = &wbs[i];
 		if (w->kind != PR_WRITEBACK_BUFFER || !w->target)
 			continue;
 		uint32_t h = pr_str_hash(w->target, strlen(w->target));
@@ -1250,10 +1266,10 @@ pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g)
 
 bool pr_mutable_buffers_has(const pr_mutable_buffers *b, const pr_node *in)
 {
-	if (!b->n || in->kind != PR_NODE_INPUT || in->input->kind != PR_INPUT_BUFFER ||
-	    !in->input->name)
+	if (!b->n || in->kind != PR_NODE_INPUT || in->of_kind.input->kind != PR_INPUT_BUFFER ||
+	    !in->of_kind.input->name)
 		return false;
-	const char *name = in->input->name;
+	const char *name = in->of_kind.input->name;
 	return buffer_slot(b, name, pr_str_hash(name, strlen(name)))->key != NULL;
 }
 

@@ -285,18 +285,21 @@ static uint64_t hash_arg(uint64_t h, const pr_arg *a)
 
 static uint64_t hash_node(uint64_t h, const pr_node *n)
 {
+	const pr_schema *s = pr_node_schema(n);
+	const pr_delegate *d = pr_node_delegate(n);
+	const pr_input *in = pr_node_input(n);
+	const pr_writeback *wbs = pr_node_writebacks(n);
 	h = hash_str(hash_u64(h, (uint64_t)n->kind), n->name);
 	h = hash_type(h, &n->type);
-	h = hash_str(h, n->schema ? n->schema->full_name : NULL);
-	h = hash_str(h, n->delegate ? n->delegate->name : NULL);
+	h = hash_str(h, s ? s->full_name : NULL);
+	h = hash_str(h, d ? d->name : NULL);
 	h = hash_u64(hash_u64(h, (uint64_t)n->index), (uint64_t)n->n_uses);
-	h = hash_u64(hash_str(h, n->input->name), (uint64_t)n->input->kind);
-	h = hash_u64(hash_u64(h, (uint64_t)n->input->data.kind), n->input->data.seed);
+	h = hash_u64(hash_str(h, in->name), (uint64_t)in->kind);
+	h = hash_u64(hash_u64(h, (uint64_t)in->data.kind), in->data.seed);
 	for (int i = 0; i < n->n_args; i++) {
 		h = hash_arg(h, &n->args[i]);
-		if (n->writebacks)
-			h = hash_str(hash_u64(h, (uint64_t)n->writebacks[i].kind),
-				     n->writebacks[i].target);
+		if (wbs)
+			h = hash_str(hash_u64(h, (uint64_t)wbs[i].kind), wbs[i].target);
 	}
 	return hash_u64(h, (uint64_t)n->n_args);
 }

@@ -40,9 +40,10 @@ static void add_input(method_stats *m, pr_node *n)
 
 static bool is_constant(const pr_node *n)
 {
-	return n->kind == PR_NODE_INPUT &&
-	       (n->input->kind == PR_INPUT_PARAMETER || n->input->kind == PR_INPUT_BUFFER ||
-		n->input->kind == PR_INPUT_CONSTANT);
+	if (n->kind != PR_NODE_INPUT)
+		return false;
+	pr_input_kind k = n->of_kind.input->kind;
+	return k == PR_INPUT_PARAMETER || k == PR_INPUT_BUFFER || k == PR_INPUT_CONSTANT;
 }
 
 int64_t pr_copy_bytes(const pr_node *n)
@@ -58,17 +59,18 @@ static method_stats count(pr_graph *g)
 {
 	method_stats m = {0};
 	pr_graph_for_each(g, n) {
-		if (n->kind == PR_NODE_OP && n->schema && n->schema->h2d) {
+		const pr_schema *s = pr_node_schema(n);
+		if (s && s->h2d) {
 			m.h2d++;
 			m.h2d_bytes += pr_copy_bytes(n);
-		} else if (n->kind == PR_NODE_OP && n->schema && n->schema->d2h) {
+		} else if (s && s->d2h) {
 			m.d2h++;
 			m.d2h_bytes += pr_copy_bytes(n);
 		} else if (is_constant(n)) {
-			pr_spec *s = pr_node_spec(n);
-			if (s && !pr_spec_on_host(s))
-				m.load_bytes += pr_spec_storage_bytes(s);
-		} else if (n->kind == PR_NODE_INPUT && n->input->kind == PR_INPUT_USER) {
+			pr_spec *spec = pr_node_spec(n);
+			if (spec && !pr_spec_on_host(spec))
+				m.load_bytes += pr_spec_storage_bytes(spec);
+		} else if (n->kind == PR_NODE_INPUT && n->of_kind.input->kind == PR_INPUT_USER) {
 			add_input(&m, n);
 		}
 	}
@@ -94,7 +96,8 @@ static void put_inputs(pr_strbuf *b, const method_stats *m)
 	for (int i = 0; i < m->n_inputs; i++) {
 		pr_node *n = m->inputs[i];
 		pr_strbuf_puts(b, i ? ", {\"name\": " : "{\"name\": ");
-		pr_strbuf_json_string(b, n->input->name ? n->input->name : n->name ? n->name : "");
+		const char *quoted = n->of_kind.input->name;   /* an input's */
+		pr_strbuf_json_string(b, quoted ? quoted : n->name ? n->name : "");
 		pr_strbuf_puts(b, ", \"device\": ");
 		put_device(b, n);
 		pr_strbuf_putc(b, '}');
@@ -108,7 +111,7 @@ static void put_outputs(pr_strbuf *b, pr_graph *g)
 	pr_node *ret = pr_graph_return(g);
 	int k = 0;
 	for (int i = 0; ret && i < ret->n_args; i++) {
-		if (ret->writebacks && ret->writebacks[i].kind != PR_WRITEBACK_NONE)
+		if (ret->of_kind.writebacks && ret->of_kind.writebacks[i].kind != PR_WRITEBACK_NONE)
 			continue;
 		pr_node *v = ret->args[i].kind == PR_ARG_VALUE ? ret->args[i].u.value : NULL;
 		pr_strbuf_printf(b, "%s{\"index\": %d, \"name\": ", k++ ? ", " : "", i);

@@ -25,7 +25,8 @@ static int by_bytes_desc(const void *a, const void *b)
 
 static bool is_copy(const pr_node *n)
 {
-	return n->kind == PR_NODE_OP && n->schema && (n->schema->h2d || n->schema->d2h);
+	const pr_schema *s = pr_node_schema(n);
+	return s && (s->h2d || s->d2h);
 }
 
 static void report_method(pr_pass_ctx *ctx, pr_graph *g, int64_t top)
@@ -45,11 +46,12 @@ static void report_method(pr_pass_ctx *ctx, pr_graph *g, int64_t top)
 		pr_node *c = refs[i].node;
 		pr_node *src = c->n_args > 0 && c->args[0].kind == PR_ARG_VALUE ? c->args[0].u.value : NULL;
 		char dev[PR_DEVICE_STR_MAX];
-		pr_device where = c->schema->h2d ? pr_spec_device(pr_node_spec(c)) : pr_spec_device(pr_node_spec(src));
+		bool h2d = c->of_kind.schema->h2d;   /* a copy: an op */
+		pr_device where = h2d ? pr_spec_device(pr_node_spec(c)) : pr_spec_device(pr_node_spec(src));
 		pr_pass_diag(ctx, PR_SEV_NOTE, "N-LARGEST-COPY", g->name, c->name, refs[i].bytes,
 			     "#%lld: copy %%%s moves %lld bytes per call %s %s, reading %%%s",
 			     (long long)i + 1, c->name, (long long)refs[i].bytes,
-			     c->schema->h2d ? "to" : "from", pr_device_str(where, dev),
+			     h2d ? "to" : "from", pr_device_str(where, dev),
 			     src && src->name ? src->name : "?");
 	}
 	free(refs);

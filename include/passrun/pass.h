@@ -61,8 +61,10 @@ extern "C" {
  * (pr_spec.device_id and mem_arena_id, device.h's pr_device_intern): 40
  * bytes, not 72; a getitem's index is 32 bits and the use list's room a
  * log2 (pr_node_uses_room) in what pads after mem: a node is 176 bytes,
- * not 216. */
-#define PR_PLUGIN_ABI_VERSION 7u
+ * not 216. 8: a node's input record, schema, delegate and write-backs are
+ * one union, pr_node.of_kind (read them with pr_node_input,
+ * pr_node_schema, pr_node_delegate and pr_node_writebacks): 152 bytes. */
+#define PR_PLUGIN_ABI_VERSION 8u
 /* The entry point's name, as a C name and as the string dlsym looks up. */
 #define PR_PLUGIN_ENTRY passrun_plugin_info
 #define PR_PLUGIN_ENTRY_SYMBOL PR_PLUGIN_STR_(PR_PLUGIN_ENTRY)

@@ -48,21 +48,27 @@
  *     (pr_graph_new_args + pr_node_set_graph_args: loaders, no malloc per
  *     node; their list items and strings must then be graph or program
  *     storage too, which is never freed one by one).
- *   - A node is 176 bytes on 64-bit hosts (a million of them, and the
+ *   - A node is 152 bytes on 64-bit hosts (a million of them, and the
  *     free slots of erased ones, are most of a big program's memory), so
  *     only what most nodes use is in it: the facts of an input (its kind,
  *     quoted name and data, 80 bytes) are a record of its own (pr_input)
  *     that only inputs have, from the graph's storage (an erased input's
- *     goes to the next input made) or in a detached node's malloc; other
- *     nodes share one read-only record of zeros. Its spec names devices
- *     by 4-byte ids (device.h), a getitem's index is 32 bits, and the use
- *     list's room is a 1-byte log2 beside mem; the int fields sit in pairs
- *     so that none pads. The op/delegate/getitem/return fields are
- *     not overlaid: code reads them on every kind (NULL or 0 when not its
- *     kind).
- *   - A node's other parts (input->name, input->data.values, type.elems,
- *     writebacks and their targets) are each either owned by the node
- *     (malloc'd, freed with it or when replaced) or graph storage
+ *     goes to the next input made) or in a detached node's malloc. Its
+ *     spec names devices by 4-byte ids (device.h), a getitem's index is
+ *     32 bits, and the use list's room is a 1-byte log2 beside mem; the
+ *     int fields sit in pairs so that none pads. The pointers that only
+ *     one kind has (an input's record, an op's schema, a delegate call's
+ *     delegate, a return's write-backs) are overlaid in one union,
+ *     of_kind, so that the node carries one pointer for them, not four;
+ *     the node has no fields of those names any more, so code that read
+ *     them on a node of any kind does not compile. Read them on a node
+ *     of any kind with pr_node_input (a node that is not an input gives
+ *     one shared, read-only record of zeros, pr_input_none),
+ *     pr_node_schema, pr_node_delegate and pr_node_writebacks (NULL when
+ *     not its kind), or as n->of_kind.X once n's kind is known.
+ *   - A node's other parts (an input's name and data.values, type.elems,
+ *     a return's writebacks and their targets) are each either owned by
+ *     the node (malloc'd, freed with it or when replaced) or graph storage
  *     (pr_graph_alloc, or strings of pr_program_intern: loaders, no malloc
  *     per node; never freed one by one). The node records which in its mem
  *     bits, so give it them only with pr_node_set_input_name,
@@ -368,19 +374,46 @@ struct pr_node {
 
 	pr_type type;
 
-	/* PR_NODE_INPUT: its own record. Never NULL: a node of any other kind
-	 * points at one shared, read-only record of zeros (PR_INPUT_POSITIONAL,
-	 * no name, PR_DATA_NONE), so that reading it is right on any node; only
-	 * an input's may be written. */
-	pr_input *input;
-
-	pr_schema *schema;    /* PR_NODE_OP (owned by the program) */
-	pr_delegate *delegate;/* PR_NODE_DELEGATE */
-	pr_writeback *writebacks; /* PR_NODE_RETURN: one per arg, or NULL;
-				   * pr_node_set_writebacks */
+	/* What one kind of node has, overlaid (see the top of this file): read
+	 * the member of n's kind as n->of_kind.X where n's kind is known, else
+	 * through pr_node_input, pr_node_schema, pr_node_delegate or
+	 * pr_node_writebacks; write only the member of n's kind. A node is made
+	 * with of_kind NULL, an input with a zeroed record of its own. */
+	union {
+		pr_input *input;          /* PR_NODE_INPUT: its own record, never NULL */
+		pr_schema *schema;        /* PR_NODE_OP (owned by the program) */
+		pr_delegate *delegate;    /* PR_NODE_DELEGATE */
+		pr_writeback *writebacks; /* PR_NODE_RETURN: one per arg, or NULL;
+					   * pr_node_set_writebacks */
+	} of_kind;
 
 	void *scratch;        /* free for the pass that is running */
 };
+
+/* The record of zeros (PR_INPUT_POSITIONAL, no name, PR_DATA_NONE) that
+ * pr_node_input gives for a node that is not an input; read-only. */
+extern const pr_input pr_input_none;
+
+/* n's member of of_kind on a node of any kind: an input's own record (the
+ * zeros record for any other kind, so that reading it is right on any
+ * node), an op's schema, a delegate call's delegate, a return's
+ * write-backs, or NULL where n is not of that kind. */
+static inline const pr_input *pr_node_input(const pr_node *n)
+{
+	return n->kind == PR_NODE_INPUT ? n->of_kind.input : &pr_input_none;
+}
+static inline pr_schema *pr_node_schema(const pr_node *n)
+{
+	return n->kind == PR_NODE_OP ? n->of_kind.schema : NULL;
+}
+static inline pr_delegate *pr_node_delegate(const pr_node *n)
+{
+	return n->kind == PR_NODE_DELEGATE ? n->of_kind.delegate : NULL;
+}
+static inline pr_writeback *pr_node_writebacks(const pr_node *n)
+{
+	return n->kind == PR_NODE_RETURN ? n->of_kind.writebacks : NULL;
+}
 
 /* The entries n's use list has room for: a power of two, or 0. */
 static inline int pr_node_uses_room(const pr_node *n)

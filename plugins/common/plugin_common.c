@@ -75,24 +75,27 @@ int pl_return_slot(const pr_use *u)
 bool pl_use_is_output(const pr_use *u)
 {
 	int i = pl_return_slot(u);
-	return i >= 0 && (!u->user->writebacks || u->user->writebacks[i].kind == PR_WRITEBACK_NONE);
+	if (i < 0)
+		return false;
+	const pr_writeback *wbs = u->user->of_kind.writebacks;   /* a return's */
+	return !wbs || wbs[i].kind == PR_WRITEBACK_NONE;
 }
 
 bool pl_is_method_input(const pr_node *n, const pr_mutable_buffers *b)
 {
 	return n->kind == PR_NODE_INPUT &&
-	       (n->input->kind == PR_INPUT_USER || pr_mutable_buffers_has(b, n));
+	       (n->of_kind.input->kind == PR_INPUT_USER || pr_mutable_buffers_has(b, n));
 }
 
 bool pl_is_constant(const pr_node *n, const pr_mutable_buffers *b)
 {
-	return n->kind == PR_NODE_INPUT && n->input->kind != PR_INPUT_USER &&
-	       n->input->kind != PR_INPUT_POSITIONAL && !pr_mutable_buffers_has(b, n);
+	return n->kind == PR_NODE_INPUT && n->of_kind.input->kind != PR_INPUT_USER &&
+	       n->of_kind.input->kind != PR_INPUT_POSITIONAL && !pr_mutable_buffers_has(b, n);
 }
 
 const char *pl_input_kind_word(const pr_node *n, const pr_mutable_buffers *b)
 {
-	switch (n->input->kind) {
+	switch (pr_node_input(n)->kind) {
 	case PR_INPUT_USER: return "method input";
 	case PR_INPUT_PARAMETER: return "parameter";
 	case PR_INPUT_BUFFER: return b && pr_mutable_buffers_has(b, n) ? "mutable buffer" : "buffer";
@@ -103,7 +106,7 @@ const char *pl_input_kind_word(const pr_node *n, const pr_mutable_buffers *b)
 
 static void describe_return_slot(const pr_node *ret, int slot, char *buf, size_t len)
 {
-	const pr_writeback *w = ret->writebacks ? &ret->writebacks[slot] : NULL;
+	const pr_writeback *w = ret->of_kind.writebacks ? &ret->of_kind.writebacks[slot] : NULL;
 	if (w && w->kind == PR_WRITEBACK_BUFFER)
 		snprintf(buf, len, "the write-back to buffer '%s'", w->target);
 	else if (w && w->kind == PR_WRITEBACK_INPUT)
@@ -119,10 +122,11 @@ void pl_describe_use(const pr_use *u, char *buf, size_t len)
 	if (slot >= 0) {
 		describe_return_slot(n, slot, buf, len);
 	} else if (n->kind == PR_NODE_DELEGATE) {
-		snprintf(buf, len, "delegate @%s (%%%s)", n->delegate ? n->delegate->name : "?",
+		snprintf(buf, len, "delegate @%s (%%%s)",
+			 n->of_kind.delegate ? n->of_kind.delegate->name : "?",
 			 n->name ? n->name : "");
 	} else if (n->kind == PR_NODE_OP) {
-		const char *op = n->schema ? n->schema->full_name : "?";
+		const char *op = n->of_kind.schema ? n->of_kind.schema->full_name : "?";
 		const char *what = pl_is_copy(n) ? "copy" : "host op";
 		if (n->name)
 			snprintf(buf, len, "%s %s (%%%s)", what, op, n->name);

@@ -64,7 +64,14 @@ pl_where pl_delegate_where(const pr_delegate *d, bool cpu_is_device, pr_device *
 static inline bool pl_call_device(const pr_node *n, bool cpu_is_device, pr_device *out)
 {
 	return n && n->kind == PR_NODE_DELEGATE &&
-	       pl_delegate_where(n->delegate, cpu_is_device, out) == PL_ON_DEVICE;
+	       pl_delegate_where(n->of_kind.delegate, cpu_is_device, out) == PL_ON_DEVICE;
+}
+
+/* What a diagnostic calls input n: its quoted name, else its value's. */
+static inline const char *pl_input_name(const pr_node *n)
+{
+	const char *quoted = pr_node_input(n)->name;
+	return quoted ? quoted : n->name;
 }
 
 /* ---- node lists ------------------------------------------------------------ */
@@ -83,18 +90,19 @@ void pl_nodes_free(pl_nodes *v);
  * schema, no name compared. */
 static inline bool pl_is_h2d(const pr_node *n)
 {
-	return n && n->kind == PR_NODE_OP && n->schema && n->schema->h2d;
+	return n && n->kind == PR_NODE_OP && n->of_kind.schema && n->of_kind.schema->h2d;
 }
 
 static inline bool pl_is_d2h(const pr_node *n)
 {
-	return n && n->kind == PR_NODE_OP && n->schema && n->schema->d2h;
+	return n && n->kind == PR_NODE_OP && n->of_kind.schema && n->of_kind.schema->d2h;
 }
 
 /* an h2d or a d2h */
 static inline bool pl_is_copy(const pr_node *n)
 {
-	return n && n->kind == PR_NODE_OP && n->schema && (n->schema->h2d || n->schema->d2h);
+	const pr_schema *s = n ? pr_node_schema(n) : NULL;
+	return s && (s->h2d || s->d2h);
 }
 
 /* The value a copy (or any one-argument node) reads. */

@@ -42,9 +42,9 @@ static bool is_dead(const pr_node *n)
 		return false;
 	if (n->kind == PR_NODE_GETITEM)
 		return true;
-	if (n->kind != PR_NODE_OP || !n->schema)
+	if (n->kind != PR_NODE_OP || !n->of_kind.schema)
 		return false;
-	const pr_schema *s = n->schema;
+	const pr_schema *s = n->of_kind.schema;
 	return s->n_returns > 0 && !s->h2d && !s->d2h && !writes_an_argument(s);
 }
 

@@ -36,9 +36,9 @@ static const pr_option_decl device_constants_options[] = {
 /* The device a delegate call runs on, when it is a device delegate. */
 static bool delegate_device(const pr_node *n, pr_device *out)
 {
-	if (n->kind != PR_NODE_DELEGATE || !n->delegate)
+	if (n->kind != PR_NODE_DELEGATE || !n->of_kind.delegate)
 		return false;
-	pr_err *err = pr_delegate_device(n->delegate, out);
+	pr_err *err = pr_delegate_device(n->of_kind.delegate, out);
 	if (err) {
 		pr_err_free(err);   /* propagate-device reports it (E-UNKNOWN-DEVICE) */
 		return false;

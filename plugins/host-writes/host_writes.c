@@ -258,10 +258,11 @@ static void *host_writes_compute(pr_pass_ctx *ctx, pr_graph *g)
 	schema_memo memo = {0};
 	pr_graph_for_each(g, n) {
 		pr_node_prefetch_ahead(n);
-		if (n->kind != PR_NODE_OP || !n->schema || !schema_writes(&memo, n->schema))
+		const pr_schema *s = pr_node_schema(n);
+		if (!s || !schema_writes(&memo, s))
 			continue;
-		for (int i = 0; i < n->n_args && i < n->schema->n_args; i++)
-			if (pr_schema_arg_writes(n->schema, i))
+		for (int i = 0; i < n->n_args && i < s->n_args; i++)
+			if (pr_schema_arg_writes(s, i))
 				note_arg_writes(w, n, &n->args[i]);
 	}
 	lay_out_writers(w);

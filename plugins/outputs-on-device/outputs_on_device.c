@@ -44,7 +44,7 @@ static void keep_outputs(const pr_host_writes *hw, pr_node *ret, bool *changed)
 	for (int i = 0; i < ret->n_args; i++) {
 		pr_arg *a = &ret->args[i];
 		if (a->kind != PR_ARG_VALUE || !a->u.value ||
-		    (ret->writebacks && ret->writebacks[i].kind != PR_WRITEBACK_NONE))
+		    (ret->of_kind.writebacks && ret->of_kind.writebacks[i].kind != PR_WRITEBACK_NONE))
 			continue;
 		pr_node *copy = a->u.value;
 		pr_node *x = delegate_result_of(copy);

@@ -50,19 +50,21 @@ static void gather_logical(const pr_spec *old, const uint8_t *storage, uint8_t *
 	}
 }
 
+/* n is a constant: an input, whose record holds the data rewritten here. */
 static pr_err *rewrite_stored_bytes(pr_program *p, pr_node *n, const pr_spec *old)
 {
-	if (n->input->data.kind != PR_DATA_BLOB) {
+	pr_data *d = &n->of_kind.input->data;
+	if (d->kind != PR_DATA_BLOB) {
 		/* Values by logical index: the same under any layout. Bytes a
 		 * binary file holds for them are in the old storage order. */
-		n->input->data.mapped = NULL;
-		n->input->data.mapped_size = 0;
+		d->mapped = NULL;
+		d->mapped_size = 0;
 		return NULL;
 	}
 	int64_t sb = pr_spec_storage_bytes(old), nb = pr_spec_nbytes(old);
 	uint8_t *storage = pr_xmalloc((size_t)(sb > 0 ? sb : 1));
 	uint8_t *logical = pr_xmalloc((size_t)(nb > 0 ? nb : 1));
-	pr_err *e = pr_data_materialize(&n->input->data, old, storage);
+	pr_err *e = pr_data_materialize(d, old, storage);
 	if (!e) {
 		gather_logical(old, storage, logical);
 		char *base = pr_xasprintf("%s_contiguous", n->name);
@@ -74,10 +76,10 @@ static pr_err *rewrite_stored_bytes(pr_program *p, pr_node *n, const pr_spec *ol
 		pr_blob *b = NULL;
 		e = pr_program_add_blob(p, name, logical, nb, false, &b);
 		if (!e) {
-			n->input->data.kind = PR_DATA_BLOB;
-			n->input->data.blob = b;
-			n->input->data.mapped = NULL;
-			n->input->data.mapped_size = 0;
+			d->kind = PR_DATA_BLOB;
+			d->blob = b;
+			d->mapped = NULL;
+			d->mapped_size = 0;
 		}
 		free(name);
 		free(base);
@@ -138,7 +140,7 @@ static void update_readers(pr_node *t, const pr_spec *old)
 	for (int i = 0; i < t->n_uses; i++) {
 		pr_use *u = &t->uses[i];
 		if (u->user->kind == PR_NODE_DELEGATE) {
-			pr_node *in = body_input(u->user->delegate, (int)(u->arg - u->user->args));
+			pr_node *in = body_input(u->user->of_kind.delegate, (int)(u->arg - u->user->args));
 			if (in && pr_node_spec(in) && pr_spec_same_layout(pr_node_spec(in), old))
 				pr_spec_set_strides(&in->type.tensor, now->strides);
 		} else if (reads_as_view(u->user, t)) {
@@ -167,7 +169,7 @@ static pr_err *make_contiguous(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, pr_
 		     "%s '%s' (%%%s, %" PRId64 " bytes, on %s) had strides %s, neither contiguous "
 		     "nor channels-last: it is now stored contiguous with strides %s, and %s "
 		     "(with every other reader) reads it with that layout",
-		     pl_input_kind_word(n, NULL), n->input->name ? n->input->name : n->name, n->name,
+		     pl_input_kind_word(n, NULL), pl_input_name(n), n->name,
 		     pl_bytes(n), pr_device_str(pr_spec_device(&n->type.tensor), ds), was, now, r);
 	return NULL;
 }
@@ -179,7 +181,8 @@ static pr_err *param_layout_run(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 		pr_graph_for_each(g, n) {
 			pr_node_prefetch_ahead(n);
 			if (n->kind != PR_NODE_INPUT || n->type.kind != PR_TYPE_TENSOR ||
-			    n->input->kind == PR_INPUT_USER || n->input->kind == PR_INPUT_POSITIONAL ||
+			    n->of_kind.input->kind == PR_INPUT_USER ||
+			    n->of_kind.input->kind == PR_INPUT_POSITIONAL ||
 			    !odd_layout(&n->type.tensor))
 				continue;
 			pr_err *e = make_contiguous(ctx, p, g, n);

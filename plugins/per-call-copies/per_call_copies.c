@@ -57,11 +57,6 @@ typedef struct flags {
 
 #define RAISED " (an error because error_on_per_call_copies is set)"
 
-static const char *name_of(const pr_node *n)
-{
-	return n->input->name ? n->input->name : n->name;
-}
-
 static void report_constant(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_node *h)
 {
 	pr_node *c = pl_copy_src(h);
@@ -81,7 +76,7 @@ static void report_constant(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_no
 		     "Constant '%s' (%s %%%s, %" PRId64 " bytes) is copied to %s on every call "
 		     "(%%%s, read by %s): its data is stored on the host, and "
 		     "skip_h2d_for_method_inputs does not apply to constants%s%s",
-		     name_of(c), kind, c->name, bytes, ds, h->name, r,
+		     pl_input_name(c), kind, c->name, bytes, ds, h->name, r,
 		     f->skip_const ? "" : "; skip_h2d_for_constants keeps a constant that only one "
 					   "device's delegates read in device memory",
 		     err ? RAISED : "");
@@ -154,7 +149,8 @@ static void report_input(pr_pass_ctx *ctx, pr_graph *g, const flags *f, pr_node 
 	pr_pass_diag(ctx, sev, code, g->name, v->name, bytes,
 		     "Method input '%s' (%s%%%s, %" PRId64 " bytes) stays on %s for %s, but %s "
 		     "reads it off the device: it is copied to the host on every call (%%%s)%s%s",
-		     name_of(v), v->input->kind == PR_INPUT_USER ? "" : "mutable buffer ", v->name,
+		     pl_input_name(v), v->of_kind.input->kind == PR_INPUT_USER ? "" : "mutable buffer ",
+		     v->name,
 		     bytes, ds, onr, offr, c->name, extra, f->error ? RAISED : "");
 	pr_pass_diag_flag(ctx, PR_DIAG_PER_CALL_COPY);
 }
@@ -205,7 +201,7 @@ static void report_outputs(pr_pass_ctx *ctx, pr_graph *g, const flags *f,
 	for (int i = 0; ret && i < ret->n_args; i++) {
 		pr_arg *a = &ret->args[i];
 		if (a->kind != PR_ARG_VALUE || !a->u.value ||
-		    (ret->writebacks && ret->writebacks[i].kind != PR_WRITEBACK_NONE))
+		    (ret->of_kind.writebacks && ret->of_kind.writebacks[i].kind != PR_WRITEBACK_NONE))
 			continue;
 		pr_node *v = a->u.value, *writer = NULL;
 		pr_node *copy = written_output_copy(hw, v, &writer);

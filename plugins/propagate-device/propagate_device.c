@@ -382,7 +382,7 @@ copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device_id dev, const cop
 	 * their own for the many copies a run makes. */
 	pr_node *n = pr_graph_new_node_fresh_hashed(src->graph, PR_NODE_OP, copy_name_str(base),
 						    base->len, base->hash, next);
-	n->schema = s;
+	n->of_kind.schema = s;
 	n->type.kind = PR_TYPE_TENSOR;
 	n->type.tensor = *spec;
 	n->type.tensor.device_id = dev;
@@ -536,9 +536,9 @@ static inline const where_memo *where_of(place_ctx *c, const pr_delegate *d)
  * (pl_call_device(n, true, ...)). */
 static inline const where_memo *call_where(place_ctx *c, const pr_node *n)
 {
-	if (!n || n->kind != PR_NODE_DELEGATE || !n->delegate)
+	if (!n || n->kind != PR_NODE_DELEGATE || !n->of_kind.delegate)
 		return NULL;
-	const where_memo *m = where_of(c, n->delegate);
+	const where_memo *m = where_of(c, n->of_kind.delegate);
 	return m->on_device ? m : NULL;
 }
 
@@ -720,10 +720,10 @@ static bool maybe_written(const pr_node *v)
 {
 	for (int i = 0; i < v->n_uses; i++) {
 		const pr_node *op = v->uses[i].user;
-		if (op->kind != PR_NODE_OP || !op->schema)
+		if (op->kind != PR_NODE_OP || !op->of_kind.schema)
 			continue;
-		for (int a = 0; a < op->schema->n_args; a++)
-			if (pr_schema_arg_writes(op->schema, a))
+		for (int a = 0; a < op->of_kind.schema->n_args; a++)
+			if (pr_schema_arg_writes(op->of_kind.schema, a))
 				return true;
 		if (pr_node_alias_value(op, 0) == v && maybe_written(op))
 			return true;
@@ -800,7 +800,7 @@ static pr_err *place_results(place_ctx *c, pr_node *call, pr_device_id id)
 static void report_bad_device(place_ctx *c, pr_node *call)
 {
 	pr_device dev;
-	pr_err *err = pr_delegate_device(call->delegate, &dev);
+	pr_err *err = pr_delegate_device(call->of_kind.delegate, &dev);
 	pr_pass_diag(c->pass, PR_SEV_ERROR, "E-UNKNOWN-DEVICE", c->g->name, call->name, -1,
 		     "%s (called as %%%s)", pr_err_message(err), call->name ? call->name : "");
 	pr_err_free(err);
@@ -856,7 +856,7 @@ static pr_err *walk_results(place_ctx *c)
 	pr_err *e = NULL;
 	for (int i = 0; i < calls.n && !e; i++) {
 		prefetch_calls_ahead(c, &calls, i);
-		const pr_delegate *d = calls.items[i]->delegate;
+		const pr_delegate *d = calls.items[i]->of_kind.delegate;
 		const where_memo *m = d ? where_of(c, d) : NULL;
 		if (m && m->where == PL_BAD_DEVICE)
 			report_bad_device(c, calls.items[i]);
@@ -901,7 +901,7 @@ static void tag_skipped_input(place_ctx *c, pr_node *v, const pr_use *first, pr_
 	pr_pass_diag(c->pass, PR_SEV_ERROR, "E-INPUT-SHARED", c->g->name, v->name, pl_bytes(v),
 		     "%s '%s' (%%%s, %" PRId64 " bytes) feeds %s on %s, but with %s it may have no "
 		     "other reader, and %s also reads it",
-		     pl_input_kind_word(v, c->buffers), v->input->name ? v->input->name : v->name, v->name,
+		     pl_input_kind_word(v, c->buffers), pl_input_name(v), v->name,
 		     pl_bytes(v), reader, pr_device_str(*pr_device_of(dev), ds), PL_OPT_SKIP_H2D,
 		     other_reader);
 }
@@ -935,7 +935,7 @@ static bool constant_copyable(place_ctx *c, pr_node *v, const pr_use *first, pr_
 		     "contiguous nor channels-last: its copy would move the bytes as stored and the "
 		     "delegate would read them in the wrong order; make it contiguous first "
 		     "(the param-layout pass does)",
-		     pl_input_kind_word(v, c->buffers), v->input->name ? v->input->name : v->name, v->name,
+		     pl_input_kind_word(v, c->buffers), pl_input_name(v), v->name,
 		     pl_bytes(v), r, pr_device_str(*pr_device_of(dev), ds), st);
 	return false;
 }
@@ -946,7 +946,8 @@ static bool reads_on_device(place_ctx *c, const pr_use *u, pr_device_id dev)
 	const where_memo *m = call_where(c, u->user);
 	if (m)
 		return m->id == dev;
-	if (u->user->kind == PR_NODE_OP && u->user->schema && u->user->schema->shape_only)
+	const pr_schema *s = pr_node_schema(u->user);
+	if (s && s->shape_only)
 		return true;
 	return c->skip_d2h && pl_use_is_output(u);
 }
@@ -968,7 +969,7 @@ static void refuse_written_input(place_ctx *c, pr_node *v, const pr_use *first, 
 		     pl_bytes(v),
 		     "%s '%s' (%%%s, %" PRId64 " bytes) would stay on %s for %s, but %s writes it "
 		     "in place on the host, which would change only a host copy%s",
-		     pl_input_kind_word(v, c->buffers), v->input->name ? v->input->name : v->name, v->name,
+		     pl_input_kind_word(v, c->buffers), pl_input_name(v), v->name,
 		     pl_bytes(v), pr_device_str(*pr_device_of(dev), ds), r, w, wb);
 }
 

@@ -105,7 +105,7 @@ class Data(Structure):
                 ("mapped", POINTER(c_uint8)), ("mapped_size", c_int64)]
 
 
-# A node's input record (pr_input): never NULL, read it on any node.
+# An input node's record (pr_input): Node.of_kind.input, on an input only.
 class Input(Structure):
     _fields_ = [("kind", c_int), ("name", c_char_p), ("data", Data)]
 
@@ -123,14 +123,19 @@ class Delegate(Structure):
                 ("body", POINTER(Graph)), ("device_known", c_bool), ("device", Device)]
 
 
+# pr_node.of_kind: read only the member of the node's kind (an input's
+# record, an op's schema, a delegate call's delegate, a return's write-backs).
+class NodeOfKind(Union):
+    _fields_ = [("input", POINTER(Input)), ("schema", POINTER(Schema)),
+                ("delegate", POINTER(Delegate)), ("writebacks", POINTER(Writeback))]
+
+
 Node._fields_ = [("kind", c_int), ("mem", c_uint16), ("uses_room", c_uint8),
                  ("name", c_char_p),
                  ("graph", POINTER(Graph)), ("prev", POINTER(Node)), ("next", POINTER(Node)),
                  ("order", c_uint64), ("n_args", c_int), ("line", c_uint32),
                  ("n_uses", c_int), ("index", c_int32), ("args", POINTER(Arg)),
-                 ("uses", POINTER(Use)), ("type", Type), ("input", POINTER(Input)),
-                 ("schema", POINTER(Schema)), ("delegate", POINTER(Delegate)),
-                 ("writebacks", POINTER(Writeback)),
+                 ("uses", POINTER(Use)), ("type", Type), ("of_kind", NodeOfKind),
                  ("scratch", c_void_p)]
 
 Graph._fields_ = [("name", c_char_p), ("first", POINTER(Node)), ("last", POINTER(Node)),
@@ -207,7 +212,7 @@ class RunReport(Structure):
 STRUCTS = {"pr_device": Device, "pr_spec": Spec, "pr_type": Type, "pr_alias": Alias,
            "pr_schema_arg": SchemaArg, "pr_schema": Schema, "pr_arg": Arg, "pr_use": Use,
            "pr_data": Data, "pr_input": Input, "pr_writeback": Writeback, "pr_kv": Kv, "pr_delegate": Delegate,
-           "pr_node": Node, "pr_graph": Graph, "pr_program": Program, "pr_diag": Diag,
+           "pr_node": Node, "pr_node_of_kind": NodeOfKind, "pr_graph": Graph, "pr_program": Program, "pr_diag": Diag,
            "pr_diags": Diags, "pr_pass_record": PassRecord, "pr_pass_report": PassReport,
            "pr_instrument_opts": InstrumentOpts, "pr_plugin_search": PluginSearch,
            "prt_run_input": RunInput, "prt_run_options": RunOptions,

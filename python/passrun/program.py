@@ -162,16 +162,17 @@ def _arg(a, by_addr):
 def _node(c):
     kind = NODE_KINDS[c.kind]
     n = Node(kind, _lib.cstr(c.name), _type(c.type), line=c.line)
+    of = c.of_kind   # only the member of the node's kind is read
     if kind == "input":
-        i = c.input.contents
+        i = of.input.contents
         n.input_kind = INPUT_KINDS[i.kind]
         n.input_name = _lib.cstr(i.name)
-    elif kind == "op" and c.schema:
-        s = c.schema.contents
+    elif kind == "op" and of.schema:
+        s = of.schema.contents
         n.op = _lib.cstr(s.full_name)
         n.is_copy = "h2d" if s.h2d else "d2h" if s.d2h else None
-    elif kind == "delegate" and c.delegate:
-        n.delegate = _lib.cstr(c.delegate.contents.name)
+    elif kind == "delegate" and of.delegate:
+        n.delegate = _lib.cstr(of.delegate.contents.name)
     elif kind == "getitem":
         n.index = c.index
     return n
@@ -190,9 +191,10 @@ def _graph(g, is_delegate):
     for c, n in zip(cs, nodes):
         n.args = [_arg(c.args[i], by_addr) for i in range(c.n_args)]
         n.users = [by_addr[ctypes.addressof(c.uses[i].user.contents)] for i in range(c.n_uses)]
-        if n.kind == "return" and c.writebacks:
-            n.writebacks = [(WRITEBACK_KINDS[c.writebacks[i].kind],
-                             _lib.cstr(c.writebacks[i].target)) for i in range(c.n_args)]
+        wbs = c.of_kind.writebacks if n.kind == "return" else None
+        if wbs:
+            n.writebacks = [(WRITEBACK_KINDS[wbs[i].kind], _lib.cstr(wbs[i].target))
+                            for i in range(c.n_args)]
     return Graph(_lib.cstr(g.name), nodes, is_delegate)
 
 

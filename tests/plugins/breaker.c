@@ -11,7 +11,7 @@ static pr_err *break_inputs(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 	for (int i = 0; i < p->n_methods; i++) {
 		pr_graph_for_each(p->methods[i], n) {
 			pr_spec *s = pr_node_spec(n);
-			if (n->kind == PR_NODE_INPUT && n->input->kind == PR_INPUT_USER && s) {
+			if (n->kind == PR_NODE_INPUT && n->of_kind.input->kind == PR_INPUT_USER && s) {
 				pr_spec_set_device(s, cuda0);
 				*changed = true;
 			}

@@ -9,6 +9,9 @@
 #include "passrun/manager.h"
 #include "passrun/runtime.h"
 
+/* pr_node's union, named here so that it is laid out like a struct. */
+typedef __typeof__(((pr_node *)0)->of_kind) pr_node_of_kind;
+
 #define F(T, f) printf("%s %s %zu\n", #T, #f, offsetof(T, f));
 #define S(T, ...) do { __VA_ARGS__ printf("%s sizeof %zu\n", #T, sizeof(T)); } while (0)
 
@@ -37,8 +40,9 @@ int main(void)
 	S(pr_node, F(pr_node, kind) F(pr_node, mem) F(pr_node, uses_room) F(pr_node, name) F(pr_node, graph)
 	  F(pr_node, prev) F(pr_node, next) F(pr_node, order) F(pr_node, n_args) F(pr_node, line)
 	  F(pr_node, n_uses) F(pr_node, index) F(pr_node, args) F(pr_node, uses)
-	  F(pr_node, type) F(pr_node, input) F(pr_node, schema) F(pr_node, delegate)
-	  F(pr_node, writebacks) F(pr_node, scratch));
+	  F(pr_node, type) F(pr_node, of_kind) F(pr_node, scratch));
+	S(pr_node_of_kind, F(pr_node_of_kind, input) F(pr_node_of_kind, schema)
+	  F(pr_node_of_kind, delegate) F(pr_node_of_kind, writebacks));
 	S(pr_graph, F(pr_graph, name) F(pr_graph, first) F(pr_graph, last) F(pr_graph, n_nodes)
 	  F(pr_graph, store) F(pr_graph, delegate) F(pr_graph, program) F(pr_graph, order_stale));
 	S(pr_program, F(pr_program, n_schemas) F(pr_program, cap_schemas) F(pr_program, schemas)

@@ -136,7 +136,7 @@ static inline pr_err *dh_run_on(dh_harness *h, const char *schema_text, prt_karg
 	memset(&node, 0, sizeof node);
 	node.kind = PR_NODE_OP;
 	node.name = (char *)"t";
-	node.schema = s;
+	node.of_kind.schema = s;
 	prt_karg args[12];
 	cr_assert(n <= 12);
 	memcpy(args, args0, sizeof *args * (size_t)n);

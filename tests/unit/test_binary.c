@@ -182,17 +182,18 @@ static void expect_mapped(pr_graph *g, const char *name, const uint8_t *base)
 {
 	pr_node *n = pr_graph_find(g, name);
 	cr_assert_not_null(n);
-	cr_assert_not_null(n->input->data.mapped, "%%%s has no mapped bytes", name);
-	cr_expect_eq(((uintptr_t)n->input->data.mapped - (uintptr_t)base) % 64, 0,
+	cr_assert_not_null(pr_node_input(n)->data.mapped, "%%%s has no mapped bytes", name);
+	cr_expect_eq(((uintptr_t)pr_node_input(n)->data.mapped - (uintptr_t)base) % 64, 0,
 		     "%%%s's bytes are not 64-byte aligned in the file", name);
 	int64_t size = pr_spec_storage_bytes(&n->type.tensor);
-	cr_assert_eq(n->input->data.mapped_size, size);
+	cr_assert_eq(pr_node_input(n)->data.mapped_size, size);
 	uint8_t *want = malloc((size_t)size);
-	pr_data d = n->input->data;
+	pr_data d = pr_node_input(n)->data;
 	d.mapped = NULL;   /* materialize from the description */
 	pr_err *e = pr_data_materialize(&d, &n->type.tensor, want);
 	cr_assert_null(e);
-	cr_expect(!memcmp(want, n->input->data.mapped, (size_t)size), "%%%s: mapped bytes differ", name);
+	cr_expect(!memcmp(want, pr_node_input(n)->data.mapped, (size_t)size),
+		  "%%%s: mapped bytes differ", name);
 	free(want);
 }
 
@@ -210,7 +211,7 @@ Test(binary, borrowed_load_points_constants_into_the_buffer)
 	expect_mapped(g, "a", aligned);
 	expect_mapped(g, "b", aligned);
 	expect_mapped(g, "l", aligned);
-	cr_expect_null(pr_graph_find(g, "x")->input->data.mapped);
+	cr_expect_null(pr_node_input(pr_graph_find(g, "x"))->data.mapped);
 	pr_blob *raw = pr_program_find_blob(q, "raw");
 	cr_expect(raw->borrowed);
 	cr_expect(raw->bytes > aligned && raw->bytes < aligned + len);
@@ -218,7 +219,8 @@ Test(binary, borrowed_load_points_constants_into_the_buffer)
 
 	q = load_ok(aligned, len, false, "data");
 	g = pr_program_find_method(q, "m");
-	cr_expect_null(pr_graph_find(g, "r")->input->data.mapped, "a copying load must not point into buf");
+	cr_expect_null(pr_node_input(pr_graph_find(g, "r"))->data.mapped,
+		       "a copying load must not point into buf");
 	raw = pr_program_find_blob(q, "raw");
 	cr_expect(!raw->borrowed);
 	cr_expect(raw->bytes < aligned || raw->bytes >= aligned + len);
@@ -302,10 +304,10 @@ Test(binary, loader_refuses_a_data_value_its_dtype_cannot_hold)
 			 cases[i].decl);
 		pr_program *p = tu_parse(text);
 		pr_node *c = pr_graph_find(pr_program_find_method(p, "m"), "c");
-		if (c->input->data.kind == PR_DATA_FILL)
-			c->input->data.fill = cases[i].bad;
+		if (c->of_kind.input->data.kind == PR_DATA_FILL)
+			c->of_kind.input->data.fill = cases[i].bad;
 		else
-			c->input->data.values[1] = cases[i].bad;
+			c->of_kind.input->data.values[1] = cases[i].bad;
 		uint8_t *bin = NULL;
 		size_t len = 0;
 		cr_assert_null(pr_binary_write(p, &bin, &len));
@@ -366,8 +368,8 @@ Test(fileio, save_and_load_by_content_with_a_mapping)
 		if (q->mapping) {
 			cr_expect_eq(q->mapping_size, len);
 			pr_node *r = pr_graph_find(pr_program_find_method(q, "m"), "r");
-			cr_expect((const uint8_t *)r->input->data.mapped >= (const uint8_t *)q->mapping &&
-				  (const uint8_t *)r->input->data.mapped < (const uint8_t *)q->mapping + len);
+			cr_expect((const uint8_t *)pr_node_input(r)->data.mapped >= (const uint8_t *)q->mapping &&
+				  (const uint8_t *)pr_node_input(r)->data.mapped < (const uint8_t *)q->mapping + len);
 			cr_expect(pr_program_find_blob(q, "raw")->borrowed);
 		}
 		char *got = print(q);
@@ -448,7 +450,7 @@ Test(binary, broadcast_constant_keeps_only_its_description)
 	size_t len;
 	write_ok(p, &bin, &len, "broadcast");
 	pr_program *q = load_ok(bin, len, true, "broadcast");
-	cr_expect_null(pr_graph_find(pr_program_find_method(q, "m"), "c")->input->data.mapped);
+	cr_expect_null(pr_node_input(pr_graph_find(pr_program_find_method(q, "m"), "c"))->data.mapped);
 	char *a = print(p), *b = print(q);
 	cr_expect_str_eq(a, b);
 	free(a);
@@ -462,7 +464,7 @@ Test(binary, broadcast_constant_keeps_only_its_description)
 static pr_node *append_after_the_return(pr_program *p, pr_graph *g)
 {
 	pr_node *late = pr_graph_new_node(g, PR_NODE_OP, "late");
-	late->schema = pr_program_find_schema(p, "aten::neg");
+	late->of_kind.schema = pr_program_find_schema(p, "aten::neg");
 	pr_arg *args = pr_graph_new_args(g, 1);
 	args[0].kind = PR_ARG_VALUE;
 	args[0].u.value = pr_graph_find(g, "x");
@@ -569,14 +571,14 @@ Test(binary, a_constant_that_cannot_be_materialized_leaves_data_as_it_was)
 				 "  return %a, %b\n"
 				 "}\n");
 	pr_node *b = pr_graph_find(pr_program_find_method(p, "m"), "b");
-	b->input->data.n_values = 2;   /* one short of its 3 elements: materializing it fails */
+	b->of_kind.input->data.n_values = 2;   /* one short of its 3 elements: materializing it fails */
 	uint8_t *bin;
 	size_t len;
 	write_ok(p, &bin, &len, "short list");
 	cr_expect_eq(section_field(bin, 4, 16), 4, "DATA holds %%a's 4 bytes only, found %llu",
 		     (unsigned long long)section_field(bin, 4, 16));
 	cr_expect_eq(section_field(bin, 4, 8) + 4, len);
-	b->input->data.n_values = 3;
+	b->of_kind.input->data.n_values = 3;
 	free(bin);
 	pr_program_free(p);
 }
@@ -961,7 +963,7 @@ Test(binary, a_nul_byte_is_refused_anywhere_in_a_string)
 			bin[at + i] = (uint8_t)s[i];
 		}
 		pr_program *q = load_ok(bin, len, false, "a string");
-		cr_expect_str_eq(pr_graph_find(q->methods[0], "x")->input->name, s);
+		cr_expect_str_eq(pr_node_input(pr_graph_find(q->methods[0], "x"))->name, s);
 		pr_program_free(q);
 		free(bin);
 		pr_program_free(p);

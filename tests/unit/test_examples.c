@@ -274,8 +274,8 @@ static const char *generate(const char *script, const char *args, const char *ou
 /* The tensor whose storage v is: through views and in-place results. */
 static const pr_node *storage_base(const pr_node *v)
 {
-	while (v->kind == PR_NODE_OP && v->schema->n_returns == 1) {
-		int a = pr_schema_return_alias(v->schema, 0);
+	while (v->kind == PR_NODE_OP && v->of_kind.schema->n_returns == 1) {
+		int a = pr_schema_return_alias(v->of_kind.schema, 0);
 		if (a < 0 || a >= v->n_args || v->args[a].kind != PR_ARG_VALUE)
 			break;
 		v = v->args[a].u.value;
@@ -318,20 +318,20 @@ Test(generators, decoder_has_the_shape_the_benchmarks_need)
 	int device_calls = 0, host_writes = 0, constants_to_delegates = 0, max_delegate_readers = 0;
 	pr_graph_for_each(g, n) {
 		if (n->kind == PR_NODE_DELEGATE) {
-			const char *dev = pr_delegate_spec(n->delegate, "target_device");
+			const char *dev = pr_delegate_spec(n->of_kind.delegate, "target_device");
 			device_calls += dev && strcmp(dev, "cuda:0") == 0;
 		}
 		if (n->kind == PR_NODE_OP)
-			for (int a = 0; a < n->schema->n_args && a < n->n_args; a++)
-				host_writes += pr_schema_arg_writes(n->schema, a);
+			for (int a = 0; a < n->of_kind.schema->n_args && a < n->n_args; a++)
+				host_writes += pr_schema_arg_writes(n->of_kind.schema, a);
 		if (n->kind != PR_NODE_INPUT)
 			continue;
 		int readers = 0;
 		for (int u = 0; u < n->n_uses; u++)
 			readers += n->uses[u].user->kind == PR_NODE_DELEGATE;
-		if (n->input->kind == PR_INPUT_PARAMETER && readers > 0)
+		if (n->of_kind.input->kind == PR_INPUT_PARAMETER && readers > 0)
 			constants_to_delegates++;
-		if (n->input->kind == PR_INPUT_USER && readers > max_delegate_readers)
+		if (n->of_kind.input->kind == PR_INPUT_USER && readers > max_delegate_readers)
 			max_delegate_readers = readers;
 	}
 	cr_expect_gt(device_calls, 50, "only %d cuda:0 delegate calls", device_calls);
@@ -410,12 +410,12 @@ Test(generators, random_programs_without_refusals_parse_and_verify)
 		pr_graph_for_each(p->methods[0], n) {
 			if (n->kind != PR_NODE_DELEGATE)
 				continue;
-			const char *dev = pr_delegate_spec(n->delegate, "target_device");
+			const char *dev = pr_delegate_spec(n->of_kind.delegate, "target_device");
 			if (!dev || strcmp(dev, "cpu") == 0)
 				continue;
 			for (int a = 0; a < n->n_args; a++) {
 				const pr_node *b = storage_base(n->args[a].u.value);
-				cr_expect(!(b->kind == PR_NODE_INPUT && b->input->kind == PR_INPUT_BUFFER),
+				cr_expect(!(b->kind == PR_NODE_INPUT && b->of_kind.input->kind == PR_INPUT_BUFFER),
 					  "random_%d.pg: device delegate %%%s reads buffer %%%s", s,
 					  n->name, b->name);
 			}

@@ -289,9 +289,9 @@ Test(file_sink, loaded_binary_keeps_its_borrowed_bytes)
 	cr_assert(q->blobs && q->blobs->borrowed);
 	cr_assert(!memcmp(q->blobs->bytes, "\1\2\3\4\5\6\7\10", 8));
 	pr_node *c = pr_graph_find(q->methods[0], "c");
-	cr_assert(c && c->input->data.mapped);
+	cr_assert(c && pr_node_input(c)->data.mapped);
 	const float want[4] = {0, 1, 2, 3};
-	cr_assert(!memcmp(c->input->data.mapped, want, sizeof want));
+	cr_assert(!memcmp(pr_node_input(c)->data.mapped, want, sizeof want));
 	size_t n1, n2;
 	char *a = pr_text_print(p, &n1), *b = pr_text_print(q, &n2);
 	cr_assert(n1 == n2 && !memcmp(a, b, n1), "the loaded program differs from the saved one");

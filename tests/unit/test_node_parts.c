@@ -62,21 +62,21 @@ Test(node_parts, input_name_owned_graph_and_back)
 	pr_node *a = pr_graph_new_node(g, PR_NODE_INPUT, "a");
 	pr_node_set_input_name(a, strdup("owned"), PR_STORAGE_OWNED);
 	pr_node_set_input_name(a, graph_string(g, "graph"), PR_STORAGE_GRAPH);   /* frees "owned" */
-	cr_assert_str_eq(a->input->name, "graph");
+	cr_assert_str_eq(pr_node_input(a)->name, "graph");
 	pr_node_set_input_name(a, strdup("again"), PR_STORAGE_OWNED);   /* does not free "graph" */
-	cr_assert_str_eq(a->input->name, "again");
+	cr_assert_str_eq(pr_node_input(a)->name, "again");
 	pr_node *b = pr_graph_new_node(g, PR_NODE_INPUT, "b");
 	pr_node_set_input_name(b, (char *)pr_program_intern(p, "interned", 8), PR_STORAGE_GRAPH);
 	cr_assert_null(pr_graph_append(g, a));
 	cr_assert_null(pr_graph_append(g, b));
 	pr_graph_erase(b);   /* an interned name is not freed */
 	pr_node *c = pr_graph_new_node(g, PR_NODE_INPUT, "c");   /* b's record, zeroed */
-	cr_assert_null(c->input->name);
+	cr_assert_null(pr_node_input(c)->name);
 	pr_node_set_input_name(c, strdup("c's own"), PR_STORAGE_OWNED);   /* b's bit is gone */
 	pr_node *d = pr_node_new(PR_NODE_INPUT, "d");   /* detached: owned only */
 	pr_node_set_input_name(d, strdup("detached"), PR_STORAGE_OWNED);
 	pr_node_set_input_name(d, NULL, PR_STORAGE_OWNED);
-	cr_assert_null(d->input->name);
+	cr_assert_null(pr_node_input(d)->name);
 	pr_graph_erase(d);
 	pr_program_free(p);   /* frees "again" and "c's own" */
 }
@@ -86,18 +86,18 @@ Test(node_parts, data_values_owned_graph_and_back)
 	pr_graph *g;
 	pr_program *p = one_method(&g);
 	pr_node *a = pr_graph_new_node(g, PR_NODE_INPUT, "a");
-	a->input->data.kind = PR_DATA_LIST;
+	a->of_kind.input->data.kind = PR_DATA_LIST;
 	pr_node_set_data_values(a, values_of(malloc(2 * sizeof(double)), 2, 1), 2, PR_STORAGE_OWNED);
 	double *gv = values_of(pr_graph_alloc(g, 3 * sizeof(double)), 3, 10);
 	pr_node_set_data_values(a, gv, 3, PR_STORAGE_GRAPH);
-	cr_assert_eq(a->input->data.values, gv);
-	cr_assert_eq(a->input->data.n_values, 3);
-	cr_assert_eq(a->input->data.values[2], 12.0);
+	cr_assert_eq(pr_node_input(a)->data.values, gv);
+	cr_assert_eq(pr_node_input(a)->data.n_values, 3);
+	cr_assert_eq(pr_node_input(a)->data.values[2], 12.0);
 	pr_node *b = pr_graph_new_node(g, PR_NODE_INPUT, "b");
 	pr_node_set_data_values(b, gv, 3, PR_STORAGE_GRAPH);   /* shared graph storage */
 	cr_assert_null(pr_graph_append(g, a));
 	pr_graph_erase(a);
-	cr_assert_eq(b->input->data.values[0], 10.0, "graph storage outlives a node");
+	cr_assert_eq(pr_node_input(b)->data.values[0], 10.0, "graph storage outlives a node");
 	pr_node_set_data_values(b, values_of(malloc(sizeof(double)), 1, 5), 1, PR_STORAGE_OWNED);
 	pr_program_free(p);   /* frees b's own */
 }
@@ -144,7 +144,7 @@ Test(node_parts, writebacks_owned_graph_and_back)
 	pr_graph *g;
 	pr_program *p = one_method(&g);
 	pr_node *x = pr_graph_new_node(g, PR_NODE_INPUT, "x");
-	x->input->kind = PR_INPUT_BUFFER;
+	x->of_kind.input->kind = PR_INPUT_BUFFER;
 	pr_node_set_input_name(x, graph_string(g, "buf"), PR_STORAGE_GRAPH);
 	cr_assert_null(pr_graph_append(g, x));
 	pr_node *ret = pr_graph_new_node(g, PR_NODE_RETURN, NULL);
@@ -165,7 +165,7 @@ Test(node_parts, writebacks_owned_graph_and_back)
 	pr_mutable_buffers_free(mb);
 	pr_node_set_writebacks(ret, owned_writebacks(2, "again"), PR_STORAGE_OWNED);
 	pr_node_set_writebacks(ret, NULL, PR_STORAGE_OWNED);
-	cr_assert_null(ret->writebacks);
+	cr_assert_null(pr_node_writebacks(ret));
 	pr_node_set_writebacks(ret, owned_writebacks(2, "last"), PR_STORAGE_OWNED);
 	pr_graph_erase(ret);   /* frees them */
 	pr_program_free(p);
@@ -230,9 +230,9 @@ Test(node_parts, loaded_parts_print_as_parsed)
 	char *a = pr_text_print(p, NULL), *b = pr_text_print(q, NULL);
 	cr_assert_str_eq(a, b);
 	pr_node *k = node_named(q, "k");
-	cr_assert_str_eq(k->input->name, "k.3");
-	cr_assert_eq(k->input->data.n_values, 3);
-	cr_assert_eq(k->input->data.values[2], 6.0);
+	cr_assert_str_eq(pr_node_input(k)->name, "k.3");
+	cr_assert_eq(pr_node_input(k)->data.n_values, 3);
+	cr_assert_eq(pr_node_input(k)->data.values[2], 6.0);
 	cr_assert_eq(node_named(q, "d")->type.n_elems, 1);
 	free(a);
 	free(b);

@@ -616,7 +616,7 @@ Test(plan, M1_lifetimes_after_an_insertion)
 	pr_graph *g = p->methods[0];
 	pr_node *a = pr_graph_find(g, "a"), *b = pr_graph_find(g, "b");
 	pr_node *m = pr_node_new(PR_NODE_OP, "m");
-	m->schema = pr_program_find_schema(p, "aten::add.Tensor");
+	m->of_kind.schema = pr_program_find_schema(p, "aten::add.Tensor");
 	m->type.kind = PR_TYPE_TENSOR;
 	int64_t shape[1] = { 16 };
 	pr_spec_init(&m->type.tensor, PR_F32, 1, shape);

@@ -11,7 +11,7 @@
 static pr_node *add_input(pr_graph *g, const char *name)
 {
 	pr_node *n = pr_node_new(PR_NODE_INPUT, name);
-	n->input->kind = PR_INPUT_USER;
+	n->of_kind.input->kind = PR_INPUT_USER;
 	n->type.kind = PR_TYPE_TENSOR;
 	int64_t shape[2] = {2, 3};
 	pr_spec_init(&n->type.tensor, PR_F32, 2, shape);
@@ -689,7 +689,7 @@ Test(layouts, threads_interning_the_same_layouts_get_the_same_copies)
 static pr_node *slab_input(pr_graph *g, const char *name)
 {
 	pr_node *n = pr_graph_new_node(g, PR_NODE_INPUT, name);
-	n->input->kind = PR_INPUT_USER;
+	n->of_kind.input->kind = PR_INPUT_USER;
 	return n;
 }
 
@@ -1015,7 +1015,7 @@ Test(storage, detached_nodes_keep_their_names_until_linked)
 	cr_assert_null(pr_graph_append(g, s));
 	cr_assert_eq(pr_graph_find(g, "d"), s);
 	pr_node *never = pr_graph_new_node(g, PR_NODE_INPUT, "e");   /* freed with g */
-	never->input->name = strdup("quoted");
+	never->of_kind.input->name = strdup("quoted");
 	pr_program_free(p);
 }
 
@@ -1026,34 +1026,37 @@ Test(storage, input_records_are_inputs_only)
 	pr_node *op = pr_graph_new_node(g, PR_NODE_OP, "op");
 	pr_node *det = pr_node_new(PR_NODE_DELEGATE, NULL);
 	/* Read on any kind: the zeros every node had before inputs had records. */
-	cr_assert_not_null(op->input);
-	cr_assert_eq(op->input, det->input, "non-inputs share one record");
-	cr_expect_eq(op->input->kind, PR_INPUT_POSITIONAL);
-	cr_expect_null(op->input->name);
-	cr_expect_eq(op->input->data.kind, PR_DATA_NONE);
+	cr_assert_eq(pr_node_input(op), &pr_input_none);
+	cr_assert_eq(pr_node_input(det), &pr_input_none, "non-inputs share one record");
+	cr_expect_eq(pr_input_none.kind, PR_INPUT_POSITIONAL);
+	cr_expect_null(pr_input_none.name);
+	cr_expect_eq(pr_input_none.data.kind, PR_DATA_NONE);
 	pr_node *a = pr_graph_new_node(g, PR_NODE_INPUT, "a");
 	pr_node *b = pr_node_new(PR_NODE_INPUT, "b");
-	cr_assert(a->input != op->input && b->input != op->input && a->input != b->input);
-	cr_expect_eq(b->input->data.kind, PR_DATA_NONE);
+	cr_assert(pr_node_input(a) != &pr_input_none && pr_node_input(b) != &pr_input_none &&
+		  a->of_kind.input != b->of_kind.input);
+	cr_expect_eq(pr_node_input(b)->data.kind, PR_DATA_NONE);
 	cr_assert_str_eq(b->name, "b", "a detached input's name after its record");
 	/* A parser that learns the kind later: slab and detached nodes alike. */
 	pr_node_make_input(op);
 	pr_node_make_input(det);
 	cr_expect_eq(op->kind, PR_NODE_INPUT);
-	cr_assert(op->input != a->input && det->input != b->input && det->input != a->input);
-	op->input->name = strdup("x");
-	det->input->name = strdup("y");
-	a->input->data.kind = PR_DATA_LIST;
-	a->input->data.values = calloc(2, sizeof(double));
-	a->input->data.n_values = 2;
+	cr_assert(pr_node_input(op) != &pr_input_none && pr_node_input(det) != &pr_input_none);
+	cr_assert(op->of_kind.input != a->of_kind.input && det->of_kind.input != b->of_kind.input &&
+		  det->of_kind.input != a->of_kind.input);
+	op->of_kind.input->name = strdup("x");
+	det->of_kind.input->name = strdup("y");
+	a->of_kind.input->data.kind = PR_DATA_LIST;
+	a->of_kind.input->data.values = calloc(2, sizeof(double));
+	a->of_kind.input->data.n_values = 2;
 	/* An erased input's record goes to the next input made, zeroed. */
-	pr_input *old = a->input;
+	pr_input *old = a->of_kind.input;
 	pr_graph_erase(a);
 	pr_node *c = pr_graph_new_node(g, PR_NODE_INPUT, "c");
-	cr_expect_eq(c->input, old);
-	cr_expect_eq(c->input->data.kind, PR_DATA_NONE);
-	cr_expect_null(c->input->data.values);
-	cr_expect_null(pr_graph_new_node(g, PR_NODE_OP, "d")->input->name);
+	cr_expect_eq(c->of_kind.input, old);
+	cr_expect_eq(c->of_kind.input->data.kind, PR_DATA_NONE);
+	cr_expect_null(c->of_kind.input->data.values);
+	cr_expect_null(pr_node_input(pr_graph_new_node(g, PR_NODE_OP, "d"))->name);
 	pr_graph_erase(det);
 	pr_graph_erase(b);
 	cr_assert_null(pr_graph_append(g, op));

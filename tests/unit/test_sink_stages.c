@@ -387,7 +387,7 @@ Test(sink_stages, written_constants_leave_the_mapping)
 	cr_assert_null(pr_program_save_file(p, in));
 	pr_program_free(p);
 	cr_assert_null(pr_program_load_file(in, &p));
-	const float *c = (const float *)(const void *)p->methods[0]->first->input->data.mapped;
+	const float *c = (const float *)(const void *)pr_node_input(p->methods[0]->first)->data.mapped;
 	cr_assert(c, "the constant does not borrow from the mapping");
 	cr_assert_null(pr_program_save_file(p, out));
 	long kb = mapping_rss_kb(p->mapping);

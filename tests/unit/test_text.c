@@ -66,8 +66,8 @@ Test(text, interfaces_example_builds_the_model)
 	cr_expect_str_eq(d->specs[0].key, "backend");
 	cr_expect_str_eq(pr_delegate_spec(d, "target_device"), "cuda:0");
 	cr_expect_eq(d->body->n_nodes, 4);
-	cr_expect_eq(node(d->body, "a")->input->kind, PR_INPUT_POSITIONAL);
-	cr_expect_eq(node(d->body, "c")->schema, p->schemas[0]);
+	cr_expect_eq(pr_node_input(node(d->body, "a"))->kind, PR_INPUT_POSITIONAL);
+	cr_expect_eq(pr_node_schema(node(d->body, "c")), p->schemas[0]);
 
 	pr_graph *g = pr_program_find_method(p, "forward");
 	cr_assert_not_null(g);
@@ -75,25 +75,25 @@ Test(text, interfaces_example_builds_the_model)
 	pr_node *x = node(g, "x"), *w = node(g, "w"), *k = node(g, "k"), *dl = node(g, "d");
 	pr_node *t = node(g, "t"), *r = node(g, "r");
 	cr_expect_eq(x->kind, PR_NODE_INPUT);
-	cr_expect_eq(x->input->kind, PR_INPUT_USER);
-	cr_expect_str_eq(x->input->name, "x");
+	cr_expect_eq(pr_node_input(x)->kind, PR_INPUT_USER);
+	cr_expect_str_eq(pr_node_input(x)->name, "x");
 	cr_expect_eq(x->line, 22);
-	cr_expect_eq(w->input->kind, PR_INPUT_PARAMETER);
-	cr_expect_eq(w->input->data.kind, PR_DATA_RANDOM);
-	cr_expect_eq(w->input->data.seed, 7);
+	cr_expect_eq(pr_node_input(w)->kind, PR_INPUT_PARAMETER);
+	cr_expect_eq(pr_node_input(w)->data.kind, PR_DATA_RANDOM);
+	cr_expect_eq(pr_node_input(w)->data.seed, 7);
 	cr_expect_eq(w->type.tensor.strides[0], 1);
 	cr_expect_eq(w->type.tensor.strides[1], 2);
-	cr_expect_eq(k->input->kind, PR_INPUT_BUFFER);
-	cr_expect_eq(k->input->data.kind, PR_DATA_ZEROS);
+	cr_expect_eq(pr_node_input(k)->kind, PR_INPUT_BUFFER);
+	cr_expect_eq(pr_node_input(k)->data.kind, PR_DATA_ZEROS);
 	cr_expect_eq(dl->kind, PR_NODE_DELEGATE);
-	cr_expect_eq(dl->delegate, d);
+	cr_expect_eq(pr_node_delegate(dl), d);
 	cr_expect_eq(dl->type.kind, PR_TYPE_TUPLE);
 	cr_expect_eq(dl->type.n_elems, 1);
 	cr_expect_eq(t->kind, PR_NODE_GETITEM);
 	cr_expect_eq(t->index, 0);
 	cr_expect_eq(t->args[0].u.value, dl);
 	cr_expect_eq(r->kind, PR_NODE_OP);
-	cr_expect_str_eq(r->schema->full_name, "aten::relu_");
+	cr_expect_str_eq(pr_node_schema(r)->full_name, "aten::relu_");
 
 	/* The no-result call, and the use lists. */
 	pr_node *acc = r->next;
@@ -110,9 +110,9 @@ Test(text, interfaces_example_builds_the_model)
 	cr_assert_not_null(ret);
 	cr_assert_eq(ret->n_args, 2);
 	cr_expect_eq(ret->args[0].u.value, r);
-	cr_expect_eq(ret->writebacks[0].kind, PR_WRITEBACK_NONE);
-	cr_expect_eq(ret->writebacks[1].kind, PR_WRITEBACK_BUFFER);
-	cr_expect_str_eq(ret->writebacks[1].target, "cache");
+	cr_expect_eq(pr_node_writebacks(ret)[0].kind, PR_WRITEBACK_NONE);
+	cr_expect_eq(pr_node_writebacks(ret)[1].kind, PR_WRITEBACK_BUFFER);
+	cr_expect_str_eq(pr_node_writebacks(ret)[1].target, "cache");
 	pr_program_free(p);
 }
 
@@ -218,32 +218,33 @@ Test(text, data)
 {
 	pr_program *p = parse_src("tests/text/data.pg");
 	pr_graph *g = p->methods[0];
-	cr_expect_eq(node(g, "z")->input->data.kind, PR_DATA_ZEROS);
-	cr_expect_eq(node(g, "o")->input->data.kind, PR_DATA_ONES);
-	cr_expect_eq(node(g, "f")->input->data.kind, PR_DATA_FILL);
-	cr_expect_eq(node(g, "f")->input->data.fill, 0.5);
-	cr_expect_eq(node(g, "fi")->input->data.fill, -3.0);
-	cr_expect_eq(node(g, "a")->input->data.kind, PR_DATA_ARANGE);
-	cr_expect_eq(node(g, "r")->input->data.kind, PR_DATA_RANDOM);
-	cr_expect_eq(node(g, "r")->input->data.seed, 12345);
-	pr_data *l = &node(g, "l")->input->data;
+	cr_expect_eq(pr_node_input(node(g, "z"))->data.kind, PR_DATA_ZEROS);
+	cr_expect_eq(pr_node_input(node(g, "o"))->data.kind, PR_DATA_ONES);
+	cr_expect_eq(pr_node_input(node(g, "f"))->data.kind, PR_DATA_FILL);
+	cr_expect_eq(pr_node_input(node(g, "f"))->data.fill, 0.5);
+	cr_expect_eq(pr_node_input(node(g, "fi"))->data.fill, -3.0);
+	cr_expect_eq(pr_node_input(node(g, "a"))->data.kind, PR_DATA_ARANGE);
+	cr_expect_eq(pr_node_input(node(g, "r"))->data.kind, PR_DATA_RANDOM);
+	cr_expect_eq(pr_node_input(node(g, "r"))->data.seed, 12345);
+	const pr_data *l = &pr_node_input(node(g, "l"))->data;
 	cr_assert_eq(l->kind, PR_DATA_LIST);
 	cr_assert_eq(l->n_values, 4);
 	cr_expect_eq(l->values[1], -2.5);
 	cr_expect_eq(l->values[2], 1e-07);
-	pr_data *lb = &node(g, "lb")->input->data;
+	const pr_data *lb = &pr_node_input(node(g, "lb"))->data;
 	cr_expect_eq(lb->values[0], 1.0);
 	cr_expect_eq(lb->values[1], 0.0);
-	pr_data *b = &node(g, "b")->input->data;
+	const pr_data *b = &pr_node_input(node(g, "b"))->data;
 	cr_assert_eq(b->kind, PR_DATA_BLOB);
 	cr_assert_not_null(b->blob);
 	cr_expect_str_eq(b->blob->name, "w2");
 	cr_expect_eq(b->blob->size, 8);
 	cr_expect_eq(b->blob->bytes[3], 0x3f);
-	cr_expect_eq(node(g, "e")->input->data.blob->size, 0);
-	cr_expect_eq(node(g, "s")->input->data.blob->size, 11, "storage order: strides decide the size");
-	cr_expect_eq(node(g, "nodata")->input->data.kind, PR_DATA_NONE);
-	cr_expect_null(node(g, "noname")->input->name);
+	cr_expect_eq(pr_node_input(node(g, "e"))->data.blob->size, 0);
+	cr_expect_eq(pr_node_input(node(g, "s"))->data.blob->size, 11,
+		     "storage order: strides decide the size");
+	cr_expect_eq(pr_node_input(node(g, "nodata"))->data.kind, PR_DATA_NONE);
+	cr_expect_null(pr_node_input(node(g, "noname"))->name);
 	char *t = print(p);
 	cr_expect(strstr(t, "data=[true, false]"), "bool data prints as true/false");
 	cr_expect(strstr(t, "data=[1, -2, 3]"), "integer data prints as integers");
@@ -258,7 +259,7 @@ Test(text, arguments)
 	pr_program *p = parse_src("tests/text/args.pg");
 	pr_graph *g = p->methods[0];
 	pr_node *a = node(g, "a"), *b = node(g, "b"), *c = node(g, "c");
-	cr_expect_str_eq(a->input->name, "a\tb\n\"q\"\\ \x01 \xc3\xa9");
+	cr_expect_str_eq(pr_node_input(a)->name, "a\tb\n\"q\"\\ \x01 \xc3\xa9");
 	cr_assert_eq(b->n_args, 9);
 	cr_expect_eq(b->args[0].kind, PR_ARG_VALUE);
 	cr_expect_eq(b->args[1].kind, PR_ARG_INT);
@@ -289,8 +290,8 @@ Test(text, arguments)
 	cr_expect(signbit(fl->u.list.items[4].u.f), "-0.0 keeps its sign");
 	cr_expect_eq(c->args[2].u.f, 1e300);
 	pr_node *ret = pr_graph_return(g);
-	cr_expect_eq(ret->writebacks[1].kind, PR_WRITEBACK_INPUT);
-	cr_expect_str_eq(ret->writebacks[1].target, a->input->name);
+	cr_expect_eq(pr_node_writebacks(ret)[1].kind, PR_WRITEBACK_INPUT);
+	cr_expect_str_eq(pr_node_writebacks(ret)[1].target, pr_node_input(a)->name);
 	pr_program_free(p);
 }
 
@@ -298,9 +299,9 @@ Test(text, names_defined_later_are_resolved_at_the_end)
 {
 	pr_program *p = parse_src("tests/text/forward_refs.pg");
 	pr_graph *g = pr_program_find_method(p, "forward");
-	cr_expect_eq(node(g, "d")->delegate, pr_program_find_delegate(p, "later"));
-	cr_expect_eq(node(g, "y")->schema, pr_program_find_schema(p, "late::op"));
-	cr_expect_eq(node(g, "c")->input->data.blob, pr_program_find_blob(p, "late"));
+	cr_expect_eq(pr_node_delegate(node(g, "d")), pr_program_find_delegate(p, "later"));
+	cr_expect_eq(pr_node_schema(node(g, "y")), pr_program_find_schema(p, "late::op"));
+	cr_expect_eq(pr_node_input(node(g, "c"))->data.blob, pr_program_find_blob(p, "late"));
 	pr_delegate *e = pr_program_find_delegate(p, "empty_specs");
 	cr_assert_not_null(e);
 	cr_expect_eq(e->n_specs, 0);
@@ -365,12 +366,13 @@ Test(text, strings_escape_control_bytes_and_bad_utf8)
 {
 	pr_program *p = tu_parse("passrun 1\nmethod @m {\n  %x: f32[1] = input user \"a\"\n  return %x\n}\n");
 	pr_node *x = pr_graph_find(p->methods[0], "x");
-	free(x->input->name);
-	x->input->name = strdup("q\"\\\n\t\x01\x7f\xc3\xa9\xff.");
+	free(x->of_kind.input->name);
+	x->of_kind.input->name = strdup("q\"\\\n\t\x01\x7f\xc3\xa9\xff.");
 	char *t = print(p);
 	cr_expect(strstr(t, "input user \"q\\\"\\\\\\n\\t\\x01\\x7f\xc3\xa9\\xff.\"\n"), "%s", t);
 	pr_program *q = tu_parse(t);
-	cr_expect_str_eq(pr_graph_find(q->methods[0], "x")->input->name, x->input->name);
+	cr_expect_str_eq(pr_node_input(pr_graph_find(q->methods[0], "x"))->name,
+			 pr_node_input(x)->name);
 	free(t);
 	pr_program_free(q);
 	pr_program_free(p);
@@ -753,9 +755,9 @@ Test(text, every_call_finds_its_own_op_and_delegate_among_many)
 			snprintf(op, sizeof op, "t::f%d.o", i);
 			snprintf(d, sizeof d, "d%d", i);
 			snprintf(name, sizeof name, "o%d_%d", r, i);
-			cr_expect_eq(node(g, name)->schema, pr_program_find_schema(p, op), "%s", name);
+			cr_expect_eq(pr_node_schema(node(g, name)), pr_program_find_schema(p, op), "%s", name);
 			snprintf(name, sizeof name, "c%d_%d", r, i);
-			cr_expect_eq(node(g, name)->delegate, pr_program_find_delegate(p, d), "%s", name);
+			cr_expect_eq(pr_node_delegate(node(g, name)), pr_program_find_delegate(p, d), "%s", name);
 		}
 	pr_program_free(p);
 }
@@ -784,7 +786,7 @@ Test(text, a_string_byte_that_needs_care_is_found_wherever_it_falls_in_an_eight_
 			}
 			cr_assert_null(e, "%s", e ? pr_err_message(e) : "");
 			snprintf(want, sizeof want, "%.*s%sabcdefghijklmnopq", at, "0123456789abcdefg", read_as[k]);
-			cr_expect_str_eq(node(p->methods[0], "x")->input->name, want);
+			cr_expect_str_eq(pr_node_input(node(p->methods[0], "x"))->name, want);
 			pr_program_free(p);
 		}
 	}
@@ -830,8 +832,8 @@ Test(text, a_string_byte_printed_with_care_is_found_wherever_it_falls_in_an_eigh
 			snprintf(name, sizeof name, "%.*s%sabcdefghijklmnopq", at, "0123456789abcdefg", raw[k]);
 			snprintf(want, sizeof want, "input user \"%.*s%sabcdefghijklmnopq\"\n", at,
 				 "0123456789abcdefg", printed[k]);
-			free(x->input->name);
-			x->input->name = strdup(name);
+			free(x->of_kind.input->name);
+			x->of_kind.input->name = strdup(name);
 			char *t = print(p);
 			cr_expect(strstr(t, want), "byte %zu after %d bytes: %s", k, at, t);
 			free(t);

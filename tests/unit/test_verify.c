@@ -121,8 +121,8 @@ static pr_node *input(pr_graph *g, const char *name, const char *type, pr_input_
 		      const char *quoted)
 {
 	pr_node *n = add(g, PR_NODE_INPUT, name, type, NOARGS);
-	n->input->kind = k;
-	n->input->name = quoted ? strdup(quoted) : NULL;
+	n->of_kind.input->kind = k;
+	n->of_kind.input->name = quoted ? strdup(quoted) : NULL;
 	return n;
 }
 
@@ -130,7 +130,7 @@ static pr_node *call(pr_graph *g, const char *name, const char *type, pr_schema 
 		     pr_arg *args, int n_args)
 {
 	pr_node *n = add(g, PR_NODE_OP, name, type, args, n_args);
-	n->schema = s;
+	n->of_kind.schema = s;
 	return n;
 }
 
@@ -138,7 +138,7 @@ static pr_node *dcall(pr_graph *g, const char *name, const char *type, pr_delega
 		      pr_arg *args, int n_args)
 {
 	pr_node *n = add(g, PR_NODE_DELEGATE, name, type, args, n_args);
-	n->delegate = d;
+	n->of_kind.delegate = d;
 	return n;
 }
 
@@ -157,10 +157,10 @@ static pr_node *ret(pr_graph *g, pr_arg *args, int n_args)
 
 static void writeback(pr_node *r, int i, pr_writeback_kind k, const char *target)
 {
-	if (!r->writebacks)
-		r->writebacks = calloc((size_t)r->n_args, sizeof *r->writebacks);
-	r->writebacks[i].kind = k;
-	r->writebacks[i].target = strdup(target);
+	if (!r->of_kind.writebacks)
+		r->of_kind.writebacks = calloc((size_t)r->n_args, sizeof *r->of_kind.writebacks);
+	r->of_kind.writebacks[i].kind = k;
+	r->of_kind.writebacks[i].target = strdup(target);
 }
 
 static pr_schema *op(pr_program *p, const char *text)
@@ -292,7 +292,7 @@ Test(verify, shape_only_op_may_read_a_device_tensor)
 {
 	example e = build_example();
 	pr_node *n = pr_node_new(PR_NODE_OP, "n");
-	n->schema = e.sym_size;
+	n->of_kind.schema = e.sym_size;
 	set_type(n, "int");
 	pr_node_set_args(n, ARGS(V(e.t), I(0)));
 	cr_assert(!pr_graph_insert_after(e.t, n));
@@ -336,7 +336,7 @@ Test(verify, use_before_definition_after_an_edit)
 	example e = build_example();
 	/* %early reads %r but is inserted before it */
 	pr_node *n = pr_node_new(PR_NODE_OP, "early");
-	n->schema = e.add;
+	n->of_kind.schema = e.add;
 	set_type(n, "f32[2,3]");
 	pr_node_set_args(n, ARGS(V(e.r), V(e.x)));
 	cr_assert(!pr_graph_insert_before(e.r, n));
@@ -403,7 +403,7 @@ Test(verify, reading_a_statement_without_result_is_a_type_error)
 {
 	example e = build_example();
 	pr_node *n = pr_node_new(PR_NODE_OP, "late");
-	n->schema = e.add;
+	n->of_kind.schema = e.add;
 	set_type(n, "f32[2,3]");
 	pr_node_set_args(n, ARGS(V(e.acc), V(e.x)));   /* accumulate returns () */
 	cr_assert(!pr_graph_insert_before(e.ret, n));
@@ -424,7 +424,7 @@ Test(verify, use_missing_from_use_list)
 static void make_room_for_a_use(example *e, pr_node *v)
 {
 	pr_node *n = pr_node_new(PR_NODE_OP, "passing_reader");
-	n->schema = e->add;
+	n->of_kind.schema = e->add;
 	pr_node_set_args(n, ARGS(V(v), V(v)));
 	cr_assert(!pr_graph_insert_before(e->ret, n));
 	pr_graph_erase(n);
@@ -466,7 +466,7 @@ Test(verify, too_many_arguments)
 {
 	example e = build_example();
 	pr_node *n = pr_node_new(PR_NODE_OP, "y");
-	n->schema = e.add;
+	n->of_kind.schema = e.add;
 	set_type(n, "f32[2,3]");
 	pr_node_set_args(n, ARGS(V(e.x), V(e.x), V(e.x)));
 	cr_assert(!pr_graph_insert_before(e.ret, n));
@@ -477,7 +477,7 @@ Test(verify, missing_argument_without_default)
 {
 	example e = build_example();
 	pr_node *n = pr_node_new(PR_NODE_OP, NULL);   /* a statement: named after its op */
-	n->schema = e.add;
+	n->of_kind.schema = e.add;
 	pr_node_set_args(n, ARGS(V(e.x)));
 	cr_assert(!pr_graph_insert_before(e.ret, n));
 	expect_one(e.p, "E-ARITY", "aten::add.Tensor");
@@ -617,7 +617,7 @@ Test(verify, delegate_call_with_wrong_argument_count)
 {
 	example e = build_example();
 	pr_node *d = pr_node_new(PR_NODE_DELEGATE, "d2");
-	d->delegate = e.d;
+	d->of_kind.delegate = e.d;
 	set_type(d, "(f32[2,3]@cuda:0)");
 	pr_node_set_args(d, ARGS(V(e.xc)));
 	cr_assert(!pr_graph_insert_after(e.dl, d));
@@ -636,7 +636,7 @@ Test(verify, delegate_call_result_differs_from_body_return)
 {
 	example e = build_example();
 	pr_node *d = pr_node_new(PR_NODE_DELEGATE, "d2");
-	d->delegate = e.d;
+	d->of_kind.delegate = e.d;
 	set_type(d, "(f32[2,3]@cuda:0, f32[2,3]@cuda:0)");
 	pr_node_set_args(d, ARGS(V(e.xc), V(e.wc)));
 	cr_assert(!pr_graph_insert_after(e.dl, d));
@@ -647,7 +647,7 @@ Test(verify, delegate_call_returning_one_tensor_is_fine)
 {
 	example e = build_example();
 	pr_node *d = pr_node_new(PR_NODE_DELEGATE, "d2");
-	d->delegate = e.d;
+	d->of_kind.delegate = e.d;
 	set_type(d, "f32[2,3]@cuda:0");
 	pr_node_set_args(d, ARGS(V(e.xc), V(e.wc)));
 	cr_assert(!pr_graph_insert_after(e.dl, d));
@@ -659,7 +659,7 @@ Test(verify, delegate_call_to_an_unknown_delegate)
 	example e = build_example();
 	pr_program *other = pr_program_new();
 	pr_delegate *stranger = add_delegate(other, "add0", "cuda:0");
-	e.dl->delegate = stranger;
+	e.dl->of_kind.delegate = stranger;
 	expect_one(e.p, "E-DELEGATE", "d");
 	pr_program_free(other);
 }
@@ -676,7 +676,7 @@ Test(verify, return_not_last)
 {
 	example e = build_example();
 	pr_node *n = pr_node_new(PR_NODE_OP, "after");
-	n->schema = e.add;
+	n->of_kind.schema = e.add;
 	set_type(n, "f32[2,3]");
 	pr_node_set_args(n, ARGS(V(e.x), V(e.x)));
 	cr_assert(!pr_graph_append(e.g, n));
@@ -710,25 +710,25 @@ Test(verify, return_of_a_literal)
 Test(verify, writeback_to_a_buffer_that_does_not_exist)
 {
 	example e = build_example();
-	free(e.ret->writebacks[1].target);
-	e.ret->writebacks[1].target = strdup("cachee");
+	free(e.ret->of_kind.writebacks[1].target);
+	e.ret->of_kind.writebacks[1].target = strdup("cachee");
 	expect_one(e.p, "E-WRITEBACK", "return");
 }
 
 Test(verify, writeback_to_a_buffer_that_is_a_user_input)
 {
 	example e = build_example();
-	free(e.ret->writebacks[1].target);
-	e.ret->writebacks[1].target = strdup("x");
+	free(e.ret->of_kind.writebacks[1].target);
+	e.ret->of_kind.writebacks[1].target = strdup("x");
 	expect_one(e.p, "E-WRITEBACK", "return");
 }
 
 Test(verify, writeback_to_an_input_that_is_a_parameter)
 {
 	example e = build_example();
-	e.ret->writebacks[1].kind = PR_WRITEBACK_INPUT;
-	free(e.ret->writebacks[1].target);
-	e.ret->writebacks[1].target = strdup("weight");
+	e.ret->of_kind.writebacks[1].kind = PR_WRITEBACK_INPUT;
+	free(e.ret->of_kind.writebacks[1].target);
+	e.ret->of_kind.writebacks[1].target = strdup("weight");
 	expect_one(e.p, "E-WRITEBACK", "return");
 }
 
@@ -758,22 +758,22 @@ Test(verify, writeback_in_a_delegate_body)
 Test(verify, positional_input_in_a_method)
 {
 	example e = build_example();
-	e.x->input->kind = PR_INPUT_POSITIONAL;
+	e.x->of_kind.input->kind = PR_INPUT_POSITIONAL;
 	expect_one(e.p, "E-INPUT", "x");
 }
 
 Test(verify, named_input_in_a_delegate_body)
 {
 	example e = build_example();
-	e.d->body->first->input->kind = PR_INPUT_USER;
+	e.d->body->first->of_kind.input->kind = PR_INPUT_USER;
 	expect_one(e.p, "E-INPUT", "a");
 }
 
 Test(verify, two_inputs_with_one_name)
 {
 	example e = build_example();
-	free(e.w->input->name);
-	e.w->input->name = strdup("x");
+	free(e.w->of_kind.input->name);
+	e.w->of_kind.input->name = strdup("x");
 	expect_one(e.p, "E-INPUT", "w");
 }
 
@@ -830,16 +830,16 @@ Test(verify, many_writebacks_report_each_broken_one_in_order)
 			snprintf(quoted, sizeof quoted, "layers.%d.attention.k_cache", i);
 			writeback(r, i, PR_WRITEBACK_BUFFER, quoted);
 		}
-	free(r->writebacks[0].target);
-	r->writebacks[0].target = strdup("layers.0.attention.q_cache");   /* no such input */
-	free(r->writebacks[7].target);
-	r->writebacks[7].target = strdup("user.0");                       /* a user input */
+	free(r->of_kind.writebacks[0].target);
+	r->of_kind.writebacks[0].target = strdup("layers.0.attention.q_cache");   /* no such input */
+	free(r->of_kind.writebacks[7].target);
+	r->of_kind.writebacks[7].target = strdup("user.0");                       /* a user input */
 	set_dim(&buf[21]->type.tensor, 0, 2);   /* written back to itself: same shape */
-	free(r->writebacks[22].target);
-	r->writebacks[22].target = strdup("layers.21.attention.k_cache"); /* f32[4] to f32[2] */
-	free(r->writebacks[41].target);
-	r->writebacks[41].target = NULL;                                  /* no target */
-	r->writebacks[N - 1].kind = PR_WRITEBACK_INPUT;                   /* a buffer as input */
+	free(r->of_kind.writebacks[22].target);
+	r->of_kind.writebacks[22].target = strdup("layers.21.attention.k_cache"); /* f32[4] to f32[2] */
+	free(r->of_kind.writebacks[41].target);
+	r->of_kind.writebacks[41].target = NULL;                                  /* no target */
+	r->of_kind.writebacks[N - 1].kind = PR_WRITEBACK_INPUT;                   /* a buffer as input */
 	int n = verify(p);
 	if (n != 6)
 		print_diags();
@@ -917,7 +917,7 @@ Test(verify, host_op_reads_a_device_tensor)
 {
 	example e = build_example();
 	pr_node *s = pr_node_new(PR_NODE_OP, "s");
-	s->schema = e.add;
+	s->of_kind.schema = e.add;
 	set_type(s, "f32[2,3]");
 	pr_node_set_args(s, ARGS(V(e.x), V(e.t)));   /* a host add of the device result */
 	cr_assert(!pr_graph_insert_after(e.t, s));
@@ -1155,9 +1155,9 @@ Test(verify, several_errors_are_all_reported)
 {
 	example e = build_example();
 	e.t->index = 3;
-	e.x->input->kind = PR_INPUT_POSITIONAL;
-	free(e.ret->writebacks[1].target);
-	e.ret->writebacks[1].target = strdup("nope");
+	e.x->of_kind.input->kind = PR_INPUT_POSITIONAL;
+	free(e.ret->of_kind.writebacks[1].target);
+	e.ret->of_kind.writebacks[1].target = strdup("nope");
 	cr_assert_eq(verify(e.p), 3);
 	pr_program_free(e.p);
 }
@@ -1302,14 +1302,14 @@ static example unplaced_with_copy_after(int filler)
 		snprintf(name, sizeof name, "f%d", i);
 		pr_node *f = pr_node_new(PR_NODE_OP, name);
 		set_type(f, "f32[2,3]");
-		f->schema = e.add;
+		f->of_kind.schema = e.add;
 		pr_node_set_args(f, ARGS(V(e.x), V(e.x)));
 		cr_assert(!pr_graph_insert_after(pos, f));
 		pos = f;
 	}
 	pr_node *c = pr_node_new(PR_NODE_OP, "late_copy");
 	set_type(c, "f32[2,3]@cuda:0");
-	c->schema = e.h2d;
+	c->of_kind.schema = e.h2d;
 	pr_node_set_args(c, ARGS(V(e.x)));
 	cr_assert(!pr_graph_insert_after(pos, c));
 	return e;
