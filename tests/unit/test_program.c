@@ -7,6 +7,7 @@
 
 #include "passrun/format.h"
 #include "passrun/program.h"
+#include "testutil.h"
 
 static pr_node *add_input(pr_graph *g, const char *name)
 {
@@ -1061,6 +1062,147 @@ Test(storage, input_records_are_inputs_only)
 	pr_graph_erase(b);
 	cr_assert_null(pr_graph_append(g, op));
 	pr_program_free(p);   /* op's, c's and d's parts with the graph */
+}
+
+/* ---- of_kind: the pointers only one kind has, overlaid ----------------- */
+
+/* Each accessor gives n's member only when n is of its kind. */
+static void expect_of_kind(const pr_node *n, const pr_input *in, const pr_schema *s,
+			   const pr_delegate *d, const pr_writeback *w)
+{
+	cr_expect_eq(pr_node_input(n), in, "kind %d: input", (int)n->kind);
+	cr_expect_eq(pr_node_schema(n), s, "kind %d: schema", (int)n->kind);
+	cr_expect_eq(pr_node_delegate(n), d, "kind %d: delegate", (int)n->kind);
+	cr_expect_eq(pr_node_writebacks(n), w, "kind %d: write-backs", (int)n->kind);
+}
+
+Test(of_kind, a_node_is_152_bytes_with_one_pointer_for_four)
+{
+	if (sizeof(void *) == 8)
+		cr_expect_eq(sizeof(pr_node), 152);
+	size_t at = offsetof(pr_node, of_kind);
+	cr_expect_eq(sizeof(((pr_node *)0)->of_kind), sizeof(void *));
+	cr_expect_eq(offsetof(pr_node, of_kind.input), at);
+	cr_expect_eq(offsetof(pr_node, of_kind.schema), at);
+	cr_expect_eq(offsetof(pr_node, of_kind.delegate), at);
+	cr_expect_eq(offsetof(pr_node, of_kind.writebacks), at);
+}
+
+Test(of_kind, each_accessor_answers_for_its_kind_only)
+{
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	pr_schema *s;
+	pr_delegate *d;
+	cr_assert_null(pr_program_declare_op(p, "aten::neg(Tensor self) -> Tensor", &s));
+	cr_assert_null(pr_program_add_delegate(p, "body", &d));
+	for (int detached = 0; detached < 2; detached++) {
+		pr_node *n[5];
+		for (int k = PR_NODE_INPUT; k <= PR_NODE_RETURN; k++)
+			n[k] = detached ? pr_node_new((pr_node_kind)k, NULL) :
+				   pr_graph_new_node(g, (pr_node_kind)k, NULL);
+		/* made with their kind's member NULL, an input with its own record */
+		cr_assert(pr_node_input(n[PR_NODE_INPUT]) != &pr_input_none);
+		cr_assert_not_null(pr_node_input(n[PR_NODE_INPUT]));
+		for (int k = PR_NODE_OP; k <= PR_NODE_RETURN; k++)
+			cr_expect_null(n[k]->of_kind.schema, "kind %d made with a member", k);
+		n[PR_NODE_OP]->of_kind.schema = s;
+		n[PR_NODE_DELEGATE]->of_kind.delegate = d;
+		pr_writeback *w = calloc(1, sizeof *w);
+		pr_node_set_writebacks(n[PR_NODE_RETURN], w, PR_STORAGE_OWNED);
+		const pr_input *own = n[PR_NODE_INPUT]->of_kind.input;
+		expect_of_kind(n[PR_NODE_INPUT], own, NULL, NULL, NULL);
+		expect_of_kind(n[PR_NODE_OP], &pr_input_none, s, NULL, NULL);
+		expect_of_kind(n[PR_NODE_DELEGATE], &pr_input_none, NULL, d, NULL);
+		expect_of_kind(n[PR_NODE_GETITEM], &pr_input_none, NULL, NULL, NULL);
+		expect_of_kind(n[PR_NODE_RETURN], &pr_input_none, NULL, NULL, w);
+		for (int k = PR_NODE_INPUT; k <= PR_NODE_RETURN; k++)
+			pr_graph_erase(n[k]);   /* the return frees w */
+	}
+	pr_program_free(p);
+}
+
+Test(of_kind, an_op_made_an_input_has_no_schema)
+{
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	pr_node *n = pr_graph_new_node(g, PR_NODE_OP, "n");
+	pr_node *det = pr_node_new(PR_NODE_OP, "det");
+	pr_node_make_input(n);
+	pr_node_make_input(det);
+	for (int i = 0; i < 2; i++) {
+		pr_node *x = i ? det : n;
+		cr_expect_eq(x->kind, PR_NODE_INPUT);
+		cr_assert(pr_node_input(x) != &pr_input_none);
+		cr_expect_null(pr_node_schema(x));
+		cr_expect_eq(pr_node_input(x)->kind, PR_INPUT_POSITIONAL);
+		cr_expect_null(pr_node_input(x)->name);
+		cr_expect_eq(pr_node_input(x)->data.kind, PR_DATA_NONE);
+	}
+	pr_node_set_input_name(det, strdup("q"), PR_STORAGE_OWNED);
+	cr_expect_str_eq(pr_node_input(det)->name, "q");
+	pr_graph_erase(det);
+	pr_graph_erase(n);
+	pr_program_free(p);
+}
+
+Test(of_kind, an_erased_inputs_slot_comes_back_as_an_op_without_a_schema)
+{
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	pr_node *a = pr_graph_new_node(g, PR_NODE_INPUT, "a");
+	pr_node_set_input_name(a, strdup("quoted"), PR_STORAGE_OWNED);
+	pr_input *rec = a->of_kind.input;
+	pr_graph_erase(a);
+	pr_node *op = pr_graph_new_node(g, PR_NODE_OP, NULL);
+	cr_assert_eq(op, a, "the erased slot is reused first");
+	cr_expect_null(op->of_kind.schema, "the slot's record pointer is not a schema");
+	expect_of_kind(op, &pr_input_none, NULL, NULL, NULL);
+	/* and the record goes to the next input, not to the op */
+	pr_node *b = pr_graph_new_node(g, PR_NODE_INPUT, "b");
+	cr_expect_eq(b->of_kind.input, rec);
+	cr_expect_null(pr_node_input(b)->name);
+	/* a return's slot: its write-backs are not an op's schema either */
+	pr_node *r = pr_graph_new_node(g, PR_NODE_RETURN, NULL);
+	pr_node_set_writebacks(r, calloc(1, sizeof(pr_writeback)), PR_STORAGE_OWNED);
+	pr_graph_erase(r);
+	pr_node *op2 = pr_graph_new_node(g, PR_NODE_OP, NULL);
+	cr_assert_eq(op2, r);
+	expect_of_kind(op2, &pr_input_none, NULL, NULL, NULL);
+	pr_program_free(p);
+}
+
+Test(of_kind, parsed_nodes_have_their_kinds_member)
+{
+	/* the parser makes each node as an op and learns its kind later */
+	pr_program *p = tu_parse(
+		"passrun 1\n"
+		"op aten::neg(Tensor self) -> Tensor\n"
+		"delegate @body backend=\"CudaBackend\" target_device=\"cpu\" {\n"
+		"  %x: f32[2] = input\n"
+		"  return %x\n"
+		"}\n"
+		"method @m {\n"
+		"  %a: f32[2] = input buffer \"a\"\n"
+		"  %n: f32[2] = aten::neg(%a)\n"
+		"  %d: (f32[2]) = delegate @body(%n)\n"
+		"  %e: f32[2] = getitem %d, 0\n"
+		"  return %e -> buffer \"a\"\n"
+		"}\n");
+	pr_graph *g = pr_program_find_method(p, "m");
+	pr_node *a = pr_graph_find(g, "a"), *n = pr_graph_find(g, "n");
+	pr_node *d = pr_graph_find(g, "d"), *e = pr_graph_find(g, "e");
+	cr_assert(a && n && d && e);
+	cr_assert_str_eq(pr_node_input(a)->name, "a");
+	expect_of_kind(a, a->of_kind.input, NULL, NULL, NULL);
+	expect_of_kind(n, &pr_input_none, p->schemas[0], NULL, NULL);
+	expect_of_kind(d, &pr_input_none, NULL, p->delegates[0], NULL);
+	expect_of_kind(e, &pr_input_none, NULL, NULL, NULL);
+	pr_node *ret = pr_graph_return(g);
+	cr_assert_not_null(pr_node_writebacks(ret));
+	expect_of_kind(ret, &pr_input_none, NULL, NULL, ret->of_kind.writebacks);
+	cr_expect_str_eq(pr_node_writebacks(ret)[0].target, "a");
+	pr_program_free(p);
 }
 
 /* The hash spelt out a byte at a time (little-endian words, as on the
