@@ -65,6 +65,20 @@ class Programs(unittest.TestCase):
         # The input program is not changed by run().
         self.assertEqual(res.original.method("forward").copies, [])
 
+    def test_each_node_reads_its_kinds_member(self):
+        # pr_node.of_kind: an input's record, an op's schema, a delegate
+        # call's delegate, a return's write-backs, each read on its kind only
+        g = passrun.Program.load(EX / "f6_buffer_writeback.pg").method("forward")
+        last, d, s, delta = g["last"], g["d"], g["s"], g["delta"]
+        self.assertEqual((last.input_kind, last.input_name, last.op, last.delegate),
+                         ("buffer", "last", None, None))
+        self.assertEqual((d.kind, d.delegate, d.op, d.input_kind), ("delegate", "add0", None, None))
+        self.assertEqual((s.kind, s.op, s.delegate, s.index), ("getitem", None, None, 0))
+        self.assertEqual((delta.op, delta.is_copy, delta.delegate, delta.input_name),
+                         ("aten::sub.Tensor", None, None, None))
+        self.assertEqual(g.ret.writebacks, [(None, None), (None, None), ("buffer", "last")])
+        self.assertEqual((g.ret.op, last.writebacks), (None, []))
+
 
 class Pipelines(unittest.TestCase):
     def test_bad_pipelines_raise(self):
