@@ -158,16 +158,6 @@ static void add_value(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int32_
 		c->bytes = bytes;
 }
 
-/* How many values node n has (a tensor: 1, a tuple: its elements). */
-static int n_values_of(const pr_node *n)
-{
-	if (n->type.kind == PR_TYPE_TENSOR)
-		return 1;
-	if (n->type.kind == PR_TYPE_TUPLE)
-		return n->type.n_elems;
-	return 0;
-}
-
 /* The class of element elem (-1: the tensor itself) of node v, or -1. A
  * tuple's values follow each other, each naming v. */
 static int32_t class_of(const lt_builder *b, const pr_node *v, int64_t elem)
@@ -208,7 +198,7 @@ static int32_t aliased_class(lt_builder *b, const pr_node *n, int r)
 /* The node's values, after its reads: an alias of itself names nothing. */
 static void define_values(lt_builder *b, pr_node *n, int32_t pos)
 {
-	int nv = n_values_of(n);
+	int nv = pr_plan_node_n_values(n);
 	int32_t first = nv ? (int32_t)b->lt->n_values : -1;
 	for (int i = 0; i < nv; i++) {
 		int elem = n->type.kind == PR_TYPE_TUPLE ? i : -1;

@@ -69,6 +69,13 @@ typedef struct pr_plan_value {
 	int32_t elem;        /* tuple element, or -1 for a tensor node */
 } pr_plan_value;
 
+/* How many values node n has: a tensor one, a tuple one per element,
+ * other nodes none (pr_lifetimes.values lists them node by node). */
+static inline int pr_plan_node_n_values(const pr_node *n)
+{
+	return n->type.kind == PR_TYPE_TENSOR ? 1 : n->type.kind == PR_TYPE_TUPLE ? n->type.n_elems : 0;
+}
+
 /* The spec of element elem (-1: the tensor itself) of node n. */
 static inline pr_spec *pr_plan_spec_of(pr_node *n, int elem)
 {

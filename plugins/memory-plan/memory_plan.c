@@ -93,7 +93,7 @@ static pr_err *plan_method(pr_pass_ctx *ctx, pr_graph *g, bool *changed)
 	report_split_classes(ctx, g, lt);
 	mp_arena_report reps[MP_MAX_ARENAS];
 	int n_reps = 0;
-	if (mp_plan_lifetimes(lt, &o, reps, MP_MAX_ARENAS, &n_reps))
+	if (mp_plan_lifetimes(g, lt, &o, reps, MP_MAX_ARENAS, &n_reps))
 		*changed = true;
 	for (int a = 0; a < n_reps; a++) {
 		char dev[PR_DEVICE_STR_MAX], types[PR_DEVICE_TYPES_STR_MAX];

@@ -1227,9 +1227,24 @@ bool mp_plan_graph(pr_graph *g, const mp_graph_options *o, mp_arena_report *repo
 		   int max_reports, int *n_reports)
 {
 	pr_lifetimes *lt = pr_lifetimes_compute(g);
-	bool changed = mp_plan_lifetimes(lt, o, reports, max_reports, n_reports);
+	bool changed = mp_plan_lifetimes(g, lt, o, reports, max_reports, n_reports);
 	pr_lifetimes_free(lt);
 	return changed;
+}
+
+/* The values' classes, in place of the values (a class index is read
+ * before its 4 bytes, at or below the value's 16, are written), the
+ * array shrunk to them: the tail goes back to the heap before the items
+ * are gathered, so that they take the memory the values took. */
+static int32_t *take_value_classes(pr_lifetimes *lt)
+{
+	int32_t *cls = (int32_t *)lt->values;
+	for (int64_t v = 0; v < lt->n_values; v++) {
+		int32_t c = lt->values[v].cls;
+		memcpy(&cls[v], &c, sizeof c);   /* the bytes were a value's (strict aliasing) */
+	}
+	lt->values = NULL;
+	return pr_xrealloc(cls, (size_t)(lt->n_values + 1) * sizeof *cls);
 }
 
 /* Each class's arena (-1: none) into arena[], counting the arenas'
@@ -1252,10 +1267,13 @@ static void assign_arenas(const pr_lifetimes *lt, const mp_graph_options *o, are
 	free(arena_of_device);
 }
 
-/* The items of every arena, one run each of the returned array; slot[i]
- * is class i's item (when arena[i] >= 0). */
-static mp_item *gather_items(const pr_lifetimes *lt, const mp_graph_options *o, const arena_set *set,
-			     arena_items *per, const int8_t *arena, int32_t *slot)
+/* The items of every arena, one run each of the returned array. Each
+ * class's start, once gathered, gives way to its item's index in that
+ * array (-1: it gets no memory): the classes are not read again but for
+ * that, and an array of slots as long as they are would take memory the
+ * plan needs. */
+static mp_item *gather_items(pr_lifetimes *lt, const mp_graph_options *o, const arena_set *set,
+			     arena_items *per, const int8_t *arena)
 {
 	int64_t total = 0;
 	for (int a = 0; a < set->n; a++)
@@ -1270,28 +1288,61 @@ static mp_item *gather_items(const pr_lifetimes *lt, const mp_graph_options *o, 
 		per[a].n = 0;
 	}
 	for (int64_t i = 0; i < lt->n_classes; i++) {
-		if (arena[i] < 0)
+		pr_plan_class *c = &lt->classes[i];
+		if (arena[i] < 0) {
+			c->start = -1;
 			continue;
+		}
 		arena_items *a = &per[arena[i]];
-		slot[i] = (int32_t)(a->items - items + a->n);
-		gather_class(a, &lt->classes[i]);
+		int32_t slot = (int32_t)(a->items - items + a->n);
+		gather_class(a, c);
+		c->start = slot;
 	}
 	return items;
 }
 
-bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
+/* Writes every value's memory: its class's item's offset in the arena
+ * of that item (its start, once planned, gives way to its arena's index),
+ * or none (no item, or an arena left unplanned). The values are g's nodes'
+ * in graph order, as lt listed them. */
+static bool write_plan(pr_graph *g, const int32_t *item_of, int64_t n_values, const mp_item *items,
+		       const pr_device_id *arena_id, const bool *planned)
+{
+	bool changed = false;
+	int64_t v = 0;
+	pr_graph_for_each(g, n) {
+		if (n->next)
+			__builtin_prefetch(&n->next->type.tensor.has_mem, 1);
+		for (int i = 0, nv = pr_plan_node_n_values(n); i < nv; i++) {
+			int32_t k = item_of[v++];
+			const mp_item *it = k >= 0 ? &items[k] : NULL;
+			bool has = it && planned[it->start];
+			pr_spec *s = pr_plan_spec_of(n, n->type.kind == PR_TYPE_TUPLE ? i : -1);
+			changed |= write_mem(s, has, has ? arena_id[it->start] : PR_DEVICE_ID_HOST, has ? it->offset : 0);
+		}
+	}
+	PR_ASSERT(v == n_values);   /* lt was g's */
+	return changed;
+}
+
+bool mp_plan_lifetimes(pr_graph *g, pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
 		       int max_reports, int *n_reports)
 {
+	int32_t *item_of = take_value_classes(lt);
 	int8_t *arena = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena); /* < MP_MAX_ARENAS */
-	int32_t *slot = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *slot);
 	arena_set set = { 0 };
 	arena_items per[MP_MAX_ARENAS] = { 0 };
 	assign_arenas(lt, o, &set, per, arena);
-	mp_item *items = gather_items(lt, o, &set, per, arena, slot);
+	mp_item *items = gather_items(lt, o, &set, per, arena);
+	free(arena);
+	for (int64_t v = 0; v < lt->n_values; v++)
+		item_of[v] = lt->classes[item_of[v]].start;   /* gather_items: its item */
 	/* Gathered, the classes are not read again: their memory goes back
 	 * before the planner takes its own. */
 	free(lt->classes);
 	lt->classes = NULL;
+	pr_device_id arena_id[MP_MAX_ARENAS];
+	bool planned[MP_MAX_ARENAS];
 	for (int a = 0; a < set.n; a++) {
 		mp_arena_report rep = { .n_items = per[a].n, .unknown_type = !per[a].align };
 		if (per[a].align)
@@ -1299,25 +1350,15 @@ bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_rep
 		rep.arena = set.devices[a];
 		if (reports && a < max_reports)
 			reports[a] = rep;
+		arena_id[a] = pr_device_intern(set.devices[a]);
+		planned[a] = per[a].planned;
+		for (int64_t i = 0; i < per[a].n; i++)   /* write_plan: the item's arena */
+			per[a].items[i].start = a;
 	}
 	if (n_reports)
 		*n_reports = set.n < max_reports ? set.n : max_reports;
-	bool changed = false;
-	pr_device_id *arena_id = pr_xmalloc((size_t)(set.n ? set.n : 1) * sizeof *arena_id);
-	for (int i = 0; i < set.n; i++)
-		arena_id[i] = pr_device_intern(set.devices[i]);
-	for (int64_t v = 0; v < lt->n_values; v++) {
-		if (v + 8 < lt->n_values)
-			__builtin_prefetch(&pr_plan_value_spec(&lt->values[v + 8])->has_mem, 1);
-		int64_t c = lt->values[v].cls;
-		/* unplanned arenas' classes get none: the pass reports the arena */
-		bool has = arena[c] >= 0 && per[arena[c]].planned;
-		changed |= write_mem(pr_plan_value_spec(&lt->values[v]), has,
-				     has ? arena_id[arena[c]] : PR_DEVICE_ID_HOST, has ? items[slot[c]].offset : 0);
-	}
-	free(arena_id);
+	bool changed = write_plan(g, item_of, lt->n_values, items, arena_id, planned);
 	free(items);
-	free(arena);
-	free(slot);
+	free(item_of);
 	return changed;
 }

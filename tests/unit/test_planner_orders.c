@@ -14,6 +14,8 @@
 #include <stdlib.h>
 
 #include "../../plugins/memory-plan/planner.c"
+#include "passrun/verify.h"
+#include "testutil.h"
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -317,4 +319,57 @@ Test(planner, offset_choice_is_the_sweeps)
 	free(offset);
 	free(asize);
 	free(ref);
+}
+
+/* mp_plan_graph writes the plan back by walking the graph beside the
+ * values' items (the values give way to them before the plan): every value
+ * of a tuple, an alias and a getitem gets its class's memory, in its arena,
+ * with arenas on both sides of one left unplanned (an unregistered type),
+ * whose values lose a stale mem=, as a host constant does. */
+Test(planner, plan_is_written_to_every_value_of_its_class)
+{
+	pr_program *p = tu_parse(
+		"passrun 1\n"
+		"op aten::add.Tensor(Tensor self, Tensor other) -> Tensor\n"
+		"op aten::relu_(Tensor(a!) self) -> Tensor(a!)\n"
+		"delegate @dd backend=\"CudaBackend\" target_device=\"cuda:0\" {\n"
+		"  %a: f32[8] = input\n  %b: f32[4] = input\n"
+		"  %s: f32[8] = aten::add.Tensor(%a, %a)\n  return %b, %s\n}\n"
+		"method @forward {\n"
+		"  %x: f32[4] = input user \"x\"\n"
+		"  %w: f32[4]{mem=cpu:64} = input parameter \"w\" data=zeros\n"
+		"  %t: f32[4]@tpu:0{mem=tpu:0:16} = input user \"t\"\n"
+		"  %c: f32[8]@cuda:0 = input user \"c\"\n"
+		"  %h: f32[4] = aten::add.Tensor(%x, %w)\n"
+		"  %r: f32[4] = aten::relu_(%h)\n"
+		"  %d: (f32[4]@cuda:0, f32[8]@cuda:0) = delegate @dd(%c, %c)\n"
+		"  %g: f32[8]@cuda:0 = getitem %d, 1\n"
+		"  %u: f32[4]@tpu:0 = aten::add.Tensor(%t, %t)\n"
+		"  return %r, %g, %u\n}\n");
+	pr_graph *g = p->methods[0];
+	mp_graph_options o = { true, true, 16, 16 };
+	mp_arena_report reps[MP_MAX_ARENAS];
+	int n_reps = 0;
+	cr_assert(mp_plan_graph(g, &o, reps, MP_MAX_ARENAS, &n_reps));
+	cr_assert_eq(n_reps, 3);
+	cr_assert(!reps[0].unknown_type && reps[1].unknown_type && !reps[2].unknown_type);
+	pr_spec *x = pr_node_spec(pr_graph_find(g, "x")), *h = pr_node_spec(pr_graph_find(g, "h"));
+	pr_spec *r = pr_node_spec(pr_graph_find(g, "r")), *c = pr_node_spec(pr_graph_find(g, "c"));
+	pr_spec *gi = pr_node_spec(pr_graph_find(g, "g")), *d = pr_graph_find(g, "d")->type.elems;
+	cr_assert(x->has_mem && h->has_mem && r->has_mem && c->has_mem && d[0].has_mem && d[1].has_mem && gi->has_mem);
+	cr_assert(h->mem_offset == r->mem_offset && h->mem_offset != x->mem_offset, "an in-place result shares");
+	cr_assert(gi->mem_offset == d[1].mem_offset && d[0].mem_offset != d[1].mem_offset, "a getitem is its element");
+	cr_assert(c->mem_offset != d[0].mem_offset && c->mem_offset != d[1].mem_offset);
+	cr_assert_str_eq(pr_spec_mem_arena(r).type, "cpu");
+	cr_assert_str_eq(pr_spec_mem_arena(gi).type, "cuda");
+	cr_assert_str_eq(pr_spec_mem_arena(&d[0]).type, "cuda");
+	const char *none[] = { "w", "t", "u" };
+	for (int i = 0; i < 3; i++)
+		cr_assert(!pr_node_spec(pr_graph_find(g, none[i]))->has_mem, "%%%s has memory", none[i]);
+	pr_diags diags;
+	pr_diags_init(&diags, "t.pg");
+	cr_assert_eq(pr_plan_check(p, &diags, "test"), 0);
+	pr_diags_free(&diags);
+	cr_assert(!mp_plan_graph(g, &o, NULL, 0, NULL), "a second plan is the first");
+	pr_program_free(p);
 }
