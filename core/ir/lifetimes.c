@@ -136,8 +136,7 @@ static int32_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int
 	pr_lifetimes *lt = b->lt;
 	PR_GROW(lt->classes, lt->n_classes, b->cap_classes);
 	pr_plan_class *c = &lt->classes[lt->n_classes];
-	c->node = n;
-	c->elem = elem;
+	c->base = (int32_t)lt->n_values;   /* the value add_value adds next */
 	c->device = device_index(b, spec->device_id);
 	c->bytes = 0;
 	c->start = c->end = pos;
@@ -341,7 +340,8 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 	 * heap keeps what is freed, so holes stay. The planner frees the
 	 * classes before it plans, and its arrays then fit in their hole;
 	 * first, freed when the walk ends, is the top one and goes back to the
-	 * heap's top. */
+	 * heap's top, where the planner's items then take it and the tail the
+	 * values leave when they shrink to one index each. */
 	b->lt->classes = pr_xmalloc((size_t)b->cap_classes * sizeof *b->lt->classes);
 	b->lt->values = pr_xmalloc((size_t)b->cap_values * sizeof *b->lt->values);
 	b->first = pr_xmalloc((size_t)cap * sizeof *b->first);
