@@ -71,7 +71,7 @@ static sort_key old_key(const engine *e, int which, const range_max *profile, in
 {
 	const mp_item *it = &e->items[id];
 	int32_t start = it->start;
-	int64_t size = e->asize[id], dur = it->end - it->start + 1;
+	int64_t size = round_up(it->size, e->align), dur = it->end - it->start + 1;
 	switch (which) {
 	case 0: return (sort_key){ -size, -dur, start, id };
 	case 1: return (sort_key){ -range_max_query(profile, it->start, it->end), -size, start, id };
@@ -94,12 +94,10 @@ Test(planner, orders_are_the_full_sorts_order)
 	for (int round = 0; round < 40; round++) {
 		int64_t n = 1 + (int64_t)(rnd(&seed) % (round < 30 ? 300 : 20000)), T = 1 + (int64_t)(rnd(&seed) % (uint64_t)(2 * n));
 		mp_item *items = random_items(n, T, &seed, round % 2);
-		int64_t *asize = rounded(items, n, 16);
 		engine e;
-		engine_init(&e, items, asize, n, T);
+		engine_init(&e, items, 16, n, T);
 		if (!e.m) {
 			engine_free(&e);
-			free(asize);
 			free(items);
 			continue;
 		}
@@ -119,7 +117,6 @@ Test(planner, orders_are_the_full_sorts_order)
 		free(want);
 		free(rm.t);
 		engine_free(&e);
-		free(asize);
 		free(items);
 	}
 }
@@ -132,7 +129,7 @@ Test(planner, start_order_and_stack_order)
 		mp_item *items = random_items(n, T, &seed, false);
 		int64_t *asize = rounded(items, n, 64);
 		engine e;
-		engine_init(&e, items, asize, n, T);
+		engine_init(&e, items, 64, n, T);
 		/* by (start, id): the greedy items, compared with a qsort */
 		sort_key *want = malloc((size_t)(n + 1) * sizeof *want);
 		int64_t m = 0, k = 0;
@@ -229,9 +226,8 @@ Test(planner, overlap_queries_find_what_a_scan_finds)
 		int64_t n = round < 10 ? 1 + round / 2 : 1 + (int64_t)(rnd(&seed) % (round < 25 ? 40 : 3000));
 		int64_t T = 1 + (int64_t)(rnd(&seed) % (uint64_t)(2 * n));
 		mp_item *items = random_items(n, T, &seed, round % 2);
-		int64_t *asize = rounded(items, n, 16);
 		engine e;
-		engine_init(&e, items, asize, n, T);
+		engine_init(&e, items, 16, n, T);
 		if (e.m) {
 			check_queries(&e, &seed, 0); /* the tree alone */
 			/* the window and long items, for each duration that
@@ -245,7 +241,6 @@ Test(planner, overlap_queries_find_what_a_scan_finds)
 			}
 		}
 		engine_free(&e);
-		free(asize);
 		free(items);
 	}
 }
@@ -277,18 +272,20 @@ Test(planner, offset_choice_is_the_sweeps)
 	int64_t N = 3000;
 	engine e = { 0 };
 	int64_t *offset = malloc((size_t)N * sizeof *offset), *asize = malloc((size_t)N * sizeof *asize);
+	mp_item *items = calloc((size_t)N, sizeof *items);
 	span *ref = malloc((size_t)N * sizeof *ref);
 	e.offset = offset;
-	e.asize = asize;
+	e.items = items;
 	e.hits = malloc((size_t)N * sizeof *e.hits);
 	e.cap_hits = N;
 	for (int round = 0; round < 3000; round++) {
 		int64_t n = round % 3 ? (int64_t)(rnd(&seed) % (FEW_SPANS + 3)) : (int64_t)(rnd(&seed) % N);
 		int64_t unit = round % 5 ? 16 : 1, spread = 1 + (int64_t)(rnd(&seed) % (round % 2 ? 8 : 100000));
 		e.base = unit * (int64_t)(rnd(&seed) % 4);
+		e.align = unit;   /* the sizes are multiples of it: asize_of gives them */
 		for (int64_t i = 0; i < n; i++) {
 			offset[i] = e.base + unit * (int64_t)(rnd(&seed) % (uint64_t)spread);
-			asize[i] = unit * (1 + (int64_t)(rnd(&seed) % 6));
+			asize[i] = items[i].size = unit * (1 + (int64_t)(rnd(&seed) % 6));
 			e.hits[i] = (int32_t)i;
 			ref[i] = (span){ offset[i], offset[i] + asize[i] };
 		}
@@ -318,6 +315,7 @@ Test(planner, offset_choice_is_the_sweeps)
 	free(e.hits);
 	free(offset);
 	free(asize);
+	free(items);
 	free(ref);
 }
 
