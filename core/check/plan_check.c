@@ -127,7 +127,7 @@ int pr_plan_usage(pr_graph *g, pr_arena_usage **out)
 	arena_list arenas = { 0 };
 	int *arena_of = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena_of);
 	for (int64_t i = 0; i < lt->n_classes; i++) {
-		const pr_spec *s = pr_plan_class_spec(&lt->classes[i]);
+		const pr_spec *s = pr_plan_class_spec(lt, &lt->classes[i]);
 		arena_of[i] = s->has_mem ? spec_arena(&arenas, s) : -1;
 	}
 	int n_arenas = arenas.n;
@@ -140,7 +140,7 @@ int pr_plan_usage(pr_graph *g, pr_arena_usage **out)
 		if (arena_of[i] < 0)
 			continue;
 		int64_t top;
-		if (__builtin_add_overflow(pr_plan_class_spec(&lt->classes[i])->mem_offset, lt->classes[i].bytes, &top))
+		if (__builtin_add_overflow(pr_plan_class_spec(lt, &lt->classes[i])->mem_offset, lt->classes[i].bytes, &top))
 			top = INT64_MAX;   /* the checker reports it */
 		if (top > u[arena_of[i]].planned_bytes)
 			u[arena_of[i]].planned_bytes = top;
@@ -157,8 +157,8 @@ int pr_plan_usage(pr_graph *g, pr_arena_usage **out)
 /* A class with planned memory, for the overlap sweep: its sort key. Its
  * bytes and positions are its class's, read there: the sweep meets the
  * classes by position, in about the order of their definition, and the
- * record, no larger than a value, is written over the values already
- * checked (check_method), so that the sweep's records take no memory of
+ * record, no larger than a value, is written over the values once they are
+ * checked (note_classes), so that the sweep's records take no memory of
  * their own. */
 typedef struct planned_class {
 	int64_t offset;
@@ -177,12 +177,15 @@ typedef struct check_ctx {
 	const char *pass;
 	const char *method;
 	pr_lifetimes *lt;     /* check_method takes its values' memory for pcs */
+	const pr_graph *g;    /* lt's: overlaps name their classes' bases from it */
 	int errors;
 	planned_class *pcs;   /* the classes the sweep checks, in class order */
 	int64_t n_pcs;
 	planned_class first;  /* pcs[0] */
 	uint64_t diff_offsets, diff_arenas;   /* the bits some record has unlike pcs[0] */
 	arena_list arenas;
+	struct overlap *overlaps;   /* found by the sweep, reported after it */
+	int64_t n_overlaps, cap_overlaps;
 } check_ctx;
 
 static void plan_error(check_ctx *k, const pr_plan_value *v, const char *msg)
@@ -252,10 +255,11 @@ static inline void check_placed(check_ctx *k, const pr_plan_value *v, const pr_s
 
 static __attribute__((noinline, cold)) void apart_error(check_ctx *k, const pr_plan_value *v, const pr_plan_class *c)
 {
-	const pr_spec *s = pr_plan_value_spec(v), *cs = pr_plan_class_spec(c);
+	const pr_plan_value *b = pr_plan_class_base(k->lt, c);
+	const pr_spec *s = pr_plan_value_spec(v), *cs = pr_plan_value_spec(b);
 	char msg[512], mem[64], base_mem[64], base[128];
 	snprintf(msg, sizeof msg, "shares the memory of %%%s (an in-place result, view or getitem of it) but is planned apart (mem=%s, %%%s has mem=%s)",
-		 pr_plan_value_name(c->node, c->elem, base, sizeof base), mem_str(s, mem, sizeof mem),
+		 pr_plan_value_name(b->node, b->elem, base, sizeof base), mem_str(s, mem, sizeof mem),
 		 base, mem_str(cs, base_mem, sizeof base_mem));
 	plan_error(k, v, msg);
 }
@@ -268,10 +272,9 @@ static __attribute__((noinline, cold)) void host_constant_error(check_ctx *k, co
 	plan_error(k, v, msg);
 }
 
-/* Keeps class cls (c, its spec s with memory) for the overlap sweep when it
- * holds memory at a real offset (check_placed reports one that is not), read
- * here while its spec is in cache rather than in a second walk over the
- * nodes, with the bits in which it differs from the first (sort_planned). */
+/* Keeps class cls (c, its base's spec s with memory) for the overlap sweep
+ * when it holds memory at a real offset (check_placed reports one that is
+ * not), with the bits in which it differs from the first (sort_planned). */
 static inline void note_planned(check_ctx *k, int32_t cls, const pr_plan_class *c, const pr_spec *s)
 {
 	int64_t end;
@@ -290,16 +293,15 @@ static inline void note_planned(check_ctx *k, int32_t cls, const pr_plan_class *
 }
 
 /* Arena, alias and constant rules, one value at a time. A class's own value
- * without memory (most of a program before planning) has nothing to check.
- * Its last act is note_planned, which may write over v. */
+ * without memory (most of a program before planning) has nothing to check. */
 static inline void check_value(check_ctx *k, const pr_plan_value *v)
 {
 	const pr_plan_class *c = &k->lt->classes[v->cls];
 	const pr_spec *s = pr_plan_value_spec(v);
-	if (!pr_plan_value_is_base(v, c)) {
+	if (!pr_plan_value_is_base(k->lt, v, c)) {
 		if (s->has_mem)
 			check_placed(k, v, s, c->bytes);
-		if (!same_mem(s, pr_plan_class_spec(c)))
+		if (!same_mem(s, pr_plan_class_spec(k->lt, c)))
 			apart_error(k, v, c);
 		return;
 	}
@@ -308,7 +310,23 @@ static inline void check_value(check_ctx *k, const pr_plan_value *v)
 	check_placed(k, v, s, c->bytes);
 	if (!pr_plan_class_plannable(c))
 		host_constant_error(k, v);
-	note_planned(k, v->cls, c, s);
+}
+
+/* The sweep's records of the classes whose base has memory, in class
+ * order, each written over the values (as check_value has left them): the
+ * n-th record lands on value n, and the base of its class, and of every
+ * later one, is a later value (plan.h: class i's base is value i or
+ * after), read before it is written over. */
+static void note_classes(check_ctx *k)
+{
+	pr_lifetimes *lt = k->lt;
+	k->pcs = (planned_class *)lt->values;
+	for (int64_t i = 0; i < lt->n_classes; i++) {
+		const pr_plan_class *c = &lt->classes[i];
+		const pr_spec *s = pr_plan_class_spec(lt, c);
+		if (s->has_mem)
+			note_planned(k, (int32_t)i, c, s);
+	}
 }
 
 /* The sweep's live set: keys in a bitset of 64-way levels (level 0 a bit
@@ -598,18 +616,84 @@ static bool pc_reaches(const check_ctx *k, const planned_class *lo, const planne
 	return pc_class(k, lo)->bytes > hi->offset - lo->offset;  /* offsets >= 0 */
 }
 
+/* Two classes found overlapping: reported once the sweep is done (the
+ * values, which name their bases, are its records by then). */
+struct overlap {
+	int32_t cls[2];
+	int64_t offset[2];
+};
+
 static __attribute__((noinline, cold)) void overlap_error(check_ctx *k, const planned_class *a, const planned_class *b)
 {
-	const pr_plan_class *ca = pc_class(k, a), *cb = pc_class(k, b);
-	char na[128], nb[128], arena[PR_DEVICE_STR_MAX];
-	pr_plan_value_name(ca->node, ca->elem, na, sizeof na);
-	pr_plan_value_name(cb->node, cb->elem, nb, sizeof nb);
-	pr_diags_add(k->diags, PR_SEV_ERROR, "E-PLAN", k->pass, k->method, na, ca->bytes,
-		     "%%%s (offset %lld, %lld bytes, live %lld..%lld) and %%%s (offset %lld, %lld bytes, live %lld..%lld) overlap in arena %s while both are live",
-		     na, (long long)a->offset, (long long)ca->bytes, (long long)ca->start, (long long)ca->end,
-		     nb, (long long)b->offset, (long long)cb->bytes, (long long)cb->start, (long long)cb->end,
-		     pr_device_str(pr_spec_mem_arena(pr_plan_class_spec(ca)), arena));
+	if (k->n_overlaps == k->cap_overlaps) {
+		k->cap_overlaps = k->cap_overlaps ? 2 * k->cap_overlaps : 16;
+		k->overlaps = pr_xrealloc(k->overlaps, (size_t)k->cap_overlaps * sizeof *k->overlaps);
+	}
+	k->overlaps[k->n_overlaps++] = (struct overlap){ { a->cls, b->cls }, { a->offset, b->offset } };
 	k->errors++;
+}
+
+static int cmp_int32(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The values that are bases of the classes of k's overlaps, sorted, with
+ * their nodes and elements, from one walk over the graph's values (lt's
+ * order). */
+typedef struct base_names {
+	int32_t *base;
+	pr_plan_value *value;   /* value[i] is value base[i] (its cls unset) */
+	int64_t n;
+} base_names;
+
+static base_names find_bases(const check_ctx *k)
+{
+	base_names b = { pr_xmalloc((size_t)(2 * k->n_overlaps) * sizeof *b.base), NULL, 0 };
+	for (int64_t i = 0; i < k->n_overlaps; i++)
+		for (int j = 0; j < 2; j++)
+			b.base[b.n++] = k->lt->classes[k->overlaps[i].cls[j]].base;
+	qsort(b.base, (size_t)b.n, sizeof *b.base, cmp_int32);
+	b.value = pr_xmalloc((size_t)b.n * sizeof *b.value);
+	int64_t v = 0, at = 0;
+	pr_graph_for_each(k->g, n) {
+		for (int e = 0, nv = pr_plan_node_n_values(n); e < nv; e++, v++)
+			while (at < b.n && b.base[at] == v)
+				b.value[at++] = (pr_plan_value){ n, -1, n->type.kind == PR_TYPE_TUPLE ? e : -1 };
+	}
+	PR_ASSERT(at == b.n);
+	return b;
+}
+
+static const pr_plan_value *base_of(const base_names *b, int32_t base)
+{
+	const int32_t *at = bsearch(&base, b->base, (size_t)b->n, sizeof *b->base, cmp_int32);
+	return &b->value[at - b->base];
+}
+
+/* The overlaps the sweep found, in its order. */
+static void report_overlaps(check_ctx *k)
+{
+	if (!k->n_overlaps)
+		return;
+	base_names b = find_bases(k);
+	for (int64_t i = 0; i < k->n_overlaps; i++) {
+		const struct overlap *o = &k->overlaps[i];
+		const pr_plan_class *ca = &k->lt->classes[o->cls[0]], *cb = &k->lt->classes[o->cls[1]];
+		const pr_plan_value *va = base_of(&b, ca->base), *vb = base_of(&b, cb->base);
+		char na[128], nb[128], arena[PR_DEVICE_STR_MAX];
+		pr_plan_value_name(va->node, va->elem, na, sizeof na);
+		pr_plan_value_name(vb->node, vb->elem, nb, sizeof nb);
+		pr_diags_add(k->diags, PR_SEV_ERROR, "E-PLAN", k->pass, k->method, na, ca->bytes,
+			     "%%%s (offset %lld, %lld bytes, live %lld..%lld) and %%%s (offset %lld, %lld bytes, live %lld..%lld) overlap in arena %s while both are live",
+			     na, (long long)o->offset[0], (long long)ca->bytes, (long long)ca->start, (long long)ca->end,
+			     nb, (long long)o->offset[1], (long long)cb->bytes, (long long)cb->start, (long long)cb->end,
+			     pr_device_str(pr_spec_mem_arena(pr_plan_value_spec(va)), arena));
+	}
+	free(b.base);
+	free(b.value);
+	free(k->overlaps);
 }
 
 /* The ranks in order of the position where their class starts (start, by
@@ -722,27 +806,28 @@ static void check_overlaps(check_ctx *k)
 	free(starts);
 }
 
-/* Every rule over one method's lifetimes, computed once. The sweep's
- * records are written over the values as they are checked: a value is read
- * before its record is written, and no more classes than values come before
- * it, so a record only ever lands on a value checked already. The values'
- * memory is then the records' (shrunk to them), and the sweep's peak holds
- * the classes and the records, no values (at 10^6 nodes the checker took
- * 25 MB of values, 39 of records of 32 bytes and 50 of classes at once). */
+/* Every rule over one method's lifetimes, computed once. The values are
+ * checked first; then the sweep's records are written over them, in class
+ * order (note_classes), the memory shrunk to them, so that the sweep's peak
+ * holds the classes and the records, no values (at 10^6 nodes the checker
+ * took 25 MB of values, 39 of records of 32 bytes and 50 of classes at
+ * once). The overlaps it finds name their classes' bases after it, from
+ * the graph. */
 static void check_method(check_ctx *k)
 {
 	pr_lifetimes *lt = k->lt;
-	k->pcs = (planned_class *)lt->values;
 	for (int64_t i = 0; i < lt->n_values; i++) {
 		if (i + 8 < lt->n_values)   /* the specs are all over the heap */
 			__builtin_prefetch(&pr_plan_value_spec(&lt->values[i + 8])->has_mem);
 		check_value(k, &lt->values[i]);
 	}
+	note_classes(k);
 	k->pcs = pr_xrealloc(k->pcs, (size_t)(k->n_pcs + 1) * sizeof *k->pcs);
 	lt->values = NULL;
 	lt->n_values = 0;
 	check_overlaps(k);
 	free(k->pcs);
+	report_overlaps(k);
 	arena_list_free(&k->arenas);
 }
 
@@ -770,7 +855,7 @@ int pr_plan_check(pr_program *p, pr_diags *diags, const char *pass_name)
 		pr_graph *g = p->methods[m];
 		if (!any_planned(g))
 			continue;
-		check_ctx k = { .diags = diags, .pass = pass_name ? pass_name : "verifier", .method = g->name };
+		check_ctx k = { .diags = diags, .pass = pass_name ? pass_name : "verifier", .method = g->name, .g = g };
 		k.lt = pr_lifetimes_compute(g);
 		check_method(&k);
 		errors += k.errors;

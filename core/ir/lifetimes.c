@@ -136,8 +136,7 @@ static int32_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int
 	pr_lifetimes *lt = b->lt;
 	PR_GROW(lt->classes, lt->n_classes, b->cap_classes);
 	pr_plan_class *c = &lt->classes[lt->n_classes];
-	c->node = n;
-	c->elem = elem;
+	c->base = (int32_t)lt->n_values;   /* the value add_value adds next */
 	c->device = device_index(b, spec->device_id);
 	c->bytes = 0;
 	c->start = c->end = pos;
@@ -156,16 +155,6 @@ static void add_value(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int32_
 	int64_t bytes = storage_bytes(b, spec);
 	if (bytes > c->bytes)
 		c->bytes = bytes;
-}
-
-/* How many values node n has (a tensor: 1, a tuple: its elements). */
-static int n_values_of(const pr_node *n)
-{
-	if (n->type.kind == PR_TYPE_TENSOR)
-		return 1;
-	if (n->type.kind == PR_TYPE_TUPLE)
-		return n->type.n_elems;
-	return 0;
 }
 
 /* The class of element elem (-1: the tensor itself) of node v, or -1. A
@@ -208,7 +197,7 @@ static int32_t aliased_class(lt_builder *b, const pr_node *n, int r)
 /* The node's values, after its reads: an alias of itself names nothing. */
 static void define_values(lt_builder *b, pr_node *n, int32_t pos)
 {
-	int nv = n_values_of(n);
+	int nv = pr_plan_node_n_values(n);
 	int32_t first = nv ? (int32_t)b->lt->n_values : -1;
 	for (int i = 0; i < nv; i++) {
 		int elem = n->type.kind == PR_TYPE_TUPLE ? i : -1;
@@ -351,7 +340,8 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 	 * heap keeps what is freed, so holes stay. The planner frees the
 	 * classes before it plans, and its arrays then fit in their hole;
 	 * first, freed when the walk ends, is the top one and goes back to the
-	 * heap's top. */
+	 * heap's top, where the planner's items then take it and the tail the
+	 * values leave when they shrink to one index each. */
 	b->lt->classes = pr_xmalloc((size_t)b->cap_classes * sizeof *b->lt->classes);
 	b->lt->values = pr_xmalloc((size_t)b->cap_values * sizeof *b->lt->values);
 	b->first = pr_xmalloc((size_t)cap * sizeof *b->first);

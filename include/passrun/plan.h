@@ -50,15 +50,17 @@ enum {
  * is zeroed): pr_lifetimes_compute stops with an invariant failure on a
  * method of 2^31 nodes or values, which would need hundreds of GB as nodes.
  * For the same reason a class names its device by an index into the
- * lifetimes' few devices, and neither record keeps its spec: it is the
+ * lifetimes' few devices, its base by the index of its value (the node and
+ * element are there: a class's base is its first value, so class i's is
+ * value i or a later one), and neither record keeps its spec: it is the
  * node's own, one address away (pr_plan_class_spec, pr_plan_value_spec):
- * 32 bytes a class (64 with the device and the spec in it) and 16 a value
- * (24 with its spec). */
+ * 24 bytes a class (32 with the base's node and element in it, 64 with the
+ * device and the spec too) and 16 a value (24 with its spec). */
 typedef struct pr_plan_class {
-	pr_node *node;       /* the base's node */
 	int64_t bytes;       /* storage bytes, the largest over the members */
 	int32_t start, end;  /* positions, inclusive */
-	int32_t elem;        /* its tuple element, or -1 */
+	int32_t base;        /* its first value, the one its spec is read from:
+			      * index into pr_lifetimes.values */
 	uint16_t flags;      /* PR_CLASS_* */
 	uint16_t device;     /* the base's device: index into pr_lifetimes.devices */
 } pr_plan_class;
@@ -69,27 +71,22 @@ typedef struct pr_plan_value {
 	int32_t elem;        /* tuple element, or -1 for a tensor node */
 } pr_plan_value;
 
+/* How many values node n has: a tensor one, a tuple one per element,
+ * other nodes none (pr_lifetimes.values lists them node by node). */
+static inline int pr_plan_node_n_values(const pr_node *n)
+{
+	return n->type.kind == PR_TYPE_TENSOR ? 1 : n->type.kind == PR_TYPE_TUPLE ? n->type.n_elems : 0;
+}
+
 /* The spec of element elem (-1: the tensor itself) of node n. */
 static inline pr_spec *pr_plan_spec_of(pr_node *n, int elem)
 {
 	return elem < 0 ? &n->type.tensor : &n->type.elems[elem];
 }
 
-/* The base's spec, where the plan is read from. */
-static inline pr_spec *pr_plan_class_spec(const pr_plan_class *c)
-{
-	return pr_plan_spec_of(c->node, c->elem);
-}
-
 static inline pr_spec *pr_plan_value_spec(const pr_plan_value *v)
 {
 	return pr_plan_spec_of(v->node, v->elem);
-}
-
-/* Is v the base of class c (the value whose spec the plan is read from)? */
-static inline bool pr_plan_value_is_base(const pr_plan_value *v, const pr_plan_class *c)
-{
-	return v->node == c->node && v->elem == c->elem;
 }
 
 typedef struct pr_lifetimes {
@@ -102,6 +99,24 @@ typedef struct pr_lifetimes {
 	pr_device *devices;      /* the classes' devices, canonical (the host is
 				  * "cpu"), each spelling once, in order of first use */
 } pr_lifetimes;
+
+/* The base of class c of lt (the value whose spec the plan is read from),
+ * and its spec. */
+static inline const pr_plan_value *pr_plan_class_base(const pr_lifetimes *lt, const pr_plan_class *c)
+{
+	return &lt->values[c->base];
+}
+
+static inline pr_spec *pr_plan_class_spec(const pr_lifetimes *lt, const pr_plan_class *c)
+{
+	return pr_plan_value_spec(pr_plan_class_base(lt, c));
+}
+
+/* Is v, a value of lt, the base of class c? */
+static inline bool pr_plan_value_is_base(const pr_lifetimes *lt, const pr_plan_value *v, const pr_plan_class *c)
+{
+	return v - lt->values == c->base;
+}
 
 /* Computes the storage classes of method g. Writes nothing into the graph
  * but node->order: when the orders do not step evenly, the nodes from the

@@ -58,7 +58,7 @@ static void report_split_classes(pr_pass_ctx *ctx, pr_graph *g, const pr_lifetim
 	for (int64_t i = 0; i < lt->n_values; i++) {
 		const pr_plan_value *v = &lt->values[i];
 		const pr_plan_class *c = &lt->classes[v->cls];
-		if (pr_plan_value_is_base(v, c))
+		if (pr_plan_value_is_base(lt, v, c))
 			continue;   /* the class's device is its base's */
 		const pr_spec *s = pr_plan_value_spec(v);
 		pr_device d = pr_spec_device(s), cd = pr_plan_class_device(lt, c);
@@ -66,7 +66,8 @@ static void report_split_classes(pr_pass_ctx *ctx, pr_graph *g, const pr_lifetim
 			continue;
 		char name[128], base[128], dv[PR_DEVICE_STR_MAX], dc[PR_DEVICE_STR_MAX];
 		pr_plan_value_name(v->node, v->elem, name, sizeof name);
-		pr_plan_value_name(c->node, c->elem, base, sizeof base);
+		const pr_plan_value *b = pr_plan_class_base(lt, c);
+		pr_plan_value_name(b->node, b->elem, base, sizeof base);
 		pr_pass_diag(ctx, PR_SEV_ERROR, "E-PLAN", g->name, name, pr_spec_storage_bytes(s),
 			     "%%%s is on %s but shares the memory of %%%s (it is an in-place result or a view of it), which is on %s: "
 			     "one memory cannot be in two arenas",
@@ -93,7 +94,7 @@ static pr_err *plan_method(pr_pass_ctx *ctx, pr_graph *g, bool *changed)
 	report_split_classes(ctx, g, lt);
 	mp_arena_report reps[MP_MAX_ARENAS];
 	int n_reps = 0;
-	if (mp_plan_lifetimes(lt, &o, reps, MP_MAX_ARENAS, &n_reps))
+	if (mp_plan_lifetimes(g, lt, &o, reps, MP_MAX_ARENAS, &n_reps))
 		*changed = true;
 	for (int a = 0; a < n_reps; a++) {
 		char dev[PR_DEVICE_STR_MAX], types[PR_DEVICE_TYPES_STR_MAX];

@@ -87,7 +87,7 @@ typedef struct span {
 
 typedef struct engine {
 	const mp_item *items;
-	const int64_t *asize;     /* aligned sizes */
+	int64_t align;            /* sizes round up to it (asize_of) */
 	int64_t m;                /* items placed by the greedy (not stacked) */
 	int32_t *by_start;        /* item ids, by start */
 	int32_t *started;         /* per position t: how many start at or before t */
@@ -166,6 +166,14 @@ static void sort_spans(span *a, int64_t n)
 static int64_t round_up(int64_t x, int64_t align)
 {
 	return (x + align - 1) & ~(align - 1);
+}
+
+/* Item id's size rounded up to the alignment, what it takes in the packing:
+ * computed where it is read (an array of them was 8 bytes an item of the
+ * peak the plan adds to the run's). */
+static inline int64_t asize_of(const engine *e, int64_t id)
+{
+	return round_up(e->items[id].size, e->align);
 }
 
 /* The segment tree's bottom levels are read as blocks of 2^BLOCK_H leaves
@@ -397,7 +405,7 @@ static int64_t choose_few(const engine *e, int64_t need)
 {
 	int64_t lo[FEW_SPANS], hi[FEW_SPANS], n = e->n_hits;
 	for (int64_t i = 0; i < n; i++) {
-		int64_t id = e->hits[i], l = e->offset[id], h = l + e->asize[id], j = i;
+		int64_t id = e->hits[i], l = e->offset[id], h = l + asize_of(e, id), j = i;
 		for (; j > 0 && lo[j - 1] > l; j--) {
 			lo[j] = lo[j - 1];
 			hi[j] = hi[j - 1];
@@ -479,17 +487,19 @@ static int64_t place_item(engine *e, int64_t id)
 	find_overlapping(e, count_started(e, it->end), it->start);
 	e->work += e->n_hits;
 	if (e->n_hits <= FEW_SPANS)
-		return choose_few(e, e->asize[id]);
+		return choose_few(e, asize_of(e, id));
 	if (e->n_hits > e->cap_found) {
 		e->cap_found = e->cap_hits;
 		e->found = pr_xrealloc(e->found, (size_t)e->cap_found * sizeof *e->found);
 	}
+	const mp_item *items = e->items;
+	int64_t align = e->align;   /* read once: the stores to found might alias it */
 	for (int64_t i = 0; i < e->n_hits; i++) {
 		int64_t hid = e->hits[i];
-		e->found[i] = (span){ e->offset[hid], e->offset[hid] + e->asize[hid] };
+		e->found[i] = (span){ e->offset[hid], e->offset[hid] + round_up(items[hid].size, align) };
 	}
 	e->n_found = e->n_hits;
-	return choose_offset(e, e->asize[id]);
+	return choose_offset(e, asize_of(e, id));
 }
 
 /* Keeps e->long_slots: item id placed or not (either may be so already). */
@@ -544,7 +554,6 @@ static int64_t run_greedy(engine *e, const uint64_t *order)
 			int64_t ahead = (uint32_t)order[i + 16];
 			__builtin_prefetch(&e->items[ahead]);
 			__builtin_prefetch(&e->slot[ahead]);
-			__builtin_prefetch(&e->asize[ahead]);
 			__builtin_prefetch(&e->offset[ahead], 1);
 		}
 		int64_t off = place_item(e, id);
@@ -615,11 +624,11 @@ static int order_fields(int which)
 	return which == ORDER_STACK ? 1 : which == 4 ? 3 : 2;
 }
 
-static inline __attribute__((always_inline)) void order_key(const engine *e, int which, const range_max *profile,
-								    int64_t id, uint64_t w[3])
+static inline __attribute__((always_inline)) void order_key(const mp_item *items, int64_t align, int which,
+								    const range_max *profile, int64_t id, uint64_t w[3])
 {
-	const mp_item *it = &e->items[id];
-	int64_t size = e->asize[id], dur = it->end - it->start + 1, k[3] = { 0, 0, 0 };
+	const mp_item *it = &items[id];
+	int64_t size = round_up(it->size, align), dur = it->end - it->start + 1, k[3] = { 0, 0, 0 };
 	switch (which) {
 	case ORDER_STACK: k[0] = -size; break;
 	case 0: k[0] = -size; k[1] = -dur; break;
@@ -645,15 +654,19 @@ static inline __attribute__((always_inline)) void order_key(const engine *e, int
 		w[j] = (uint64_t)k[j] ^ (1ull << 63);
 }
 
-/* sort_ids, inlined where `which` is a constant. */
+/* sort_ids, inlined where `which` is a constant. The items and the
+ * alignment are read once, not at every key (the stores to the records
+ * might alias the engine's fields). */
 static inline __attribute__((always_inline)) void sort_ids_in(const engine *e, int which, const range_max *profile,
 								      uint64_t *a, uint64_t *tmp, int64_t n)
 {
+	const mp_item *items = e->items;
+	int64_t align = e->align;
 	int nw = order_fields(which);
 	uint64_t first[3], diff[3] = { 0, 0, 0 }, w[3];
-	order_key(e, which, profile, (uint32_t)a[0], first);
+	order_key(items, align, which, profile, (uint32_t)a[0], first);
 	for (int64_t i = 1; i < n; i++) {
-		order_key(e, which, profile, (uint32_t)a[i], w);
+		order_key(items, align, which, profile, (uint32_t)a[i], w);
 		for (int j = 0; j < nw; j++)
 			diff[j] |= w[j] ^ first[j];
 	}
@@ -677,7 +690,7 @@ static inline __attribute__((always_inline)) void sort_ids_in(const engine *e, i
 		for (int64_t i = 0; i < n; i++) {
 			uint32_t id = (uint32_t)cur[i];
 			uint64_t x[4];
-			order_key(e, which, profile, id, x);
+			order_key(items, align, which, profile, id, x);
 			x[3] = 0;
 			uint32_t b0 = x[f[0]] >> sh[0] & 255, b1 = x[f[1]] >> sh[1] & 255, b2 = x[f[2]] >> sh[2] & 255,
 				 b3 = x[f[3]] >> sh[3] & 255;
@@ -747,15 +760,15 @@ static int64_t peak_of(const mp_item *items, const int64_t *sizes, int64_t n, in
 
 /* peak_of for raw and for rounded sizes at once: one walk over the items
  * and the positions. */
-static void peaks_of(const mp_item *items, const int64_t *asize, int64_t n, int64_t T,
+static void peaks_of(const mp_item *items, int64_t align, int64_t n, int64_t T,
 		     int64_t *raw_peak, int64_t *aligned_peak)
 {
 	int64_t (*diff)[2] = pr_xcalloc((size_t)T + 1, sizeof *diff);
 	for (int64_t i = 0; i < n; i++) {
 		diff[items[i].start][0] += items[i].size;
 		diff[items[i].end + 1][0] -= items[i].size;
-		diff[items[i].start][1] += asize[i];
-		diff[items[i].end + 1][1] -= asize[i];
+		diff[items[i].start][1] += round_up(items[i].size, align);
+		diff[items[i].end + 1][1] -= round_up(items[i].size, align);
 	}
 	int64_t live[2] = { 0, 0 }, peak[2] = { 0, 0 };
 	for (int64_t t = 0; t < T; t++)
@@ -794,7 +807,7 @@ static int64_t stack_whole(const engine *e, mp_item *items, int64_t n, int64_t T
 		int64_t id = (uint32_t)ids[i];
 		items[id].offset = top;
 		*last_byte = top + items[id].size;
-		top += e->asize[id];
+		top += asize_of(e, id);
 	}
 	free(ids);
 	return top;
@@ -827,11 +840,11 @@ static void choose_short(engine *e)
 
 /* The greedy items (neither living throughout nor empty) by (start, id): a
  * counting sort over the positions, whose counts, summed, are e->started. */
-static void engine_init(engine *e, mp_item *items, const int64_t *asize, int64_t n, int64_t T)
+static void engine_init(engine *e, mp_item *items, int64_t align, int64_t n, int64_t T)
 {
 	memset(e, 0, sizeof *e);
 	e->items = items;
-	e->asize = asize;
+	e->align = align;
 	e->T = T;
 	e->started = pr_xcalloc((size_t)T + 1, sizeof *e->started);
 	for (int64_t i = 0; i < n; i++)
@@ -923,9 +936,9 @@ static void replace_items(engine *e, const int64_t *ids, int64_t n, uint64_t see
 		double f = 0.6 + 0.8 * (double)(mix64(seed ^ ((uint64_t)id * 0x9e3779b97f4a7c15ull)) >> 11) / 9007199254740992.0;
 		const mp_item *it = &e->items[id];
 		switch (seed % 3) {
-		case 0: keys[i] = (sort_key){ -(int64_t)((double)e->asize[id] * f), it->start, 0, id }; break;
-		case 1: keys[i] = (sort_key){ it->start, -e->asize[id], 0, id }; break;
-		default: keys[i] = (sort_key){ -(int64_t)((double)(it->end - it->start + 1) * f), -e->asize[id], 0, id }; break;
+		case 0: keys[i] = (sort_key){ -(int64_t)((double)asize_of(e, id) * f), it->start, 0, id }; break;
+		case 1: keys[i] = (sort_key){ it->start, -asize_of(e, id), 0, id }; break;
+		default: keys[i] = (sort_key){ -(int64_t)((double)(it->end - it->start + 1) * f), -asize_of(e, id), 0, id }; break;
 		}
 	}
 	qsort(keys, (size_t)n, sizeof *keys, cmp_key);
@@ -999,7 +1012,7 @@ static range_max breadth_profile(const engine *e, const mp_item *items, int64_t 
 	mp_item *greedy = pr_xmalloc((size_t)(e->m + 1) * sizeof *greedy);
 	for (int64_t i = 0; i < e->m; i++) {
 		greedy[i] = items[e->by_start[i]];
-		sizes[i] = e->asize[e->by_start[i]];
+		sizes[i] = asize_of(e, e->by_start[i]);
 	}
 	peak_of(greedy, sizes, e->m, T, profile);
 	range_max rm = range_max_build(profile, T);
@@ -1065,18 +1078,18 @@ static int64_t last_byte(const mp_item *items, int64_t n)
  * item overlaps it in time, so moving it keeps the plan valid, and the top
  * item needs no padding: the cheaper way round wins (small tensors). The
  * stack keeps its order, its most padded item last. */
-static void stack_on_top_if_smaller(mp_item *items, const int64_t *asize, int64_t n, int64_t T,
-				    int64_t base)
+static void stack_on_top_if_smaller(mp_item *items, int64_t align, int64_t n, int64_t T, int64_t base)
 {
 	int64_t below = last_byte(items, n), others_top = 0, pad_last = -1, last = -1;
 	for (int64_t i = 0; i < n; i++) {
 		if (items[i].size <= 0)
 			continue;
+		int64_t asize = round_up(items[i].size, align);
 		if (!lives_throughout(&items[i], T)) {
-			if (items[i].offset - base + asize[i] > others_top)
-				others_top = items[i].offset - base + asize[i];
-		} else if (asize[i] - items[i].size > pad_last) {
-			pad_last = asize[i] - items[i].size;
+			if (items[i].offset - base + asize > others_top)
+				others_top = items[i].offset - base + asize;
+		} else if (asize - items[i].size > pad_last) {
+			pad_last = asize - items[i].size;
 			last = i;
 		}
 	}
@@ -1090,7 +1103,7 @@ static void stack_on_top_if_smaller(mp_item *items, const int64_t *asize, int64_
 			items[i].offset -= base;
 		else if (i != last) {
 			items[i].offset = next;
-			next += asize[i];
+			next += round_up(items[i].size, align);
 		}
 	}
 	items[last].offset = next;
@@ -1102,33 +1115,29 @@ mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
 	if (n == 0 || T <= 0)
 		return r;
 	PR_ASSERT(n < INT32_MAX && T <= INT32_MAX);   /* ids, positions: 32-bit */
-	int64_t *asize = pr_xmalloc((size_t)n * sizeof *asize);
-	for (int64_t i = 0; i < n; i++) {
-		asize[i] = round_up(items[i].size, align);
+	for (int64_t i = 0; i < n; i++)
 		items[i].offset = 0;
-	}
 	/* Offsets are multiples of align, so under the top item of a position
 	 * every live item takes its rounded size: a plan needs at least the peak
 	 * of rounded sizes less the top item's padding (at most the largest). */
 	int64_t aligned_peak, max_pad = 0;
-	peaks_of(items, asize, n, T, &r.lower_bound_bytes, &aligned_peak);
+	peaks_of(items, align, n, T, &r.lower_bound_bytes, &aligned_peak);
 	for (int64_t i = 0; i < n; i++)
-		if (asize[i] - items[i].size > max_pad)
-			max_pad = asize[i] - items[i].size;
+		if (round_up(items[i].size, align) - items[i].size > max_pad)
+			max_pad = round_up(items[i].size, align) - items[i].size;
 	r.aligned_lower_bound = aligned_peak - max_pad > r.lower_bound_bytes ? aligned_peak - max_pad
 									     : r.lower_bound_bytes;
 	engine e;
-	engine_init(&e, items, asize, n, T);
+	engine_init(&e, items, align, n, T);
 	e.base = stack_whole(&e, items, n, T, &e.base_top);
 	if (e.m > 0)
 		plan_greedy(&e, items, T, r.aligned_lower_bound, &r);
 	if (e.base > 0 && e.m > 0)
-		stack_on_top_if_smaller(items, asize, n, T, e.base);
+		stack_on_top_if_smaller(items, align, n, T, e.base);
 	for (int64_t i = 0; i < n; i++)
 		if (items[i].size > 0 && items[i].offset + items[i].size > r.planned_bytes)
 			r.planned_bytes = items[i].offset + items[i].size;
 	engine_free(&e);
-	free(asize);
 	return r;
 }
 
@@ -1227,9 +1236,24 @@ bool mp_plan_graph(pr_graph *g, const mp_graph_options *o, mp_arena_report *repo
 		   int max_reports, int *n_reports)
 {
 	pr_lifetimes *lt = pr_lifetimes_compute(g);
-	bool changed = mp_plan_lifetimes(lt, o, reports, max_reports, n_reports);
+	bool changed = mp_plan_lifetimes(g, lt, o, reports, max_reports, n_reports);
 	pr_lifetimes_free(lt);
 	return changed;
+}
+
+/* The values' classes, in place of the values (a class index is read
+ * before its 4 bytes, at or below the value's 16, are written), the
+ * array shrunk to them: the tail goes back to the heap before the items
+ * are gathered, so that they take the memory the values took. */
+static int32_t *take_value_classes(pr_lifetimes *lt)
+{
+	int32_t *cls = (int32_t *)lt->values;
+	for (int64_t v = 0; v < lt->n_values; v++) {
+		int32_t c = lt->values[v].cls;
+		memcpy(&cls[v], &c, sizeof c);   /* the bytes were a value's (strict aliasing) */
+	}
+	lt->values = NULL;
+	return pr_xrealloc(cls, (size_t)(lt->n_values + 1) * sizeof *cls);
 }
 
 /* Each class's arena (-1: none) into arena[], counting the arenas'
@@ -1252,10 +1276,13 @@ static void assign_arenas(const pr_lifetimes *lt, const mp_graph_options *o, are
 	free(arena_of_device);
 }
 
-/* The items of every arena, one run each of the returned array; slot[i]
- * is class i's item (when arena[i] >= 0). */
-static mp_item *gather_items(const pr_lifetimes *lt, const mp_graph_options *o, const arena_set *set,
-			     arena_items *per, const int8_t *arena, int32_t *slot)
+/* The items of every arena, one run each of the returned array. Each
+ * class's start, once gathered, gives way to its item's index in that
+ * array (-1: it gets no memory): the classes are not read again but for
+ * that, and an array of slots as long as they are would take memory the
+ * plan needs. */
+static mp_item *gather_items(pr_lifetimes *lt, const mp_graph_options *o, const arena_set *set,
+			     arena_items *per, const int8_t *arena)
 {
 	int64_t total = 0;
 	for (int a = 0; a < set->n; a++)
@@ -1270,28 +1297,61 @@ static mp_item *gather_items(const pr_lifetimes *lt, const mp_graph_options *o, 
 		per[a].n = 0;
 	}
 	for (int64_t i = 0; i < lt->n_classes; i++) {
-		if (arena[i] < 0)
+		pr_plan_class *c = &lt->classes[i];
+		if (arena[i] < 0) {
+			c->start = -1;
 			continue;
+		}
 		arena_items *a = &per[arena[i]];
-		slot[i] = (int32_t)(a->items - items + a->n);
-		gather_class(a, &lt->classes[i]);
+		int32_t slot = (int32_t)(a->items - items + a->n);
+		gather_class(a, c);
+		c->start = slot;
 	}
 	return items;
 }
 
-bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
+/* Writes every value's memory: its class's item's offset in the arena
+ * of that item (its start, once planned, gives way to its arena's index),
+ * or none (no item, or an arena left unplanned). The values are g's nodes'
+ * in graph order, as lt listed them. */
+static bool write_plan(pr_graph *g, const int32_t *item_of, int64_t n_values, const mp_item *items,
+		       const pr_device_id *arena_id, const bool *planned)
+{
+	bool changed = false;
+	int64_t v = 0;
+	pr_graph_for_each(g, n) {
+		if (n->next)
+			__builtin_prefetch(&n->next->type.tensor.has_mem, 1);
+		for (int i = 0, nv = pr_plan_node_n_values(n); i < nv; i++) {
+			int32_t k = item_of[v++];
+			const mp_item *it = k >= 0 ? &items[k] : NULL;
+			bool has = it && planned[it->start];
+			pr_spec *s = pr_plan_spec_of(n, n->type.kind == PR_TYPE_TUPLE ? i : -1);
+			changed |= write_mem(s, has, has ? arena_id[it->start] : PR_DEVICE_ID_HOST, has ? it->offset : 0);
+		}
+	}
+	PR_ASSERT(v == n_values);   /* lt was g's */
+	return changed;
+}
+
+bool mp_plan_lifetimes(pr_graph *g, pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
 		       int max_reports, int *n_reports)
 {
+	int32_t *item_of = take_value_classes(lt);
 	int8_t *arena = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *arena); /* < MP_MAX_ARENAS */
-	int32_t *slot = pr_xmalloc((size_t)(lt->n_classes + 1) * sizeof *slot);
 	arena_set set = { 0 };
 	arena_items per[MP_MAX_ARENAS] = { 0 };
 	assign_arenas(lt, o, &set, per, arena);
-	mp_item *items = gather_items(lt, o, &set, per, arena, slot);
+	mp_item *items = gather_items(lt, o, &set, per, arena);
+	free(arena);
+	for (int64_t v = 0; v < lt->n_values; v++)
+		item_of[v] = lt->classes[item_of[v]].start;   /* gather_items: its item */
 	/* Gathered, the classes are not read again: their memory goes back
 	 * before the planner takes its own. */
 	free(lt->classes);
 	lt->classes = NULL;
+	pr_device_id arena_id[MP_MAX_ARENAS];
+	bool planned[MP_MAX_ARENAS];
 	for (int a = 0; a < set.n; a++) {
 		mp_arena_report rep = { .n_items = per[a].n, .unknown_type = !per[a].align };
 		if (per[a].align)
@@ -1299,25 +1359,15 @@ bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_rep
 		rep.arena = set.devices[a];
 		if (reports && a < max_reports)
 			reports[a] = rep;
+		arena_id[a] = pr_device_intern(set.devices[a]);
+		planned[a] = per[a].planned;
+		for (int64_t i = 0; i < per[a].n; i++)   /* write_plan: the item's arena */
+			per[a].items[i].start = a;
 	}
 	if (n_reports)
 		*n_reports = set.n < max_reports ? set.n : max_reports;
-	bool changed = false;
-	pr_device_id *arena_id = pr_xmalloc((size_t)(set.n ? set.n : 1) * sizeof *arena_id);
-	for (int i = 0; i < set.n; i++)
-		arena_id[i] = pr_device_intern(set.devices[i]);
-	for (int64_t v = 0; v < lt->n_values; v++) {
-		if (v + 8 < lt->n_values)
-			__builtin_prefetch(&pr_plan_value_spec(&lt->values[v + 8])->has_mem, 1);
-		int64_t c = lt->values[v].cls;
-		/* unplanned arenas' classes get none: the pass reports the arena */
-		bool has = arena[c] >= 0 && per[arena[c]].planned;
-		changed |= write_mem(pr_plan_value_spec(&lt->values[v]), has,
-				     has ? arena_id[arena[c]] : PR_DEVICE_ID_HOST, has ? items[slot[c]].offset : 0);
-	}
-	free(arena_id);
+	bool changed = write_plan(g, item_of, lt->n_values, items, arena_id, planned);
 	free(items);
-	free(arena);
-	free(slot);
+	free(item_of);
 	return changed;
 }

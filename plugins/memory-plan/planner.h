@@ -64,9 +64,11 @@ typedef struct mp_graph_options {
 bool mp_plan_graph(pr_graph *g, const mp_graph_options *o, mp_arena_report *reports,
 		   int max_reports, int *n_reports);
 /* The same with lifetimes the caller computed (lt must be g's, fresh). It
- * frees lt->classes (NULL after) once it has read them, before planning: the
- * values stay; pr_lifetimes_free still frees lt. */
-bool mp_plan_lifetimes(pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
+ * takes lt->values and lt->classes (NULL after) before planning: the values
+ * shrink to their classes' items, the classes are freed once gathered, and
+ * the plan is written by walking g's nodes, so that the planner's memory is
+ * what they took, not more; pr_lifetimes_free still frees lt. */
+bool mp_plan_lifetimes(pr_graph *g, pr_lifetimes *lt, const mp_graph_options *o, mp_arena_report *reports,
 		       int max_reports, int *n_reports);
 
 #endif

@@ -412,7 +412,7 @@ static int ref_overlaps(pr_graph *g, char (*out)[300], int cap)
 	int n = 0, n_arenas = 0, found = 0;
 	for (int32_t i = 0; i < lt->n_classes; i++) {
 		const pr_plan_class *c = &lt->classes[i];
-		const pr_spec *s = pr_plan_class_spec(c);
+		const pr_spec *s = pr_plan_class_spec(lt, c);
 		int64_t end;
 		if (!s->has_mem || c->bytes <= 0 || s->mem_offset < 0 ||
 		    __builtin_add_overflow(s->mem_offset, c->bytes, &end))
@@ -445,11 +445,12 @@ static int ref_overlaps(pr_graph *g, char (*out)[300], int cap)
 				live[r] = true;
 				continue;
 			}
-			const pr_plan_class *co = &lt->classes[pcs[other].cls], *cr = &lt->classes[pcs[r].cls];
+			const pr_plan_value *vo = pr_plan_class_base(lt, &lt->classes[pcs[other].cls]);
+			const pr_plan_value *vr = pr_plan_class_base(lt, &lt->classes[pcs[r].cls]);
 			char a[128], b[128];
 			cr_assert_lt(found, cap);
-			snprintf(out[found++], sizeof *out, "%s %s", pr_plan_value_name(co->node, co->elem, a, sizeof a),
-				 pr_plan_value_name(cr->node, cr->elem, b, sizeof b));
+			snprintf(out[found++], sizeof *out, "%s %s", pr_plan_value_name(vo->node, vo->elem, a, sizeof a),
+				 pr_plan_value_name(vr->node, vr->elem, b, sizeof b));
 		}
 	}
 	free(live);

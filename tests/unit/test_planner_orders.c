@@ -14,6 +14,8 @@
 #include <stdlib.h>
 
 #include "../../plugins/memory-plan/planner.c"
+#include "passrun/verify.h"
+#include "testutil.h"
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -69,7 +71,7 @@ static sort_key old_key(const engine *e, int which, const range_max *profile, in
 {
 	const mp_item *it = &e->items[id];
 	int32_t start = it->start;
-	int64_t size = e->asize[id], dur = it->end - it->start + 1;
+	int64_t size = round_up(it->size, e->align), dur = it->end - it->start + 1;
 	switch (which) {
 	case 0: return (sort_key){ -size, -dur, start, id };
 	case 1: return (sort_key){ -range_max_query(profile, it->start, it->end), -size, start, id };
@@ -92,12 +94,10 @@ Test(planner, orders_are_the_full_sorts_order)
 	for (int round = 0; round < 40; round++) {
 		int64_t n = 1 + (int64_t)(rnd(&seed) % (round < 30 ? 300 : 20000)), T = 1 + (int64_t)(rnd(&seed) % (uint64_t)(2 * n));
 		mp_item *items = random_items(n, T, &seed, round % 2);
-		int64_t *asize = rounded(items, n, 16);
 		engine e;
-		engine_init(&e, items, asize, n, T);
+		engine_init(&e, items, 16, n, T);
 		if (!e.m) {
 			engine_free(&e);
-			free(asize);
 			free(items);
 			continue;
 		}
@@ -117,7 +117,6 @@ Test(planner, orders_are_the_full_sorts_order)
 		free(want);
 		free(rm.t);
 		engine_free(&e);
-		free(asize);
 		free(items);
 	}
 }
@@ -130,7 +129,7 @@ Test(planner, start_order_and_stack_order)
 		mp_item *items = random_items(n, T, &seed, false);
 		int64_t *asize = rounded(items, n, 64);
 		engine e;
-		engine_init(&e, items, asize, n, T);
+		engine_init(&e, items, 64, n, T);
 		/* by (start, id): the greedy items, compared with a qsort */
 		sort_key *want = malloc((size_t)(n + 1) * sizeof *want);
 		int64_t m = 0, k = 0;
@@ -227,9 +226,8 @@ Test(planner, overlap_queries_find_what_a_scan_finds)
 		int64_t n = round < 10 ? 1 + round / 2 : 1 + (int64_t)(rnd(&seed) % (round < 25 ? 40 : 3000));
 		int64_t T = 1 + (int64_t)(rnd(&seed) % (uint64_t)(2 * n));
 		mp_item *items = random_items(n, T, &seed, round % 2);
-		int64_t *asize = rounded(items, n, 16);
 		engine e;
-		engine_init(&e, items, asize, n, T);
+		engine_init(&e, items, 16, n, T);
 		if (e.m) {
 			check_queries(&e, &seed, 0); /* the tree alone */
 			/* the window and long items, for each duration that
@@ -243,7 +241,6 @@ Test(planner, overlap_queries_find_what_a_scan_finds)
 			}
 		}
 		engine_free(&e);
-		free(asize);
 		free(items);
 	}
 }
@@ -275,18 +272,20 @@ Test(planner, offset_choice_is_the_sweeps)
 	int64_t N = 3000;
 	engine e = { 0 };
 	int64_t *offset = malloc((size_t)N * sizeof *offset), *asize = malloc((size_t)N * sizeof *asize);
+	mp_item *items = calloc((size_t)N, sizeof *items);
 	span *ref = malloc((size_t)N * sizeof *ref);
 	e.offset = offset;
-	e.asize = asize;
+	e.items = items;
 	e.hits = malloc((size_t)N * sizeof *e.hits);
 	e.cap_hits = N;
 	for (int round = 0; round < 3000; round++) {
 		int64_t n = round % 3 ? (int64_t)(rnd(&seed) % (FEW_SPANS + 3)) : (int64_t)(rnd(&seed) % N);
 		int64_t unit = round % 5 ? 16 : 1, spread = 1 + (int64_t)(rnd(&seed) % (round % 2 ? 8 : 100000));
 		e.base = unit * (int64_t)(rnd(&seed) % 4);
+		e.align = unit;   /* the sizes are multiples of it: asize_of gives them */
 		for (int64_t i = 0; i < n; i++) {
 			offset[i] = e.base + unit * (int64_t)(rnd(&seed) % (uint64_t)spread);
-			asize[i] = unit * (1 + (int64_t)(rnd(&seed) % 6));
+			asize[i] = items[i].size = unit * (1 + (int64_t)(rnd(&seed) % 6));
 			e.hits[i] = (int32_t)i;
 			ref[i] = (span){ offset[i], offset[i] + asize[i] };
 		}
@@ -316,5 +315,59 @@ Test(planner, offset_choice_is_the_sweeps)
 	free(e.hits);
 	free(offset);
 	free(asize);
+	free(items);
 	free(ref);
+}
+
+/* mp_plan_graph writes the plan back by walking the graph beside the
+ * values' items (the values give way to them before the plan): every value
+ * of a tuple, an alias and a getitem gets its class's memory, in its arena,
+ * with arenas on both sides of one left unplanned (an unregistered type),
+ * whose values lose a stale mem=, as a host constant does. */
+Test(planner, plan_is_written_to_every_value_of_its_class)
+{
+	pr_program *p = tu_parse(
+		"passrun 1\n"
+		"op aten::add.Tensor(Tensor self, Tensor other) -> Tensor\n"
+		"op aten::relu_(Tensor(a!) self) -> Tensor(a!)\n"
+		"delegate @dd backend=\"CudaBackend\" target_device=\"cuda:0\" {\n"
+		"  %a: f32[8] = input\n  %b: f32[4] = input\n"
+		"  %s: f32[8] = aten::add.Tensor(%a, %a)\n  return %b, %s\n}\n"
+		"method @forward {\n"
+		"  %x: f32[4] = input user \"x\"\n"
+		"  %w: f32[4]{mem=cpu:64} = input parameter \"w\" data=zeros\n"
+		"  %t: f32[4]@tpu:0{mem=tpu:0:16} = input user \"t\"\n"
+		"  %c: f32[8]@cuda:0 = input user \"c\"\n"
+		"  %h: f32[4] = aten::add.Tensor(%x, %w)\n"
+		"  %r: f32[4] = aten::relu_(%h)\n"
+		"  %d: (f32[4]@cuda:0, f32[8]@cuda:0) = delegate @dd(%c, %c)\n"
+		"  %g: f32[8]@cuda:0 = getitem %d, 1\n"
+		"  %u: f32[4]@tpu:0 = aten::add.Tensor(%t, %t)\n"
+		"  return %r, %g, %u\n}\n");
+	pr_graph *g = p->methods[0];
+	mp_graph_options o = { true, true, 16, 16 };
+	mp_arena_report reps[MP_MAX_ARENAS];
+	int n_reps = 0;
+	cr_assert(mp_plan_graph(g, &o, reps, MP_MAX_ARENAS, &n_reps));
+	cr_assert_eq(n_reps, 3);
+	cr_assert(!reps[0].unknown_type && reps[1].unknown_type && !reps[2].unknown_type);
+	pr_spec *x = pr_node_spec(pr_graph_find(g, "x")), *h = pr_node_spec(pr_graph_find(g, "h"));
+	pr_spec *r = pr_node_spec(pr_graph_find(g, "r")), *c = pr_node_spec(pr_graph_find(g, "c"));
+	pr_spec *gi = pr_node_spec(pr_graph_find(g, "g")), *d = pr_graph_find(g, "d")->type.elems;
+	cr_assert(x->has_mem && h->has_mem && r->has_mem && c->has_mem && d[0].has_mem && d[1].has_mem && gi->has_mem);
+	cr_assert(h->mem_offset == r->mem_offset && h->mem_offset != x->mem_offset, "an in-place result shares");
+	cr_assert(gi->mem_offset == d[1].mem_offset && d[0].mem_offset != d[1].mem_offset, "a getitem is its element");
+	cr_assert(c->mem_offset != d[0].mem_offset && c->mem_offset != d[1].mem_offset);
+	cr_assert_str_eq(pr_spec_mem_arena(r).type, "cpu");
+	cr_assert_str_eq(pr_spec_mem_arena(gi).type, "cuda");
+	cr_assert_str_eq(pr_spec_mem_arena(&d[0]).type, "cuda");
+	const char *none[] = { "w", "t", "u" };
+	for (int i = 0; i < 3; i++)
+		cr_assert(!pr_node_spec(pr_graph_find(g, none[i]))->has_mem, "%%%s has memory", none[i]);
+	pr_diags diags;
+	pr_diags_init(&diags, "t.pg");
+	cr_assert_eq(pr_plan_check(p, &diags, "test"), 0);
+	pr_diags_free(&diags);
+	cr_assert(!mp_plan_graph(g, &o, NULL, 0, NULL), "a second plan is the first");
+	pr_program_free(p);
 }
