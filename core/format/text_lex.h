@@ -167,15 +167,24 @@ bool tp_name(tp *p, const char *what);
 /* The same name left in the buffer: its length (it ends at the cursor), 0
  * after an error. */
 size_t tp_name_len(tp *p, const char *what);
-/* A double-quoted string with escapes; malloc'd into *out. */
+/* A double-quoted string with escapes: its len bytes (no NUL among them) at
+ * *s, in the buffer when it has no escape, else in b, which the caller
+ * frees (made here, empty or not, after an error too). */
+bool tp_string_bytes(tp *p, const char **s, size_t *len, pr_strbuf *b);
+/* The same string, NUL-terminated, malloc'd into *out. */
 bool tp_string(tp *p, char **out);
+/* The same in g's storage (pr_graph_alloc), for a part a node of g keeps
+ * (PR_STORAGE_GRAPH); with g NULL, the program's interned copy (never to
+ * be written). */
+bool tp_string_kept(tp *p, pr_graph *g, char **out);
 /* Numbers. tp_number sets *is_float and one of *i / *f. */
 bool tp_number(tp *p, bool *is_float, int64_t *i, double *f);
 bool tp_int(tp *p, const char *what, int64_t *out);
 bool tp_looks_numeric(tp *p);
 
 /* text_parse_type.c */
-/* n's type; a tuple's elements are n's own (pr_node_set_tuple). */
+/* n's type (n made in a graph); a tuple's elements are that graph's storage
+ * (pr_node_set_tuple, PR_STORAGE_GRAPH). */
 bool tp_type(tp *p, pr_node *n);
 
 #endif
