@@ -21,9 +21,22 @@
  * printf, which would cost more than everything else a node prints. */
 typedef outbuf tbuf;
 
+/* The short copies (a name, a spec's text, a number) as two moves that may
+ * overlap, inline: a call of memcpy costs more than the copy. */
 static inline void tb_add(tbuf *b, const char *s, size_t n)
 {
-	memcpy(out_room(b, n), s, n);
+	uint8_t *d = out_room(b, n);
+	if (n >= 8 && n <= 16) {
+		memcpy(d, s, 8);
+		memcpy(d + n - 8, s + n - 8, 8);
+	} else if (n >= 4 && n < 8) {
+		memcpy(d, s, 4);
+		memcpy(d + n - 4, s + n - 4, 4);
+	} else if (n > 16 || n >= 2) {
+		memcpy(d, s, n);
+	} else if (n) {
+		*d = (uint8_t)*s;
+	}
 	b->len += n;
 }
 
@@ -37,14 +50,36 @@ static inline void tb_puts(tbuf *b, const char *s)
 	tb_add(b, s, strlen(s));
 }
 
+static unsigned u64_digits(uint64_t v)
+{
+	for (unsigned n = 1;; n += 4, v /= 10000) {
+		if (v < 10)
+			return n;
+		if (v < 100)
+			return n + 1;
+		if (v < 1000)
+			return n + 2;
+		if (v < 10000)
+			return n + 3;
+	}
+}
+
+/* Written in place, two digits a step from the right (mem offsets and
+ * seeds have six to ten). */
 static void tb_u64(tbuf *b, uint64_t v)
 {
-	char digits[20];
-	size_t n = 0;
-	do
-		digits[sizeof digits - ++n] = (char)('0' + v % 10);
-	while ((v /= 10));
-	tb_add(b, digits + sizeof digits - n, n);
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				    "8081828384858687888990919293949596979899";
+	unsigned n = u64_digits(v);
+	uint8_t *end = out_room(b, n) + n;
+	for (; v >= 100; v /= 100)
+		memcpy(end -= 2, pairs + 2 * (v % 100), 2);
+	if (v >= 10)
+		memcpy(end - 2, pairs + 2 * v, 2);
+	else
+		end[-1] = (uint8_t)('0' + v);
+	b->len += n;
 }
 
 static void tb_i64(tbuf *b, int64_t v)

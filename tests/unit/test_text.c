@@ -869,3 +869,32 @@ Test(text, a_string_byte_printed_with_care_is_found_wherever_it_falls_in_an_eigh
 	}
 	pr_program_free(p);
 }
+
+/* The printer writes numbers two digits a step and copies short texts in
+ * overlapping moves: every digit count of a mem offset, a seed and an
+ * integer argument (both signs, the int64 limits), and names of every
+ * length around the moves' sizes, print as they were read. */
+Test(text, numbers_of_every_digit_count_and_names_of_every_length_print_back)
+{
+	pr_strbuf in;
+	pr_strbuf_init(&in);
+	pr_strbuf_printf(&in, "passrun 1\n\nop a::f(Tensor x, int i) -> Tensor\n\nmethod @m {\n");
+	int64_t v = 1;
+	for (int k = 0; k <= 18; k++, v *= 10) {
+		int64_t vals[2] = { v - 1, v };
+		for (int j = 0; j < 2; j++)
+			pr_strbuf_printf(&in, "  %%%.*s: f32[1]{mem=cpu:%lld} = input buffer \"b%d_%d\" data=random(%lld)\n",
+				       2 * k + j + 1, "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn", (long long)vals[j], k, j,
+				       (long long)vals[j]);
+	}
+	pr_strbuf_printf(&in, "  %%max: f32[1]{mem=cpu:%lld} = input buffer \"m\" data=random(%lld)\n",
+		       (long long)INT64_MAX, (long long)INT64_MAX);
+	pr_strbuf_printf(&in, "  %%lo: f32[1] = a::f(%%max, %lld)\n", (long long)INT64_MIN);
+	pr_strbuf_printf(&in, "  %%neg: f32[1] = a::f(%%max, -1000000007)\n  return %%lo, %%neg\n}\n");
+	pr_program *p = tu_parse(in.data);
+	char *t = print(p);
+	cr_expect_str_eq(t, in.data);
+	free(t);
+	pr_program_free(p);
+	pr_strbuf_free(&in);
+}
