@@ -26,13 +26,16 @@ typedef outbuf tbuf;
 static inline void tb_add(tbuf *b, const char *s, size_t n)
 {
 	uint8_t *d = out_room(b, n);
-	if (n >= 8 && n <= 16) {
+	if (n > 16 && n <= 32) {
+		memcpy(d, s, 16);
+		memcpy(d + n - 16, s + n - 16, 16);
+	} else if (n >= 8 && n <= 16) {
 		memcpy(d, s, 8);
 		memcpy(d + n - 8, s + n - 8, 8);
 	} else if (n >= 4 && n < 8) {
 		memcpy(d, s, 4);
 		memcpy(d + n - 4, s + n - 4, 4);
-	} else if (n > 16 || n >= 2) {
+	} else if (n > 32 || n >= 2) {
 		memcpy(d, s, n);
 	} else if (n) {
 		*d = (uint8_t)*s;
@@ -168,23 +171,32 @@ static void put_device(tbuf *b, pr_device d)
 	tb_i64(b, d.index);
 }
 
-/* The text of a spec that depends on its layout, dtype and device alone:
- * DTYPE[SHAPE][@DEVICE] and, when not contiguous, "{strides=[...]". A
- * program spells a few layouts a million times, and layouts are immutable
- * arrays (interned by the IR), so the same pointers, rank, dtype and device
- * print the same text: kept here per print, it is one compare and a copy
- * instead of a contiguity test and a number per dimension. */
-#define SPEC_TEXTS_LOG2 6
+/* A spec's whole text: DTYPE[SHAPE][@DEVICE], then "{strides=[...]" when
+ * not contiguous and "mem=ARENA:OFFSET" when placed, in one brace. A
+ * program spells a few layouts a million times, at a few hundred offsets
+ * (a planned program reuses them all along), and layouts are immutable
+ * arrays (interned by the IR), so the same pointers, rank, dtype, device
+ * and mem print the same text: kept here per print, it is one compare and
+ * a copy instead of a contiguity test and a number per dimension, and the
+ * offset's digits and the arena's text. */
+#define SPEC_TEXTS_LOG2 9
 #define SPEC_TEXTS (1 << SPEC_TEXTS_LOG2)
 #define SPEC_TEXT_MAX 96       /* longer texts are printed each time */
-#define SPEC_TEXT_BOUND 1024   /* more than any spec's text: 16 dims and strides of 20 digits */
+#define SPEC_TEXT_BOUND 1024   /* more than any spec's text: 16 dims and strides of 20 digits, mem */
 
-typedef struct spec_text {
-	const int64_t *shape, *strides;   /* shape NULL: empty, unless rank 0 */
+/* What a spec's text depends on. */
+typedef struct spec_key {
+	const int64_t *shape, *strides;
+	int64_t mem_offset;               /* 0 without mem */
 	int rank;
 	pr_dtype dtype;
-	bool used, strided;
-	pr_device_id device_id;
+	pr_device_id device_id, mem_arena_id;   /* the arena 0 without mem */
+	bool has_mem;
+} spec_key;
+
+typedef struct spec_text {
+	spec_key key;
+	bool used;
 	uint8_t len;
 	char text[SPEC_TEXT_MAX];
 } spec_text;
@@ -212,13 +224,24 @@ static void put_layout(tbuf *b, const pr_spec *s, bool strided)
 	}
 }
 
-static bool spec_text_is(const spec_text *t, const pr_spec *s)
+/* s's key: the mem fields only when it has mem, as they print only then. */
+static spec_key spec_key_of(const pr_spec *s)
 {
-	return t->used && t->shape == s->shape && t->strides == s->strides && t->rank == s->rank &&
-	       t->dtype == s->dtype && t->device_id == s->device_id;
+	return (spec_key){ .shape = s->shape, .strides = s->strides, .rank = s->rank,
+			   .dtype = s->dtype, .device_id = s->device_id, .has_mem = s->has_mem,
+			   .mem_arena_id = s->has_mem ? s->mem_arena_id : 0,
+			   .mem_offset = s->has_mem ? s->mem_offset : 0 };
 }
 
-static spec_text *spec_text_slot(printer *pr, const pr_spec *s)
+static bool spec_text_is(const spec_text *t, const spec_key *k)
+{
+	const spec_key *a = &t->key;
+	return t->used && a->shape == k->shape && a->strides == k->strides && a->rank == k->rank &&
+	       a->dtype == k->dtype && a->device_id == k->device_id && a->has_mem == k->has_mem &&
+	       a->mem_offset == k->mem_offset && a->mem_arena_id == k->mem_arena_id;
+}
+
+static spec_text *spec_text_slot(printer *pr, const spec_key *k)
 {
 	if (!pr->specs)
 		pr->specs = pr_xcalloc(SPEC_TEXTS, sizeof *pr->specs);
@@ -227,34 +250,14 @@ static spec_text *spec_text_slot(printer *pr, const pr_spec *s)
 	 * host value and its device copy have the same layout, so an id that
 	 * misses the slot's bits (as `id << 9` did with the fold that kept
 	 * bits 3-8) puts both in one slot, to evict each other all along a
-	 * placed program. */
-	uint64_t h = ((uint64_t)(uintptr_t)s->shape ^ ((uint64_t)(uintptr_t)s->strides << 17) ^
-		      ((uint64_t)s->device_id << 40) ^ ((uint64_t)s->dtype << 56) ^
-		      ((uint64_t)s->rank << 61)) * UINT64_C(0x9E3779B97F4A7C15);
+	 * placed program. Offsets are multiples of an alignment: its low
+	 * bits are zeros. */
+	uint64_t h = ((uint64_t)(uintptr_t)k->shape ^ ((uint64_t)(uintptr_t)k->strides << 17) ^
+		      ((uint64_t)k->device_id << 40) ^ ((uint64_t)k->dtype << 56) ^
+		      ((uint64_t)k->rank << 61)) * UINT64_C(0x9E3779B97F4A7C15);
+	h ^= ((uint64_t)k->mem_offset ^ ((uint64_t)k->mem_arena_id << 48) ^ k->has_mem) *
+	     UINT64_C(0xC2B2AE3D27D4EB4F);
 	return &pr->specs[h >> (64 - SPEC_TEXTS_LOG2)];
-}
-
-/* The layout's text, from the kept one or printed (and then kept). */
-static bool put_layout_kept(printer *pr, const pr_spec *s)
-{
-	tbuf *b = pr->b;
-	spec_text *t = spec_text_slot(pr, s);
-	if (spec_text_is(t, s)) {
-		tb_add(b, t->text, t->len);
-		return t->strided;
-	}
-	bool strided = !pr_spec_is_contiguous(s);
-	out_room(b, SPEC_TEXT_BOUND);   /* no flush to the sink while it is copied below */
-	size_t start = b->len;
-	put_layout(b, s, strided);
-	size_t len = b->len - start;
-	if (len <= SPEC_TEXT_MAX) {
-		*t = (spec_text){ .shape = s->shape, .strides = s->strides, .rank = s->rank,
-				  .dtype = s->dtype, .used = true, .strided = strided, .device_id = s->device_id,
-				  .len = (uint8_t)len };
-		memcpy(t->text, b->p + start, len);
-	}
-	return strided;
 }
 
 /* An arena's device: values in one arena follow each other. */
@@ -272,10 +275,11 @@ static void put_arena(printer *pr, pr_device_id id)
 	tb_add(b, pr->arena_text, pr->arena_len);
 }
 
-static void put_spec(printer *pr, const pr_spec *s)
+static void put_spec_text(printer *pr, const pr_spec *s)
 {
 	tbuf *b = pr->b;
-	bool strides = put_layout_kept(pr, s);
+	bool strides = !pr_spec_is_contiguous(s);
+	put_layout(b, s, strides);
 	if (!strides && !s->has_mem)
 		return;
 	if (!strides)
@@ -287,6 +291,28 @@ static void put_spec(printer *pr, const pr_spec *s)
 		tb_i64(b, s->mem_offset);
 	}
 	tb_putc(b, '}');
+}
+
+/* The spec's text, from the kept one or printed (and then kept). */
+static void put_spec(printer *pr, const pr_spec *s)
+{
+	tbuf *b = pr->b;
+	spec_key k = spec_key_of(s);
+	spec_text *t = spec_text_slot(pr, &k);
+	if (spec_text_is(t, &k)) {
+		tb_add(b, t->text, t->len);
+		return;
+	}
+	out_room(b, SPEC_TEXT_BOUND);   /* no flush to the sink while it is copied below */
+	size_t start = b->len;
+	put_spec_text(pr, s);
+	size_t len = b->len - start;
+	if (len <= SPEC_TEXT_MAX) {
+		t->key = k;
+		t->used = true;
+		t->len = (uint8_t)len;
+		memcpy(t->text, b->p + start, len);
+	}
 }
 
 static void put_type(printer *pr, const pr_type *t)

@@ -870,6 +870,17 @@ Test(text, a_string_byte_printed_with_care_is_found_wherever_it_falls_in_an_eigh
 	pr_program_free(p);
 }
 
+/* in, canonical text, parses and prints as itself; in is freed. */
+static void expect_prints_back(pr_strbuf *in)
+{
+	pr_program *p = tu_parse(in->data);
+	char *t = print(p);
+	cr_expect_str_eq(t, in->data);
+	free(t);
+	pr_program_free(p);
+	pr_strbuf_free(in);
+}
+
 /* The printer writes numbers two digits a step and copies short texts in
  * overlapping moves: every digit count of a mem offset, a seed and an
  * integer argument (both signs, the int64 limits), and names of every
@@ -891,10 +902,32 @@ Test(text, numbers_of_every_digit_count_and_names_of_every_length_print_back)
 		       (long long)INT64_MAX, (long long)INT64_MAX);
 	pr_strbuf_printf(&in, "  %%lo: f32[1] = a::f(%%max, %lld)\n", (long long)INT64_MIN);
 	pr_strbuf_printf(&in, "  %%neg: f32[1] = a::f(%%max, -1000000007)\n  return %%lo, %%neg\n}\n");
-	pr_program *p = tu_parse(in.data);
-	char *t = print(p);
-	cr_expect_str_eq(t, in.data);
-	free(t);
-	pr_program_free(p);
-	pr_strbuf_free(&in);
+	expect_prints_back(&in);
+}
+
+/* The printer keeps each spec's whole text, mem included, by what it
+ * depends on: one layout with and without mem, in two arenas, at offsets
+ * that repeat, more of them than it keeps (so that texts alike but for one
+ * field meet in a slot), and strided, print as they were read. */
+Test(text, specs_alike_but_for_their_mem_print_as_their_own_text)
+{
+	static const char *const layouts[] = { "f32[4,4]", "f32[4,4]@cuda:0", "f32[4,4]{strides=[1,4]" };
+	static const char *const arenas[] = { "", "cpu", "cuda:0" };
+	pr_strbuf in;
+	pr_strbuf_init(&in);
+	pr_strbuf_printf(&in, "passrun 1\n\nop a::f(Tensor x) -> Tensor\n\nmethod @m {\n"
+			 "  %%x: f32[4,4] = input user \"x\"\n");
+	for (int i = 0; i < 4000; i++) {   /* offsets that share a slot: many more than slots */
+		const char *layout = layouts[i % 3], *arena = arenas[i / 3 % 3];
+		bool strided = strchr(layout, '{') != NULL;
+		long long off = 64LL * (i % 997);
+		pr_strbuf_printf(&in, "  %%v%d: %s", i, layout);
+		if (*arena)
+			pr_strbuf_printf(&in, "%s%s:%lld}", strided ? ", mem=" : "{mem=", arena, off);
+		else if (strided)
+			pr_strbuf_printf(&in, "}");
+		pr_strbuf_printf(&in, " = a::f(%%x)\n");
+	}
+	pr_strbuf_printf(&in, "  return %%x\n}\n");
+	expect_prints_back(&in);
 }
