@@ -88,6 +88,26 @@ static bool is_name_char(int c)
 	return ch_class[(unsigned char)c] & CH_NAME;
 }
 
+/* The end of the run of bytes of class cls from q (e at the latest): four
+ * a round with no check of e while four are left, as names and words are
+ * read byte by byte for every statement. */
+static inline const char *class_run(const char *q, const char *e, uint8_t cls)
+{
+	for (; e - q >= 4; q += 4) {
+		if (!(ch_class[(unsigned char)q[0]] & cls))
+			return q;
+		if (!(ch_class[(unsigned char)q[1]] & cls))
+			return q + 1;
+		if (!(ch_class[(unsigned char)q[2]] & cls))
+			return q + 2;
+		if (!(ch_class[(unsigned char)q[3]] & cls))
+			return q + 3;
+	}
+	while (q < e && (ch_class[(unsigned char)*q] & cls))
+		q++;
+	return q;
+}
+
 /* What is at pos, for "found ...". */
 static void describe(const tp *p, size_t pos, char *buf, size_t cap)
 {
@@ -159,8 +179,7 @@ size_t tp_word(tp *p, const char **start)
 		return 0;
 	/* locals, not p->pos: a char read may alias p, so the field would be
 	 * stored and loaded again for every byte */
-	while (++q < e && is_word_char(*q))
-		;
+	q = class_run(q + 1, e, CH_WORD);
 	p->pos += (size_t)(q - b);
 	return (size_t)(q - b);
 }
@@ -168,9 +187,7 @@ size_t tp_word(tp *p, const char **start)
 size_t tp_name_len(tp *p, const char *what)
 {
 	size_t b = p->pos;
-	const char *q = p->s + b, *e = p->s + p->n;
-	while (q < e && is_name_char(*q))   /* locals, as in tp_word */
-		q++;
+	const char *q = class_run(p->s + b, p->s + p->n, CH_NAME);   /* locals, as in tp_word */
 	p->pos = (size_t)(q - p->s);
 	if (p->pos == b)
 		return tp_expected(p, b, what);

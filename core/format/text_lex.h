@@ -89,15 +89,29 @@ bool tp_expected(tp *p, size_t pos, const char *what);
 int tp_hex_digit(int c);
 void tp_ws_slow(tp *p);
 
+/* Is c a blank or '#' (what tp_ws_slow skips)? One compare and a bit test. */
+static inline bool tp_blank_or_comment(unsigned char c)
+{
+	const uint64_t set = 1ull << ' ' | 1ull << '\t' | 1ull << '\r' | 1ull << '#';
+	return c <= '#' && (set >> c & 1);
+}
+
 static inline void tp_ws(tp *p)
 {
-	if (p->pos < p->n && p->s[p->pos] == ' ')   /* the one space between tokens */
-		p->pos++;
-	if (p->pos < p->n) {
-		char c = p->s[p->pos];
-		if (c == ' ' || c == '\t' || c == '\r' || c == '#')
-			tp_ws_slow(p);
+	/* locals, not p->pos: each field read once (the byte read may alias p) */
+	size_t pos = p->pos, n = p->n;
+	if (pos >= n)
+		return;
+	const char *s = p->s;
+	unsigned char c = (unsigned char)s[pos];
+	if (c == ' ') {   /* the one space between tokens */
+		p->pos = ++pos;
+		if (pos >= n)
+			return;
+		c = (unsigned char)s[pos];
 	}
+	if (tp_blank_or_comment(c))
+		tp_ws_slow(p);
 }
 
 static inline int tp_peek(tp *p)        /* after tp_ws; -1 at the end */

@@ -931,3 +931,23 @@ Test(text, specs_alike_but_for_their_mem_print_as_their_own_text)
 	pr_strbuf_printf(&in, "  return %%x\n}\n");
 	expect_prints_back(&in);
 }
+
+/* Names and words are scanned four bytes a round while four are left: a
+ * name of every length that ends where the text does is read whole and no
+ * further, though name bytes follow in memory. */
+Test(text, a_name_that_ends_the_text_is_read_to_its_end_only)
+{
+	for (int k = 1; k <= 12; k++) {
+		char text[256];
+		int len = snprintf(text, sizeof text, "passrun 1\nmethod @m {\n  %%%.*s: f32[1] = input user \"x\"\n"
+				   "  return %%%.*s", k, "abcdefghijkl", k, "abcdefghijkl");
+		memcpy(text + len, "zzzz", 5);   /* not part of the text */
+		pr_program *p = NULL;
+		pr_err *e = pr_text_parse("t.pg", text, (size_t)len, &p);
+		cr_assert_not_null(e);
+		cr_expect(strstr(pr_err_message(e), "t.pg:4:"), "%s", pr_err_message(e));
+		cr_expect(strstr(pr_err_message(e), "expected '}' to close '@m' (opened at line 2), found end of file"),
+			  "%d: %s", k, pr_err_message(e));
+		pr_err_free(e);
+	}
+}
