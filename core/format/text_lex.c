@@ -272,7 +272,7 @@ static bool plain_in_string(unsigned char c)
  * buffer; false (nothing consumed) when it holds an escape or a bad byte. */
 static bool tp_plain_string(tp *p, const char **s, size_t *len)
 {
-	size_t end = p->pos + tp_plain_words(p->s + p->pos, p->n - p->pos, true);
+	size_t end = p->pos + tp_plain_words(p->s + p->pos, p->n - p->pos);
 	while (end < p->n && plain_in_string((unsigned char)p->s[end]))
 		end++;
 	if (end >= p->n || p->s[end] != '"' || end - p->pos > PR_MAX_STRING_BYTES)

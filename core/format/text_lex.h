@@ -1,5 +1,5 @@
-/* text_lex.h: private to the text parser (core/format/text_*.c; the printer
- * shares tp_plain_words only).
+/* text_lex.h: private to the text parser (core/format/text_lex.c,
+ * text_parse.c, text_parse_type.c).
  *
  * The parser reads the buffer in place: a cursor (pos), the current line and
  * where it starts. Columns are computed only when an error needs one: they
@@ -58,18 +58,18 @@ typedef struct tp {
 
 /* How many of the n bytes at s, in whole words, are plain in a string for
  * sure: eight at a time while no byte of a word is below 0x20, DEL, '"' or
- * '\\' (the subtractions borrow into a byte's high bit), nor, unless
- * high_plain, has its high bit set. The bytes after are for a byte loop. */
-static inline size_t tp_plain_words(const char *s, size_t n, bool high_plain)
+ * '\\' (the subtractions borrow into a byte's high bit; a byte >= 0x80 is
+ * plain, the UTF-8 check having judged it). The bytes after are for a byte
+ * loop. */
+static inline size_t tp_plain_words(const char *s, size_t n)
 {
 	const uint64_t lows = 0x0101010101010101u, highs = 0x8080808080808080u;
-	const uint64_t high_bad = high_plain ? 0 : highs;
 	size_t i = 0;
 	for (uint64_t w; i + 8 <= n; i += 8) {
 		memcpy(&w, s + i, 8);
 		uint64_t quote = w ^ ('"' * lows), bslash = w ^ ('\\' * lows), del = w ^ (0x7f * lows);
 		uint64_t low = (w - 0x20 * lows) | (quote - lows) | (bslash - lows) | (del - lows);
-		if (((low & ~w) | (w & high_bad)) & highs)
+		if (low & ~w & highs)
 			break;
 	}
 	return i;

@@ -15,7 +15,6 @@
 #include "passrun/format.h"
 #include "passrun/strbuf.h"
 #include "outbuf.h"
-#include "text_lex.h"
 
 /* The output (outbuf.h). Numbers are formatted here rather than by
  * printf, which would cost more than everything else a node prints. */
@@ -101,24 +100,37 @@ static void tb_double(tbuf *b, double d)
 	pr_strbuf_free(&t);
 }
 
-/* A byte a string prints as it is: printable ASCII but the quote and the
- * backslash. */
-static inline bool plain_ascii(unsigned char c)
+/* The bytes a string prints as they are: printable ASCII but the quote and
+ * the backslash (not the NUL, which ends the run). */
+static const uint8_t plain_ascii[256] = {
+	[0x20 ... 0x21] = 1, [0x23 ... 0x5b] = 1, [0x5d ... 0x7e] = 1,
+};
+
+/* The end of the run of plain bytes from c, four a round: a byte is read
+ * only after the one before it was plain, so not past the NUL, and the
+ * string's length is never needed. */
+static const unsigned char *plain_run(const unsigned char *c)
 {
-	return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+	for (;; c += 4) {
+		if (!plain_ascii[c[0]])
+			return c;
+		if (!plain_ascii[c[1]])
+			return c + 1;
+		if (!plain_ascii[c[2]])
+			return c + 2;
+		if (!plain_ascii[c[3]])
+			return c + 3;
+	}
 }
 
 static void put_string(tbuf *b, const char *s)
 {
 	tb_putc(b, '"');
 	const unsigned char *c = (const unsigned char *)(s ? s : "");
-	const unsigned char *end = c + strlen((const char *)c);   /* words are read up to it only */
 	while (*c) {
 		size_t k;
 		const unsigned char *run = c;
-		c += tp_plain_words((const char *)c, (size_t)(end - c), false);
-		while (plain_ascii(*c))   /* the common string is one run, in one copy */
-			c++;
+		c = plain_run(c);   /* the common string is one run, in one copy */
 		size_t n = (size_t)(c - run);
 		if (n) {   /* out_bytes: a long string goes to the sink, not into a grown buffer */
 			if (n < 4096)

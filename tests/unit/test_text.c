@@ -847,8 +847,8 @@ Test(text, quoted_names_and_strings_are_the_programs_storage)
 	pr_program_free(p);
 }
 
-/* The printer scans strings eight bytes at a time too: each byte it must
- * escape, or check as UTF-8, is printed right wherever it falls. */
+/* The printer scans strings four bytes a round: each byte it must escape,
+ * or check as UTF-8, is printed right wherever it falls. */
 Test(text, a_string_byte_printed_with_care_is_found_wherever_it_falls_in_an_eight_byte_block)
 {
 	static const char *const raw[] = { "\"", "\\", "\t", "\x7f", "\xc3\xa9", "\xff" };
