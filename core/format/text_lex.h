@@ -170,6 +170,26 @@ static inline void tp_skip_blank_lines(tp *p)
 		tp_newline(p);
 	}
 }
+/* Are the n bytes at a and at b the same? Inline for the short names and
+ * shapes compared on every use (overlapping moves; a call of memcmp costs
+ * more than the compare). */
+static inline bool tp_same_bytes(const char *a, const char *b, size_t n)
+{
+	if (n >= 8 && n <= 16) {
+		uint64_t a0, b0, a1, b1;
+		memcpy(&a0, a, 8), memcpy(&b0, b, 8);
+		memcpy(&a1, a + n - 8, 8), memcpy(&b1, b + n - 8, 8);
+		return !((a0 ^ b0) | (a1 ^ b1));
+	}
+	if (n >= 4 && n < 8) {
+		uint32_t a0, b0, a1, b1;
+		memcpy(&a0, a, 4), memcpy(&b0, b, 4);
+		memcpy(&a1, a + n - 4, 4), memcpy(&b1, b + n - 4, 4);
+		return !((a0 ^ b0) | (a1 ^ b1));
+	}
+	return !memcmp(a, b, n);
+}
+
 /* An identifier [A-Za-z_][A-Za-z0-9_]*: its length, 0 if none (no error). */
 size_t tp_word(tp *p, const char **start);
 static inline bool tp_word_is(const char *w, size_t k, const char *lit)

@@ -178,7 +178,7 @@ static pr_node *tp_find_value(tp *p, pr_graph *g, const char *name, size_t len)
 {
 	uint32_t h = pr_str_hash(name, len);
 	tp_recent *e = tp_recent_slot(p, h);
-	if (e->node && e->hash == h && e->node->graph == g && !memcmp(e->node->name, name, len) &&
+	if (e->node && e->hash == h && e->node->graph == g && tp_same_bytes(e->node->name, name, len) &&
 	    !e->node->name[len])
 		return e->node;
 	pr_node *v = pr_graph_find_hashed(g, name, len, h);
@@ -294,7 +294,7 @@ static bool tp_call_args(tp *p, pr_graph *g, tp_args *out)
  * call without a probe of the program's tables. A slot holds only what a
  * table found (schemas and delegates stay put while parsing), keyed by the
  * name where the buffer first spelled it. */
-#define TP_CALLEES 16   /* per kind; a power of two */
+#define TP_CALLEES 64   /* per kind; a power of two (16 slots for 16 ops: 1 call in 6 missed) */
 
 struct tp_callee {
 	const char *name;     /* in the buffer */
@@ -310,7 +310,7 @@ static void *tp_callee_find(tp *p, bool is_op, const char *name, size_t len)
 		p->callees = pr_xcalloc(2 * TP_CALLEES, sizeof *p->callees);
 	uint32_t slot = (is_op ? TP_CALLEES : 0) + (pr_str_hash(name, len) & (TP_CALLEES - 1));
 	tp_callee *c = &p->callees[slot];
-	if (c->found && c->len == len && !memcmp(c->name, name, len))
+	if (c->found && c->len == len && tp_same_bytes(c->name, name, len))
 		return c->found;
 	tp_scratch_set(p, name, len);
 	void *found = is_op ? (void *)pr_program_find_schema(p->prog, p->scratch.data)

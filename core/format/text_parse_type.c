@@ -219,7 +219,7 @@ static size_t shape_text_len(const tp *p)
  * cursor's first ']' is then where k's is. */
 static bool shape_is_next(const tp *p, const tp_known_shape *k)
 {
-	return k && k->len && k->len <= p->n - p->pos && !memcmp(k->text, p->s + p->pos, k->len);
+	return k && k->len && k->len <= p->n - p->pos && tp_same_bytes(k->text, p->s + p->pos, k->len);
 }
 
 /* The shape the last value spelled is tried first, without a scan for the
@@ -232,7 +232,7 @@ static bool tp_shape_known(tp *p, pr_spec *s)
 		if (!len)
 			return false;
 		k = shape_slot(p, p->s + p->pos, len);
-		if (k->len != len || memcmp(k->text, p->s + p->pos, len))
+		if (k->len != len || !tp_same_bytes(k->text, p->s + p->pos, len))
 			return false;
 		p->last_shape = k;
 	}

@@ -14,6 +14,7 @@
 #include "passrun/format.h"
 #include "passrun/strbuf.h"
 #include "testutil.h"
+#include "../../core/format/text_lex.h"   /* tp_same_bytes */
 
 static char *read_src(const char *rel, size_t *len)
 {
@@ -949,5 +950,24 @@ Test(text, a_name_that_ends_the_text_is_read_to_its_end_only)
 		cr_expect(strstr(pr_err_message(e), "expected '}' to close '@m' (opened at line 2), found end of file"),
 			  "%d: %s", k, pr_err_message(e));
 		pr_err_free(e);
+	}
+}
+
+/* The parser compares the names and shapes it looks up in place, in
+ * overlapping moves: equal bytes of every length are the same, and a byte
+ * changed anywhere in them is told. */
+Test(text, same_bytes_tells_a_change_at_every_offset_of_every_length)
+{
+	char a[32], b[32];
+	for (size_t n = 0; n <= 24; n++) {
+		for (size_t i = 0; i < sizeof a; i++)
+			a[i] = b[i] = (char)('a' + i % 26);
+		b[n] = 'X';   /* past the n: not looked at */
+		cr_expect(tp_same_bytes(a, b, n), "n %zu", n);
+		for (size_t i = 0; i < n; i++) {
+			b[i] = 'X';
+			cr_expect(!tp_same_bytes(a, b, n), "n %zu, byte %zu", n, i);
+			b[i] = a[i];
+		}
 	}
 }
