@@ -350,10 +350,16 @@ static void put_type(printer *pr, const pr_type *t)
 	}
 }
 
+/* The name a use of v prints after its '%'. */
+static const char *value_name(const pr_node *v)
+{
+	return v && v->name ? v->name : "?";
+}
+
 static void put_value(tbuf *b, const pr_node *v)
 {
 	tb_putc(b, '%');
-	tb_puts(b, v && v->name ? v->name : "?");
+	tb_puts(b, value_name(v));
 }
 
 static void put_arg(tbuf *b, const pr_arg *a)
@@ -377,13 +383,20 @@ static void put_arg(tbuf *b, const pr_arg *a)
 	}
 }
 
+/* (ARG, ...): a value's separator and '%' in one put (most args are). */
 static void put_args(tbuf *b, const pr_node *n)
 {
-	tb_putc(b, '(');
+	if (!n->n_args)
+		tb_puts(b, "(");
 	for (int i = 0; i < n->n_args; i++) {
-		if (i)
-			tb_puts(b, ", ");
-		put_arg(b, &n->args[i]);
+		const pr_arg *a = &n->args[i];
+		if (a->kind != PR_ARG_VALUE) {
+			tb_puts(b, i ? ", " : "(");
+			put_arg(b, a);
+			continue;
+		}
+		tb_puts(b, i ? ", %" : "(%");
+		tb_puts(b, value_name(a->u.value));
 	}
 	tb_putc(b, ')');
 }
@@ -465,21 +478,31 @@ static void put_return(tbuf *b, const pr_node *n)
 	}
 }
 
+/* The indent, and "%NAME: TYPE = " of a node that defines a value. */
+static void put_def(printer *pr, const pr_node *n)
+{
+	tbuf *b = pr->b;
+	if (!n->name && n->kind == PR_NODE_OP) {
+		tb_puts(b, "  ");
+		return;
+	}
+	tb_puts(b, "  %");
+	tb_puts(b, value_name(n));
+	tb_puts(b, ": ");
+	put_type(pr, &n->type);
+	tb_puts(b, " = ");
+}
+
 static void put_node(printer *pr, const pr_node *n)
 {
 	tbuf *b = pr->b;
-	tb_puts(b, "  ");
 	if (n->kind == PR_NODE_RETURN) {
+		tb_puts(b, "  ");
 		put_return(b, n);
 		tb_putc(b, '\n');
 		return;
 	}
-	if (n->name || n->kind != PR_NODE_OP) {
-		put_value(b, n);
-		tb_puts(b, ": ");
-		put_type(pr, &n->type);
-		tb_puts(b, " = ");
-	}
+	put_def(pr, n);
 	switch (n->kind) {
 	case PR_NODE_INPUT:
 		put_input(b, n);

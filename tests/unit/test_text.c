@@ -971,3 +971,22 @@ Test(text, same_bytes_tells_a_change_at_every_offset_of_every_length)
 		}
 	}
 }
+
+/* A value argument prints with its separator and '%' in one put: calls
+ * with no argument, a value first, a value after a literal or a list, and
+ * a call with no result print as read. */
+Test(text, arguments_of_every_kind_and_place_print_back)
+{
+	pr_strbuf in;
+	pr_strbuf_init(&in);
+	pr_strbuf_printf(&in, "passrun 1\n\nop a::f(Tensor? x=None, Scalar y=1, Tensor? z=None) -> Tensor\n"
+			 "op a::g(Tensor x) -> ()\n\nmethod @m {\n"
+			 "  %%x: f32[2] = input user \"x\"\n"
+			 "  %%none: f32[2] = a::f()\n"
+			 "  %%first: f32[2] = a::f(%%x)\n"
+			 "  %%after: f32[2] = a::f(none, 2, %%first)\n"
+			 "  %%listed: f32[2] = a::f([%%x, %%first], 1.5, %%after)\n"
+			 "  a::g(%%listed)\n"
+			 "  return %%listed\n}\n");
+	expect_prints_back(&in);
+}
