@@ -399,9 +399,10 @@ static bool tp_plain_int(tp *p, int64_t *out)
 	const char *q = p->s + p->pos, *e = p->s + p->n;
 	bool neg = q < e && *q == '-';
 	const char *digits = q + neg, *d = digits;
+	const char *lim = e - digits > 18 ? digits + 18 : e;   /* 18 digits fit */
 	int64_t v = 0;
-	for (; d < e && d - digits < 18 && *d >= '0' && *d <= '9'; d++)
-		v = v * 10 + (*d - '0');
+	for (unsigned digit; d < lim && (digit = (unsigned)(unsigned char)*d - '0') <= 9; d++)
+		v = v * 10 + digit;
 	if (d == digits || (d < e && is_name_char(*d)))   /* '.', 'e', a 19th digit */
 		return false;
 	*out = neg ? -v : v;
