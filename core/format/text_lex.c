@@ -88,6 +88,26 @@ static bool is_name_char(int c)
 	return ch_class[(unsigned char)c] & CH_NAME;
 }
 
+/* The end of the run of bytes of class cls from q (e at the latest): four
+ * a round with no check of e while four are left, as names and words are
+ * read byte by byte for every statement. */
+static inline const char *class_run(const char *q, const char *e, uint8_t cls)
+{
+	for (; e - q >= 4; q += 4) {
+		if (!(ch_class[(unsigned char)q[0]] & cls))
+			return q;
+		if (!(ch_class[(unsigned char)q[1]] & cls))
+			return q + 1;
+		if (!(ch_class[(unsigned char)q[2]] & cls))
+			return q + 2;
+		if (!(ch_class[(unsigned char)q[3]] & cls))
+			return q + 3;
+	}
+	while (q < e && (ch_class[(unsigned char)*q] & cls))
+		q++;
+	return q;
+}
+
 /* What is at pos, for "found ...". */
 static void describe(const tp *p, size_t pos, char *buf, size_t cap)
 {
@@ -159,8 +179,7 @@ size_t tp_word(tp *p, const char **start)
 		return 0;
 	/* locals, not p->pos: a char read may alias p, so the field would be
 	 * stored and loaded again for every byte */
-	while (++q < e && is_word_char(*q))
-		;
+	q = class_run(q + 1, e, CH_WORD);
 	p->pos += (size_t)(q - b);
 	return (size_t)(q - b);
 }
@@ -168,9 +187,7 @@ size_t tp_word(tp *p, const char **start)
 size_t tp_name_len(tp *p, const char *what)
 {
 	size_t b = p->pos;
-	const char *q = p->s + b, *e = p->s + p->n;
-	while (q < e && is_name_char(*q))   /* locals, as in tp_word */
-		q++;
+	const char *q = class_run(p->s + b, p->s + p->n, CH_NAME);   /* locals, as in tp_word */
 	p->pos = (size_t)(q - p->s);
 	if (p->pos == b)
 		return tp_expected(p, b, what);
@@ -251,70 +268,95 @@ static bool plain_in_string(unsigned char c)
 	return ch_class[c] & CH_PLAIN;
 }
 
-/* The common string, plain bytes up to the closing quote, in one copy;
- * false (nothing consumed) when it holds an escape or a bad byte. */
-static bool tp_plain_string(tp *p, char **out)
+/* The common string, plain bytes up to the closing quote, left in the
+ * buffer; false (nothing consumed) when it holds an escape or a bad byte. */
+static bool tp_plain_string(tp *p, const char **s, size_t *len)
 {
-	size_t end = p->pos + tp_plain_words(p->s + p->pos, p->n - p->pos, true);
+	size_t end = p->pos + tp_plain_words(p->s + p->pos, p->n - p->pos);
 	while (end < p->n && plain_in_string((unsigned char)p->s[end]))
 		end++;
 	if (end >= p->n || p->s[end] != '"' || end - p->pos > PR_MAX_STRING_BYTES)
 		return false;
-	size_t len = end - p->pos;
-	char *copy = pr_xmalloc(len + 1);
-	memcpy(copy, p->s + p->pos, len);
-	copy[len] = 0;
-	*out = copy;
+	*s = p->s + p->pos;
+	*len = end - p->pos;
 	p->pos = end + 1;
 	return true;
 }
 
-bool tp_string(tp *p, char **out)
+/* The string after its opening quote, with escapes, into b (which has ""). */
+static bool tp_escaped_string(tp *p, size_t open, pr_strbuf *b)
 {
-	size_t open = p->pos;
-	if (!tp_expect(p, '"', "a string (\"...\")"))
-		return false;
-	if (tp_plain_string(p, out))
-		return true;
-	pr_strbuf b;
-	pr_strbuf_init(&b);
-	pr_strbuf_add(&b, "", 0);
 	for (;;) {
-		if (p->pos >= p->n || p->s[p->pos] == '\n') {
-			pr_strbuf_free(&b);
+		if (p->pos >= p->n || p->s[p->pos] == '\n')
 			return tp_error_at(p, open, "unterminated string: expected '\"' before the end of the line");
-		}
 		unsigned char c = (unsigned char)p->s[p->pos];
 		if (c == '"')
 			break;
 		if (c == '\\') {
 			p->pos++;
-			if (!tp_escape(p, &b)) {
-				pr_strbuf_free(&b);
+			if (!tp_escape(p, b))
 				return false;
-			}
 			continue;
 		}
-		if (c < 0x20 || c == 0x7f) {
-			pr_strbuf_free(&b);
+		if (c < 0x20 || c == 0x7f)
 			return tp_error_at(p, p->pos, "expected a printable character in a string "
 				"(write control byte 0x%02x as \\x%02x)", c, c);
-		}
 		/* The run of plain characters from here, in one add. */
 		size_t run = p->pos + 1;
 		while (run < p->n && plain_in_string((unsigned char)p->s[run]))
 			run++;
-		pr_strbuf_add(&b, p->s + p->pos, run - p->pos);
+		pr_strbuf_add(b, p->s + p->pos, run - p->pos);
 		p->pos = run;
-		if (b.len > PR_MAX_STRING_BYTES) {
-			pr_strbuf_free(&b);
+		if (b->len > PR_MAX_STRING_BYTES)
 			return tp_string_too_long(p, open);
-		}
 	}
 	p->pos++;
-	*out = pr_strbuf_take(&b);
-	pr_strbuf_free(&b);
 	return true;
+}
+
+bool tp_string_bytes(tp *p, const char **s, size_t *len, pr_strbuf *b)
+{
+	size_t open = p->pos;
+	*b = (pr_strbuf){0};   /* pr_strbuf_init's, inline: most strings never use it */
+	if (!tp_expect(p, '"', "a string (\"...\")"))
+		return false;
+	if (tp_plain_string(p, s, len))
+		return true;
+	pr_strbuf_add(b, "", 0);
+	if (!tp_escaped_string(p, open, b))
+		return false;
+	*s = b->data;
+	*len = b->len;
+	return true;
+}
+
+bool tp_string(tp *p, char **out)
+{
+	const char *s;
+	size_t len;
+	pr_strbuf b;
+	bool ok = tp_string_bytes(p, &s, &len, &b);
+	if (ok && s == b.data)
+		*out = pr_strbuf_take(&b);
+	else if (ok)
+		*out = pr_xstrndup(s, len);
+	pr_strbuf_free(&b);
+	return ok;
+}
+
+bool tp_string_kept(tp *p, pr_graph *g, char **out)
+{
+	const char *s;
+	size_t len;
+	pr_strbuf b;
+	bool ok = tp_string_bytes(p, &s, &len, &b);
+	if (ok && g)
+		*out = memcpy(pr_graph_alloc(g, len + 1), s, len);   /* zeroed: the NUL */
+	else if (ok)
+		*out = (char *)pr_program_intern(p->prog, s, len);
+	if (b.data)
+		pr_strbuf_free(&b);
+	return ok;
 }
 
 bool tp_looks_numeric(tp *p)
@@ -357,9 +399,10 @@ static bool tp_plain_int(tp *p, int64_t *out)
 	const char *q = p->s + p->pos, *e = p->s + p->n;
 	bool neg = q < e && *q == '-';
 	const char *digits = q + neg, *d = digits;
+	const char *lim = e - digits > 18 ? digits + 18 : e;   /* 18 digits fit */
 	int64_t v = 0;
-	for (; d < e && d - digits < 18 && *d >= '0' && *d <= '9'; d++)
-		v = v * 10 + (*d - '0');
+	for (unsigned digit; d < lim && (digit = (unsigned)(unsigned char)*d - '0') <= 9; d++)
+		v = v * 10 + digit;
 	if (d == digits || (d < e && is_name_char(*d)))   /* '.', 'e', a 19th digit */
 		return false;
 	*out = neg ? -v : v;

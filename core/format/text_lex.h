@@ -1,5 +1,5 @@
-/* text_lex.h: private to the text parser (core/format/text_*.c; the printer
- * shares tp_plain_words only).
+/* text_lex.h: private to the text parser (core/format/text_lex.c,
+ * text_parse.c, text_parse_type.c).
  *
  * The parser reads the buffer in place: a cursor (pos), the current line and
  * where it starts. Columns are computed only when an error needs one: they
@@ -58,18 +58,18 @@ typedef struct tp {
 
 /* How many of the n bytes at s, in whole words, are plain in a string for
  * sure: eight at a time while no byte of a word is below 0x20, DEL, '"' or
- * '\\' (the subtractions borrow into a byte's high bit), nor, unless
- * high_plain, has its high bit set. The bytes after are for a byte loop. */
-static inline size_t tp_plain_words(const char *s, size_t n, bool high_plain)
+ * '\\' (the subtractions borrow into a byte's high bit; a byte >= 0x80 is
+ * plain, the UTF-8 check having judged it). The bytes after are for a byte
+ * loop. */
+static inline size_t tp_plain_words(const char *s, size_t n)
 {
 	const uint64_t lows = 0x0101010101010101u, highs = 0x8080808080808080u;
-	const uint64_t high_bad = high_plain ? 0 : highs;
 	size_t i = 0;
 	for (uint64_t w; i + 8 <= n; i += 8) {
 		memcpy(&w, s + i, 8);
 		uint64_t quote = w ^ ('"' * lows), bslash = w ^ ('\\' * lows), del = w ^ (0x7f * lows);
 		uint64_t low = (w - 0x20 * lows) | (quote - lows) | (bslash - lows) | (del - lows);
-		if (((low & ~w) | (w & high_bad)) & highs)
+		if (low & ~w & highs)
 			break;
 	}
 	return i;
@@ -89,15 +89,29 @@ bool tp_expected(tp *p, size_t pos, const char *what);
 int tp_hex_digit(int c);
 void tp_ws_slow(tp *p);
 
+/* Is c a blank or '#' (what tp_ws_slow skips)? One compare and a bit test. */
+static inline bool tp_blank_or_comment(unsigned char c)
+{
+	const uint64_t set = 1ull << ' ' | 1ull << '\t' | 1ull << '\r' | 1ull << '#';
+	return c <= '#' && (set >> c & 1);
+}
+
 static inline void tp_ws(tp *p)
 {
-	if (p->pos < p->n && p->s[p->pos] == ' ')   /* the one space between tokens */
-		p->pos++;
-	if (p->pos < p->n) {
-		char c = p->s[p->pos];
-		if (c == ' ' || c == '\t' || c == '\r' || c == '#')
-			tp_ws_slow(p);
+	/* locals, not p->pos: each field read once (the byte read may alias p) */
+	size_t pos = p->pos, n = p->n;
+	if (pos >= n)
+		return;
+	const char *s = p->s;
+	unsigned char c = (unsigned char)s[pos];
+	if (c == ' ') {   /* the one space between tokens */
+		p->pos = ++pos;
+		if (pos >= n)
+			return;
+		c = (unsigned char)s[pos];
 	}
+	if (tp_blank_or_comment(c))
+		tp_ws_slow(p);
 }
 
 static inline int tp_peek(tp *p)        /* after tp_ws; -1 at the end */
@@ -156,6 +170,26 @@ static inline void tp_skip_blank_lines(tp *p)
 		tp_newline(p);
 	}
 }
+/* Are the n bytes at a and at b the same? Inline for the short names and
+ * shapes compared on every use (overlapping moves; a call of memcmp costs
+ * more than the compare). */
+static inline bool tp_same_bytes(const char *a, const char *b, size_t n)
+{
+	if (n >= 8 && n <= 16) {
+		uint64_t a0, b0, a1, b1;
+		memcpy(&a0, a, 8), memcpy(&b0, b, 8);
+		memcpy(&a1, a + n - 8, 8), memcpy(&b1, b + n - 8, 8);
+		return !((a0 ^ b0) | (a1 ^ b1));
+	}
+	if (n >= 4 && n < 8) {
+		uint32_t a0, b0, a1, b1;
+		memcpy(&a0, a, 4), memcpy(&b0, b, 4);
+		memcpy(&a1, a + n - 4, 4), memcpy(&b1, b + n - 4, 4);
+		return !((a0 ^ b0) | (a1 ^ b1));
+	}
+	return !memcmp(a, b, n);
+}
+
 /* An identifier [A-Za-z_][A-Za-z0-9_]*: its length, 0 if none (no error). */
 size_t tp_word(tp *p, const char **start);
 static inline bool tp_word_is(const char *w, size_t k, const char *lit)
@@ -167,15 +201,24 @@ bool tp_name(tp *p, const char *what);
 /* The same name left in the buffer: its length (it ends at the cursor), 0
  * after an error. */
 size_t tp_name_len(tp *p, const char *what);
-/* A double-quoted string with escapes; malloc'd into *out. */
+/* A double-quoted string with escapes: its len bytes (no NUL among them) at
+ * *s, in the buffer when it has no escape, else in b, which the caller
+ * frees (made here, empty or not, after an error too). */
+bool tp_string_bytes(tp *p, const char **s, size_t *len, pr_strbuf *b);
+/* The same string, NUL-terminated, malloc'd into *out. */
 bool tp_string(tp *p, char **out);
+/* The same in g's storage (pr_graph_alloc), for a part a node of g keeps
+ * (PR_STORAGE_GRAPH); with g NULL, the program's interned copy (never to
+ * be written). */
+bool tp_string_kept(tp *p, pr_graph *g, char **out);
 /* Numbers. tp_number sets *is_float and one of *i / *f. */
 bool tp_number(tp *p, bool *is_float, int64_t *i, double *f);
 bool tp_int(tp *p, const char *what, int64_t *out);
 bool tp_looks_numeric(tp *p);
 
 /* text_parse_type.c */
-/* n's type; a tuple's elements are n's own (pr_node_set_tuple). */
+/* n's type (n made in a graph); a tuple's elements are that graph's storage
+ * (pr_node_set_tuple, PR_STORAGE_GRAPH). */
 bool tp_type(tp *p, pr_node *n);
 
 #endif

@@ -170,20 +170,22 @@ static void tp_recent_add(tp *p, pr_node *n, uint32_t h)
 }
 
 /* The value g binds to the len bytes of the buffer at name, or NULL. A hit
- * is compared in place; a miss copies the name into p->scratch (NUL-
- * terminated, for pr_graph_find and the error) and enters what it finds,
- * as a value used once is often used again (a layer's cache, the mask). */
+ * is compared in place; a miss asks g's index by the bytes and hash and
+ * enters what it finds, as a value used once is often used again (a
+ * layer's cache, the mask). A name g lacks is copied into p->scratch (NUL-
+ * terminated) for the error. */
 static pr_node *tp_find_value(tp *p, pr_graph *g, const char *name, size_t len)
 {
 	uint32_t h = pr_str_hash(name, len);
 	tp_recent *e = tp_recent_slot(p, h);
-	if (e->node && e->hash == h && e->node->graph == g && !memcmp(e->node->name, name, len) &&
+	if (e->node && e->hash == h && e->node->graph == g && tp_same_bytes(e->node->name, name, len) &&
 	    !e->node->name[len])
 		return e->node;
-	tp_scratch_set(p, name, len);
 	pr_node *v = pr_graph_find_hashed(g, name, len, h);
 	if (v)
 		*e = (tp_recent){ h, v };
+	else
+		tp_scratch_set(p, name, len);
 	return v;
 }
 
@@ -242,12 +244,9 @@ static bool tp_arg(tp *p, pr_graph *g, pr_arg *a)
 		return (a->u.value = tp_value_ref(p, g)) != NULL;
 	}
 	if (c == '"') {
-		char *str;
-		if (!tp_string(p, &str))
+		if (!tp_string_kept(p, NULL, &a->u.s))   /* graph args' strings are interned */
 			return false;
-		a->kind = PR_ARG_STRING;   /* graph args' strings are interned */
-		a->u.s = (char *)pr_program_intern(p->prog, str, strlen(str));
-		free(str);
+		a->kind = PR_ARG_STRING;
 		return true;
 	}
 	if (c == '[') {
@@ -295,7 +294,7 @@ static bool tp_call_args(tp *p, pr_graph *g, tp_args *out)
  * call without a probe of the program's tables. A slot holds only what a
  * table found (schemas and delegates stay put while parsing), keyed by the
  * name where the buffer first spelled it. */
-#define TP_CALLEES 16   /* per kind; a power of two */
+#define TP_CALLEES 64   /* per kind; a power of two (16 slots for 16 ops: 1 call in 6 missed) */
 
 struct tp_callee {
 	const char *name;     /* in the buffer */
@@ -311,7 +310,7 @@ static void *tp_callee_find(tp *p, bool is_op, const char *name, size_t len)
 		p->callees = pr_xcalloc(2 * TP_CALLEES, sizeof *p->callees);
 	uint32_t slot = (is_op ? TP_CALLEES : 0) + (pr_str_hash(name, len) & (TP_CALLEES - 1));
 	tp_callee *c = &p->callees[slot];
-	if (c->found && c->len == len && !memcmp(c->name, name, len))
+	if (c->found && c->len == len && tp_same_bytes(c->name, name, len))
 		return c->found;
 	tp_scratch_set(p, name, len);
 	void *found = is_op ? (void *)pr_program_find_schema(p->prog, p->scratch.data)
@@ -569,12 +568,11 @@ static bool tp_input(tp *p, pr_graph *g, pr_node *n)
 	}
 	if (!tp_input_kind(p, n))
 		return false;
-	if (tp_peek(p) == '"') {
-		char *quoted = NULL;
-		bool ok = tp_string(p, &quoted);
-		pr_node_set_input_name(n, quoted, PR_STORAGE_OWNED);
-		if (!ok)
+	if (tp_peek(p) == '"') {   /* the node keeps it: g's storage */
+		char *quoted;
+		if (!tp_string_kept(p, g, &quoted))
 			return false;
+		pr_node_set_input_name(n, quoted, PR_STORAGE_GRAPH);
 	}
 	if (tp_at_eol(p))
 		return true;
@@ -706,6 +704,35 @@ static bool tp_call_stmt(tp *p, pr_graph *g)
 	return tp_append(p, g, n, at) && ok && tp_end_stmt(p, "the op call");
 }
 
+/* ['->' (buffer|input) "NAME"] after a returned value: its write-back,
+ * the target interned (graph storage, as the node keeps it). */
+static bool tp_writeback(tp *p, pr_writeback *wb)
+{
+	if (tp_peek(p) != '-' || p->pos + 1 >= p->n || p->s[p->pos + 1] != '>')
+		return true;
+	p->pos += 2;
+	const char *w;
+	size_t kat = (tp_ws(p), p->pos);
+	size_t k = tp_word(p, &w);
+	if (tp_word_is(w, k, "buffer"))
+		wb->kind = PR_WRITEBACK_BUFFER;
+	else if (tp_word_is(w, k, "input"))
+		wb->kind = PR_WRITEBACK_INPUT;
+	else
+		return tp_expected(p, kat, "'buffer' or 'input' after '->'");
+	return tp_string_kept(p, NULL, &wb->target);
+}
+
+/* The n write-backs at wb as g's storage (a return's, one per argument;
+ * NULL when it has none); wb is freed. */
+static pr_writeback *tp_writebacks_to_graph(pr_graph *g, pr_writeback *wb, int n)
+{
+	pr_writeback *out = n ? memcpy(pr_graph_alloc(g, (size_t)n * sizeof *wb), wb, (size_t)n * sizeof *wb)
+			      : NULL;
+	free(wb);
+	return out;
+}
+
 /* return [ret {',' ret}], ret = %v ['->' (buffer|input) "NAME"] */
 static bool tp_return_stmt(tp *p, pr_graph *g)
 {
@@ -713,36 +740,26 @@ static bool tp_return_stmt(tp *p, pr_graph *g)
 	tp_args args;
 	tp_args_init(&args);
 	pr_writeback *wb = NULL;
+	int cap_wb = 0;
 	bool ok = true;
 	if (!tp_at_eol(p)) {
 		do {
 			pr_arg *a = tp_args_push(&args);
-			wb = pr_xrealloc(wb, (size_t)args.n * sizeof *wb);
-			memset(&wb[args.n - 1], 0, sizeof *wb);
+			PR_GROW(wb, args.n - 1, cap_wb);
+			wb[args.n - 1] = (pr_writeback){ PR_WRITEBACK_NONE, NULL };
 			a->kind = PR_ARG_VALUE;
 			ok = (a->u.value = tp_value_ref(p, g)) != NULL;
 			if (!ok) {
 				a->kind = PR_ARG_NONE;
 				break;
 			}
-			if (tp_peek(p) == '-' && p->pos + 1 < p->n && p->s[p->pos + 1] == '>') {
-				p->pos += 2;
-				const char *w;
-				size_t kat = (tp_ws(p), p->pos);
-				size_t k = tp_word(p, &w);
-				if (tp_word_is(w, k, "buffer"))
-					wb[args.n - 1].kind = PR_WRITEBACK_BUFFER;
-				else if (tp_word_is(w, k, "input"))
-					wb[args.n - 1].kind = PR_WRITEBACK_INPUT;
-				else
-					ok = tp_expected(p, kat, "'buffer' or 'input' after '->'");
-				ok = ok && tp_string(p, &wb[args.n - 1].target);
-			}
+			ok = tp_writeback(p, &wb[args.n - 1]);
 		} while (ok && tp_accept(p, ','));
 	}
 	pr_node *n = pr_graph_new_node(g, PR_NODE_RETURN, NULL);
+	int n_wb = args.n;
 	tp_set_args(g, n, &args);
-	pr_node_set_writebacks(n, wb, PR_STORAGE_OWNED);
+	pr_node_set_writebacks(n, tp_writebacks_to_graph(g, wb, n_wb), PR_STORAGE_GRAPH);
 	if (!tp_append(p, g, n, at))
 		return false;
 	return ok && tp_end_stmt(p, "the return values");

@@ -219,7 +219,7 @@ static size_t shape_text_len(const tp *p)
  * cursor's first ']' is then where k's is. */
 static bool shape_is_next(const tp *p, const tp_known_shape *k)
 {
-	return k && k->len && k->len <= p->n - p->pos && !memcmp(k->text, p->s + p->pos, k->len);
+	return k && k->len && k->len <= p->n - p->pos && tp_same_bytes(k->text, p->s + p->pos, k->len);
 }
 
 /* The shape the last value spelled is tried first, without a scan for the
@@ -232,7 +232,7 @@ static bool tp_shape_known(tp *p, pr_spec *s)
 		if (!len)
 			return false;
 		k = shape_slot(p, p->s + p->pos, len);
-		if (k->len != len || memcmp(k->text, p->s + p->pos, len))
+		if (k->len != len || !tp_same_bytes(k->text, p->s + p->pos, len))
 			return false;
 		p->last_shape = k;
 	}
@@ -308,10 +308,11 @@ static bool tp_spec(tp *p, pr_spec *s)
 }
 
 /* The specs of a tuple, after its '(': read on the stack while they fit,
- * then copied into one malloc of their exact size, which n owns
- * (pr_node_set_tuple; grown as a list, from 8, a one-spec tuple kept 504
- * bytes unused: 125 MB at a million nodes). On an error too, so that the
- * node frees what was read. */
+ * then copied into g's storage of their exact size (pr_node_set_tuple,
+ * PR_STORAGE_GRAPH), which n keeps: no malloc per tuple (a million-node
+ * program has a quarter of a million), and a pass that gives n another
+ * type leaves them, as it leaves a loaded .bin's. On an error too, so that
+ * the node has what was read. */
 #define TP_INLINE_SPECS 8
 
 static bool tp_tuple(tp *p, pr_node *node)
@@ -330,8 +331,9 @@ static bool tp_tuple(tp *p, pr_node *node)
 		} while (ok && tp_accept(p, ','));
 		ok = ok && tp_expect(p, ')', "',' or ')' in a tuple type");
 	}
-	pr_spec *elems = n ? memcpy(pr_xmalloc((size_t)n * sizeof *v), v, (size_t)n * sizeof *v) : NULL;
-	pr_node_set_tuple(node, elems, n, PR_STORAGE_OWNED);
+	size_t size = (size_t)n * sizeof *v;
+	pr_spec *elems = n ? memcpy(pr_graph_alloc(node->graph, size), v, size) : NULL;
+	pr_node_set_tuple(node, elems, n, PR_STORAGE_GRAPH);
 	if (v != inl)
 		free(v);
 	return ok;

@@ -15,15 +15,30 @@
 #include "passrun/format.h"
 #include "passrun/strbuf.h"
 #include "outbuf.h"
-#include "text_lex.h"
 
 /* The output (outbuf.h). Numbers are formatted here rather than by
  * printf, which would cost more than everything else a node prints. */
 typedef outbuf tbuf;
 
+/* The short copies (a name, a spec's text, a number) as two moves that may
+ * overlap, inline: a call of memcpy costs more than the copy. */
 static inline void tb_add(tbuf *b, const char *s, size_t n)
 {
-	memcpy(out_room(b, n), s, n);
+	uint8_t *d = out_room(b, n);
+	if (n > 16 && n <= 32) {
+		memcpy(d, s, 16);
+		memcpy(d + n - 16, s + n - 16, 16);
+	} else if (n >= 8 && n <= 16) {
+		memcpy(d, s, 8);
+		memcpy(d + n - 8, s + n - 8, 8);
+	} else if (n >= 4 && n < 8) {
+		memcpy(d, s, 4);
+		memcpy(d + n - 4, s + n - 4, 4);
+	} else if (n > 32 || n >= 2) {
+		memcpy(d, s, n);
+	} else if (n) {
+		*d = (uint8_t)*s;
+	}
 	b->len += n;
 }
 
@@ -37,14 +52,36 @@ static inline void tb_puts(tbuf *b, const char *s)
 	tb_add(b, s, strlen(s));
 }
 
+static unsigned u64_digits(uint64_t v)
+{
+	for (unsigned n = 1;; n += 4, v /= 10000) {
+		if (v < 10)
+			return n;
+		if (v < 100)
+			return n + 1;
+		if (v < 1000)
+			return n + 2;
+		if (v < 10000)
+			return n + 3;
+	}
+}
+
+/* Written in place, two digits a step from the right (mem offsets and
+ * seeds have six to ten). */
 static void tb_u64(tbuf *b, uint64_t v)
 {
-	char digits[20];
-	size_t n = 0;
-	do
-		digits[sizeof digits - ++n] = (char)('0' + v % 10);
-	while ((v /= 10));
-	tb_add(b, digits + sizeof digits - n, n);
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				    "8081828384858687888990919293949596979899";
+	unsigned n = u64_digits(v);
+	uint8_t *end = out_room(b, n) + n;
+	for (; v >= 100; v /= 100)
+		memcpy(end -= 2, pairs + 2 * (v % 100), 2);
+	if (v >= 10)
+		memcpy(end - 2, pairs + 2 * v, 2);
+	else
+		end[-1] = (uint8_t)('0' + v);
+	b->len += n;
 }
 
 static void tb_i64(tbuf *b, int64_t v)
@@ -63,24 +100,37 @@ static void tb_double(tbuf *b, double d)
 	pr_strbuf_free(&t);
 }
 
-/* A byte a string prints as it is: printable ASCII but the quote and the
- * backslash. */
-static inline bool plain_ascii(unsigned char c)
+/* The bytes a string prints as they are: printable ASCII but the quote and
+ * the backslash (not the NUL, which ends the run). */
+static const uint8_t plain_ascii[256] = {
+	[0x20 ... 0x21] = 1, [0x23 ... 0x5b] = 1, [0x5d ... 0x7e] = 1,
+};
+
+/* The end of the run of plain bytes from c, four a round: a byte is read
+ * only after the one before it was plain, so not past the NUL, and the
+ * string's length is never needed. */
+static const unsigned char *plain_run(const unsigned char *c)
 {
-	return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+	for (;; c += 4) {
+		if (!plain_ascii[c[0]])
+			return c;
+		if (!plain_ascii[c[1]])
+			return c + 1;
+		if (!plain_ascii[c[2]])
+			return c + 2;
+		if (!plain_ascii[c[3]])
+			return c + 3;
+	}
 }
 
 static void put_string(tbuf *b, const char *s)
 {
 	tb_putc(b, '"');
 	const unsigned char *c = (const unsigned char *)(s ? s : "");
-	const unsigned char *end = c + strlen((const char *)c);   /* words are read up to it only */
 	while (*c) {
 		size_t k;
 		const unsigned char *run = c;
-		c += tp_plain_words((const char *)c, (size_t)(end - c), false);
-		while (plain_ascii(*c))   /* the common string is one run, in one copy */
-			c++;
+		c = plain_run(c);   /* the common string is one run, in one copy */
 		size_t n = (size_t)(c - run);
 		if (n) {   /* out_bytes: a long string goes to the sink, not into a grown buffer */
 			if (n < 4096)
@@ -133,23 +183,32 @@ static void put_device(tbuf *b, pr_device d)
 	tb_i64(b, d.index);
 }
 
-/* The text of a spec that depends on its layout, dtype and device alone:
- * DTYPE[SHAPE][@DEVICE] and, when not contiguous, "{strides=[...]". A
- * program spells a few layouts a million times, and layouts are immutable
- * arrays (interned by the IR), so the same pointers, rank, dtype and device
- * print the same text: kept here per print, it is one compare and a copy
- * instead of a contiguity test and a number per dimension. */
-#define SPEC_TEXTS_LOG2 6
+/* A spec's whole text: DTYPE[SHAPE][@DEVICE], then "{strides=[...]" when
+ * not contiguous and "mem=ARENA:OFFSET" when placed, in one brace. A
+ * program spells a few layouts a million times, at a few hundred offsets
+ * (a planned program reuses them all along), and layouts are immutable
+ * arrays (interned by the IR), so the same pointers, rank, dtype, device
+ * and mem print the same text: kept here per print, it is one compare and
+ * a copy instead of a contiguity test and a number per dimension, and the
+ * offset's digits and the arena's text. */
+#define SPEC_TEXTS_LOG2 9
 #define SPEC_TEXTS (1 << SPEC_TEXTS_LOG2)
 #define SPEC_TEXT_MAX 96       /* longer texts are printed each time */
-#define SPEC_TEXT_BOUND 1024   /* more than any spec's text: 16 dims and strides of 20 digits */
+#define SPEC_TEXT_BOUND 1024   /* more than any spec's text: 16 dims and strides of 20 digits, mem */
 
-typedef struct spec_text {
-	const int64_t *shape, *strides;   /* shape NULL: empty, unless rank 0 */
+/* What a spec's text depends on. */
+typedef struct spec_key {
+	const int64_t *shape, *strides;
+	int64_t mem_offset;               /* 0 without mem */
 	int rank;
 	pr_dtype dtype;
-	bool used, strided;
-	pr_device_id device_id;
+	pr_device_id device_id, mem_arena_id;   /* the arena 0 without mem */
+	bool has_mem;
+} spec_key;
+
+typedef struct spec_text {
+	spec_key key;
+	bool used;
 	uint8_t len;
 	char text[SPEC_TEXT_MAX];
 } spec_text;
@@ -177,13 +236,24 @@ static void put_layout(tbuf *b, const pr_spec *s, bool strided)
 	}
 }
 
-static bool spec_text_is(const spec_text *t, const pr_spec *s)
+/* s's key: the mem fields only when it has mem, as they print only then. */
+static spec_key spec_key_of(const pr_spec *s)
 {
-	return t->used && t->shape == s->shape && t->strides == s->strides && t->rank == s->rank &&
-	       t->dtype == s->dtype && t->device_id == s->device_id;
+	return (spec_key){ .shape = s->shape, .strides = s->strides, .rank = s->rank,
+			   .dtype = s->dtype, .device_id = s->device_id, .has_mem = s->has_mem,
+			   .mem_arena_id = s->has_mem ? s->mem_arena_id : 0,
+			   .mem_offset = s->has_mem ? s->mem_offset : 0 };
 }
 
-static spec_text *spec_text_slot(printer *pr, const pr_spec *s)
+static bool spec_text_is(const spec_text *t, const spec_key *k)
+{
+	const spec_key *a = &t->key;
+	return t->used && a->shape == k->shape && a->strides == k->strides && a->rank == k->rank &&
+	       a->dtype == k->dtype && a->device_id == k->device_id && a->has_mem == k->has_mem &&
+	       a->mem_offset == k->mem_offset && a->mem_arena_id == k->mem_arena_id;
+}
+
+static spec_text *spec_text_slot(printer *pr, const spec_key *k)
 {
 	if (!pr->specs)
 		pr->specs = pr_xcalloc(SPEC_TEXTS, sizeof *pr->specs);
@@ -192,34 +262,14 @@ static spec_text *spec_text_slot(printer *pr, const pr_spec *s)
 	 * host value and its device copy have the same layout, so an id that
 	 * misses the slot's bits (as `id << 9` did with the fold that kept
 	 * bits 3-8) puts both in one slot, to evict each other all along a
-	 * placed program. */
-	uint64_t h = ((uint64_t)(uintptr_t)s->shape ^ ((uint64_t)(uintptr_t)s->strides << 17) ^
-		      ((uint64_t)s->device_id << 40) ^ ((uint64_t)s->dtype << 56) ^
-		      ((uint64_t)s->rank << 61)) * UINT64_C(0x9E3779B97F4A7C15);
+	 * placed program. Offsets are multiples of an alignment: its low
+	 * bits are zeros. */
+	uint64_t h = ((uint64_t)(uintptr_t)k->shape ^ ((uint64_t)(uintptr_t)k->strides << 17) ^
+		      ((uint64_t)k->device_id << 40) ^ ((uint64_t)k->dtype << 56) ^
+		      ((uint64_t)k->rank << 61)) * UINT64_C(0x9E3779B97F4A7C15);
+	h ^= ((uint64_t)k->mem_offset ^ ((uint64_t)k->mem_arena_id << 48) ^ k->has_mem) *
+	     UINT64_C(0xC2B2AE3D27D4EB4F);
 	return &pr->specs[h >> (64 - SPEC_TEXTS_LOG2)];
-}
-
-/* The layout's text, from the kept one or printed (and then kept). */
-static bool put_layout_kept(printer *pr, const pr_spec *s)
-{
-	tbuf *b = pr->b;
-	spec_text *t = spec_text_slot(pr, s);
-	if (spec_text_is(t, s)) {
-		tb_add(b, t->text, t->len);
-		return t->strided;
-	}
-	bool strided = !pr_spec_is_contiguous(s);
-	out_room(b, SPEC_TEXT_BOUND);   /* no flush to the sink while it is copied below */
-	size_t start = b->len;
-	put_layout(b, s, strided);
-	size_t len = b->len - start;
-	if (len <= SPEC_TEXT_MAX) {
-		*t = (spec_text){ .shape = s->shape, .strides = s->strides, .rank = s->rank,
-				  .dtype = s->dtype, .used = true, .strided = strided, .device_id = s->device_id,
-				  .len = (uint8_t)len };
-		memcpy(t->text, b->p + start, len);
-	}
-	return strided;
 }
 
 /* An arena's device: values in one arena follow each other. */
@@ -237,10 +287,11 @@ static void put_arena(printer *pr, pr_device_id id)
 	tb_add(b, pr->arena_text, pr->arena_len);
 }
 
-static void put_spec(printer *pr, const pr_spec *s)
+static void put_spec_text(printer *pr, const pr_spec *s)
 {
 	tbuf *b = pr->b;
-	bool strides = put_layout_kept(pr, s);
+	bool strides = !pr_spec_is_contiguous(s);
+	put_layout(b, s, strides);
 	if (!strides && !s->has_mem)
 		return;
 	if (!strides)
@@ -252,6 +303,28 @@ static void put_spec(printer *pr, const pr_spec *s)
 		tb_i64(b, s->mem_offset);
 	}
 	tb_putc(b, '}');
+}
+
+/* The spec's text, from the kept one or printed (and then kept). */
+static void put_spec(printer *pr, const pr_spec *s)
+{
+	tbuf *b = pr->b;
+	spec_key k = spec_key_of(s);
+	spec_text *t = spec_text_slot(pr, &k);
+	if (spec_text_is(t, &k)) {
+		tb_add(b, t->text, t->len);
+		return;
+	}
+	out_room(b, SPEC_TEXT_BOUND);   /* no flush to the sink while it is copied below */
+	size_t start = b->len;
+	put_spec_text(pr, s);
+	size_t len = b->len - start;
+	if (len <= SPEC_TEXT_MAX) {
+		t->key = k;
+		t->used = true;
+		t->len = (uint8_t)len;
+		memcpy(t->text, b->p + start, len);
+	}
 }
 
 static void put_type(printer *pr, const pr_type *t)
@@ -277,10 +350,16 @@ static void put_type(printer *pr, const pr_type *t)
 	}
 }
 
+/* The name a use of v prints after its '%'. */
+static const char *value_name(const pr_node *v)
+{
+	return v && v->name ? v->name : "?";
+}
+
 static void put_value(tbuf *b, const pr_node *v)
 {
 	tb_putc(b, '%');
-	tb_puts(b, v && v->name ? v->name : "?");
+	tb_puts(b, value_name(v));
 }
 
 static void put_arg(tbuf *b, const pr_arg *a)
@@ -304,13 +383,20 @@ static void put_arg(tbuf *b, const pr_arg *a)
 	}
 }
 
+/* (ARG, ...): a value's separator and '%' in one put (most args are). */
 static void put_args(tbuf *b, const pr_node *n)
 {
-	tb_putc(b, '(');
+	if (!n->n_args)
+		tb_puts(b, "(");
 	for (int i = 0; i < n->n_args; i++) {
-		if (i)
-			tb_puts(b, ", ");
-		put_arg(b, &n->args[i]);
+		const pr_arg *a = &n->args[i];
+		if (a->kind != PR_ARG_VALUE) {
+			tb_puts(b, i ? ", " : "(");
+			put_arg(b, a);
+			continue;
+		}
+		tb_puts(b, i ? ", %" : "(%");
+		tb_puts(b, value_name(a->u.value));
 	}
 	tb_putc(b, ')');
 }
@@ -392,21 +478,31 @@ static void put_return(tbuf *b, const pr_node *n)
 	}
 }
 
+/* The indent, and "%NAME: TYPE = " of a node that defines a value. */
+static void put_def(printer *pr, const pr_node *n)
+{
+	tbuf *b = pr->b;
+	if (!n->name && n->kind == PR_NODE_OP) {
+		tb_puts(b, "  ");
+		return;
+	}
+	tb_puts(b, "  %");
+	tb_puts(b, value_name(n));
+	tb_puts(b, ": ");
+	put_type(pr, &n->type);
+	tb_puts(b, " = ");
+}
+
 static void put_node(printer *pr, const pr_node *n)
 {
 	tbuf *b = pr->b;
-	tb_puts(b, "  ");
 	if (n->kind == PR_NODE_RETURN) {
+		tb_puts(b, "  ");
 		put_return(b, n);
 		tb_putc(b, '\n');
 		return;
 	}
-	if (n->name || n->kind != PR_NODE_OP) {
-		put_value(b, n);
-		tb_puts(b, ": ");
-		put_type(pr, &n->type);
-		tb_puts(b, " = ");
-	}
+	put_def(pr, n);
 	switch (n->kind) {
 	case PR_NODE_INPUT:
 		put_input(b, n);

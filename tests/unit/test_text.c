@@ -5,7 +5,6 @@
 #define _XOPEN_SOURCE 700
 #include <criterion/criterion.h>
 #include <ftw.h>
-#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 #include "passrun/format.h"
 #include "passrun/strbuf.h"
 #include "testutil.h"
+#include "../../core/format/text_lex.h"   /* tp_same_bytes */
 
 static char *read_src(const char *rel, size_t *len)
 {
@@ -366,8 +366,7 @@ Test(text, strings_escape_control_bytes_and_bad_utf8)
 {
 	pr_program *p = tu_parse("passrun 1\nmethod @m {\n  %x: f32[1] = input user \"a\"\n  return %x\n}\n");
 	pr_node *x = pr_graph_find(p->methods[0], "x");
-	free(x->of_kind.input->name);
-	x->of_kind.input->name = strdup("q\"\\\n\t\x01\x7f\xc3\xa9\xff.");
+	pr_node_set_input_name(x, strdup("q\"\\\n\t\x01\x7f\xc3\xa9\xff."), PR_STORAGE_OWNED);
 	char *t = print(p);
 	cr_expect(strstr(t, "input user \"q\\\"\\\\\\n\\t\\x01\\x7f\xc3\xa9\\xff.\"\n"), "%s", t);
 	pr_program *q = tu_parse(t);
@@ -792,10 +791,11 @@ Test(text, a_string_byte_that_needs_care_is_found_wherever_it_falls_in_an_eight_
 	}
 }
 
-/* A tuple's specs are kept in an allocation of their size (grown as a list
- * they took eight specs' room, at a million one-spec tuples 125 MB), also
- * past the eight read on the stack. */
-Test(text, a_tuple_type_holds_its_specs_in_an_allocation_of_their_size)
+/* A tuple's specs are the graph's storage (no malloc per tuple), also past
+ * the eight read on the stack, marked so: a pass that gives the node a
+ * type of its own does not free them (free() of what malloc did not give
+ * aborts), and the program frees that one. */
+Test(text, a_tuple_type_keeps_its_specs_in_graph_storage)
 {
 	pr_program *p = tu_parse("passrun 1\nop a::f(Tensor x) -> Tensor[]\nmethod @m {\n"
 				 "  %x: f32[2] = input user \"x\"\n"
@@ -804,22 +804,54 @@ Test(text, a_tuple_type_holds_its_specs_in_an_allocation_of_their_size)
 				 "f32[9]@cuda:0, i64[10]) = a::f(%x)\n"
 				 "  return %x\n}\n");
 	pr_graph *g = p->methods[0];
-	const pr_type *one = &node(g, "one")->type, *ten = &node(g, "ten")->type;
-	cr_assert_eq(one->n_elems, 1);
-	cr_expect_lt(malloc_usable_size(one->elems), 2 * sizeof(pr_spec));
-	cr_assert_eq(ten->n_elems, 10);
-	cr_expect_lt(malloc_usable_size(ten->elems), 11 * sizeof(pr_spec));
+	pr_node *one = node(g, "one"), *ten = node(g, "ten");
+	cr_assert_eq(one->type.n_elems, 1);
+	cr_expect_eq(one->type.elems[0].shape[0], 2);
+	cr_assert_eq(ten->type.n_elems, 10);
 	for (int i = 0; i < 10; i++) {
-		cr_expect_eq(ten->elems[i].rank, 1);
-		cr_expect_eq(ten->elems[i].shape[0], i + 1);
+		cr_expect_eq(ten->type.elems[i].rank, 1);
+		cr_expect_eq(ten->type.elems[i].shape[0], i + 1);
 	}
-	cr_expect_eq(ten->elems[9].dtype, PR_I64);
-	cr_expect_str_eq(pr_spec_device(&ten->elems[8]).type, "cuda");
+	cr_expect_eq(ten->type.elems[9].dtype, PR_I64);
+	cr_expect_str_eq(pr_spec_device(&ten->type.elems[8]).type, "cuda");
+	pr_spec *own = malloc(sizeof *own);
+	*own = ten->type.elems[9];
+	pr_node_set_tuple(ten, own, 1, PR_STORAGE_OWNED);
+	pr_node_set_tuple(one, NULL, 0, PR_STORAGE_OWNED);
+	cr_expect_eq(ten->type.elems[0].dtype, PR_I64);
 	pr_program_free(p);
 }
 
-/* The printer scans strings eight bytes at a time too: each byte it must
- * escape, or check as UTF-8, is printed right wherever it falls. */
+/* Input names are the graph's storage, escaped or not; write-back targets
+ * and string arguments the program's interned strings: no malloc for
+ * either, and a pass may still replace a name with one of its own. */
+Test(text, quoted_names_and_strings_are_the_programs_storage)
+{
+	pr_program *p = tu_parse("passrun 1\nop a::f(Tensor x, str s) -> Tensor\nmethod @m {\n"
+				 "  %x: f32[2] = input user \"plain.name\"\n"
+				 "  %b: f32[2] = input buffer \"tab\\there\" data=zeros\n"
+				 "  %y: f32[2] = a::f(%x, \"s\\x01\")\n"
+				 "  return %y, %b -> buffer \"tab\\there\"\n}\n");
+	pr_graph *g = p->methods[0];
+	cr_expect_str_eq(pr_node_input(node(g, "x"))->name, "plain.name");
+	cr_expect_str_eq(pr_node_input(node(g, "b"))->name, "tab\there");
+	cr_expect_eq(node(g, "y")->args[1].u.s, pr_program_intern(p, "s\x01", 2));
+	const pr_node *ret = g->last;
+	cr_assert_not_null(pr_node_writebacks(ret));
+	cr_expect_eq(pr_node_writebacks(ret)[0].kind, PR_WRITEBACK_NONE);
+	cr_expect_eq(pr_node_writebacks(ret)[1].kind, PR_WRITEBACK_BUFFER);
+	cr_expect_eq(pr_node_writebacks(ret)[1].target, pr_program_intern(p, "tab\there", 8));
+	pr_node_set_input_name(node(g, "b"), strdup("other"), PR_STORAGE_OWNED);
+	cr_expect_str_eq(pr_node_input(node(g, "b"))->name, "other");
+	char *t = pr_text_print(p, NULL);
+	cr_expect(strstr(t, "input buffer \"other\" data=zeros\n"), "%s", t);
+	cr_expect(strstr(t, "-> buffer \"tab\\there\"\n"), "%s", t);
+	free(t);
+	pr_program_free(p);
+}
+
+/* The printer scans strings four bytes a round: each byte it must escape,
+ * or check as UTF-8, is printed right wherever it falls. */
 Test(text, a_string_byte_printed_with_care_is_found_wherever_it_falls_in_an_eight_byte_block)
 {
 	static const char *const raw[] = { "\"", "\\", "\t", "\x7f", "\xc3\xa9", "\xff" };
@@ -832,12 +864,131 @@ Test(text, a_string_byte_printed_with_care_is_found_wherever_it_falls_in_an_eigh
 			snprintf(name, sizeof name, "%.*s%sabcdefghijklmnopq", at, "0123456789abcdefg", raw[k]);
 			snprintf(want, sizeof want, "input user \"%.*s%sabcdefghijklmnopq\"\n", at,
 				 "0123456789abcdefg", printed[k]);
-			free(x->of_kind.input->name);
-			x->of_kind.input->name = strdup(name);
+			pr_node_set_input_name(x, strdup(name), PR_STORAGE_OWNED);
 			char *t = print(p);
 			cr_expect(strstr(t, want), "byte %zu after %d bytes: %s", k, at, t);
 			free(t);
 		}
 	}
 	pr_program_free(p);
+}
+
+/* in, canonical text, parses and prints as itself; in is freed. */
+static void expect_prints_back(pr_strbuf *in)
+{
+	pr_program *p = tu_parse(in->data);
+	char *t = print(p);
+	cr_expect_str_eq(t, in->data);
+	free(t);
+	pr_program_free(p);
+	pr_strbuf_free(in);
+}
+
+/* The printer writes numbers two digits a step and copies short texts in
+ * overlapping moves: every digit count of a mem offset, a seed and an
+ * integer argument (both signs, the int64 limits), and names of every
+ * length around the moves' sizes, print as they were read. */
+Test(text, numbers_of_every_digit_count_and_names_of_every_length_print_back)
+{
+	pr_strbuf in;
+	pr_strbuf_init(&in);
+	pr_strbuf_printf(&in, "passrun 1\n\nop a::f(Tensor x, int i) -> Tensor\n\nmethod @m {\n");
+	int64_t v = 1;
+	for (int k = 0; k <= 18; k++, v *= 10) {
+		int64_t vals[2] = { v - 1, v };
+		for (int j = 0; j < 2; j++)
+			pr_strbuf_printf(&in, "  %%%.*s: f32[1]{mem=cpu:%lld} = input buffer \"b%d_%d\" data=random(%lld)\n",
+				       2 * k + j + 1, "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn", (long long)vals[j], k, j,
+				       (long long)vals[j]);
+	}
+	pr_strbuf_printf(&in, "  %%max: f32[1]{mem=cpu:%lld} = input buffer \"m\" data=random(%lld)\n",
+		       (long long)INT64_MAX, (long long)INT64_MAX);
+	pr_strbuf_printf(&in, "  %%lo: f32[1] = a::f(%%max, %lld)\n", (long long)INT64_MIN);
+	pr_strbuf_printf(&in, "  %%neg: f32[1] = a::f(%%max, -1000000007)\n  return %%lo, %%neg\n}\n");
+	expect_prints_back(&in);
+}
+
+/* The printer keeps each spec's whole text, mem included, by what it
+ * depends on: one layout with and without mem, in two arenas, at offsets
+ * that repeat, more of them than it keeps (so that texts alike but for one
+ * field meet in a slot), and strided, print as they were read. */
+Test(text, specs_alike_but_for_their_mem_print_as_their_own_text)
+{
+	static const char *const layouts[] = { "f32[4,4]", "f32[4,4]@cuda:0", "f32[4,4]{strides=[1,4]" };
+	static const char *const arenas[] = { "", "cpu", "cuda:0" };
+	pr_strbuf in;
+	pr_strbuf_init(&in);
+	pr_strbuf_printf(&in, "passrun 1\n\nop a::f(Tensor x) -> Tensor\n\nmethod @m {\n"
+			 "  %%x: f32[4,4] = input user \"x\"\n");
+	for (int i = 0; i < 4000; i++) {   /* offsets that share a slot: many more than slots */
+		const char *layout = layouts[i % 3], *arena = arenas[i / 3 % 3];
+		bool strided = strchr(layout, '{') != NULL;
+		long long off = 64LL * (i % 997);
+		pr_strbuf_printf(&in, "  %%v%d: %s", i, layout);
+		if (*arena)
+			pr_strbuf_printf(&in, "%s%s:%lld}", strided ? ", mem=" : "{mem=", arena, off);
+		else if (strided)
+			pr_strbuf_printf(&in, "}");
+		pr_strbuf_printf(&in, " = a::f(%%x)\n");
+	}
+	pr_strbuf_printf(&in, "  return %%x\n}\n");
+	expect_prints_back(&in);
+}
+
+/* Names and words are scanned four bytes a round while four are left: a
+ * name of every length that ends where the text does is read whole and no
+ * further, though name bytes follow in memory. */
+Test(text, a_name_that_ends_the_text_is_read_to_its_end_only)
+{
+	for (int k = 1; k <= 12; k++) {
+		char text[256];
+		int len = snprintf(text, sizeof text, "passrun 1\nmethod @m {\n  %%%.*s: f32[1] = input user \"x\"\n"
+				   "  return %%%.*s", k, "abcdefghijkl", k, "abcdefghijkl");
+		memcpy(text + len, "zzzz", 5);   /* not part of the text */
+		pr_program *p = NULL;
+		pr_err *e = pr_text_parse("t.pg", text, (size_t)len, &p);
+		cr_assert_not_null(e);
+		cr_expect(strstr(pr_err_message(e), "t.pg:4:"), "%s", pr_err_message(e));
+		cr_expect(strstr(pr_err_message(e), "expected '}' to close '@m' (opened at line 2), found end of file"),
+			  "%d: %s", k, pr_err_message(e));
+		pr_err_free(e);
+	}
+}
+
+/* The parser compares the names and shapes it looks up in place, in
+ * overlapping moves: equal bytes of every length are the same, and a byte
+ * changed anywhere in them is told. */
+Test(text, same_bytes_tells_a_change_at_every_offset_of_every_length)
+{
+	char a[32], b[32];
+	for (size_t n = 0; n <= 24; n++) {
+		for (size_t i = 0; i < sizeof a; i++)
+			a[i] = b[i] = (char)('a' + i % 26);
+		b[n] = 'X';   /* past the n: not looked at */
+		cr_expect(tp_same_bytes(a, b, n), "n %zu", n);
+		for (size_t i = 0; i < n; i++) {
+			b[i] = 'X';
+			cr_expect(!tp_same_bytes(a, b, n), "n %zu, byte %zu", n, i);
+			b[i] = a[i];
+		}
+	}
+}
+
+/* A value argument prints with its separator and '%' in one put: calls
+ * with no argument, a value first, a value after a literal or a list, and
+ * a call with no result print as read. */
+Test(text, arguments_of_every_kind_and_place_print_back)
+{
+	pr_strbuf in;
+	pr_strbuf_init(&in);
+	pr_strbuf_printf(&in, "passrun 1\n\nop a::f(Tensor? x=None, Scalar y=1, Tensor? z=None) -> Tensor\n"
+			 "op a::g(Tensor x) -> ()\n\nmethod @m {\n"
+			 "  %%x: f32[2] = input user \"x\"\n"
+			 "  %%none: f32[2] = a::f()\n"
+			 "  %%first: f32[2] = a::f(%%x)\n"
+			 "  %%after: f32[2] = a::f(none, 2, %%first)\n"
+			 "  %%listed: f32[2] = a::f([%%x, %%first], 1.5, %%after)\n"
+			 "  a::g(%%listed)\n"
+			 "  return %%listed\n}\n");
+	expect_prints_back(&in);
 }
