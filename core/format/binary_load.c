@@ -678,7 +678,7 @@ static bool rd_spec_device(rd *r, pr_device_id *id)
  * (without a memory arena): consecutive nodes mostly have the same type (a
  * delegate call's one-tuple and the getitem of it), and the same bytes were
  * checked and loaded then, so they load the same now, in one compare. */
-static bool rd_spec_repeated(rd *r, pr_spec *s)
+RD_INLINE bool rd_spec_repeated(rd *r, pr_spec *s)
 {
 	size_t len = r->last_spec_len;
 	if (!len || r->end - r->pos < len || !bytes_equal(r->last_spec, r->buf + r->pos, len))
@@ -689,7 +689,8 @@ static bool rd_spec_repeated(rd *r, pr_spec *s)
 	return true;
 }
 
-static bool rd_spec(rd *r, pr_spec *s)
+/* Inline in rd_type: a call per node cost more than the repeated spec. */
+RD_INLINE bool rd_spec(rd *r, pr_spec *s)
 {
 	if (rd_spec_repeated(r, s))
 		return true;
@@ -748,7 +749,7 @@ static bool rd_type(rd *r, pr_node *n)
 
 /* ---- arguments ---------------------------------------------------------------- */
 
-static bool rd_args(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_out);
+static bool rd_list(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_out);
 
 static bool rd_value_ref(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
 {
@@ -766,7 +767,7 @@ static bool rd_value_ref(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
 	return true;
 }
 
-static bool rd_arg(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
+static __attribute__((noinline)) bool rd_arg(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
 {
 	size_t at = r->pos;
 	uint8_t kind, b;
@@ -810,7 +811,7 @@ static bool rd_arg(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
 			return rd_fail(r, at, "argument lists nest deeper than %d, expected at most %d levels",
 				       PRB_MAX_LIST_DEPTH, PRB_MAX_LIST_DEPTH);
 		r->depth++;
-		bool ok = rd_args(r, nodes, self, &a->u.list.items, &a->u.list.n);
+		bool ok = rd_list(r, nodes, self, &a->u.list.items, &a->u.list.n);
 		r->depth--;
 		if (!ok)
 			return false;
@@ -825,8 +826,10 @@ static bool rd_arg(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
  * whole record (kind, node index) is in the section and whose index reads a
  * node before self with a result is taken with one length check, the cursor
  * in a local: most arguments are. Anything else is left at the cursor for
- * rd_arg, which reads it field by field and reports what is wrong. */
-static bool rd_args(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_out)
+ * rd_arg, which reads it field by field and reports what is wrong. Inline
+ * in the node's reader, as nearly every node has arguments; a nested list
+ * is read through rd_list, a call. */
+RD_INLINE bool rd_args(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_out)
 {
 	uint32_t n;
 	if (!rd_count(r, "the argument count", PRB_MIN_ARG, &n))
@@ -855,9 +858,15 @@ static bool rd_args(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_o
 	return true;
 }
 
+static __attribute__((noinline)) bool rd_list(rd *r, pr_node *nodes, uint64_t self, pr_arg **out,
+					      int *n_out)
+{
+	return rd_args(r, nodes, self, out, n_out);
+}
+
 /* ---- nodes ---------------------------------------------------------------------- */
 
-static bool rd_segment(rd *r, size_t at, uint64_t off, uint64_t size)
+static inline bool rd_segment(rd *r, size_t at, uint64_t off, uint64_t size)
 {
 	if (off % PRB_ALIGN)
 		return rd_fail(r, at, "segment offset %llu is misaligned, expected a multiple of %u",
@@ -1035,7 +1044,7 @@ static bool rd_node_args(rd *r, pr_node *nodes, uint64_t self, pr_node *n)
 	return true;
 }
 
-static bool rd_index(rd *r, const char *what, uint32_t limit, uint32_t *ix)
+static inline bool rd_index(rd *r, const char *what, uint32_t limit, uint32_t *ix)
 {
 	size_t at = r->pos;
 	if (!rd_u32(r, what, ix))
@@ -1159,24 +1168,28 @@ static const char *node_kind_word(pr_node_kind kind)
  * duplicate name among them replaces the later error. A node that is never
  * linked (the duplicate, those after it) is freed with its graph's slab all
  * the same. */
-static bool rd_link(rd *r, pr_graph *g, const rd_pending *p)
+static __attribute__((noinline, cold)) bool rd_duplicate(rd *r, pr_graph *g, const rd_pending *p,
+							  pr_err *e)
+{
+	pr_err_free(e);   /* the one way it fails: the name is taken */
+	pr_err_free(r->err);
+	r->err = NULL;
+	rd_fail(r, p->name_at, "%%%s is defined twice in @%s, expected unique names", p->node->name,
+		g->name);
+	return false;   /* n stays unlinked (nodes read after it may read it) */
+}
+
+RD_INLINE bool rd_link(rd *r, pr_graph *g, const rd_pending *p)
 {
 	pr_node *n = p->node;
 	n->name = NULL;   /* the file's bytes until now */
 	pr_err *e = p->name ? pr_graph_append_named(g, n, p->name, p->len, p->hash)
 			    : pr_graph_append(g, n);
-	if (!e)
-		return true;
-	pr_err_free(e);   /* the one way it fails: the name is taken */
-	pr_err_free(r->err);
-	r->err = NULL;
-	rd_fail(r, p->name_at, "%%%s is defined twice in @%s, expected unique names", n->name,
-		g->name);
-	return false;   /* n stays unlinked (nodes read after it may read it) */
+	return !e || rd_duplicate(r, g, p, e);
 }
 
-/* Links the oldest pending node. */
-static bool rd_link_oldest(rd *r, pr_graph *g)
+/* Links the oldest pending node: inline in rd_node, once a node. */
+RD_INLINE bool rd_link_oldest(rd *r, pr_graph *g)
 {
 	const rd_pending *p = &r->lag[r->lag_first];
 	r->lag_first = (r->lag_first + 1) & (RD_LAG - 1);
