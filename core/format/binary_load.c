@@ -446,6 +446,15 @@ static inline uint32_t load32(const uint8_t *p)
 	return v;
 }
 
+#ifdef __SSE2__
+/* The 16 bytes at a + at and b + at, XORed. */
+static inline __m128i xor16(const uint8_t *a, const uint8_t *b, size_t at)
+{
+	return _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)(a + at)),
+			     _mm_loadu_si128((const __m128i *)(const void *)(b + at)));
+}
+#endif
+
 /* memcmp(a, b, len) == 0 for the short records (devices, layouts) compared
  * on every spec, len >= 4, in a few word compares instead of a call. */
 static inline bool bytes_equal(const uint8_t *a, const uint8_t *b, size_t len)
@@ -455,13 +464,12 @@ static inline bool bytes_equal(const uint8_t *a, const uint8_t *b, size_t len)
 	if (len <= 16)
 		return ((load64(a) ^ load64(b)) | (load64(a + len - 8) ^ load64(b + len - 8))) == 0;
 #ifdef __SSE2__
-	/* 16 bytes a compare (a spec of rank 2 on the host is 44) */
-	for (size_t i = 0; i + 16 < len; i += 16)
-		if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(a + i)),
-						     _mm_loadu_si128((const __m128i *)(const void *)(b + i)))) != 0xffff)
-			return false;
-	return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(a + len - 16)),
-						_mm_loadu_si128((const __m128i *)(const void *)(b + len - 16)))) == 0xffff;
+	/* 16 bytes a step, the differences ORed and looked at once (a spec of
+	 * rank 2 on the host is 44 bytes: three steps, one branch) */
+	__m128i diff = _mm_or_si128(xor16(a, b, 0), xor16(a, b, len - 16));
+	for (size_t i = 16; i + 16 < len; i += 16)
+		diff = _mm_or_si128(diff, xor16(a, b, i));
+	return _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) == 0xffff;
 #else
 	for (size_t i = 0; i + 8 < len; i += 8)
 		if (load64(a + i) != load64(b + i))
@@ -1034,7 +1042,7 @@ static bool rd_input(rd *r, pr_node *n)
 	return true;
 }
 
-static bool rd_node_args(rd *r, pr_node *nodes, uint64_t self, pr_node *n)
+RD_INLINE bool rd_node_args(rd *r, pr_node *nodes, uint64_t self, pr_node *n)
 {
 	pr_arg *args;
 	int count;
