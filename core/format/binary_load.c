@@ -1166,6 +1166,18 @@ static const char *node_kind_word(pr_node_kind kind)
 									: "a getitem";
 }
 
+/* rd_link's failure, out of line: p's name is taken. */
+static __attribute__((noinline, cold)) bool rd_duplicate(rd *r, pr_graph *g, const rd_pending *p,
+							  pr_err *e)
+{
+	pr_err_free(e);   /* the one way it fails: the name is taken */
+	pr_err_free(r->err);
+	r->err = NULL;
+	rd_fail(r, p->name_at, "%%%s is defined twice in @%s, expected unique names", p->node->name,
+		g->name);
+	return false;   /* the node stays unlinked (nodes read after it may read it) */
+}
+
 /* A node's name is hashed as soon as it is read and its string-table slot
  * prefetched; the node is interned and appended RD_LAG nodes later, so that
  * the cache miss of the probe (one per name at a million names) overlaps
@@ -1176,17 +1188,6 @@ static const char *node_kind_word(pr_node_kind kind)
  * duplicate name among them replaces the later error. A node that is never
  * linked (the duplicate, those after it) is freed with its graph's slab all
  * the same. */
-static __attribute__((noinline, cold)) bool rd_duplicate(rd *r, pr_graph *g, const rd_pending *p,
-							  pr_err *e)
-{
-	pr_err_free(e);   /* the one way it fails: the name is taken */
-	pr_err_free(r->err);
-	r->err = NULL;
-	rd_fail(r, p->name_at, "%%%s is defined twice in @%s, expected unique names", p->node->name,
-		g->name);
-	return false;   /* n stays unlinked (nodes read after it may read it) */
-}
-
 RD_INLINE bool rd_link(rd *r, pr_graph *g, const rd_pending *p)
 {
 	pr_node *n = p->node;
