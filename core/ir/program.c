@@ -1452,8 +1452,10 @@ static size_t put_suffix(char *s, int i)
 }
 
 /* The string-table slot of buf (len bytes, hash h): empty, or a string no
- * node of g has as its name; NULL when g has such a node. */
-static sslot *name_free_slot(const pr_graph *g, const strtab *t, const char *buf, size_t len,
+ * node of g has as its name; NULL when g has such a node. Inlined, as the
+ * probe in it is: every fresh name asks it at least once, and as a call
+ * (GCC's .isra clone) it cost more than its body. */
+HOT_INLINE sslot *name_free_slot(const pr_graph *g, const strtab *t, const char *buf, size_t len,
 			     uint32_t h)
 {
 	sslot *e = strtab_probe(t, buf, len, h);
