@@ -859,8 +859,9 @@ HOT_INLINE void add_use(pr_node *value, pr_node *user, pr_arg *arg)
 
 /* O(1): the slot knows its place, and the last use fills the hole. A value
  * read thousands of times loses readers one by one in placement and DCE, so
- * a search or an order-keeping shift here would make those passes quadratic. */
-static void remove_use(pr_node *value, pr_arg *arg)
+ * a search or an order-keeping shift here would make those passes quadratic.
+ * Inlined: moving a reader (pr_arg_set_value) is little more than this. */
+HOT_INLINE void remove_use(pr_node *value, pr_arg *arg)
 {
 	int i = arg->use_index;
 	PR_ASSERT(i >= 0 && i < value->n_uses && value->uses[i].arg == arg);
@@ -1636,8 +1637,9 @@ bool pr_node_before(const pr_node *a, const pr_node *b)
 	return a->order < b->order;
 }
 
-/* Gives n (already linked) an order between its neighbours. */
-static void order_between(pr_graph *g, pr_node *n)
+/* Gives n (already linked) an order between its neighbours. Inlined into
+ * the links, of every node a loader appends or a pass inserts. */
+HOT_INLINE void order_between(pr_graph *g, pr_node *n)
 {
 	uint64_t lo = n->prev ? n->prev->order : 0;
 	if (!n->next) {
