@@ -859,8 +859,9 @@ HOT_INLINE void add_use(pr_node *value, pr_node *user, pr_arg *arg)
 
 /* O(1): the slot knows its place, and the last use fills the hole. A value
  * read thousands of times loses readers one by one in placement and DCE, so
- * a search or an order-keeping shift here would make those passes quadratic. */
-static void remove_use(pr_node *value, pr_arg *arg)
+ * a search or an order-keeping shift here would make those passes quadratic.
+ * Inlined: moving a reader (pr_arg_set_value) is little more than this. */
+HOT_INLINE void remove_use(pr_node *value, pr_arg *arg)
 {
 	int i = arg->use_index;
 	PR_ASSERT(i >= 0 && i < value->n_uses && value->uses[i].arg == arg);
@@ -953,6 +954,19 @@ void pr_node_set_graph_args(pr_node *n, pr_arg *args, int n_args)
 	set_args(n, args, n_args, true);
 }
 
+void pr_node_set_value_arg(pr_node *n, pr_node *v)
+{
+	PR_ASSERT(n->graph && !n->args && v);
+	pr_arg *a = arena_alloc(&n->graph->store->mem, sizeof *a, _Alignof(pr_arg));
+	a->kind = PR_ARG_VALUE;
+	a->u.value = v;
+	a->owner = n;
+	n->mem |= NODE_ARGS_GRAPH;
+	n->args = a;
+	n->n_args = 1;
+	add_use(v, n, a);
+}
+
 void *pr_graph_alloc(pr_graph *g, size_t size)
 {
 	return arena_alloc(&g->store->mem, size ? size : 1, 8);   /* zero: see arena */
@@ -1040,13 +1054,18 @@ static __attribute__((noinline)) pr_node *new_node_general(pr_graph *g, pr_node_
 /* The common case as a leaf, with no registers to save: an unnamed node
  * that is not an input (loaders and passes name theirs afterwards) in the
  * newest chunk's next slot (no erased one to reuse). */
-pr_node *pr_graph_new_node(pr_graph *g, pr_node_kind kind, const char *name)
+HOT_INLINE pr_node *new_node(pr_graph *g, pr_node_kind kind, const char *name)
 {
 	pr_graph_store *st = g->store;
 	node_chunk *c = st->chunks;
 	if (name || kind == PR_NODE_INPUT || st->free_nodes || !c || c->used == c->cap)
 		return new_node_general(g, kind, name);
 	return node_start(&c->nodes[c->used++], g, kind);
+}
+
+pr_node *pr_graph_new_node(pr_graph *g, pr_node_kind kind, const char *name)
+{
+	return new_node(g, kind, name);
 }
 
 void pr_node_make_input(pr_node *n)
@@ -1374,21 +1393,28 @@ pr_node *pr_graph_find_hashed(const pr_graph *g, const char *name, size_t len, u
 	return e ? bound_in(g, sslot_str(e)) : NULL;
 }
 
+/* Binds n under interned, a name no node of g has: in its header, or in
+ * g's overflow table when a node of another graph has it there. */
+HOT_INLINE void name_bind(pr_graph *g, pr_node *n, const char *interned)
+{
+	str_head *head = str_head_of(interned);
+	if (!head->bound) {
+		head->bound = n;
+		return;
+	}
+	pr_graph_store *st = g->store;
+	hslots_fit(&st->overflow, &st->overflow_mask, NAMES_FIRST, st->overflow_n + 1);
+	*overflow_probe(st, interned, head->hash) = (hslot){.key = n, .hash = head->hash};
+	st->overflow_n++;
+}
+
 /* Binds n under interned (n's name, or the one it is about to get),
  * refusing a name g already has. */
 static pr_err *name_add(pr_graph *g, pr_node *n, const char *interned)
 {
 	if (bound_in(g, interned))
 		return pr_err_new("%%%s is already defined in @%s", interned, g->name);
-	str_head *head = str_head_of(interned);
-	if (!head->bound) {
-		head->bound = n;
-		return NULL;
-	}
-	pr_graph_store *st = g->store;
-	hslots_fit(&st->overflow, &st->overflow_mask, NAMES_FIRST, st->overflow_n + 1);
-	*overflow_probe(st, interned, head->hash) = (hslot){.key = n, .hash = head->hash};
-	st->overflow_n++;
+	name_bind(g, n, interned);
 	return NULL;
 }
 
@@ -1427,8 +1453,10 @@ static size_t put_suffix(char *s, int i)
 }
 
 /* The string-table slot of buf (len bytes, hash h): empty, or a string no
- * node of g has as its name; NULL when g has such a node. */
-static sslot *name_free_slot(const pr_graph *g, const strtab *t, const char *buf, size_t len,
+ * node of g has as its name; NULL when g has such a node. Inlined, as the
+ * probe in it is: every fresh name asks it at least once, and as a call
+ * (GCC's .isra clone) it cost more than its body. */
+HOT_INLINE sslot *name_free_slot(const pr_graph *g, const strtab *t, const char *buf, size_t len,
 			     uint32_t h)
 {
 	sslot *e = strtab_probe(t, buf, len, h);
@@ -1489,13 +1517,34 @@ pr_node *pr_graph_new_node_fresh(pr_graph *g, pr_node_kind kind, const char *bas
 HOT_INLINE pr_node *new_node_named_at(pr_graph *g, pr_node_kind kind, sslot *slot,
 				      const char *s, size_t len, uint32_t h)
 {
-	pr_node *n = pr_graph_new_node(g, kind, NULL);
+	pr_node *n = new_node(g, kind, NULL);
 	n->name = strtab_take(strings_of(g->program), slot, s, len, h);
 	return n;
 }
 
-pr_node *pr_graph_new_node_fresh_hashed(pr_graph *g, pr_node_kind kind, const char *base,
-					size_t base_len, uint32_t base_hash, int *next)
+/* A fresh name with a suffix: base_i from *next (1 at least) on. Out of
+ * line, as few names need one. */
+static __attribute__((noinline)) pr_node *new_node_suffixed(pr_graph *g, pr_node_kind kind,
+							   const char *base, size_t base_len,
+							   uint32_t base_hash, int *next)
+{
+	char stack[128], *buf = stack;
+	if (base_len + FRESH_SUFFIX_MAX + 1 > sizeof stack)
+		buf = pr_xmalloc(base_len + FRESH_SUFFIX_MAX + 1);
+	memcpy(buf, base, base_len);
+	uint32_t h;
+	sslot *slot;
+	size_t len = fresh_name_in(g, buf, base_len, base_hash, next, &h, &slot);
+	pr_node *n = new_node_named_at(g, kind, slot, buf, len, h);
+	if (buf != stack)
+		free(buf);
+	return n;
+}
+
+/* pr_graph_new_node_fresh_hashed, inlined into the entry points that make
+ * a fresh node (one public function calling another goes through the PLT). */
+HOT_INLINE pr_node *new_node_fresh(pr_graph *g, pr_node_kind kind, const char *base,
+				   size_t base_len, uint32_t base_hash, int *next)
 {
 	int after_base = 1;   /* the cursor once base is known to be taken */
 	if (!next || !*next) {
@@ -1515,17 +1564,13 @@ pr_node *pr_graph_new_node_fresh_hashed(pr_graph *g, pr_node_kind kind, const ch
 		else
 			next = &after_base;
 	}
-	char stack[128], *buf = stack;
-	if (base_len + FRESH_SUFFIX_MAX + 1 > sizeof stack)
-		buf = pr_xmalloc(base_len + FRESH_SUFFIX_MAX + 1);
-	memcpy(buf, base, base_len);
-	uint32_t h;
-	sslot *slot;
-	size_t len = fresh_name_in(g, buf, base_len, base_hash, next, &h, &slot);
-	pr_node *n = new_node_named_at(g, kind, slot, buf, len, h);
-	if (buf != stack)
-		free(buf);
-	return n;
+	return new_node_suffixed(g, kind, base, base_len, base_hash, next);
+}
+
+pr_node *pr_graph_new_node_fresh_hashed(pr_graph *g, pr_node_kind kind, const char *base,
+					size_t base_len, uint32_t base_hash, int *next)
+{
+	return new_node_fresh(g, kind, base, base_len, base_hash, next);
 }
 
 char *pr_graph_fresh_name(const pr_graph *g, const char *base)
@@ -1592,8 +1637,9 @@ bool pr_node_before(const pr_node *a, const pr_node *b)
 	return a->order < b->order;
 }
 
-/* Gives n (already linked) an order between its neighbours. */
-static void order_between(pr_graph *g, pr_node *n)
+/* Gives n (already linked) an order between its neighbours. Inlined into
+ * the links, of every node a loader appends or a pass inserts. */
+HOT_INLINE void order_between(pr_graph *g, pr_node *n)
 {
 	uint64_t lo = n->prev ? n->prev->order : 0;
 	if (!n->next) {
@@ -1642,6 +1688,34 @@ static void list_append(pr_graph *g, pr_node *n)
 	order_between(g, n);
 }
 
+/* Puts n, counted in, before pos in pos's list. */
+HOT_INLINE void list_insert_before(pr_graph *g, pr_node *pos, pr_node *n)
+{
+	n->next = pos;
+	n->prev = pos->prev;
+	if (pos->prev)
+		pos->prev->next = n;
+	else
+		g->first = n;
+	pos->prev = n;
+	order_between(g, n);
+}
+
+/* The name is free in g (the search saw to it): bound without asking
+ * again, and linked with no second lookup of it. */
+pr_node *pr_graph_new_node_fresh_before(pr_node *pos, pr_node_kind kind, const char *base,
+					size_t base_len, uint32_t base_hash, int *next)
+{
+	PR_ASSERT(pos->graph && (pos->mem & NODE_LINKED));
+	pr_graph *g = pos->graph;
+	pr_node *n = new_node_fresh(g, kind, base, base_len, base_hash, next);
+	name_bind(g, n, n->name);
+	n->mem |= NODE_LINKED;
+	g->n_nodes++;
+	list_insert_before(g, pos, n);
+	return n;
+}
+
 pr_err *pr_graph_append(pr_graph *g, pr_node *n)
 {
 	pr_err *e = link_check(g, n);
@@ -1677,14 +1751,7 @@ pr_err *pr_graph_insert_before(pr_node *pos, pr_node *n)
 	pr_err *e = link_check(g, n);
 	if (e)
 		return e;
-	n->next = pos;
-	n->prev = pos->prev;
-	if (pos->prev)
-		pos->prev->next = n;
-	else
-		g->first = n;
-	pos->prev = n;
-	order_between(g, n);
+	list_insert_before(g, pos, n);
 	return NULL;
 }
 

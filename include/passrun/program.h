@@ -548,6 +548,14 @@ pr_node *pr_graph_new_node_fresh(pr_graph *g, pr_node_kind kind, const char *bas
  * again. */
 pr_node *pr_graph_new_node_fresh_hashed(pr_graph *g, pr_node_kind kind, const char *base,
 					size_t base_len, uint32_t base_hash, int *next);
+/* The same, linked into pos's graph right before pos (which must be
+ * linked) in the same step: the name the search found free is bound as
+ * it is, with no second lookup, and the node gets its order once. The
+ * name is as pr_graph_new_node_fresh_hashed gives it, so this cannot fail;
+ * pr_graph_erase takes it out again. For a pass that puts many new nodes
+ * before the nodes that read them (device copies). */
+pr_node *pr_graph_new_node_fresh_before(pr_node *pos, pr_node_kind kind, const char *base,
+					size_t base_len, uint32_t base_hash, int *next);
 /* Makes n, a node made as another kind that is not an input yet, an input
  * with a record of its own (zeroed: PR_INPUT_POSITIONAL, no name, no data),
  * from its graph's storage (a node of pr_graph_new_node) or malloc'd (a
@@ -569,6 +577,11 @@ pr_arg *pr_graph_new_args(pr_graph *g, int n_args);
  * pr_graph_new_node, or linked): their list items come from
  * pr_graph_new_args too and their strings from pr_program_intern (cast). */
 void pr_node_set_graph_args(pr_node *n, pr_arg *args, int n_args);
+/* Gives n, a node of a graph with no arguments yet (a node just made),
+ * one argument from its graph's storage, naming value v, and adds that use
+ * to v's list: what pr_graph_new_args(g, 1) and pr_node_set_graph_args
+ * do for one value, in one step. */
+void pr_node_set_value_arg(pr_node *n, pr_node *v);
 /* size bytes (at least one) of g's storage, zeroed, aligned to 8 (for
  * pointers, int64_t and double), freed with g: for the parts below that a
  * loader gives its nodes. */

@@ -358,17 +358,33 @@ static void ahead_free(place_ctx *c)
 		copy_name_free(&c->ahead[i].base);
 }
 
+/* An op named base or the next free name after it, at the end of g: a
+ * copy after a graph's last node (a graph without a return yet). */
+static __attribute__((noinline)) pr_node *copy_appended(pr_graph *g, const copy_name *base,
+							int *next, pr_err **err)
+{
+	pr_node *n = pr_graph_new_node_fresh_hashed(g, PR_NODE_OP, copy_name_str(base), base->len,
+						    base->hash, next);
+	*err = pr_graph_append(g, n);
+	if (*err) {
+		pr_graph_erase(n);   /* made in the slab, never linked */
+		return NULL;
+	}
+	return n;
+}
+
 /* A new copy of src onto device dev (h2d) or the host (d2h: dev is
- * PR_DEVICE_ID_HOST), made in src's graph but not linked into it, named base
- * or the next free name after it (*next, may be NULL, is the naming cursor
- * of pr_graph_fresh_name_next). Its output moves the bytes as stored: same
- * dtype, shape and strides as src, on the destination device, with no memory
- * (planned later) and never a constant (it is an op's result). Its argument
- * is set by copy_attach, so that a caller moving many readers can order the
- * use-list edits. */
+ * PR_DEVICE_ID_HOST), linked into src's graph right before pos (at its end
+ * when pos is NULL), named base or the next free name after it (*next, may
+ * be NULL, is the naming cursor of pr_graph_fresh_name_next). Its output
+ * moves the bytes as stored: same dtype, shape and strides as src, on the
+ * destination device, with no memory (planned later) and never a constant
+ * (it is an op's result). Its argument is set by pr_node_set_value_arg
+ * afterwards, so that a caller moving many readers can order the use-list
+ * edits. */
 static inline __attribute__((always_inline)) pr_node *
-copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device_id dev, const copy_name *base,
-	       int *next, pr_err **err)
+copy_new_named(place_ctx *c, pr_node *src, pr_node *pos, bool h2d, pr_device_id dev,
+	       const copy_name *base, int *next, pr_err **err)
 {
 	pr_schema *s = h2d ? c->h2d : c->d2h;
 	if (!s) {
@@ -378,10 +394,14 @@ copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device_id dev, const cop
 	}
 	/* src is a tensor (pr_node_spec's case), read in place */
 	const pr_spec *spec = src->type.kind == PR_TYPE_TENSOR ? &src->type.tensor : NULL;
-	/* In the graph's slab, its argument in graph storage: no malloc of
-	 * their own for the many copies a run makes. */
-	pr_node *n = pr_graph_new_node_fresh_hashed(src->graph, PR_NODE_OP, copy_name_str(base),
-						    base->len, base->hash, next);
+	/* In the graph's slab, named and linked in one step, its argument in
+	 * graph storage: no malloc of their own for the many copies a run
+	 * makes. */
+	pr_node *n = pos ? pr_graph_new_node_fresh_before(pos, PR_NODE_OP, copy_name_str(base),
+							  base->len, base->hash, next)
+			 : copy_appended(src->graph, base, next, err);
+	if (!n)
+		return NULL;
 	n->of_kind.schema = s;
 	n->type.kind = PR_TYPE_TENSOR;
 	n->type.tensor = *spec;
@@ -392,22 +412,14 @@ copy_new_named(place_ctx *c, pr_node *src, bool h2d, pr_device_id dev, const cop
 	return n;
 }
 
-/* src's one host copy (%x_d2h). */
-static pr_node *copy_to_host(place_ctx *c, pr_node *src, pr_err **err)
+/* src's one host copy (%x_d2h), linked before pos (NULL: at the end). */
+static pr_node *copy_to_host(place_ctx *c, pr_node *src, pr_node *pos, pr_err **err)
 {
 	copy_name own;
 	const copy_name *base = copy_base_ahead(c, src, false, PR_DEVICE_ID_HOST, &own);
-	pr_node *n = copy_new_named(c, src, false, PR_DEVICE_ID_HOST, base, NULL, err);
+	pr_node *n = copy_new_named(c, src, pos, false, PR_DEVICE_ID_HOST, base, NULL, err);
 	copy_name_free(&own);
 	return n;
-}
-
-static void copy_attach(pr_node *c, pr_node *src)
-{
-	pr_arg *a = pr_graph_new_args(c->graph, 1);
-	a->kind = PR_ARG_VALUE;
-	a->u.value = src;
-	pr_node_set_graph_args(c, a, 1);
 }
 
 /* Orders uses by their readers' graph order (the graph must be numbered),
@@ -614,17 +626,10 @@ static pr_node *copy_for_reader(place_ctx *c, pr_node *v, pr_node *reader, copy_
 	copy_name own;
 	if (!grp)
 		copy_base(v, copy_suffix_of(c, true, dev), &own);
-	pr_node *n = copy_new_named(c, v, true, dev, grp ? grp->base : &own,
+	pr_node *n = copy_new_named(c, v, reader, true, dev, grp ? grp->base : &own,
 				    grp ? &grp->next : NULL, e);
 	if (!grp)
 		copy_name_free(&own);
-	if (*e)
-		return NULL;
-	*e = pr_graph_insert_before(reader, n);
-	if (*e) {
-		pr_graph_erase(n);   /* made in the slab, never linked */
-		return NULL;
-	}
 	return n;
 }
 
@@ -641,17 +646,12 @@ static pr_err *copy_one(place_ctx *c, pr_node *v)
 	copy_name own;
 	const copy_name *base = copy_base_ahead(c, v, true, k->dev, &own);
 	int next = 0;
-	pr_node *copy = copy_new_named(c, v, true, k->dev, base, &next, &e);
+	pr_node *copy = copy_new_named(c, v, k->use.user, true, k->dev, base, &next, &e);
 	copy_name_free(&own);
-	if (!e) {
-		e = pr_graph_insert_before(k->use.user, copy);
-		if (e)
-			pr_graph_erase(copy);
-	}
 	if (e)
 		return e;
 	pr_arg_set_value(k->use.arg, copy);
-	copy_attach(copy, v);
+	pr_node_set_value_arg(copy, v);
 	*c->changed = true;
 	return NULL;
 }
@@ -672,7 +672,7 @@ static __attribute__((noinline)) pr_err *copy_many(place_ctx *c, pr_node *v, int
 	for (int k = made - 1; k >= 0; k--)
 		pr_arg_set_value(r->items[k].use.arg, r->copies[k]);
 	for (int k = 0; k < made; k++)
-		copy_attach(r->copies[k], v);
+		pr_node_set_value_arg(r->copies[k], v);
 	for (int d = 0; d < n_groups; d++)
 		copy_name_free(&groups[d].own);
 	*c->changed |= made > 0;
@@ -750,18 +750,13 @@ static pr_err *copy_getitem_to_host(place_ctx *c, pr_node *gi)
 		return NULL;
 	note_moved_writes(c, gi);
 	pr_err *e = NULL;
-	pr_node *copy = copy_to_host(c, gi, &e);
+	pr_node *copy = copy_to_host(c, gi, gi->next, &e);
 	if (e)
 		return e;
-	e = pr_graph_insert_after(gi, copy);
-	if (e) {
-		pr_graph_erase(copy);
-		return e;
-	}
 	for (int i = gi->n_uses - 1; i >= 0; i--)
 		if (needs_host_copy(&gi->uses[i]))
 			pr_arg_set_value(gi->uses[i].arg, copy);
-	copy_attach(copy, gi);
+	pr_node_set_value_arg(copy, gi);
 	*c->changed = true;
 	return NULL;
 }
@@ -986,18 +981,13 @@ static pr_err *share_input(place_ctx *c, pr_node *v, pr_device_id dev)
 	if (!first_off)
 		return NULL;
 	pr_err *e = NULL;
-	pr_node *copy = copy_to_host(c, v, &e);
+	pr_node *copy = copy_to_host(c, v, first_off, &e);
 	if (e)
 		return e;
-	e = pr_graph_insert_before(first_off, copy);
-	if (e) {
-		pr_graph_erase(copy);
-		return e;
-	}
 	for (int i = v->n_uses - 1; i >= 0; i--)
 		if (!reads_on_device(c, &v->uses[i], dev))
 			pr_arg_set_value(v->uses[i].arg, copy);
-	copy_attach(copy, v);
+	pr_node_set_value_arg(copy, v);
 	return copy_to_readers(c, copy);
 }
 

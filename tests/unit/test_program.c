@@ -1242,3 +1242,195 @@ Test(strings, hash_reads_exactly_n_bytes)
 	}
 }
 
+
+/* ---- fresh nodes linked in one step, and their one value argument ---- */
+
+/* The links and orders of g's list agree, each node before the next. */
+static void check_list(const pr_graph *g)
+{
+	int64_t walked = 0;
+	const pr_node *prev = NULL;
+	pr_graph_for_each(g, n) {
+		cr_assert_eq(n->prev, prev);
+		cr_assert(!prev || pr_node_before(prev, n), "%%%s runs after %%%s",
+			  n->name, prev->name);
+		prev = n;
+		walked++;
+	}
+	cr_assert_eq(g->last, prev);
+	cr_assert_eq(walked, g->n_nodes);
+}
+
+/* A node made before pos with base (NUL-terminated here) and the cursor
+ * next (NULL: none, and next_plain is not used): named as the cursor search names it, linked before pos, found. */
+static pr_node *fresh_before_matches(pr_node *pos, const char *base, int *next, int *next_plain)
+{
+	pr_graph *g = pos->graph;
+	char *want = pr_graph_fresh_name_next(g, base, next ? next_plain : NULL);
+	pr_node *before = pos->prev;
+	int64_t count = g->n_nodes;
+	pr_node *n = pr_graph_new_node_fresh_before(pos, PR_NODE_OP, base, strlen(base),
+						    pr_str_hash(base, strlen(base)), next);
+	cr_assert_str_eq(n->name, want);
+	if (next)
+		cr_assert_eq(*next, *next_plain);
+	cr_assert_eq(n->name, pr_program_intern(g->program, want, strlen(want)), "interned");
+	cr_assert_eq(pr_graph_find(g, want), n, "indexed under its name");
+	cr_assert_eq(n->graph, g);
+	cr_assert_eq(n->kind, PR_NODE_OP);
+	cr_assert_eq(n->next, pos);
+	cr_assert_eq(n->prev, before);
+	cr_assert_eq(pos->prev, n);
+	cr_assert_eq(before ? before->next : g->first, n);
+	cr_assert_eq(g->n_nodes, count + 1);
+	free(want);
+	return n;
+}
+
+Test(fresh_before, names_links_and_orders_as_the_two_steps_would)
+{
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	pr_node *x = add_input(g, "x");
+	add_input(g, "x_h2d_cuda0_1");   /* a clash ahead of the cursor */
+	pr_node *r = new_reader("r", x, x);
+	cr_assert_null(pr_graph_append(g, r));
+	int next = 0, plain = 0;
+	const char *want[] = {"x_h2d_cuda0", "x_h2d_cuda0_2", "x_h2d_cuda0_3"};
+	pr_node *made[3];
+	for (int i = 0; i < 3; i++) {
+		made[i] = fresh_before_matches(r, "x_h2d_cuda0", &next, &plain);
+		cr_assert_str_eq(made[i]->name, want[i]);
+		check_list(g);
+	}
+	cr_assert_eq(next, 4);
+	/* no cursor, the base taken: base_1 is taken too, so base_4 */
+	pr_node *bare = fresh_before_matches(r, "x_h2d_cuda0", NULL, NULL);
+	cr_assert_str_eq(bare->name, "x_h2d_cuda0_4");
+	/* before the first node: the graph's first changes */
+	pr_node *head = fresh_before_matches(g->first, "x", NULL, NULL);
+	cr_assert_str_eq(head->name, "x_1");
+	cr_assert_eq(g->first, head);
+	check_list(g);
+	/* erased again: unlinked, unnamed, the name free for the next one */
+	pr_graph_erase(made[1]);
+	cr_assert_null(pr_graph_find(g, "x_h2d_cuda0_2"));
+	cr_assert_eq(made[0]->next, made[2]);
+	pr_graph_erase(head);
+	cr_assert_eq(g->first, x);
+	check_list(g);
+	int again = 0, again_plain = 0;
+	pr_node *refill = fresh_before_matches(made[0], "x_h2d_cuda0", &again, &again_plain);
+	cr_assert_str_eq(refill->name, "x_h2d_cuda0_2", "the erased name is free again");
+	check_list(g);
+	pr_program_free(p);
+}
+
+/* Before a detached node that was linked (its own malloc), and with the
+ * base bound in another graph of the program (that graph keeps its node,
+ * this one gets its own under the same name) or held by an unlinked node
+ * (not a name in use). */
+Test(fresh_before, detached_positions_and_names_other_graphs_hold)
+{
+	pr_program *p = pr_program_new();
+	pr_graph *g, *h;
+	cr_assert_null(pr_program_add_method(p, "forward", &g));
+	cr_assert_null(pr_program_add_method(p, "backward", &h));
+	pr_node *hx = add_input(h, "t_d2h");
+	pr_node *x = add_input(g, "x");
+	pr_node *heap = new_reader("heap", x, x);   /* pr_node_new, then linked */
+	cr_assert_null(pr_graph_append(g, heap));
+	pr_node *n = fresh_before_matches(heap, "t_d2h", NULL, NULL);
+	cr_assert_str_eq(n->name, "t_d2h");
+	cr_assert_eq(pr_graph_find(h, "t_d2h"), hx, "the other graph keeps its node");
+	cr_assert_eq(pr_graph_find(g, "t_d2h"), n);
+	pr_node *unlinked = pr_graph_new_node(g, PR_NODE_OP, "u");
+	pr_node *u = fresh_before_matches(heap, "u", NULL, NULL);
+	cr_assert_str_eq(u->name, "u", "an unlinked node's name is not in use");
+	cr_assert_eq(u->name, unlinked->name);
+	check_list(g);
+	pr_graph_erase(n);
+	cr_assert_null(pr_graph_find(g, "t_d2h"));
+	cr_assert_eq(pr_graph_find(h, "t_d2h"), hx);
+	pr_graph_erase(unlinked);
+	pr_program_free(p);
+}
+
+/* Many nodes before one place use up the gap between two orders: the graph
+ * is renumbered when next asked, and from a stale order too. */
+Test(fresh_before, orders_hold_past_a_used_up_gap_and_a_stale_graph)
+{
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	pr_node *a = add_input(g, "a");
+	pr_node *b = add_input(g, "b");
+	int next = 0;
+	pr_node *prev = a;
+	for (int i = 0; i < 200; i++) {
+		pr_node *n = pr_graph_new_node_fresh_before(b, PR_NODE_OP, "c", 1,
+							    pr_str_hash("c", 1), &next);
+		cr_assert(pr_node_before(prev, n), "insert %d", i);
+		cr_assert(pr_node_before(n, b));
+		prev = n;
+	}
+	cr_assert_eq(next, 200);
+	cr_assert_not_null(pr_graph_find(g, "c_199"));
+	g->order_stale = true;   /* as an insertion that found no gap leaves it */
+	pr_node *late = pr_graph_new_node_fresh_before(a, PR_NODE_OP, "c", 1, pr_str_hash("c", 1),
+						       &next);
+	cr_assert_str_eq(late->name, "c_200");
+	cr_assert(pr_node_before(late, a));
+	cr_assert(!pr_node_before(b, late));
+	check_list(g);
+	pr_program_free(p);
+}
+
+/* A fresh node's one value argument: graph storage, owned by the node,
+ * registered in the value's list as pr_node_set_graph_args registers it;
+ * it moves with pr_arg_set_value and goes with the node. */
+Test(fresh_before, a_value_argument_is_one_use)
+{
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	pr_node *x = add_input(g, "x");
+	pr_node *y = add_input(g, "y");
+	pr_node *r = new_reader("r", x, y);
+	cr_assert_null(pr_graph_append(g, r));
+	int next = 0;
+	pr_node *c[3];
+	for (int i = 0; i < 3; i++) {
+		c[i] = pr_graph_new_node_fresh_before(r, PR_NODE_OP, "x_copy", 6,
+						      pr_str_hash("x_copy", 6), &next);
+		pr_node_set_value_arg(c[i], x);
+		cr_assert_eq(c[i]->n_args, 1);
+		cr_assert_eq(c[i]->args[0].kind, PR_ARG_VALUE);
+		cr_assert_eq(c[i]->args[0].u.value, x);
+		cr_assert_eq(c[i]->args[0].owner, c[i]);
+		cr_assert_eq(x->n_uses, 2 + i, "r and %d copies", i + 1);
+		cr_assert_eq(x->uses[1 + i].user, c[i], "appended, as set_graph_args appends");
+		cr_assert_eq(x->uses[1 + i].arg, &c[i]->args[0]);
+		check_uses(x);
+	}
+	/* the same list as the two steps give */
+	pr_node *twin = pr_graph_new_node(g, PR_NODE_OP, NULL);
+	pr_arg *a = pr_graph_new_args(g, 1);
+	a->kind = PR_ARG_VALUE;
+	a->u.value = y;
+	pr_node_set_graph_args(twin, a, 1);
+	cr_assert_eq(y->n_uses, 2);
+	cr_assert_eq(y->uses[1].arg->use_index, 1);
+	pr_arg_set_value(&c[1]->args[0], y);
+	cr_assert_eq(x->n_uses, 3);
+	cr_assert_eq(y->n_uses, 3);
+	cr_assert_eq(y->uses[2].user, c[1]);
+	check_uses(x);
+	check_uses(y);
+	pr_graph_erase(c[0]);   /* its argument is the graph's: not freed */
+	cr_assert_eq(x->n_uses, 2);
+	check_uses(x);
+	for (int i = 0; i < x->n_uses; i++)
+		cr_assert_neq(x->uses[i].user, c[0]);
+	pr_arg_set_value(&twin->args[0], NULL);
+	pr_graph_erase(twin);
+	pr_program_free(p);
+}
