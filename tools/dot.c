@@ -446,7 +446,7 @@ static void window(drawn_graph *d, int centre, int radius)
 			continue;
 		for_each_arg(n->args, n->n_args, bfs_visit, &b);
 		for (int u = 0; u < n->n_uses; u++)
-			bfs_visit(n->uses[u].user, &b);
+			bfs_visit(pr_use_user(&n->uses[u]), &b);
 	}
 	free(b.queue);
 	free_index(&ix);
@@ -652,7 +652,7 @@ static int hidden_neighbours(const drawn_graph *d, const node_index *ix, const p
 			hidden += !is_drawn(d, ix, a->u.value);
 	}
 	for (int u = 0; u < n->n_uses; u++)
-		hidden += !is_drawn(d, ix, n->uses[u].user);
+		hidden += !is_drawn(d, ix, pr_use_user(&n->uses[u]));
 	return hidden;
 }
 

@@ -489,8 +489,7 @@ static __attribute__((noinline)) pr_node *check_value_slow(vctx *c, pr_node *use
 	/* This slot belongs in v's use list, well placed or not, at its use_index. */
 	c->slots++;
 	int k = a->use_index;
-	if (k < 0 || k >= v->n_uses || v->uses[k].arg != a || v->uses[k].user != user ||
-	    a->owner != user)
+	if (k < 0 || k >= v->n_uses || v->uses[k].arg != a || a->owner != user)
 		c->uses_suspect = true;
 	if (v->order >= user->order) {   /* check_links renumbered a stale graph */
 		report(c, "E-UNDEFINED", user, "%s reads %s before it is defined; expected "
@@ -518,7 +517,7 @@ static inline pr_node *check_value(vctx *c, pr_node *user, pr_arg *a)
 	pr_node *v = a->u.value;
 	int k = a->use_index;
 	if (v && v->graph == c->g && a->owner == user && v->order < user->order &&
-	    k >= 0 && k < v->n_uses && v->uses[k].arg == a && v->uses[k].user == user &&
+	    k >= 0 && k < v->n_uses && v->uses[k].arg == a &&
 	    v->type.kind != PR_TYPE_NONE && v->kind != PR_NODE_RETURN) {
 		c->slots++;
 		return v;
@@ -588,14 +587,15 @@ static void check_uses(vctx *c, pr_node *n, int64_t readers)
 	int valid = 0;
 	for (int i = 0; i < n->n_uses; i++) {
 		pr_use *u = &n->uses[i];
-		bool ok = u->user && u->arg && u->user->graph == c->g && u->arg->owner == u->user &&
-			  u->arg->kind == PR_ARG_VALUE && u->arg->u.value == n;
+		const pr_node *user = u->arg ? pr_use_user(u) : NULL;
+		bool ok = user && user->graph == c->g && u->arg->kind == PR_ARG_VALUE &&
+			  u->arg->u.value == n;
 		if (ok)
 			c->sorted[valid++] = u->arg;
 		else
 			report(c, "E-USES", n, "the use list of %s names %s, which does not read it "
 			       "there; expected only arguments that read %s", label(n, ln),
-			       label(u->user, lu), label(n, ln));
+			       label(user, lu), label(n, ln));
 	}
 	int64_t repeats = count_repeats(c->sorted, valid);
 	if (repeats)

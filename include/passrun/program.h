@@ -42,6 +42,7 @@
  *   - Use lists are blocks of 2^k entries from the graph's arena, with a
  *     free list per size: one entry for a first reader (most values have
  *     one), two for a second; a list past 2048 entries moves to the heap.
+ *     An entry is the reading slot alone, 8 bytes (pr_use_user).
  *     Growing a list moves it (as realloc did): do not keep a pointer into
  *     a node's uses across an edit that adds readers of that node.
  *   - Args are malloc'd (pr_node_set_args), or graph storage
@@ -275,11 +276,18 @@ typedef struct pr_arg {
 	pr_node *owner;      /* the node whose argument this is */
 } pr_arg;
 
-/* A reader of a value: the node and the argument slot that names it. */
+/* A reader of a value: the argument slot that names it, 8 bytes (a big
+ * program has about two of these a node). The reader is the slot's owner,
+ * so the entry does not keep it a second time: read it with pr_use_user. */
 typedef struct pr_use {
-	pr_node *user;
 	pr_arg *arg;
 } pr_use;
+
+/* The node that reads through u: its slot's owner. */
+static inline pr_node *pr_use_user(const pr_use *u)
+{
+	return u->arg->owner;
+}
 
 /* ---- constant data ---------------------------------------------------- */
 

@@ -34,7 +34,7 @@ static void elide_copy(const pr_host_writes *hw, pr_node *d2h, bool *changed)
 		return;
 	pr_device_id dev = pr_node_spec(x)->device_id;
 	for (int i = d2h->n_uses - 1; i >= 0; i--) {
-		pr_node *h = d2h->uses[i].user;
+		pr_node *h = pr_use_user(&d2h->uses[i]);
 		if (!pl_is_h2d(h) || h->type.tensor.device_id != dev)
 			continue;
 		if (hw && hw->writer_between(hw, d2h, d2h, h))
@@ -118,7 +118,7 @@ FETCH_FN fetch_readers(const pr_node *d2h)
 		fetch(&x->type.tensor.device_id);
 	}
 	for (int i = 0; i < n_fetched_uses(d2h); i++)
-		fetch_node(d2h->uses[i].user);
+		fetch_node(pr_use_user(&d2h->uses[i]));
 }
 
 FETCH_FN fetch_reader_records(const pr_node *d2h)
@@ -127,13 +127,13 @@ FETCH_FN fetch_reader_records(const pr_node *d2h)
 	if (x && x->uses)
 		fetch(&x->uses[x->n_uses]);
 	for (int i = 0; i < n_fetched_uses(d2h); i++)
-		fetch_records(d2h->uses[i].user);
+		fetch_records(pr_use_user(&d2h->uses[i]));
 }
 
 FETCH_FN fetch_reader_args(const pr_node *d2h)
 {
 	for (int i = 0; i < n_fetched_uses(d2h); i++) {
-		const pr_node *h = d2h->uses[i].user;
+		const pr_node *h = pr_use_user(&d2h->uses[i]);
 		for (int j = 0; j < n_fetched_uses(h); j++)
 			fetch(h->uses[j].arg);
 	}

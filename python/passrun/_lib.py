@@ -95,8 +95,9 @@ Arg._fields_ = [("kind", c_int), ("use_index", c_int), ("u", ArgValue),
                 ("owner", POINTER(Node))]
 
 
+# A use entry is its argument slot alone: the reader is arg.contents.owner.
 class Use(Structure):
-    _fields_ = [("user", POINTER(Node)), ("arg", POINTER(Arg))]
+    _fields_ = [("arg", POINTER(Arg))]
 
 
 class Data(Structure):

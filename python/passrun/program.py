@@ -190,7 +190,7 @@ def _graph(g, is_delegate):
         p = c.next
     for c, n in zip(cs, nodes):
         n.args = [_arg(c.args[i], by_addr) for i in range(c.n_args)]
-        n.users = [by_addr[ctypes.addressof(c.uses[i].user.contents)] for i in range(c.n_uses)]
+        n.users = [by_addr[ctypes.addressof(c.uses[i].arg.contents.owner.contents)] for i in range(c.n_uses)]
         wbs = c.of_kind.writebacks if n.kind == "return" else None
         if wbs:
             n.writebacks = [(WRITEBACK_KINDS[wbs[i].kind], _lib.cstr(wbs[i].target))

@@ -29,7 +29,7 @@ int main(void)
 	  F(pr_schema, returns_tuple) F(pr_schema, shape_only) F(pr_schema, h2d) F(pr_schema, d2h)
 	  F(pr_schema, n_traits) F(pr_schema, traits) F(pr_schema, text));
 	S(pr_arg, F(pr_arg, kind) F(pr_arg, use_index) F(pr_arg, u) F(pr_arg, owner));
-	S(pr_use, F(pr_use, user) F(pr_use, arg));
+	S(pr_use, F(pr_use, arg));
 	S(pr_data, F(pr_data, kind) F(pr_data, fill) F(pr_data, seed) F(pr_data, n_values)
 	  F(pr_data, values) F(pr_data, blob) F(pr_data, mapped) F(pr_data, mapped_size));
 	S(pr_input, F(pr_input, kind) F(pr_input, name) F(pr_input, data));

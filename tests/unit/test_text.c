@@ -101,7 +101,7 @@ Test(text, interfaces_example_builds_the_model)
 	cr_expect_null(acc->name);
 	cr_expect_eq(acc->type.kind, PR_TYPE_NONE);
 	cr_expect_eq(x->n_uses, 1);
-	cr_expect_eq(x->uses[0].user, dl);
+	cr_expect_eq(pr_use_user(&x->uses[0]), dl);
 	cr_expect_eq(k->n_uses, 2, "read by accumulate and the return");
 	cr_expect_eq(r->n_uses, 2);
 	cr_expect_eq(dl->n_uses, 1);

@@ -437,7 +437,7 @@ Test(verify, use_list_naming_a_non_reader)
 	cr_assert_eq(e.w->n_uses, 1);
 	make_room_for_a_use(&e, e.w);
 	/* %w claims %r reads it */
-	e.w->uses[e.w->n_uses++] = (pr_use){.user = e.r, .arg = &e.r->args[0]};
+	e.w->uses[e.w->n_uses++] = (pr_use){.arg = &e.r->args[0]};
 	expect_one(e.p, "E-USES", "w");
 }
 
