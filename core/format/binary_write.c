@@ -621,7 +621,7 @@ static bool w_args(writer *w, wbuf *b, const pr_node *n, const pr_arg *args, int
 			b->o.len = (size_t)(q - b->o.p);
 			if (a->kind == PR_ARG_STRING)
 				wb_str(b, a->u.s);
-			else if (!w_args(w, b, n, a->u.list.items, a->u.list.n))
+			else if (!w_args(w, b, n, a->u.items, a->n_items))
 				return false;
 			q = wb_room(b, 9 * (size_t)(count - i - 1));
 			break;

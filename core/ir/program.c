@@ -649,6 +649,7 @@ enum {
 _Static_assert(sizeof(((pr_node *)0)->mem) * 8 >= 12, "pr_node.mem holds every NODE_ bit");
 _Static_assert(offsetof(pr_node, name) == sizeof(void *), "pr_node.mem pads nothing");
 _Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 152, "a node is 152 bytes");
+_Static_assert(sizeof(void *) != 8 || sizeof(pr_arg) == 24, "an argument is 24 bytes");
 
 typedef struct node_chunk {
 	struct node_chunk *next;
@@ -881,7 +882,7 @@ static void args_attach(pr_node *owner, pr_arg *args, int n)
 		if (args[i].kind == PR_ARG_VALUE && args[i].u.value)
 			add_use(args[i].u.value, &args[i]);
 		else if (args[i].kind == PR_ARG_LIST)
-			args_attach(owner, args[i].u.list.items, args[i].u.list.n);
+			args_attach(owner, args[i].u.items, args[i].n_items);
 	}
 }
 
@@ -896,9 +897,9 @@ static void args_release(pr_arg *args, int n, bool owned)
 		else if (a->kind == PR_ARG_STRING && owned)
 			free(a->u.s);
 		else if (a->kind == PR_ARG_LIST) {
-			args_release(a->u.list.items, a->u.list.n, owned);
+			args_release(a->u.items, a->n_items, owned);
 			if (owned)
-				free(a->u.list.items);
+				free(a->u.items);
 		}
 	}
 }
@@ -911,8 +912,8 @@ static void args_drop(pr_arg *args, int n)
 		if (args[i].kind == PR_ARG_STRING)
 			free(args[i].u.s);
 		else if (args[i].kind == PR_ARG_LIST) {
-			args_drop(args[i].u.list.items, args[i].u.list.n);
-			free(args[i].u.list.items);
+			args_drop(args[i].u.items, args[i].n_items);
+			free(args[i].u.items);
 		}
 	}
 }

@@ -48,7 +48,9 @@
  *   - Args are malloc'd (pr_node_set_args), or graph storage
  *     (pr_graph_new_args + pr_node_set_graph_args: loaders, no malloc per
  *     node; their list items and strings must then be graph or program
- *     storage too, which is never freed one by one).
+ *     storage too, which is never freed one by one). An argument is 24
+ *     bytes: a list's item count sits beside kind, where a value keeps
+ *     its use index, so that the value union is one word.
  *   - A node is 152 bytes on 64-bit hosts (a million of them, and the
  *     free slots of erased ones, are most of a big program's memory), so
  *     only what most nodes use is in it: the facts of an input (its kind,
@@ -260,18 +262,23 @@ typedef enum pr_arg_kind {
 	PR_ARG_STRING, PR_ARG_LIST,
 } pr_arg_kind;
 
-/* 32 bytes: use_index sits beside kind, where it fills what would pad
- * (every node's arguments and every copy's are one of these). */
+/* 24 bytes (every node's arguments and every copy's are one of these):
+ * a value's use_index, or a list's item count (a list is no value and has
+ * no use index), sits beside kind, where it fills what would pad, so that
+ * u is one word. */
 typedef struct pr_arg {
 	pr_arg_kind kind;
-	int use_index;       /* PR_ARG_VALUE: its place in the value's use list */
+	union {
+		int use_index;   /* PR_ARG_VALUE: its place in the value's use list */
+		int n_items;     /* PR_ARG_LIST: how many items u.items holds */
+	};
 	union {
 		pr_node *value;
 		int64_t i;
 		double f;
 		bool b;
 		char *s;
-		struct { int n; struct pr_arg *items; } list;
+		struct pr_arg *items;   /* PR_ARG_LIST: n_items of them */
 	} u;
 	pr_node *owner;      /* the node whose argument this is */
 } pr_arg;

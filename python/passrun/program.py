@@ -156,7 +156,7 @@ def _arg(a, by_addr):
         return None
     if k == 5:
         return _lib.cstr(a.u.s)
-    return [_arg(a.u.list.items[i], by_addr) for i in range(a.u.list.n)]
+    return [_arg(a.u.items[i], by_addr) for i in range(a.n_items)]
 
 
 def _node(c):

@@ -849,7 +849,7 @@ static bool holds_slot(const pr_arg *args, int n, const pr_arg *a)
 {
 	for (int i = 0; i < n; i++)
 		if (&args[i] == a ||
-		    (args[i].kind == PR_ARG_LIST && holds_slot(args[i].u.list.items, args[i].u.list.n, a)))
+		    (args[i].kind == PR_ARG_LIST && holds_slot(args[i].u.items, args[i].n_items, a)))
 			return true;
 	return false;
 }
@@ -885,10 +885,10 @@ Test(storage, use_lists_grow_past_their_pool_blocks)
 		args[0].kind = PR_ARG_VALUE;
 		args[0].u.value = x;
 		args[1].kind = PR_ARG_LIST;   /* a list reading y, from the same storage */
-		args[1].u.list.n = 1;
-		args[1].u.list.items = i % 2 ? pr_graph_new_args(g, 1) : calloc(1, sizeof(pr_arg));
-		args[1].u.list.items[0].kind = PR_ARG_VALUE;
-		args[1].u.list.items[0].u.value = y;
+		args[1].n_items = 1;
+		args[1].u.items = i % 2 ? pr_graph_new_args(g, 1) : calloc(1, sizeof(pr_arg));
+		args[1].u.items[0].kind = PR_ARG_VALUE;
+		args[1].u.items[0].u.value = y;
 		if (i % 2)
 			pr_node_set_graph_args(readers[i], args, 2);
 		else
@@ -949,9 +949,9 @@ static pr_arg *nested_reads(pr_graph *g, bool graph_storage, pr_node *x, pr_node
 	pr_arg *outer = graph_storage ? pr_graph_new_args(g, 2) : calloc(2, sizeof *a);
 	pr_arg *inner = graph_storage ? pr_graph_new_args(g, 2) : calloc(2, sizeof *a);
 	a[0] = (pr_arg){.kind = PR_ARG_VALUE, .u.value = x};
-	a[1] = (pr_arg){.kind = PR_ARG_LIST, .u.list = {2, outer}};
+	a[1] = (pr_arg){.kind = PR_ARG_LIST, .n_items = 2, .u.items = outer};
 	outer[0] = (pr_arg){.kind = PR_ARG_VALUE, .u.value = y};
-	outer[1] = (pr_arg){.kind = PR_ARG_LIST, .u.list = {2, inner}};
+	outer[1] = (pr_arg){.kind = PR_ARG_LIST, .n_items = 2, .u.items = inner};
 	inner[0] = (pr_arg){.kind = PR_ARG_VALUE, .u.value = x};
 	inner[1] = (pr_arg){.kind = PR_ARG_VALUE, .u.value = y};
 	return a;
@@ -968,11 +968,16 @@ static int uses_by(const pr_node *v, const pr_node *r)
 
 /* A use entry is its slot alone (8 bytes): its reader is the slot's owner,
  * right through set_args (owned and graph storage, lists inside lists),
- * replace_all_uses, and the erase of a reader. */
+ * replace_all_uses, and the erase of a reader. An argument is 24 bytes: a
+ * list keeps its count where a value keeps its use index. */
 Test(storage, a_use_is_its_slot_and_its_reader_the_slots_owner)
 {
-	if (sizeof(void *) == 8)
+	if (sizeof(void *) == 8) {
 		cr_expect_eq(sizeof(pr_use), 8);
+		cr_expect_eq(sizeof(pr_arg), 24);
+	}
+	cr_expect_eq(offsetof(pr_arg, n_items), offsetof(pr_arg, use_index), "a list's count is "
+		     "where a value's use index is");
 	pr_graph *g;
 	pr_program *p = one_method(&g);
 	pr_node *x = add_input(g, "x"), *y = add_input(g, "y"), *z = add_input(g, "z");
@@ -1003,6 +1008,10 @@ Test(storage, a_use_is_its_slot_and_its_reader_the_slots_owner)
 	cr_assert_eq(y->n_uses, 0);
 	check_uses(z);
 	check_uses(x);
+	/* the uses' edits wrote the values' use indexes, never the lists' counts */
+	cr_expect_eq(r->args[1].n_items, 2);
+	cr_expect_eq(r->args[1].u.items[1].n_items, 2);
+	cr_expect_eq(r->args[1].u.items[1].u.items[1].u.value, x);
 	pr_program_free(p);
 }
 
