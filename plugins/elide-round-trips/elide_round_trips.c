@@ -60,10 +60,13 @@ static void elide_copy(const pr_host_writes *hw, pr_node *d2h, bool *changed)
  * in, and asks for the lines they lead to. The hints change nothing that the
  * pass does; a use list names live nodes only, so every pointer read is one. */
 
-/* ahead of elide_copy, in copies: the copy itself, its records, its source
- * and readers, their records, their readers' argument records */
+/* ahead of elide_copy, in copies: the copy itself, its records, its
+ * readers' argument slots (a use entry names the slot, whose owner is the
+ * reader), its source and readers, their records, their readers' argument
+ * records */
 #define AHEAD_NODE 20
 #define AHEAD_RECORDS 14
+#define AHEAD_READER_SLOTS 12
 #define AHEAD_READERS 9
 #define AHEAD_READER_RECORDS 5
 #define AHEAD_READER_ARGS 2
@@ -110,6 +113,12 @@ static int n_fetched_uses(const pr_node *n)
 	return n->n_uses < AHEAD_USES_MAX ? n->n_uses : AHEAD_USES_MAX;
 }
 
+FETCH_FN fetch_reader_slots(const pr_node *d2h)
+{
+	for (int i = 0; i < n_fetched_uses(d2h); i++)
+		fetch(d2h->uses[i].arg);
+}
+
 FETCH_FN fetch_readers(const pr_node *d2h)
 {
 	pr_node *x = pl_copy_src(d2h);
@@ -145,6 +154,8 @@ FETCH_FN fetch_ahead(const pl_nodes *copies, int i)
 		fetch_node(copies->items[i + AHEAD_NODE]);
 	if (i + AHEAD_RECORDS < copies->n)
 		fetch_records(copies->items[i + AHEAD_RECORDS]);
+	if (i + AHEAD_READER_SLOTS < copies->n)
+		fetch_reader_slots(copies->items[i + AHEAD_READER_SLOTS]);
 	if (i + AHEAD_READERS < copies->n)
 		fetch_readers(copies->items[i + AHEAD_READERS]);
 	if (i + AHEAD_READER_RECORDS < copies->n)
