@@ -381,10 +381,10 @@ static prt_karg resolve_arg(const pr_arg *a)
 	case PR_ARG_BOOL: k.b = a->u.b; k.i = a->u.b; k.f = a->u.b; break;
 	case PR_ARG_STRING: k.s = a->u.s; break;
 	case PR_ARG_LIST:
-		k.n = a->u.list.n;
+		k.n = a->n_items;
 		k.items = pr_xcalloc((size_t)(k.n ? k.n : 1), sizeof *k.items);
 		for (int i = 0; i < k.n; i++)
-			k.items[i] = resolve_arg(&a->u.list.items[i]);
+			k.items[i] = resolve_arg(&a->u.items[i]);
 		break;
 	case PR_ARG_NONE: break;
 	}

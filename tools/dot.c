@@ -251,7 +251,7 @@ static void emit_edges_of(pr_strbuf *b, int method, const pr_node *user, long po
 	for (int i = 0; i < n; i++) {
 		const pr_arg *a = &args[i];
 		if (a->kind == PR_ARG_LIST) {
-			emit_edges_of(b, method, user, position, a->u.list.items, a->u.list.n, flagged,
+			emit_edges_of(b, method, user, position, a->u.items, a->n_items, flagged,
 				      d, ix);
 			continue;
 		}
@@ -408,7 +408,7 @@ static void for_each_arg(const pr_arg *args, int n, void (*visit)(const pr_node 
 {
 	for (int i = 0; i < n; i++) {
 		if (args[i].kind == PR_ARG_LIST)
-			for_each_arg(args[i].u.list.items, args[i].u.list.n, visit, ctx);
+			for_each_arg(args[i].u.items, args[i].n_items, visit, ctx);
 		else if (args[i].kind == PR_ARG_VALUE && args[i].u.value)
 			visit(args[i].u.value, ctx);
 	}
@@ -446,7 +446,7 @@ static void window(drawn_graph *d, int centre, int radius)
 			continue;
 		for_each_arg(n->args, n->n_args, bfs_visit, &b);
 		for (int u = 0; u < n->n_uses; u++)
-			bfs_visit(n->uses[u].user, &b);
+			bfs_visit(pr_use_user(&n->uses[u]), &b);
 	}
 	free(b.queue);
 	free_index(&ix);
@@ -652,7 +652,7 @@ static int hidden_neighbours(const drawn_graph *d, const node_index *ix, const p
 			hidden += !is_drawn(d, ix, a->u.value);
 	}
 	for (int u = 0; u < n->n_uses; u++)
-		hidden += !is_drawn(d, ix, n->uses[u].user);
+		hidden += !is_drawn(d, ix, pr_use_user(&n->uses[u]));
 	return hidden;
 }
 

@@ -489,8 +489,7 @@ static __attribute__((noinline)) pr_node *check_value_slow(vctx *c, pr_node *use
 	/* This slot belongs in v's use list, well placed or not, at its use_index. */
 	c->slots++;
 	int k = a->use_index;
-	if (k < 0 || k >= v->n_uses || v->uses[k].arg != a || v->uses[k].user != user ||
-	    a->owner != user)
+	if (k < 0 || k >= v->n_uses || v->uses[k].arg != a || a->owner != user)
 		c->uses_suspect = true;
 	if (v->order >= user->order) {   /* check_links renumbered a stale graph */
 		report(c, "E-UNDEFINED", user, "%s reads %s before it is defined; expected "
@@ -518,7 +517,7 @@ static inline pr_node *check_value(vctx *c, pr_node *user, pr_arg *a)
 	pr_node *v = a->u.value;
 	int k = a->use_index;
 	if (v && v->graph == c->g && a->owner == user && v->order < user->order &&
-	    k >= 0 && k < v->n_uses && v->uses[k].arg == a && v->uses[k].user == user &&
+	    k >= 0 && k < v->n_uses && v->uses[k].arg == a &&
 	    v->type.kind != PR_TYPE_NONE && v->kind != PR_NODE_RETURN) {
 		c->slots++;
 		return v;
@@ -547,7 +546,7 @@ static inline int check_arg_values(vctx *c, pr_node *user, pr_arg *args, int n)
  * check_node, with no frame of its own per node. */
 static __attribute__((noinline)) int check_list_values(vctx *c, pr_node *user, pr_arg *list)
 {
-	return check_arg_values(c, user, list->u.list.items, list->u.list.n);
+	return check_arg_values(c, user, list->u.items, list->n_items);
 }
 
 static int cmp_ptr(const void *a, const void *b)
@@ -588,14 +587,15 @@ static void check_uses(vctx *c, pr_node *n, int64_t readers)
 	int valid = 0;
 	for (int i = 0; i < n->n_uses; i++) {
 		pr_use *u = &n->uses[i];
-		bool ok = u->user && u->arg && u->user->graph == c->g && u->arg->owner == u->user &&
-			  u->arg->kind == PR_ARG_VALUE && u->arg->u.value == n;
+		const pr_node *user = u->arg ? pr_use_user(u) : NULL;
+		bool ok = user && user->graph == c->g && u->arg->kind == PR_ARG_VALUE &&
+			  u->arg->u.value == n;
 		if (ok)
 			c->sorted[valid++] = u->arg;
 		else
 			report(c, "E-USES", n, "the use list of %s names %s, which does not read it "
 			       "there; expected only arguments that read %s", label(n, ln),
-			       label(u->user, lu), label(n, ln));
+			       label(user, lu), label(n, ln));
 	}
 	int64_t repeats = count_repeats(c->sorted, valid);
 	if (repeats)
@@ -614,7 +614,7 @@ static void count_readers(pr_graph *g, pr_arg *args, int n)
 	for (int i = 0; i < n; i++) {
 		pr_arg *a = &args[i];
 		if (a->kind == PR_ARG_LIST)
-			count_readers(g, a->u.list.items, a->u.list.n);
+			count_readers(g, a->u.items, a->n_items);
 		else if (a->kind == PR_ARG_VALUE && a->u.value && a->u.value->graph == g)
 			(*(int64_t *)a->u.value->scratch)++;
 	}
@@ -689,8 +689,8 @@ static bool arg_fits(const arg_type *t, const pr_arg *a)
 		return scalar_fits(t->base, a);
 	if (a->kind != PR_ARG_LIST)
 		return t->fixed_len && scalar_fits(t->base, a);
-	for (int i = 0; i < a->u.list.n; i++) {
-		const pr_arg *it = &a->u.list.items[i];
+	for (int i = 0; i < a->n_items; i++) {
+		const pr_arg *it = &a->u.items[i];
 		if (!(it->kind == PR_ARG_NONE ? t->elem_optional : scalar_fits(t->base, it)))
 			return false;
 	}
@@ -786,7 +786,7 @@ static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool w
 	pr_device_id want_id = want_host ? PR_DEVICE_ID_HOST : pr_device_intern_memo(&c->ids, want);
 	for (int i = 0; i < n_args; i++) {
 		if (args[i].kind == PR_ARG_LIST) {
-			check_reads_on(c, n, args[i].u.list.items, args[i].u.list.n, want_host,
+			check_reads_on(c, n, args[i].u.items, args[i].n_items, want_host,
 				       want, also_host, what);
 			continue;
 		}

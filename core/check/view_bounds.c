@@ -43,15 +43,15 @@ void pr_view_geometry_of(const pr_schema *s, pr_view_geometry *out)
 /* The values of a constant int list argument; -1 when it is not one. */
 static int const_ints(const pr_node *n, int i, int64_t *out, int max)
 {
-	if (i >= n->n_args || n->args[i].kind != PR_ARG_LIST || n->args[i].u.list.n > max)
+	if (i >= n->n_args || n->args[i].kind != PR_ARG_LIST || n->args[i].n_items > max)
 		return -1;
-	for (int k = 0; k < n->args[i].u.list.n; k++) {
-		const pr_arg *a = &n->args[i].u.list.items[k];
+	for (int k = 0; k < n->args[i].n_items; k++) {
+		const pr_arg *a = &n->args[i].u.items[k];
 		if (a->kind != PR_ARG_INT)
 			return -1;
 		out[k] = a->u.i;
 	}
-	return n->args[i].u.list.n;
+	return n->args[i].n_items;
 }
 
 /* What n's argument 0 is a view of, through every alias on the way. */

@@ -819,7 +819,7 @@ static __attribute__((noinline)) bool rd_arg(rd *r, pr_node *nodes, uint64_t sel
 			return rd_fail(r, at, "argument lists nest deeper than %d, expected at most %d levels",
 				       PRB_MAX_LIST_DEPTH, PRB_MAX_LIST_DEPTH);
 		r->depth++;
-		bool ok = rd_list(r, nodes, self, &a->u.list.items, &a->u.list.n);
+		bool ok = rd_list(r, nodes, self, &a->u.items, &a->n_items);
 		r->depth--;
 		if (!ok)
 			return false;

@@ -629,7 +629,7 @@ static inline __attribute__((always_inline)) bool w_args(writer *w, wbuf *b, con
 			b->o.len = (size_t)(q - b->o.p);
 			if (a->kind == PR_ARG_STRING)
 				wb_str(b, a->u.s);
-			else if (!w_list(w, b, n, a->u.list.items, a->u.list.n))
+			else if (!w_list(w, b, n, a->u.items, a->n_items))
 				return false;
 			q = wb_room(b, 9 * (size_t)(count - i - 1));
 			break;

@@ -221,7 +221,7 @@ static bool tp_list(tp *p, pr_graph *g, pr_arg *a, size_t at)
 		while (ok && tp_accept(p, ','));
 		ok = ok && tp_expect(p, ']', "',' or ']' in a list");
 	}
-	a->u.list.items = tp_args_to_graph(g, &items, &a->u.list.n);
+	a->u.items = tp_args_to_graph(g, &items, &a->n_items);
 	p->depth--;
 	return ok;
 }

@@ -373,10 +373,10 @@ static void put_arg(tbuf *b, const pr_arg *a)
 	case PR_ARG_STRING: put_string(b, a->u.s); break;
 	case PR_ARG_LIST:
 		tb_putc(b, '[');
-		for (int i = 0; i < a->u.list.n; i++) {
+		for (int i = 0; i < a->n_items; i++) {
 			if (i)
 				tb_puts(b, ", ");
-			put_arg(b, &a->u.list.items[i]);
+			put_arg(b, &a->u.items[i]);
 		}
 		tb_putc(b, ']');
 		break;

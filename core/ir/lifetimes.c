@@ -245,8 +245,8 @@ static inline void read_arg(lt_builder *b, const pr_arg *a, int32_t pos, unsigne
 
 static void read_list(lt_builder *b, const pr_arg *list, int32_t pos, unsigned flags)
 {
-	for (int i = 0; i < list->u.list.n; i++)
-		read_arg(b, &list->u.list.items[i], pos, flags);
+	for (int i = 0; i < list->n_items; i++)
+		read_arg(b, &list->u.items[i], pos, flags);
 }
 
 /* The return node's reads flag its values as outputs or write-backs. */

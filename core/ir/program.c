@@ -7,7 +7,7 @@
  * renumbered on the next query, which keeps edits O(1) amortized.
  *
  * Use lists: every argument slot that names a value is registered with that
- * value (pr_use: user node + the slot). Everything that changes a slot goes
+ * value (pr_use: the slot, whose owner is the reader). Everything that changes a slot goes
  * through pr_node_set_args / pr_arg_set_value so the lists never disagree
  * with the arguments. */
 #include "passrun/program.h"
@@ -649,6 +649,7 @@ enum {
 _Static_assert(sizeof(((pr_node *)0)->mem) * 8 >= 12, "pr_node.mem holds every NODE_ bit");
 _Static_assert(offsetof(pr_node, name) == sizeof(void *), "pr_node.mem pads nothing");
 _Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 152, "a node is 152 bytes");
+_Static_assert(sizeof(void *) != 8 || sizeof(pr_arg) == 24, "an argument is 24 bytes");
 
 typedef struct node_chunk {
 	struct node_chunk *next;
@@ -659,6 +660,11 @@ typedef struct node_chunk {
 /* Use blocks of 2^k entries, k < USE_CLASSES, come from the graph's arena
  * and go back to a free list per k; bigger ones are malloc'd. */
 #define USE_CLASSES 12
+
+/* A free block's first bytes link it to the next: a block of one entry
+ * holds that pointer. */
+_Static_assert(sizeof(pr_use) >= sizeof(pr_use *), "a use block holds its free-list link");
+_Static_assert(sizeof(void *) != 8 || sizeof(pr_use) == 8, "a use entry is 8 bytes");
 
 struct pr_graph_store {
 	node_chunk *chunks;   /* the newest first */
@@ -833,7 +839,7 @@ static void uses_free(pr_node *n)
 
 /* The first reader of a graph node, the common case, inline: a block of
  * one, as most values (and each copy a pass makes) have one reader (at a
- * million nodes 85% do): a block of two would leave 16 bytes unused in
+ * million nodes 85% do): a block of two would leave 8 bytes unused in
  * each. A second reader moves the list to a block of two (uses_grow) and
  * gives this one back, for the next first reader. False when v already has
  * a list, or no graph to take a block from. */
@@ -849,12 +855,12 @@ static inline bool uses_take_first(pr_node *v)
 
 /* Inlined into its callers: as a call of its own, saving registers for
  * uses_grow took a fifth of it. */
-HOT_INLINE void add_use(pr_node *value, pr_node *user, pr_arg *arg)
+HOT_INLINE void add_use(pr_node *value, pr_arg *arg)
 {
 	if (value->n_uses == pr_node_uses_room(value) && !uses_take_first(value))
 		uses_grow(value);
 	arg->use_index = value->n_uses;
-	value->uses[value->n_uses++] = (pr_use){.user = user, .arg = arg};
+	value->uses[value->n_uses++] = (pr_use){.arg = arg};
 }
 
 /* O(1): the slot knows its place, and the last use fills the hole. A value
@@ -875,9 +881,9 @@ static void args_attach(pr_node *owner, pr_arg *args, int n)
 	for (int i = 0; i < n; i++) {
 		args[i].owner = owner;
 		if (args[i].kind == PR_ARG_VALUE && args[i].u.value)
-			add_use(args[i].u.value, owner, &args[i]);
+			add_use(args[i].u.value, &args[i]);
 		else if (args[i].kind == PR_ARG_LIST)
-			args_attach(owner, args[i].u.list.items, args[i].u.list.n);
+			args_attach(owner, args[i].u.items, args[i].n_items);
 	}
 }
 
@@ -892,9 +898,9 @@ static void args_release(pr_arg *args, int n, bool owned)
 		else if (a->kind == PR_ARG_STRING && owned)
 			free(a->u.s);
 		else if (a->kind == PR_ARG_LIST) {
-			args_release(a->u.list.items, a->u.list.n, owned);
+			args_release(a->u.items, a->n_items, owned);
 			if (owned)
-				free(a->u.list.items);
+				free(a->u.items);
 		}
 	}
 }
@@ -907,8 +913,8 @@ static void args_drop(pr_arg *args, int n)
 		if (args[i].kind == PR_ARG_STRING)
 			free(args[i].u.s);
 		else if (args[i].kind == PR_ARG_LIST) {
-			args_drop(args[i].u.list.items, args[i].u.list.n);
-			free(args[i].u.list.items);
+			args_drop(args[i].u.items, args[i].n_items);
+			free(args[i].u.items);
 		}
 	}
 }
@@ -964,7 +970,7 @@ void pr_node_set_value_arg(pr_node *n, pr_node *v)
 	n->mem |= NODE_ARGS_GRAPH;
 	n->args = a;
 	n->n_args = 1;
-	add_use(v, n, a);
+	add_use(v, a);
 }
 
 void *pr_graph_alloc(pr_graph *g, size_t size)
@@ -987,7 +993,7 @@ void pr_arg_set_value(pr_arg *a, pr_node *v)
 		remove_use(a->u.value, a);
 	a->u.value = v;
 	if (v)
-		add_use(v, a->owner, a);
+		add_use(v, a);
 }
 
 /* ---- nodes --------------------------------------------------------------- */
@@ -1790,13 +1796,13 @@ void pr_node_replace_uses_except(pr_node *old, pr_node *new_value, const pr_node
 	int n = old->n_uses;
 	/* Move the use records over in one pass instead of one removal each. */
 	for (int i = 0; i < n; i++) {
-		if (uses[i].user == except) {
+		if (pr_use_user(&uses[i]) == except) {
 			uses[i].arg->use_index = kept;
 			uses[kept++] = uses[i];
 			continue;
 		}
 		uses[i].arg->u.value = new_value;
-		add_use(new_value, uses[i].user, uses[i].arg);
+		add_use(new_value, uses[i].arg);
 	}
 	old->n_uses = kept;
 }

@@ -275,9 +275,9 @@ static uint64_t hash_arg(uint64_t h, const pr_arg *a)
 	case PR_ARG_BOOL: return hash_u64(h, a->u.b);
 	case PR_ARG_STRING: return hash_str(h, a->u.s);
 	case PR_ARG_LIST:
-		for (int i = 0; i < a->u.list.n; i++)
-			h = hash_arg(h, &a->u.list.items[i]);
-		return hash_u64(h, (uint64_t)a->u.list.n);
+		for (int i = 0; i < a->n_items; i++)
+			h = hash_arg(h, &a->u.items[i]);
+		return hash_u64(h, (uint64_t)a->n_items);
 	case PR_ARG_NONE: break;
 	}
 	return h;

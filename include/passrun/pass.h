@@ -63,7 +63,10 @@ extern "C" {
  * log2 (pr_node_uses_room) in what pads after mem: a node is 176 bytes,
  * not 216. 8: a node's input record, schema, delegate and write-backs are
  * one union, pr_node.of_kind (read them with pr_node_input,
- * pr_node_schema, pr_node_delegate and pr_node_writebacks): 152 bytes. */
+ * pr_node_schema, pr_node_delegate and pr_node_writebacks): 152 bytes;
+ * a use entry is its argument slot alone (pr_use_user reads the reader),
+ * 8 bytes; a list's item count is pr_arg.n_items, beside kind where a
+ * value's use_index is, and its items u.items: an argument is 24 bytes. */
 #define PR_PLUGIN_ABI_VERSION 8u
 /* The entry point's name, as a C name and as the string dlsym looks up. */
 #define PR_PLUGIN_ENTRY passrun_plugin_info

@@ -42,12 +42,15 @@
  *   - Use lists are blocks of 2^k entries from the graph's arena, with a
  *     free list per size: one entry for a first reader (most values have
  *     one), two for a second; a list past 2048 entries moves to the heap.
+ *     An entry is the reading slot alone, 8 bytes (pr_use_user).
  *     Growing a list moves it (as realloc did): do not keep a pointer into
  *     a node's uses across an edit that adds readers of that node.
  *   - Args are malloc'd (pr_node_set_args), or graph storage
  *     (pr_graph_new_args + pr_node_set_graph_args: loaders, no malloc per
  *     node; their list items and strings must then be graph or program
- *     storage too, which is never freed one by one).
+ *     storage too, which is never freed one by one). An argument is 24
+ *     bytes: a list's item count sits beside kind, where a value keeps
+ *     its use index, so that the value union is one word.
  *   - A node is 152 bytes on 64-bit hosts (a million of them, and the
  *     free slots of erased ones, are most of a big program's memory), so
  *     only what most nodes use is in it: the facts of an input (its kind,
@@ -259,27 +262,39 @@ typedef enum pr_arg_kind {
 	PR_ARG_STRING, PR_ARG_LIST,
 } pr_arg_kind;
 
-/* 32 bytes: use_index sits beside kind, where it fills what would pad
- * (every node's arguments and every copy's are one of these). */
+/* 24 bytes (every node's arguments and every copy's are one of these):
+ * a value's use_index, or a list's item count (a list is no value and has
+ * no use index), sits beside kind, where it fills what would pad, so that
+ * u is one word. */
 typedef struct pr_arg {
 	pr_arg_kind kind;
-	int use_index;       /* PR_ARG_VALUE: its place in the value's use list */
+	union {
+		int use_index;   /* PR_ARG_VALUE: its place in the value's use list */
+		int n_items;     /* PR_ARG_LIST: how many items u.items holds */
+	};
 	union {
 		pr_node *value;
 		int64_t i;
 		double f;
 		bool b;
 		char *s;
-		struct { int n; struct pr_arg *items; } list;
+		struct pr_arg *items;   /* PR_ARG_LIST: n_items of them */
 	} u;
 	pr_node *owner;      /* the node whose argument this is */
 } pr_arg;
 
-/* A reader of a value: the node and the argument slot that names it. */
+/* A reader of a value: the argument slot that names it, 8 bytes (a big
+ * program has about two of these a node). The reader is the slot's owner,
+ * so the entry does not keep it a second time: read it with pr_use_user. */
 typedef struct pr_use {
-	pr_node *user;
 	pr_arg *arg;
 } pr_use;
+
+/* The node that reads through u: its slot's owner. */
+static inline pr_node *pr_use_user(const pr_use *u)
+{
+	return u->arg->owner;
+}
 
 /* ---- constant data ---------------------------------------------------- */
 

@@ -60,16 +60,17 @@ const pr_use *pl_first_use(const pr_node *v)
 {
 	const pr_use *first = NULL;
 	for (int i = 0; i < v->n_uses; i++)
-		if (!first || pr_node_before(v->uses[i].user, first->user))
+		if (!first || pr_node_before(pr_use_user(&v->uses[i]), pr_use_user(first)))
 			first = &v->uses[i];
 	return first;
 }
 
 int pl_return_slot(const pr_use *u)
 {
-	if (u->user->kind != PR_NODE_RETURN)
+	const pr_node *n = pr_use_user(u);
+	if (n->kind != PR_NODE_RETURN)
 		return -1;
-	return (int)(u->arg - u->user->args);
+	return (int)(u->arg - n->args);
 }
 
 bool pl_use_is_output(const pr_use *u)
@@ -77,7 +78,7 @@ bool pl_use_is_output(const pr_use *u)
 	int i = pl_return_slot(u);
 	if (i < 0)
 		return false;
-	const pr_writeback *wbs = u->user->of_kind.writebacks;   /* a return's */
+	const pr_writeback *wbs = pr_use_user(u)->of_kind.writebacks;   /* a return's */
 	return !wbs || wbs[i].kind == PR_WRITEBACK_NONE;
 }
 
@@ -115,10 +116,10 @@ static void describe_return_slot(const pr_node *ret, int slot, char *buf, size_t
 		snprintf(buf, len, "the method output %d", slot);
 }
 
-void pl_describe_use(const pr_use *u, char *buf, size_t len)
+/* The text for reader n: a return's slot when slot >= 0 (pl_return_slot),
+ * else the node. */
+static void describe_reader(const pr_node *n, int slot, char *buf, size_t len)
 {
-	const pr_node *n = u->user;
-	int slot = pl_return_slot(u);
 	if (slot >= 0) {
 		describe_return_slot(n, slot, buf, len);
 	} else if (n->kind == PR_NODE_DELEGATE) {
@@ -137,10 +138,14 @@ void pl_describe_use(const pr_use *u, char *buf, size_t len)
 	}
 }
 
+void pl_describe_use(const pr_use *u, char *buf, size_t len)
+{
+	describe_reader(pr_use_user(u), pl_return_slot(u), buf, len);
+}
+
 void pl_describe_node(const pr_node *n, char *buf, size_t len)
 {
-	pr_use u = {.user = (pr_node *)n, .arg = NULL};
-	pl_describe_use(&u, buf, len);
+	describe_reader(n, -1, buf, len);
 }
 
 void pl_strides_str(const pr_spec *s, char *buf, size_t len)

@@ -64,7 +64,7 @@ static int reuse_copies_of(const pr_host_writes *hw, pr_node *s, pl_nodes *copie
 static void erase_marked_readers(pr_node *s)
 {
 	for (int i = s->n_uses - 1; i >= 0; i--) {
-		pr_node *h = s->uses[i].user;
+		pr_node *h = pr_use_user(&s->uses[i]);
 		if (h->scratch == h && h->n_uses == 0)
 			pr_graph_erase(h);
 	}
@@ -73,9 +73,11 @@ static void erase_marked_readers(pr_node *s)
 static bool reuse_value(const pr_host_writes *hw, pr_node *s)
 {
 	pl_nodes copies = {0};
-	for (int i = 0; i < s->n_uses; i++)
-		if (pl_is_h2d(s->uses[i].user))
-			pl_nodes_push(&copies, s->uses[i].user);
+	for (int i = 0; i < s->n_uses; i++) {
+		pr_node *r = pr_use_user(&s->uses[i]);
+		if (pl_is_h2d(r))
+			pl_nodes_push(&copies, r);
+	}
 	int merged = copies.n > 1 ? reuse_copies_of(hw, s, &copies) : 0;
 	pl_nodes_free(&copies);
 	if (merged)

@@ -70,7 +70,7 @@ static bool sole_reader_device(const pr_node *n, pr_device *out)
 		return false;
 	for (int i = 0; i < n->n_uses; i++) {
 		pr_device d;
-		if (!delegate_device(n->uses[i].user, &d))
+		if (!delegate_device(pr_use_user(&n->uses[i]), &d))
 			return false;
 		if (i > 0 && !pr_device_equal(d, *out))
 			return false;

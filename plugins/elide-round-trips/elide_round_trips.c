@@ -34,7 +34,7 @@ static void elide_copy(const pr_host_writes *hw, pr_node *d2h, bool *changed)
 		return;
 	pr_device_id dev = pr_node_spec(x)->device_id;
 	for (int i = d2h->n_uses - 1; i >= 0; i--) {
-		pr_node *h = d2h->uses[i].user;
+		pr_node *h = pr_use_user(&d2h->uses[i]);
 		if (!pl_is_h2d(h) || h->type.tensor.device_id != dev)
 			continue;
 		if (hw && hw->writer_between(hw, d2h, d2h, h))
@@ -60,10 +60,13 @@ static void elide_copy(const pr_host_writes *hw, pr_node *d2h, bool *changed)
  * in, and asks for the lines they lead to. The hints change nothing that the
  * pass does; a use list names live nodes only, so every pointer read is one. */
 
-/* ahead of elide_copy, in copies: the copy itself, its records, its source
- * and readers, their records, their readers' argument records */
+/* ahead of elide_copy, in copies: the copy itself, its records, its
+ * readers' argument slots (a use entry names the slot, whose owner is the
+ * reader), its source and readers, their records, their readers' argument
+ * records */
 #define AHEAD_NODE 20
 #define AHEAD_RECORDS 14
+#define AHEAD_READER_SLOTS 12
 #define AHEAD_READERS 9
 #define AHEAD_READER_RECORDS 5
 #define AHEAD_READER_ARGS 2
@@ -110,6 +113,12 @@ static int n_fetched_uses(const pr_node *n)
 	return n->n_uses < AHEAD_USES_MAX ? n->n_uses : AHEAD_USES_MAX;
 }
 
+FETCH_FN fetch_reader_slots(const pr_node *d2h)
+{
+	for (int i = 0; i < n_fetched_uses(d2h); i++)
+		fetch(d2h->uses[i].arg);
+}
+
 FETCH_FN fetch_readers(const pr_node *d2h)
 {
 	pr_node *x = pl_copy_src(d2h);
@@ -118,7 +127,7 @@ FETCH_FN fetch_readers(const pr_node *d2h)
 		fetch(&x->type.tensor.device_id);
 	}
 	for (int i = 0; i < n_fetched_uses(d2h); i++)
-		fetch_node(d2h->uses[i].user);
+		fetch_node(pr_use_user(&d2h->uses[i]));
 }
 
 FETCH_FN fetch_reader_records(const pr_node *d2h)
@@ -127,13 +136,13 @@ FETCH_FN fetch_reader_records(const pr_node *d2h)
 	if (x && x->uses)
 		fetch(&x->uses[x->n_uses]);
 	for (int i = 0; i < n_fetched_uses(d2h); i++)
-		fetch_records(d2h->uses[i].user);
+		fetch_records(pr_use_user(&d2h->uses[i]));
 }
 
 FETCH_FN fetch_reader_args(const pr_node *d2h)
 {
 	for (int i = 0; i < n_fetched_uses(d2h); i++) {
-		const pr_node *h = d2h->uses[i].user;
+		const pr_node *h = pr_use_user(&d2h->uses[i]);
 		for (int j = 0; j < n_fetched_uses(h); j++)
 			fetch(h->uses[j].arg);
 	}
@@ -145,6 +154,8 @@ FETCH_FN fetch_ahead(const pl_nodes *copies, int i)
 		fetch_node(copies->items[i + AHEAD_NODE]);
 	if (i + AHEAD_RECORDS < copies->n)
 		fetch_records(copies->items[i + AHEAD_RECORDS]);
+	if (i + AHEAD_READER_SLOTS < copies->n)
+		fetch_reader_slots(copies->items[i + AHEAD_READER_SLOTS]);
 	if (i + AHEAD_READERS < copies->n)
 		fetch_readers(copies->items[i + AHEAD_READERS]);
 	if (i + AHEAD_READER_RECORDS < copies->n)

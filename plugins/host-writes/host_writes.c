@@ -159,8 +159,8 @@ static void note_arg_writes(writes_impl *w, pr_node *op, const pr_arg *a)
 	if (a->kind == PR_ARG_VALUE && a->u.value)
 		note_write(w, op, a->u.value);
 	else if (a->kind == PR_ARG_LIST)
-		for (int i = 0; i < a->u.list.n; i++)
-			note_arg_writes(w, op, &a->u.list.items[i]);
+		for (int i = 0; i < a->n_items; i++)
+			note_arg_writes(w, op, &a->u.items[i]);
 }
 
 /* Lays each root's writers out in ops, in the order they were noted (graph

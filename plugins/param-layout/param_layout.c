@@ -139,15 +139,16 @@ static void update_readers(pr_node *t, const pr_spec *old)
 	const pr_spec *now = pr_node_spec(t);
 	for (int i = 0; i < t->n_uses; i++) {
 		pr_use *u = &t->uses[i];
-		if (u->user->kind == PR_NODE_DELEGATE) {
-			pr_node *in = body_input(u->user->of_kind.delegate, (int)(u->arg - u->user->args));
+		pr_node *r = pr_use_user(u);
+		if (r->kind == PR_NODE_DELEGATE) {
+			pr_node *in = body_input(r->of_kind.delegate, (int)(u->arg - r->args));
 			if (in && pr_node_spec(in) && pr_spec_same_layout(pr_node_spec(in), old))
 				pr_spec_set_strides(&in->type.tensor, now->strides);
-		} else if (reads_as_view(u->user, t)) {
-			pr_spec before = u->user->type.tensor;
-			if (remap_view(old, now, &u->user->type.tensor) &&
-			    !pr_spec_same_layout(&before, &u->user->type.tensor))
-				update_readers(u->user, &before);
+		} else if (reads_as_view(r, t)) {
+			pr_spec before = r->type.tensor;
+			if (remap_view(old, now, &r->type.tensor) &&
+			    !pr_spec_same_layout(&before, &r->type.tensor))
+				update_readers(r, &before);
 		}
 	}
 }

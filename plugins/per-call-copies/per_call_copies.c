@@ -89,9 +89,9 @@ static const pr_use *device_reader(const pr_node *v)
 	const pr_use *first = NULL;
 	for (int i = 0; i < v->n_uses; i++) {
 		pr_device d;
-		if (pl_call_device(v->uses[i].user, false, &d) &&
+		if (pl_call_device(pr_use_user(&v->uses[i]), false, &d) &&
 		    pr_device_equal(d, pr_spec_device(&v->type.tensor)) &&
-		    (!first || pr_node_before(v->uses[i].user, first->user)))
+		    (!first || pr_node_before(pr_use_user(&v->uses[i]), pr_use_user(first))))
 			first = &v->uses[i];
 	}
 	return first;
@@ -102,7 +102,7 @@ static void input_extras(const pr_node *c, char *buf, size_t len)
 	size_t at = 0;
 	buf[0] = 0;
 	for (int i = 0; i < c->n_uses && at < len; i++) {
-		const pr_node *u = c->uses[i].user;
+		const pr_node *u = pr_use_user(&c->uses[i]);
 		if (pl_is_h2d(u)) {
 			char ds[PR_DEVICE_STR_MAX], r[160] = "a delegate";
 			if (u->n_uses)
@@ -127,8 +127,9 @@ static void input_readers(const pr_node *v, const pr_node *c, char onr[160], cha
 	const pr_use *on = device_reader(v), *off = pl_first_use(c);
 	if (on)
 		pl_describe_use(on, onr, 160);
-	if (off && pl_is_h2d(off->user) && off->user->n_uses)
-		off = pl_first_use(off->user);   /* the delegate on another device, not its copy */
+	const pr_node *copy = off ? pr_use_user(off) : NULL;
+	if (copy && pl_is_h2d(copy) && copy->n_uses)
+		off = pl_first_use(copy);   /* the delegate on another device, not its copy */
 	if (off)
 		pl_describe_use(off, offr, 160);
 	input_extras(c, extra, 512);

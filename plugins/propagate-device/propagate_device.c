@@ -300,7 +300,7 @@ static void prefetch_uses(const pr_node *v)
 static void prefetch_readers(const pr_node *v)
 {
 	for (int i = 0; i < v->n_uses && i < AHEAD_MAX_READERS; i++)
-		__builtin_prefetch(v->uses[i].user);
+		__builtin_prefetch(pr_use_user(&v->uses[i]));
 }
 
 /* Is v read by a delegate? Its delegate readers' argument slots and the
@@ -309,9 +309,9 @@ static bool read_by_delegate(const pr_node *v)
 {
 	bool any = false;
 	for (int i = 0; i < v->n_uses && i < AHEAD_MAX_READERS; i++)
-		if (v->uses[i].user->kind == PR_NODE_DELEGATE) {
+		if (pr_use_user(&v->uses[i])->kind == PR_NODE_DELEGATE) {
 			__builtin_prefetch(v->uses[i].arg);
-			__builtin_prefetch(v->uses[i].user->prev);
+			__builtin_prefetch(pr_use_user(&v->uses[i])->prev);
 			any = true;
 		}
 	return any;
@@ -427,7 +427,7 @@ static pr_node *copy_to_host(place_ctx *c, pr_node *src, pr_node *pos, pr_err **
 static inline int use_by_order(const reader *a, const reader *b)
 {
 	const pr_use *u = &a->use, *w = &b->use;
-	const pr_node *x = u->user, *y = w->user;
+	const pr_node *x = pr_use_user(u), *y = pr_use_user(w);
 	if (x->order != y->order)
 		return x->order < y->order ? -1 : 1;
 	return (u->arg->use_index > w->arg->use_index) - (u->arg->use_index < w->arg->use_index);
@@ -470,7 +470,7 @@ static void sort_many_readers(reader_buf *r, int n)
 	reader_key *keys = r->keys;
 	uint64_t order_diff = 0, index_diff = 0;
 	for (int i = 0; i < n; i++) {
-		keys[i].order = r->items[i].use.user->order;
+		keys[i].order = pr_use_user(&r->items[i].use)->order;
 		keys[i].use_index = (uint32_t)r->items[i].use.arg->use_index;
 		keys[i].at = (uint32_t)i;
 		order_diff |= keys[i].order ^ keys[0].order;
@@ -574,7 +574,7 @@ static inline __attribute__((always_inline)) int copy_readers(place_ctx *c, pr_n
 	int n = 0;
 	const pr_use *uses = v->uses;
 	for (int i = 0, n_uses = v->n_uses; i < n_uses; i++) {
-		const where_memo *m = call_where(c, uses[i].user);
+		const where_memo *m = call_where(c, pr_use_user(&uses[i]));
 		if (!m)
 			continue;
 		/* v is a tensor (pr_node_spec's case) */
@@ -646,7 +646,7 @@ static pr_err *copy_one(place_ctx *c, pr_node *v)
 	copy_name own;
 	const copy_name *base = copy_base_ahead(c, v, true, k->dev, &own);
 	int next = 0;
-	pr_node *copy = copy_new_named(c, v, k->use.user, true, k->dev, base, &next, &e);
+	pr_node *copy = copy_new_named(c, v, pr_use_user(&k->use), true, k->dev, base, &next, &e);
 	copy_name_free(&own);
 	if (e)
 		return e;
@@ -665,7 +665,7 @@ static __attribute__((noinline)) pr_err *copy_many(place_ctx *c, pr_node *v, int
 	for (; made < n; made++) {
 		const reader *k = &r->items[made];
 		copy_group *grp = group_of(c, groups, &n_groups, v, k->dev);
-		r->copies[made] = copy_for_reader(c, v, k->use.user, grp, k->dev, &e);
+		r->copies[made] = copy_for_reader(c, v, pr_use_user(&k->use), grp, k->dev, &e);
 		if (e)
 			break;
 	}
@@ -695,7 +695,7 @@ static pr_err *copy_to_readers(place_ctx *c, pr_node *v)
  * which is one already (a program placed before, by -o or another tool). */
 static bool needs_host_copy(const pr_use *u)
 {
-	return !pl_is_d2h(u->user);
+	return !pl_is_d2h(pr_use_user(u));
 }
 
 /* The getitem's readers that need a host copy: none, or only the method
@@ -719,7 +719,7 @@ static int host_readers(const pr_node *gi, bool *only_output)
 static bool maybe_written(const pr_node *v)
 {
 	for (int i = 0; i < v->n_uses; i++) {
-		const pr_node *op = v->uses[i].user;
+		const pr_node *op = pr_use_user(&v->uses[i]);
 		if (op->kind != PR_NODE_OP || !op->of_kind.schema)
 			continue;
 		for (int a = 0; a < op->of_kind.schema->n_args; a++)
@@ -780,8 +780,8 @@ static pr_err *place_results(place_ctx *c, pr_node *call, pr_device_id id)
 					      (size_t)getitems->cap * sizeof *getitems->items);
 	}
 	for (int i = 0; i < call->n_uses; i++)
-		if (call->uses[i].user->kind == PR_NODE_GETITEM)
-			getitems->items[getitems->n++] = call->uses[i].user;
+		if (pr_use_user(&call->uses[i])->kind == PR_NODE_GETITEM)
+			getitems->items[getitems->n++] = pr_use_user(&call->uses[i]);
 	pr_err *e = NULL;
 	for (int i = 0; i < getitems->n && !e; i++) {
 		pr_node *gi = getitems->items[i];
@@ -806,7 +806,7 @@ static void report_bad_device(place_ctx *c, pr_node *call)
 static void prefetch_getitems(place_ctx *c, const pr_node *call)
 {
 	for (int i = 0; i < call->n_uses && i < AHEAD_MAX_READERS; i++) {
-		const pr_node *gi = call->uses[i].user;
+		const pr_node *gi = pr_use_user(&call->uses[i]);
 		if (gi->kind == PR_NODE_GETITEM) {
 			prefetch_uses(gi);
 			prefetch_copy_name(c, gi, false);
@@ -819,10 +819,10 @@ static void prefetch_getitems(place_ctx *c, const pr_node *call)
 static void prefetch_getitem_readers(const pr_node *call)
 {
 	for (int i = 0; i < call->n_uses && i < AHEAD_MAX_READERS; i++) {
-		const pr_node *gi = call->uses[i].user;
+		const pr_node *gi = pr_use_user(&call->uses[i]);
 		for (int j = 0; gi->kind == PR_NODE_GETITEM && j < gi->n_uses &&
 				j < AHEAD_MAX_READERS; j++) {
-			__builtin_prefetch(gi->uses[j].user);
+			__builtin_prefetch(pr_use_user(&gi->uses[j]));
 			__builtin_prefetch(gi->uses[j].arg);
 		}
 	}
@@ -870,7 +870,7 @@ static int distinct_readers(const pr_node *v)
 	for (int i = 0; i < v->n_uses && n <= 2; i++) {
 		bool seen = false;
 		for (int j = 0; j < i && !seen; j++)
-			seen = v->uses[j].user == v->uses[i].user;
+			seen = pr_use_user(&v->uses[j]) == pr_use_user(&v->uses[i]);
 		n += !seen;
 	}
 	return n;
@@ -887,8 +887,8 @@ static void tag_skipped_input(place_ctx *c, pr_node *v, const pr_use *first, pr_
 	}
 	const pr_use *other = NULL;   /* the first other reader in graph order */
 	for (int i = 0; i < v->n_uses; i++)
-		if (v->uses[i].user != first->user &&
-		    (!other || pr_node_before(v->uses[i].user, other->user)))
+		if (pr_use_user(&v->uses[i]) != pr_use_user(first) &&
+		    (!other || pr_node_before(pr_use_user(&v->uses[i]), pr_use_user(other))))
 			other = &v->uses[i];
 	char ds[PR_DEVICE_STR_MAX], reader[160], other_reader[160];
 	pl_describe_use(first, reader, sizeof reader);
@@ -938,10 +938,10 @@ static bool constant_copyable(place_ctx *c, pr_node *v, const pr_use *first, pr_
 /* F6: does reader u read input v where it stays, on dev? */
 static bool reads_on_device(place_ctx *c, const pr_use *u, pr_device_id dev)
 {
-	const where_memo *m = call_where(c, u->user);
+	const where_memo *m = call_where(c, pr_use_user(u));
 	if (m)
 		return m->id == dev;
-	const pr_schema *s = pr_node_schema(u->user);
+	const pr_schema *s = pr_node_schema(pr_use_user(u));
 	if (s && s->shape_only)
 		return true;
 	return c->skip_d2h && pl_use_is_output(u);
@@ -974,8 +974,8 @@ static pr_err *share_input(place_ctx *c, pr_node *v, pr_device_id dev)
 	pr_node *first_off = NULL;
 	for (int i = 0; i < v->n_uses; i++)
 		if (!reads_on_device(c, &v->uses[i], dev) &&
-		    (!first_off || pr_node_before(v->uses[i].user, first_off)))
-			first_off = v->uses[i].user;
+		    (!first_off || pr_node_before(pr_use_user(&v->uses[i]), first_off)))
+			first_off = pr_use_user(&v->uses[i]);
 	v->type.tensor.device_id = dev;
 	*c->changed = true;
 	if (!first_off)

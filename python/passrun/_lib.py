@@ -82,21 +82,24 @@ class Arg(Structure):
     pass
 
 
-class ArgList(Structure):
-    _fields_ = [("n", c_int), ("items", POINTER(Arg))]
+# pr_arg's unnamed union beside kind: a value's use_index, a list's n_items.
+class ArgSlot(Union):
+    _fields_ = [("use_index", c_int), ("n_items", c_int)]
 
 
 class ArgValue(Union):
     _fields_ = [("value", POINTER(Node)), ("i", c_int64), ("f", c_double), ("b", c_bool),
-                ("s", c_char_p), ("list", ArgList)]
+                ("s", c_char_p), ("items", POINTER(Arg))]
 
 
-Arg._fields_ = [("kind", c_int), ("use_index", c_int), ("u", ArgValue),
+Arg._anonymous_ = ("slot",)
+Arg._fields_ = [("kind", c_int), ("slot", ArgSlot), ("u", ArgValue),
                 ("owner", POINTER(Node))]
 
 
+# A use entry is its argument slot alone: the reader is arg.contents.owner.
 class Use(Structure):
-    _fields_ = [("user", POINTER(Node)), ("arg", POINTER(Arg))]
+    _fields_ = [("arg", POINTER(Arg))]
 
 
 class Data(Structure):
@@ -210,7 +213,7 @@ class RunReport(Structure):
 
 # The C names of the structs above, for the layout test (pass_ is `pass`).
 STRUCTS = {"pr_device": Device, "pr_spec": Spec, "pr_type": Type, "pr_alias": Alias,
-           "pr_schema_arg": SchemaArg, "pr_schema": Schema, "pr_arg": Arg, "pr_use": Use,
+           "pr_schema_arg": SchemaArg, "pr_schema": Schema, "pr_arg": Arg, "pr_arg_value": ArgValue, "pr_use": Use,
            "pr_data": Data, "pr_input": Input, "pr_writeback": Writeback, "pr_kv": Kv, "pr_delegate": Delegate,
            "pr_node": Node, "pr_node_of_kind": NodeOfKind, "pr_graph": Graph, "pr_program": Program, "pr_diag": Diag,
            "pr_diags": Diags, "pr_pass_record": PassRecord, "pr_pass_report": PassReport,

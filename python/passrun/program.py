@@ -156,7 +156,7 @@ def _arg(a, by_addr):
         return None
     if k == 5:
         return _lib.cstr(a.u.s)
-    return [_arg(a.u.list.items[i], by_addr) for i in range(a.u.list.n)]
+    return [_arg(a.u.items[i], by_addr) for i in range(a.n_items)]
 
 
 def _node(c):
@@ -190,7 +190,7 @@ def _graph(g, is_delegate):
         p = c.next
     for c, n in zip(cs, nodes):
         n.args = [_arg(c.args[i], by_addr) for i in range(c.n_args)]
-        n.users = [by_addr[ctypes.addressof(c.uses[i].user.contents)] for i in range(c.n_uses)]
+        n.users = [by_addr[ctypes.addressof(c.uses[i].arg.contents.owner.contents)] for i in range(c.n_uses)]
         wbs = c.of_kind.writebacks if n.kind == "return" else None
         if wbs:
             n.writebacks = [(WRITEBACK_KINDS[wbs[i].kind], _lib.cstr(wbs[i].target))

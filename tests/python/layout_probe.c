@@ -9,8 +9,10 @@
 #include "passrun/manager.h"
 #include "passrun/runtime.h"
 
-/* pr_node's union, named here so that it is laid out like a struct. */
+/* pr_node's and pr_arg's named unions, named here so that they are laid
+ * out like a struct. */
 typedef __typeof__(((pr_node *)0)->of_kind) pr_node_of_kind;
+typedef __typeof__(((pr_arg *)0)->u) pr_arg_value;
 
 #define F(T, f) printf("%s %s %zu\n", #T, #f, offsetof(T, f));
 #define S(T, ...) do { __VA_ARGS__ printf("%s sizeof %zu\n", #T, sizeof(T)); } while (0)
@@ -28,8 +30,11 @@ int main(void)
 	  F(pr_schema, n_args) F(pr_schema, args) F(pr_schema, n_returns) F(pr_schema, returns)
 	  F(pr_schema, returns_tuple) F(pr_schema, shape_only) F(pr_schema, h2d) F(pr_schema, d2h)
 	  F(pr_schema, n_traits) F(pr_schema, traits) F(pr_schema, text));
-	S(pr_arg, F(pr_arg, kind) F(pr_arg, use_index) F(pr_arg, u) F(pr_arg, owner));
-	S(pr_use, F(pr_use, user) F(pr_use, arg));
+	S(pr_arg, F(pr_arg, kind) F(pr_arg, use_index) F(pr_arg, n_items) F(pr_arg, u)
+	  F(pr_arg, owner));
+	S(pr_arg_value, F(pr_arg_value, value) F(pr_arg_value, i) F(pr_arg_value, f)
+	  F(pr_arg_value, b) F(pr_arg_value, s) F(pr_arg_value, items));
+	S(pr_use, F(pr_use, arg));
 	S(pr_data, F(pr_data, kind) F(pr_data, fill) F(pr_data, seed) F(pr_data, n_values)
 	  F(pr_data, values) F(pr_data, blob) F(pr_data, mapped) F(pr_data, mapped_size));
 	S(pr_input, F(pr_input, kind) F(pr_input, name) F(pr_input, data));

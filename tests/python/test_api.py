@@ -36,6 +36,15 @@ class Programs(unittest.TestCase):
         self.assertEqual(passrun.Program.from_text(p.text()).text(), tool("--print",
                          EX / "f8_copy_reuse.pg").stdout)
 
+    def test_lists_read_with_their_counts_and_uses_with_their_readers(self):
+        # pr_arg.n_items beside kind, u.items; a use entry is its slot alone
+        g = passrun.Program.load(ROOT / "tests" / "text" / "args.pg").method("args")
+        a, b = g["a"], g["b"]
+        self.assertEqual(b.args[5:8], [[0, -1, 9223372036854775807], [a, a],
+                                       [[1, [2.5, False]], [], None, "s"]])
+        self.assertEqual([u.kind for u in a.users].count("op"), 4)
+        self.assertEqual([u for u in a.users if u is b], [b, b, b])
+
     def test_malformed_program_raises_with_location(self):
         with self.assertRaises(passrun.ProgramError) as c:
             passrun.Program.from_text('passrun 1\nmethod @f {\n  %x: f33[2] = input user "x"\n}\n',

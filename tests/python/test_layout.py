@@ -12,6 +12,16 @@ from passrun import _lib  # noqa: E402
 PROBE = os.environ.get("PASSRUN_LAYOUT_PROBE")
 
 
+def _named_fields(st):
+    """st's fields as C names them: an unnamed union's members (ctypes'
+    _anonymous_, as pr_arg's use_index and n_items) stand for it."""
+    for f in st._fields_:
+        if f[0] in getattr(st, "_anonymous_", ()):
+            yield from (g[0] for g in f[1]._fields_)
+        else:
+            yield f[0]
+
+
 @unittest.skipUnless(PROBE, "PASSRUN_LAYOUT_PROBE (the layout_probe program) is not set")
 class Layout(unittest.TestCase):
     def test_sizes_and_offsets(self):
@@ -22,9 +32,9 @@ class Layout(unittest.TestCase):
         for name, st in _lib.STRUCTS.items():
             with self.subTest(struct=name):
                 self.assertEqual(__import__("ctypes").sizeof(st), c[(name, "sizeof")])
-                for f in st._fields_:
-                    cname = "pass" if f[0] == "pass_" else f[0]
-                    self.assertEqual(getattr(st, f[0]).offset, c[(name, cname)], f"{name}.{cname}")
+                for field in _named_fields(st):
+                    cname = "pass" if field == "pass_" else field
+                    self.assertEqual(getattr(st, field).offset, c[(name, cname)], f"{name}.{cname}")
 
 
 if __name__ == "__main__":

@@ -113,6 +113,59 @@ static void expect_same_text_after_round_trip(pr_program *p, const char *what, c
 }
 
 
+/* a and b hold n arguments of the same kinds and values, lists item by
+ * item with their counts, a value by its name. */
+static void expect_same_args(const pr_arg *a, const pr_arg *b, int n)
+{
+	for (int i = 0; i < n; i++) {
+		cr_assert_eq(a[i].kind, b[i].kind, "argument %d's kind", i);
+		if (a[i].kind == PR_ARG_LIST) {
+			cr_assert_eq(a[i].n_items, b[i].n_items, "list %d's count", i);
+			expect_same_args(a[i].u.items, b[i].u.items, a[i].n_items);
+		} else if (a[i].kind == PR_ARG_VALUE) {
+			cr_expect_str_eq(a[i].u.value->name, b[i].u.value->name);
+		} else if (a[i].kind == PR_ARG_INT) {
+			cr_expect_eq(a[i].u.i, b[i].u.i);
+		}
+	}
+}
+
+/* A list's item count sits where a value keeps its use index: both survive
+ * the trip, lists inside lists included, and each use still names a slot
+ * its reader holds. */
+Test(binary, lists_keep_their_items_and_counts_through_a_round_trip)
+{
+	pr_program *p = parse_file(PASSRUN_SOURCE_DIR "/tests/text/args.pg");
+	cr_assert_not_null(p);
+	uint8_t *bin;
+	size_t len;
+	write_ok(p, &bin, &len, "args.pg");
+	pr_program *q = load_ok(bin, len, false, "args.pg");
+	pr_node *m = p->methods[0]->first, *n = q->methods[0]->first;
+	for (; m && n; m = m->next, n = n->next) {
+		cr_assert_eq(m->n_args, n->n_args);
+		expect_same_args(m->args, n->args, m->n_args);
+		cr_assert_eq(n->n_uses, m->n_uses);
+		for (int i = 0; i < n->n_uses; i++)
+			cr_expect_eq(n->uses[i].arg->u.value, n, "a use of %%%s reads it", n->name);
+	}
+	cr_assert(!m && !n, "as many nodes");
+	pr_node *b = pr_graph_find(q->methods[0], "b");
+	cr_assert_eq(b->args[7].n_items, 4);
+	cr_expect_eq(b->args[7].u.items[0].n_items, 2);
+	cr_expect_eq(b->args[7].u.items[0].u.items[1].n_items, 2);
+	cr_expect_eq(b->args[7].u.items[1].n_items, 0);
+	pr_node *a = pr_graph_find(q->methods[0], "a");
+	int in_lists = 0;
+	for (int i = 0; i < a->n_uses; i++)
+		in_lists += pr_use_user(&a->uses[i]) == b && a->uses[i].arg != &b->args[0];
+	cr_expect_eq(in_lists, 2, "%%b reads %%a twice in its list");
+	free(bin);
+	pr_program_free(q);
+	pr_program_free(p);
+}
+
+
 Test(binary, round_trip_of_every_program_gives_identical_text)
 {
 	find_programs();

@@ -328,7 +328,7 @@ Test(generators, decoder_has_the_shape_the_benchmarks_need)
 			continue;
 		int readers = 0;
 		for (int u = 0; u < n->n_uses; u++)
-			readers += n->uses[u].user->kind == PR_NODE_DELEGATE;
+			readers += pr_use_user(&n->uses[u])->kind == PR_NODE_DELEGATE;
 		if (n->of_kind.input->kind == PR_INPUT_PARAMETER && readers > 0)
 			constants_to_delegates++;
 		if (n->of_kind.input->kind == PR_INPUT_USER && readers > max_delegate_readers)

@@ -844,12 +844,27 @@ Test(storage, name_index_at_scale)
 	pr_program_free(p);
 }
 
+/* Is a one of the n slots at args, or an item of a list among them? */
+static bool holds_slot(const pr_arg *args, int n, const pr_arg *a)
+{
+	for (int i = 0; i < n; i++)
+		if (&args[i] == a ||
+		    (args[i].kind == PR_ARG_LIST && holds_slot(args[i].u.items, args[i].n_items, a)))
+			return true;
+	return false;
+}
+
+/* Each use of v is a slot that reads v at its place in the list, and its
+ * reader (the slot's owner) is the node that holds the slot. */
 static void check_uses(const pr_node *v)
 {
 	for (int i = 0; i < v->n_uses; i++) {
-		cr_assert_eq(v->uses[i].arg->use_index, i);
-		cr_assert_eq(v->uses[i].arg->u.value, v);
-		cr_assert_eq(v->uses[i].arg->owner, v->uses[i].user);
+		const pr_use *u = &v->uses[i];
+		cr_assert_eq(u->arg->use_index, i);
+		cr_assert_eq(u->arg->u.value, v);
+		const pr_node *r = pr_use_user(u);
+		cr_assert_not_null(r);
+		cr_assert(holds_slot(r->args, r->n_args, u->arg), "use %d: its reader holds the slot", i);
 	}
 }
 
@@ -870,10 +885,10 @@ Test(storage, use_lists_grow_past_their_pool_blocks)
 		args[0].kind = PR_ARG_VALUE;
 		args[0].u.value = x;
 		args[1].kind = PR_ARG_LIST;   /* a list reading y, from the same storage */
-		args[1].u.list.n = 1;
-		args[1].u.list.items = i % 2 ? pr_graph_new_args(g, 1) : calloc(1, sizeof(pr_arg));
-		args[1].u.list.items[0].kind = PR_ARG_VALUE;
-		args[1].u.list.items[0].u.value = y;
+		args[1].n_items = 1;
+		args[1].u.items = i % 2 ? pr_graph_new_args(g, 1) : calloc(1, sizeof(pr_arg));
+		args[1].u.items[0].kind = PR_ARG_VALUE;
+		args[1].u.items[0].u.value = y;
 		if (i % 2)
 			pr_node_set_graph_args(readers[i], args, 2);
 		else
@@ -927,6 +942,79 @@ Test(storage, use_lists_grow_past_their_pool_blocks)
 	pr_program_free(p);
 }
 
+/* args: x, [y, [x, y]], with its lists from the same storage as it. */
+static pr_arg *nested_reads(pr_graph *g, bool graph_storage, pr_node *x, pr_node *y)
+{
+	pr_arg *a = graph_storage ? pr_graph_new_args(g, 2) : calloc(2, sizeof *a);
+	pr_arg *outer = graph_storage ? pr_graph_new_args(g, 2) : calloc(2, sizeof *a);
+	pr_arg *inner = graph_storage ? pr_graph_new_args(g, 2) : calloc(2, sizeof *a);
+	a[0] = (pr_arg){.kind = PR_ARG_VALUE, .u.value = x};
+	a[1] = (pr_arg){.kind = PR_ARG_LIST, .n_items = 2, .u.items = outer};
+	outer[0] = (pr_arg){.kind = PR_ARG_VALUE, .u.value = y};
+	outer[1] = (pr_arg){.kind = PR_ARG_LIST, .n_items = 2, .u.items = inner};
+	inner[0] = (pr_arg){.kind = PR_ARG_VALUE, .u.value = x};
+	inner[1] = (pr_arg){.kind = PR_ARG_VALUE, .u.value = y};
+	return a;
+}
+
+/* How many of v's uses r reads through. */
+static int uses_by(const pr_node *v, const pr_node *r)
+{
+	int n = 0;
+	for (int i = 0; i < v->n_uses; i++)
+		n += pr_use_user(&v->uses[i]) == r;
+	return n;
+}
+
+/* A use entry is its slot alone (8 bytes): its reader is the slot's owner,
+ * right through set_args (owned and graph storage, lists inside lists),
+ * replace_all_uses, and the erase of a reader. An argument is 24 bytes: a
+ * list keeps its count where a value keeps its use index. */
+Test(storage, a_use_is_its_slot_and_its_reader_the_slots_owner)
+{
+	if (sizeof(void *) == 8) {
+		cr_expect_eq(sizeof(pr_use), 8);
+		cr_expect_eq(sizeof(pr_arg), 24);
+	}
+	cr_expect_eq(offsetof(pr_arg, n_items), offsetof(pr_arg, use_index), "a list's count is "
+		     "where a value's use index is");
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	pr_node *x = add_input(g, "x"), *y = add_input(g, "y"), *z = add_input(g, "z");
+	pr_node *r = pr_graph_new_node(g, PR_NODE_OP, "r");
+	pr_node *s = pr_graph_new_node(g, PR_NODE_OP, "s");
+	pr_node_set_args(r, nested_reads(g, false, x, y), 2);
+	pr_node_set_graph_args(s, nested_reads(g, true, x, y), 2);
+	cr_assert_null(pr_graph_append(g, r));
+	cr_assert_null(pr_graph_append(g, s));
+	cr_assert_eq(x->n_uses, 4);
+	cr_assert_eq(uses_by(x, r), 2);
+	cr_assert_eq(uses_by(y, s), 2);
+	check_uses(x);
+	check_uses(y);
+	pr_node_replace_all_uses(x, z);
+	cr_assert_eq(x->n_uses, 0);
+	cr_assert_eq(uses_by(z, r), 2);
+	cr_assert_eq(uses_by(z, s), 2);
+	check_uses(z);
+	pr_node_replace_uses_except(y, x, s);
+	cr_assert_eq(uses_by(x, r), 2, "r's reads of y moved");
+	cr_assert_eq(uses_by(y, s), 2, "s's stayed");
+	check_uses(x);
+	check_uses(y);
+	pr_graph_erase(s);
+	cr_assert_eq(z->n_uses, 2);
+	cr_assert_eq(uses_by(z, r), 2);
+	cr_assert_eq(y->n_uses, 0);
+	check_uses(z);
+	check_uses(x);
+	/* the uses' edits wrote the values' use indexes, never the lists' counts */
+	cr_expect_eq(r->args[1].n_items, 2);
+	cr_expect_eq(r->args[1].u.items[1].n_items, 2);
+	cr_expect_eq(r->args[1].u.items[1].u.items[1].u.value, x);
+	pr_program_free(p);
+}
+
 /* A node given arguments again lets go of the uses of those it had, graph
  * storage or its own, and registers the new ones. */
 Test(storage, arguments_set_again_move_their_uses)
@@ -957,7 +1045,7 @@ Test(storage, arguments_set_again_move_their_uses)
 	pr_node_set_args(r, own, 1);
 	cr_assert_eq(w->n_uses, 0);
 	cr_assert_eq(v->n_uses, 1);
-	cr_assert_eq(v->uses[0].user, r);
+	cr_assert_eq(pr_use_user(&v->uses[0]), r);
 	check_uses(v);
 	pr_node_set_graph_args(r, a, 2);   /* frees own, which r owned */
 	cr_assert_eq(v->n_uses, 1);
@@ -990,8 +1078,8 @@ Test(storage, a_first_reader_takes_a_block_of_one)
 	}
 	cr_assert_eq(v->n_uses, 2);
 	cr_assert_eq(pr_node_uses_room(v), 2);
-	cr_assert_eq(v->uses[0].user, r[0], "moving keeps the order");
-	cr_assert_eq(v->uses[1].user, r[1]);
+	cr_assert_eq(pr_use_user(&v->uses[0]), r[0], "moving keeps the order");
+	cr_assert_eq(pr_use_user(&v->uses[1]), r[1]);
 	check_uses(v);
 	cr_assert_eq(pr_node_uses_room(w), 1);
 	cr_assert_eq(w->uses, first_block, "the block of one given back is taken again");
@@ -1407,7 +1495,7 @@ Test(fresh_before, a_value_argument_is_one_use)
 		cr_assert_eq(c[i]->args[0].u.value, x);
 		cr_assert_eq(c[i]->args[0].owner, c[i]);
 		cr_assert_eq(x->n_uses, 2 + i, "r and %d copies", i + 1);
-		cr_assert_eq(x->uses[1 + i].user, c[i], "appended, as set_graph_args appends");
+		cr_assert_eq(pr_use_user(&x->uses[1 + i]), c[i], "appended, as set_graph_args appends");
 		cr_assert_eq(x->uses[1 + i].arg, &c[i]->args[0]);
 		check_uses(x);
 	}
@@ -1422,14 +1510,14 @@ Test(fresh_before, a_value_argument_is_one_use)
 	pr_arg_set_value(&c[1]->args[0], y);
 	cr_assert_eq(x->n_uses, 3);
 	cr_assert_eq(y->n_uses, 3);
-	cr_assert_eq(y->uses[2].user, c[1]);
+	cr_assert_eq(pr_use_user(&y->uses[2]), c[1]);
 	check_uses(x);
 	check_uses(y);
 	pr_graph_erase(c[0]);   /* its argument is the graph's: not freed */
 	cr_assert_eq(x->n_uses, 2);
 	check_uses(x);
 	for (int i = 0; i < x->n_uses; i++)
-		cr_assert_neq(x->uses[i].user, c[0]);
+		cr_assert_neq(pr_use_user(&x->uses[i]), c[0]);
 	pr_arg_set_value(&twin->args[0], NULL);
 	pr_graph_erase(twin);
 	pr_program_free(p);

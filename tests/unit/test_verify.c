@@ -100,7 +100,7 @@ static pr_arg *args_dup(const pr_arg *a, int n)
 
 static pr_arg L(int n, pr_arg *items)
 {
-	return (pr_arg){.kind = PR_ARG_LIST, .u.list = {n, items}};
+	return (pr_arg){.kind = PR_ARG_LIST, .n_items = n, .u.items = items};
 }
 
 static pr_node *add(pr_graph *g, pr_node_kind k, const char *name, const char *type,
@@ -437,7 +437,7 @@ Test(verify, use_list_naming_a_non_reader)
 	cr_assert_eq(e.w->n_uses, 1);
 	make_room_for_a_use(&e, e.w);
 	/* %w claims %r reads it */
-	e.w->uses[e.w->n_uses++] = (pr_use){.user = e.r, .arg = &e.r->args[0]};
+	e.w->uses[e.w->n_uses++] = (pr_use){.arg = &e.r->args[0]};
 	expect_one(e.p, "E-USES", "w");
 }
 
@@ -544,7 +544,7 @@ Test(verify, list_argument_with_a_tensor_item)
 	/* the list item V(NULL) was not filled by one_op_program: point it at %x */
 	pr_graph *g = p->methods[0];
 	pr_node *x = g->first, *y = x->next;
-	pr_arg_set_value(&y->args[1].u.list.items[1], x);
+	pr_arg_set_value(&y->args[1].u.items[1], x);
 	expect_one(p, "E-TYPE", "y");
 }
 
