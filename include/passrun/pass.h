@@ -66,7 +66,9 @@ extern "C" {
  * pr_node_schema, pr_node_delegate and pr_node_writebacks): 152 bytes;
  * a use entry is its argument slot alone (pr_use_user reads the reader),
  * 8 bytes; a list's item count is pr_arg.n_items, beside kind where a
- * value's use_index is, and its items u.items: an argument is 24 bytes. */
+ * value's use_index is, and its items u.items: an argument is 24 bytes;
+ * a pr_plan_class names its base by the index of its value
+ * (pr_plan_class_base, pr_plan_class_spec take the lifetimes): 24 bytes. */
 #define PR_PLUGIN_ABI_VERSION 8u
 /* The entry point's name, as a C name and as the string dlsym looks up. */
 #define PR_PLUGIN_ENTRY passrun_plugin_info
