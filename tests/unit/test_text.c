@@ -894,12 +894,14 @@ Test(text, numbers_of_every_digit_count_and_names_of_every_length_print_back)
 	pr_strbuf_init(&in);
 	pr_strbuf_printf(&in, "passrun 1\n\nop a::f(Tensor x, int i) -> Tensor\n\nmethod @m {\n");
 	int64_t v = 1;
-	for (int k = 0; k <= 18; k++, v *= 10) {
+	for (int k = 0; k <= 18; k++) {
 		int64_t vals[2] = { v - 1, v };
 		for (int j = 0; j < 2; j++)
 			pr_strbuf_printf(&in, "  %%%.*s: f32[1]{mem=cpu:%lld} = input buffer \"b%d_%d\" data=random(%lld)\n",
 				       2 * k + j + 1, "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn", (long long)vals[j], k, j,
 				       (long long)vals[j]);
+		if (k < 18)
+			v *= 10;   /* 10^19 is past int64 */
 	}
 	pr_strbuf_printf(&in, "  %%max: f32[1]{mem=cpu:%lld} = input buffer \"m\" data=random(%lld)\n",
 		       (long long)INT64_MAX, (long long)INT64_MAX);
