@@ -8,7 +8,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "passrun/format.h"
 
@@ -45,41 +44,5 @@ enum {
 #define PRB_MIN_KV 8u
 
 #define PRB_SPEC_HAS_MEM 0x01u
-
-/* n bytes from s to q, inline for the short ones (a node's name, an
- * input's, written or loaded): a library call costs more than their copy.
- * Exactly n bytes are read and written, in moves that overlap. */
-static inline void prb_copy_short(uint8_t *q, const void *s, size_t n)
-{
-	const uint8_t *p = s;
-	uint64_t a, b;
-	uint32_t c, d;
-	if (n >= 8 && n <= 16) {
-		memcpy(&a, p, 8);
-		memcpy(&b, p + n - 8, 8);
-		memcpy(q, &a, 8);
-		memcpy(q + n - 8, &b, 8);
-	} else if (n >= 4 && n < 8) {
-		memcpy(&c, p, 4);
-		memcpy(&d, p + n - 4, 4);
-		memcpy(q, &c, 4);
-		memcpy(q + n - 4, &d, 4);
-	} else if (n > 16 && n <= 32) {
-		uint64_t e, f;
-		memcpy(&a, p, 8);
-		memcpy(&b, p + 8, 8);
-		memcpy(&e, p + n - 16, 8);
-		memcpy(&f, p + n - 8, 8);
-		memcpy(q, &a, 8);
-		memcpy(q + 8, &b, 8);
-		memcpy(q + n - 16, &e, 8);
-		memcpy(q + n - 8, &f, 8);
-	} else if (n < 4) {
-		for (size_t i = 0; i < n; i++)
-			q[i] = p[i];
-	} else {
-		memcpy(q, p, n);
-	}
-}
 
 #endif

@@ -37,6 +37,7 @@
 #include "binary_format.h"
 #include "passrun/data.h"
 #include "passrun/format.h"
+#include "short_copy.h"
 #include "passrun/strbuf.h"
 
 #define RD_DEVICE_MAX (1 + (PR_DEVICE_TYPE_MAX - 1) + 4)   /* length, type, index */
@@ -370,7 +371,7 @@ RD_INLINE bool rd_string(rd *r, const char *what, bool optional, pr_graph *in, c
 		return false;
 	if (s && in) {
 		*out = pr_graph_alloc(in, (size_t)n + 1);   /* zeroed: the NUL */
-		prb_copy_short((uint8_t *)*out, s, n);
+		copy_short((uint8_t *)*out, s, n);
 	} else if (s)
 		*out = pr_xstrndup(s, n);
 	return true;

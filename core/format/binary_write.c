@@ -35,6 +35,7 @@
 #include "outbuf.h"
 #include "passrun/data.h"
 #include "passrun/format.h"
+#include "short_copy.h"
 
 /* ---- output buffer ------------------------------------------------------- */
 
@@ -108,7 +109,7 @@ static size_t wb_str_len(wbuf *b, const char *s)
 static inline uint8_t *put_str(uint8_t *q, const char *s, size_t n)
 {
 	q = put_le(q, n, 4);
-	prb_copy_short(q, s, n);
+	copy_short(q, s, n);
 	return q + n;
 }
 

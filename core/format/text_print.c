@@ -15,30 +15,17 @@
 #include "passrun/format.h"
 #include "passrun/strbuf.h"
 #include "outbuf.h"
+#include "short_copy.h"
 
 /* The output (outbuf.h). Numbers are formatted here rather than by
  * printf, which would cost more than everything else a node prints. */
 typedef outbuf tbuf;
 
-/* The short copies (a name, a spec's text, a number) as two moves that may
- * overlap, inline: a call of memcpy costs more than the copy. */
+/* The short copies (a name, a spec's text, a number) inline: a call of
+ * memcpy costs more than the copy. */
 static inline void tb_add(tbuf *b, const char *s, size_t n)
 {
-	uint8_t *d = out_room(b, n);
-	if (n > 16 && n <= 32) {
-		memcpy(d, s, 16);
-		memcpy(d + n - 16, s + n - 16, 16);
-	} else if (n >= 8 && n <= 16) {
-		memcpy(d, s, 8);
-		memcpy(d + n - 8, s + n - 8, 8);
-	} else if (n >= 4 && n < 8) {
-		memcpy(d, s, 4);
-		memcpy(d + n - 4, s + n - 4, 4);
-	} else if (n > 32 || n >= 2) {
-		memcpy(d, s, n);
-	} else if (n) {
-		*d = (uint8_t)*s;
-	}
+	copy_short(out_room(b, n), s, n);
 	b->len += n;
 }
 
