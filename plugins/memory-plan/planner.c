@@ -765,10 +765,11 @@ static void peaks_of(const mp_item *items, int64_t align, int64_t n, int64_t T,
 {
 	int64_t (*diff)[2] = pr_xcalloc((size_t)T + 1, sizeof *diff);
 	for (int64_t i = 0; i < n; i++) {
+		int64_t asize = round_up(items[i].size, align);
 		diff[items[i].start][0] += items[i].size;
 		diff[items[i].end + 1][0] -= items[i].size;
-		diff[items[i].start][1] += round_up(items[i].size, align);
-		diff[items[i].end + 1][1] -= round_up(items[i].size, align);
+		diff[items[i].start][1] += asize;
+		diff[items[i].end + 1][1] -= asize;
 	}
 	int64_t live[2] = { 0, 0 }, peak[2] = { 0, 0 };
 	for (int64_t t = 0; t < T; t++)
@@ -1122,9 +1123,11 @@ mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
 	 * of rounded sizes less the top item's padding (at most the largest). */
 	int64_t aligned_peak, max_pad = 0;
 	peaks_of(items, align, n, T, &r.lower_bound_bytes, &aligned_peak);
-	for (int64_t i = 0; i < n; i++)
-		if (round_up(items[i].size, align) - items[i].size > max_pad)
-			max_pad = round_up(items[i].size, align) - items[i].size;
+	for (int64_t i = 0; i < n; i++) {
+		int64_t pad = round_up(items[i].size, align) - items[i].size;
+		if (pad > max_pad)
+			max_pad = pad;
+	}
 	r.aligned_lower_bound = aligned_peak - max_pad > r.lower_bound_bytes ? aligned_peak - max_pad
 									     : r.lower_bound_bytes;
 	engine e;
