@@ -20,6 +20,9 @@
 
 /* ---- lifetimes -------------------------------------------------------- */
 
+/* What the walk does per node or per value, inlined into it: a call's
+ * saves and restores would cost about as much as the work. */
+#define LT_INLINE static inline __attribute__((always_inline))
 
 /* Storage bytes by layout: a value mostly has the layout of one met just
  * before, and the interned shape and strides (immutable) name it. */
@@ -41,49 +44,75 @@ typedef struct alias_memo {
 	int arg;
 } alias_memo;
 
+/* The index of a device in lt->devices by its id: a method's classes are
+ * on few devices, each met again and again, mostly alternating (a value
+ * and its copy), so one remembered answer would miss at every switch. key
+ * is the id + 1, 0 when the slot is empty. */
+#define DEVICE_MEMO 8
+
+typedef struct device_memo {
+	uint64_t key;
+	uint16_t index;
+} device_memo;
+
+/* The walk's state. The arrays it fills are here, not behind lt, and are
+ * handed to lt when it ends: every read of a value would otherwise load lt
+ * first, and again after each store the compiler cannot tell apart from
+ * lt's fields. */
 typedef struct lt_builder {
-	pr_lifetimes *lt;
-	int64_t cap_values, cap_classes, cap_devices;
-	int64_t last_device;    /* the device add_class found last */
-	pr_device_id *device_ids; /* per device: its id */
+	pr_lifetimes *lt;       /* its devices; the rest when the walk ends */
+	pr_plan_value *values;
+	pr_plan_class *classes;
+	int64_t n_values, n_classes;
+	int64_t cap;            /* of values and of classes alike: a class is
+				 * made just before its first value, so there
+				 * are never more classes than values, and one
+				 * check makes room for both */
 	int32_t *first;         /* per position: its node's first value, or -1 (none,
 				 * or not yet defined): 4 bytes a node, the value
 				 * naming the node and its class */
+	int64_t n_positions, cap_positions;
 	uint64_t order0, gap;   /* node->order == order0 + pos * gap */
 	int gap_shift;          /* log2 of gap when it is a power of two, else -1 */
+	device_memo devices[DEVICE_MEMO];
+	pr_device_id *device_ids; /* per device: its id */
+	int64_t cap_devices;
 	pr_mutable_buffers *mutable_buffers; /* the graph's, for the inputs' flags */
 	bytes_memo memo[BYTES_MEMO];
 	alias_memo alias[ALIAS_MEMO];
 } lt_builder;
 
 /* n's first value (a tuple's next ones follow it), or NULL when n has none
- * yet or is not a node of the graph: the value at n's position must name n. */
-static inline const pr_plan_value *first_value(const lt_builder *b, const pr_node *n)
+ * yet or is not a node of the graph: the value at the position n's order
+ * gives must name n. That check alone decides; an order below the first
+ * node's wraps to a position past the end or to one that names another
+ * node, so it needs no test of its own. */
+LT_INLINE const pr_plan_value *first_value(const lt_builder *b, const pr_node *n)
 {
-	uint64_t pos = 0;
-	if (n->order < b->order0 || !b->gap) {
-		if (b->lt->n_positions != 1)
-			return NULL;
-	} else {
-		/* pr_graph_renumber's step is a power of two: a shift, not a
-		 * division, on every read. */
-		uint64_t d = n->order - b->order0;
-		pos = b->gap_shift >= 0 ? d >> b->gap_shift : d / b->gap;
-		if (pos >= (uint64_t)b->lt->n_positions)
-			return NULL;
-	}
-	int32_t v = b->first[pos];
-	if (v < 0 || v >= b->lt->n_values || b->lt->values[v].node != n)
+	uint64_t d = n->order - b->order0;
+	/* pr_graph_renumber's step is a power of two: a shift, not a
+	 * division, on every read. */
+	uint64_t pos = __builtin_expect(b->gap_shift >= 0, 1) ? d >> b->gap_shift : d / b->gap;
+	if (pos >= (uint64_t)b->n_positions)
 		return NULL;
-	return &b->lt->values[v];
+	int32_t v = b->first[pos];   /* -1, or a value the walk has added */
+	if (v < 0 || b->values[v].node != n)
+		return NULL;
+	return &b->values[v];
 }
 
-static int64_t storage_bytes(lt_builder *b, const pr_spec *s)
+static int64_t remember_bytes(bytes_memo *m, const pr_spec *s)
+{
+	*m = (bytes_memo){s->shape, s->strides, s->rank, s->dtype, pr_spec_storage_bytes(s)};
+	return m->bytes;
+}
+
+LT_INLINE int64_t storage_bytes(lt_builder *b, const pr_spec *s)
 {
 	bytes_memo *m = &b->memo[((uintptr_t)s->shape >> 4) % BYTES_MEMO];
 	if (m->shape != s->shape || m->strides != s->strides || m->rank != s->rank ||
 	    m->dtype != s->dtype || !m->shape)
-		*m = (bytes_memo){s->shape, s->strides, s->rank, s->dtype, pr_spec_storage_bytes(s)};
+		return remember_bytes(m, s);
 	return m->bytes;
 }
 
@@ -107,133 +136,182 @@ static unsigned input_flags(const pr_node *in, const pr_mutable_buffers *mutable
 	return f;
 }
 
-/* The index of the device of id in lt->devices, added when new. Ids are
- * canonical devices, so one compare per device; neighbouring classes are
- * mostly on one device: the last answer first. */
-static uint16_t device_index(lt_builder *b, pr_device_id id)
+/* device_index's search and insertion, when the memo does not know id. */
+static uint16_t find_device(lt_builder *b, pr_device_id id, device_memo *m)
 {
 	pr_lifetimes *lt = b->lt;
-	if (b->last_device < lt->n_devices && b->device_ids[b->last_device] == id)
-		return (uint16_t)b->last_device;
-	for (int64_t i = 0; i < lt->n_devices; i++)
-		if (b->device_ids[i] == id)
-			return (uint16_t)(b->last_device = i);
-	PR_ASSERT(lt->n_devices < UINT16_MAX);   /* plan.h: a 16-bit index */
-	if (lt->n_devices == b->cap_devices) {
-		b->cap_devices = b->cap_devices ? 2 * b->cap_devices : 4;
-		lt->devices = pr_xrealloc(lt->devices, (size_t)b->cap_devices * sizeof *lt->devices);
-		b->device_ids = pr_xrealloc(b->device_ids, (size_t)b->cap_devices * sizeof *b->device_ids);
+	int64_t i = 0;
+	while (i < lt->n_devices && b->device_ids[i] != id)
+		i++;
+	if (i == lt->n_devices) {
+		PR_ASSERT(lt->n_devices < UINT16_MAX);   /* plan.h: a 16-bit index */
+		if (lt->n_devices == b->cap_devices) {
+			b->cap_devices = b->cap_devices ? 2 * b->cap_devices : 4;
+			lt->devices = pr_xrealloc(lt->devices, (size_t)b->cap_devices * sizeof *lt->devices);
+			b->device_ids = pr_xrealloc(b->device_ids, (size_t)b->cap_devices * sizeof *b->device_ids);
+		}
+		lt->devices[lt->n_devices] = *pr_device_of(id);
+		b->device_ids[lt->n_devices++] = id;
 	}
-	lt->devices[lt->n_devices] = *pr_device_of(id);
-	b->device_ids[lt->n_devices] = id;
-	return (uint16_t)(b->last_device = lt->n_devices++);
+	*m = (device_memo){ (uint64_t)id + 1, (uint16_t)i };
+	return m->index;
 }
 
-/* A new class, its first value n's element elem (-1: the tensor). An
- * input's flags are set here, while the node is in cache. */
-static int32_t add_class(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int32_t pos)
+/* The index of the device of id in lt->devices, added when new. Ids are
+ * canonical devices, so one compare per device. */
+LT_INLINE uint16_t device_index(lt_builder *b, pr_device_id id)
 {
-	pr_lifetimes *lt = b->lt;
-	PR_GROW(lt->classes, lt->n_classes, b->cap_classes);
-	pr_plan_class *c = &lt->classes[lt->n_classes];
-	c->base = (int32_t)lt->n_values;   /* the value add_value adds next */
-	c->device = device_index(b, spec->device_id);
-	c->bytes = 0;
-	c->start = c->end = pos;
-	c->flags = (uint16_t)((elem < 0 && n->kind == PR_NODE_INPUT ? input_flags(n, b->mutable_buffers) : 0) |
-			      (spec->device_id == PR_DEVICE_ID_HOST ? PR_CLASS_HOST : 0));
-	return (int32_t)lt->n_classes++;   /* no more classes than values */
+	device_memo *m = &b->devices[id % DEVICE_MEMO];
+	return m->key == (uint64_t)id + 1 ? m->index : find_device(b, id, m);
 }
 
-static void add_value(lt_builder *b, pr_node *n, int elem, pr_spec *spec, int32_t cls)
+static void grow_values(lt_builder *b)
 {
-	pr_lifetimes *lt = b->lt;
-	PR_ASSERT(lt->n_values < INT32_MAX);   /* plan.h: indexes are 32-bit */
-	PR_GROW(lt->values, lt->n_values, b->cap_values);
-	lt->values[lt->n_values++] = (pr_plan_value){ n, cls, elem };
-	pr_plan_class *c = &lt->classes[cls];
+	PR_ASSERT(b->n_values < INT32_MAX);   /* plan.h: indexes are 32-bit */
+	b->cap = b->cap < INT32_MAX / 2 ? 2 * b->cap : INT32_MAX;
+	b->classes = pr_xrealloc(b->classes, (size_t)b->cap * sizeof *b->classes);
+	b->values = pr_xrealloc(b->values, (size_t)b->cap * sizeof *b->values);
+}
+
+/* Adds value (n, elem) of class cls, whose class the caller has made room
+ * for already; spec is the value's. */
+LT_INLINE void add_value(lt_builder *b, pr_node *n, int elem, const pr_spec *spec, int32_t cls)
+{
+	b->values[b->n_values++] = (pr_plan_value){ n, cls, elem };
+	pr_plan_class *c = &b->classes[cls];
 	int64_t bytes = storage_bytes(b, spec);
 	if (bytes > c->bytes)
 		c->bytes = bytes;
 }
 
+/* A new class, for value (n, elem) (elem -1: the tensor), added with it.
+ * Its flags are known here, while the node is in cache: an input's, and
+ * the host's. */
+LT_INLINE void add_class(lt_builder *b, pr_node *n, int elem, const pr_spec *spec, int32_t pos)
+{
+	pr_plan_class *c = &b->classes[b->n_classes];
+	/* An input lives from 0 (plan.h); a class's bytes are never negative. */
+	int64_t bytes = storage_bytes(b, spec);
+	*c = (pr_plan_class){
+		.bytes = bytes > 0 ? bytes : 0,
+		.start = n->kind == PR_NODE_INPUT ? 0 : pos,
+		.end = pos,
+		.base = (int32_t)b->n_values,
+		.flags = (uint16_t)((elem < 0 && n->kind == PR_NODE_INPUT ? input_flags(n, b->mutable_buffers) : 0) |
+				    (spec->device_id == PR_DEVICE_ID_HOST ? PR_CLASS_HOST : 0)),
+		.device = device_index(b, spec->device_id),
+	};
+	b->values[b->n_values++] = (pr_plan_value){ n, (int32_t)b->n_classes++, elem };
+}
+
+/* Value (n, elem) joins class cls, which it stretches to pos. */
+LT_INLINE void join_class(lt_builder *b, pr_node *n, int elem, const pr_spec *spec, int32_t cls, int32_t pos)
+{
+	pr_plan_class *c = &b->classes[cls];
+	if (pos > c->end)
+		c->end = pos;
+	add_value(b, n, elem, spec, cls);
+}
+
 /* The class of element elem (-1: the tensor itself) of node v, or -1. A
  * tuple's values follow each other, each naming v. */
-static int32_t class_of(const lt_builder *b, const pr_node *v, int64_t elem)
+LT_INLINE int32_t class_of(const lt_builder *b, const pr_node *v, int64_t elem)
 {
 	const pr_plan_value *first = first_value(b, v);
 	if (!first)
 		return -1;
 	if (first->elem < 0)
 		return elem < 0 ? first->cls : -1;
-	if (elem < 0 || elem >= b->lt->values + b->lt->n_values - first)
+	if (elem < 0 || elem >= b->values + b->n_values - first)
 		return -1;
 	return first[elem].node == v ? first[elem].cls : -1;
 }
 
-/* pr_node_alias_arg(n, r), asked once per schema of a tensor-valued op (r
- * is 0 there); a tuple's elements, and any other node, ask it each time. */
-static int alias_arg(lt_builder *b, const pr_node *n, int r)
+static int remember_alias(alias_memo *m, const pr_node *n)
 {
-	if (n->kind != PR_NODE_OP || !n->of_kind.schema || n->type.kind != PR_TYPE_TENSOR)
-		return pr_node_alias_arg(n, r);
-	alias_memo *m = &b->alias[((uintptr_t)n->of_kind.schema >> 4) % ALIAS_MEMO];
-	if (m->schema != n->of_kind.schema)
-		*m = (alias_memo){n->of_kind.schema, pr_node_alias_arg(n, r)};
+	*m = (alias_memo){n->of_kind.schema, pr_node_alias_arg(n, 0)};
 	return m->arg;
 }
 
-/* The class that return r of op node n shares, or -1 for a fresh one. */
-static int32_t aliased_class(lt_builder *b, const pr_node *n, int r)
+/* pr_node_alias_arg(n, r) of op node n, asked once per schema of a
+ * tensor-valued op (r is 0 there); a tuple's elements ask it each time. */
+LT_INLINE int alias_arg(lt_builder *b, const pr_node *n, int r)
 {
+	if (!n->of_kind.schema || n->type.kind != PR_TYPE_TENSOR)
+		return pr_node_alias_arg(n, r);
+	alias_memo *m = &b->alias[((uintptr_t)n->of_kind.schema >> 4) % ALIAS_MEMO];
+	return m->schema == n->of_kind.schema ? m->arg : remember_alias(m, n);
+}
+
+/* The class that value (n, elem) shares, or -1 for a fresh one: an op's
+ * result that its schema makes a view or an in-place result of an
+ * argument, or a getitem's element. An input's, a delegate call's or a
+ * return's value shares none (pr_node_alias_arg: only an op's aliases). */
+LT_INLINE int32_t shared_class(lt_builder *b, const pr_node *n, int elem)
+{
+	if (n->kind == PR_NODE_OP) {
+		const pr_node *base = pr_node_value_arg(n, alias_arg(b, n, elem < 0 ? 0 : elem));   /* pr_node_alias_value, memoized */
+		return base ? class_of(b, base, -1) : -1;
+	}
 	if (n->kind == PR_NODE_GETITEM) {
 		const pr_node *tuple = pr_node_value_arg(n, 0);
 		return tuple ? class_of(b, tuple, (int)n->index) : -1;
 	}
-	const pr_node *base = pr_node_value_arg(n, alias_arg(b, n, r));   /* pr_node_alias_value, memoized */
-	return base ? class_of(b, base, -1) : -1;
+	return -1;
 }
 
-/* The node's values, after its reads: an alias of itself names nothing. */
+/* Value (n, elem) after n's reads: an alias of n itself names nothing (n's
+ * first position is still -1). */
+LT_INLINE void define_value(lt_builder *b, pr_node *n, int elem, int32_t pos)
+{
+	if (b->n_values == b->cap)
+		grow_values(b);
+	const pr_spec *spec = pr_plan_spec_of(n, elem);
+	int32_t cls = shared_class(b, n, elem);
+	if (cls < 0)
+		add_class(b, n, elem, spec, pos);
+	else
+		join_class(b, n, elem, spec, cls, pos);
+}
+
+/* The node's values: a tensor's one (the common case, without the tuple's
+ * loop), or a tuple's one per element. */
 static void define_values(lt_builder *b, pr_node *n, int32_t pos)
 {
-	int nv = pr_plan_node_n_values(n);
-	int32_t first = nv ? (int32_t)b->lt->n_values : -1;
-	for (int i = 0; i < nv; i++) {
-		int elem = n->type.kind == PR_TYPE_TUPLE ? i : -1;
-		pr_spec *spec = pr_plan_spec_of(n, elem);
-		int32_t cls = aliased_class(b, n, i);
-		if (cls < 0)
-			cls = add_class(b, n, elem, spec, n->kind == PR_NODE_INPUT ? 0 : pos);
-		pr_plan_class *c = &b->lt->classes[cls];
-		if (pos > c->end)
-			c->end = pos;
-		add_value(b, n, elem, spec, cls);
+	int32_t first = (int32_t)b->n_values;
+	if (n->type.kind == PR_TYPE_TENSOR) {
+		define_value(b, n, -1, pos);
+	} else if (n->type.kind == PR_TYPE_TUPLE && n->type.n_elems > 0) {
+		for (int i = 0; i < n->type.n_elems; i++)
+			define_value(b, n, i, pos);
+	} else {
+		return;   /* no values: first[pos] stays -1 */
 	}
 	b->first[pos] = first;
 }
 
 /* Stretches the classes of value node v's values (a tuple's: each) to pos. */
-static inline void read_value(lt_builder *b, const pr_node *v_node, int32_t pos, unsigned flags)
+LT_INLINE void read_value(lt_builder *b, const pr_node *v_node, int32_t pos, unsigned flags)
 {
 	const pr_plan_value *v = first_value(b, v_node);
 	if (!v)
 		return;
-	const pr_plan_value *end = b->lt->values + b->lt->n_values;
-	pr_plan_class *classes = b->lt->classes;
-	do {
-		pr_plan_class *c = &classes[v->cls];
+	for (;;) {
+		pr_plan_class *c = &b->classes[v->cls];
 		if (pos > c->end)
 			c->end = pos;
 		c->flags |= (uint16_t)flags;
-	} while (v->elem >= 0 && ++v < end && v->node == v_node);
+		/* A tensor has one value; a tuple's follow its first. */
+		if (v->elem < 0 || ++v == b->values + b->n_values || v->node != v_node)
+			return;
+	}
 }
 
 static void read_list(lt_builder *b, const pr_arg *list, int32_t pos, unsigned flags);
 
 /* Stretches the classes of every value that argument a names to pos. A
  * list is rare: it alone is a call, so the common value is read inline. */
-static inline void read_arg(lt_builder *b, const pr_arg *a, int32_t pos, unsigned flags)
+LT_INLINE void read_arg(lt_builder *b, const pr_arg *a, int32_t pos, unsigned flags)
 {
 	if (a->kind == PR_ARG_VALUE) {
 		if (a->u.value)
@@ -305,10 +383,11 @@ static void prefetch_node(const pr_node *n)
 	__builtin_prefetch(n->args);
 }
 
-static void builder_grow(lt_builder *b, int64_t *cap)
+static void grow_positions(lt_builder *b)
 {
-	*cap *= 2;
-	b->first = pr_xrealloc(b->first, (size_t)*cap * sizeof *b->first);
+	PR_ASSERT(b->n_positions < INT32_MAX);   /* plan.h: positions are 32-bit */
+	b->cap_positions = b->cap_positions < INT32_MAX / 2 ? 2 * b->cap_positions : INT32_MAX;
+	b->first = pr_xrealloc(b->first, (size_t)b->cap_positions * sizeof *b->first);
 }
 
 static void set_gap(lt_builder *b, uint64_t gap)
@@ -329,66 +408,84 @@ static bool keep_step(lt_builder *b, pr_node *node, int64_t n)
 	return true;
 }
 
+/* Node n of the walk, when it is one of the first two (they set the step)
+ * or off the step; false when the step cannot be kept. */
+static bool step_order(lt_builder *b, pr_node *node, int64_t n, uint64_t *order)
+{
+	if (n == 0) {
+		b->order0 = node->order;
+		/* Node 0 names no value yet, whatever the step: a step of 1
+		 * until node 1 gives the real one. */
+		set_gap(b, 1);
+		*order = node->order;
+		return true;
+	}
+	if (n == 1) {
+		set_gap(b, node->order - b->order0);
+		*order = node->order;
+	}
+	return (b->gap != 0 && node->order == *order) || keep_step(b, node, n);
+}
+
 /* Numbers and processes every node; false (and b half done) when the
  * orders cannot be made to step evenly. */
 static bool walk_nodes(lt_builder *b, pr_graph *g)
 {
-	int64_t cap = g->n_nodes > 0 ? g->n_nodes : 16, n = 0;
+	int64_t cap = g->n_nodes > 0 ? g->n_nodes : 16;
+	if (cap > INT32_MAX)
+		cap = INT32_MAX;   /* plan.h: positions and indexes are 32-bit */
 	uint64_t order = 0;   /* order0 + n * gap (mod 2^64): a sum, not a product */
-	b->cap_values = b->cap_classes = cap;
+	b->cap = b->cap_positions = cap;
 	/* Allocated in the order they are freed, the first lowest: passrun's
 	 * heap keeps what is freed, so holes stay. The planner frees the
 	 * classes before it plans, and its arrays then fit in their hole;
 	 * first, freed when the walk ends, is the top one and goes back to the
 	 * heap's top, where the planner's items then take it and the tail the
 	 * values leave when they shrink to one index each. */
-	b->lt->classes = pr_xmalloc((size_t)b->cap_classes * sizeof *b->lt->classes);
-	b->lt->values = pr_xmalloc((size_t)b->cap_values * sizeof *b->lt->values);
+	b->classes = pr_xmalloc((size_t)b->cap * sizeof *b->classes);
+	b->values = pr_xmalloc((size_t)b->cap * sizeof *b->values);
 	b->first = pr_xmalloc((size_t)cap * sizeof *b->first);
 	pr_graph_for_each(g, node) {
 		if (node->next)
 			prefetch_node(node->next);
-		if (n == cap)
-			builder_grow(b, &cap);
-		if (n == 0) {
-			b->order0 = node->order;
-		} else if (n == 1) {
-			set_gap(b, node->order - b->order0);
-			order = node->order;
-		}
-		if (n > 0 && (b->gap == 0 || node->order != order) && !keep_step(b, node, n))
+		int64_t n = b->n_positions;
+		if (n == b->cap_positions)
+			grow_positions(b);
+		if ((n < 2 || node->order != order) && !step_order(b, node, n, &order))
 			return false;
-		PR_ASSERT(n < INT32_MAX);   /* plan.h: positions are 32-bit */
 		b->first[n] = -1;   /* a node reading itself reads nothing */
-		b->lt->n_positions = n + 1;
+		b->n_positions = n + 1;
 		read_args(b, node, (int32_t)n);
 		define_values(b, node, (int32_t)n);
-		n++;
 		order += b->gap;
 	}
 	return true;
 }
 
+/* A builder for graph g, its lifetimes empty. */
+static void builder_init(lt_builder *b, pr_graph *g)
+{
+	*b = (lt_builder){ .lt = pr_xcalloc(1, sizeof *b->lt), .mutable_buffers = pr_graph_mutable_buffers(g) };
+}
+
+/* The builder as new, for a second walk. */
 static void builder_reset(lt_builder *b)
 {
-	free(b->first);
-	free(b->lt->values);
-	free(b->lt->classes);
-	free(b->lt->devices);
-	free(b->device_ids);
-	memset(b->lt, 0, sizeof *b->lt);
 	pr_lifetimes *lt = b->lt;
 	pr_mutable_buffers *mutable_buffers = b->mutable_buffers;
-	memset(b, 0, sizeof *b);
-	b->lt = lt;
-	b->mutable_buffers = mutable_buffers;
+	free(b->values);
+	free(b->classes);
+	free(b->first);
+	free(b->device_ids);
+	free(lt->devices);
+	*lt = (pr_lifetimes){ 0 };
+	*b = (lt_builder){ .lt = lt, .mutable_buffers = mutable_buffers };
 }
 
 pr_lifetimes *pr_lifetimes_compute(pr_graph *g)
 {
-	lt_builder b = { 0 };
-	b.lt = pr_xcalloc(1, sizeof *b.lt);
-	b.mutable_buffers = pr_graph_mutable_buffers(g);
+	lt_builder b;
+	builder_init(&b, g);
 	if (g->order_stale)
 		pr_graph_renumber(g);
 	if (!walk_nodes(&b, g)) {
@@ -396,11 +493,17 @@ pr_lifetimes *pr_lifetimes_compute(pr_graph *g)
 		pr_graph_renumber(g);
 		PR_ASSERT(walk_nodes(&b, g));
 	}
-	finish_classes(b.lt);
+	pr_lifetimes *lt = b.lt;
+	lt->n_positions = b.n_positions;
+	lt->values = b.values;
+	lt->n_values = b.n_values;
+	lt->classes = b.classes;
+	lt->n_classes = b.n_classes;
+	finish_classes(lt);
 	pr_mutable_buffers_free(b.mutable_buffers);
 	free(b.first);
 	free(b.device_ids);
-	return b.lt;
+	return lt;
 }
 
 void pr_lifetimes_free(pr_lifetimes *lt)
