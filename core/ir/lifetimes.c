@@ -72,6 +72,9 @@ typedef struct lt_builder {
 				 * or not yet defined): 4 bytes a node, the value
 				 * naming the node and its class */
 	int64_t n_positions, cap_positions;
+	int32_t *whole;         /* the classes that live for the whole method:
+				 * their end is known when the walk ends */
+	int64_t n_whole, cap_whole;
 	uint64_t order0, gap;   /* node->order == order0 + pos * gap */
 	int gap_shift;          /* log2 of gap when it is a power of two, else -1 */
 	device_memo devices[DEVICE_MEMO];
@@ -184,23 +187,33 @@ LT_INLINE void add_value(lt_builder *b, pr_node *n, int elem, const pr_spec *spe
 		c->bytes = bytes;
 }
 
-/* A new class, for value (n, elem) (elem -1: the tensor), added with it.
- * Its flags are known here, while the node is in cache: an input's, and
- * the host's. */
-LT_INLINE void add_class(lt_builder *b, pr_node *n, int elem, const pr_spec *spec, int32_t pos)
+/* Class cls, an input's, lives for the whole method (only an input's
+ * flags say so, and reads never add it). */
+static void note_whole(lt_builder *b, int32_t cls)
+{
+	PR_GROW(b->whole, b->n_whole, b->cap_whole);
+	b->whole[b->n_whole++] = cls;
+}
+
+/* A new class, for value (n, elem) (elem -1: the tensor) of a node of
+ * kind kind, added with it. Its flags are known here, while the node is in
+ * cache: an input's, and the host's. */
+LT_INLINE void add_class(lt_builder *b, pr_node *n, pr_node_kind kind, int elem, const pr_spec *spec, int32_t pos)
 {
 	pr_plan_class *c = &b->classes[b->n_classes];
 	/* An input lives from 0 (plan.h); a class's bytes are never negative. */
 	int64_t bytes = storage_bytes(b, spec);
 	*c = (pr_plan_class){
 		.bytes = bytes > 0 ? bytes : 0,
-		.start = n->kind == PR_NODE_INPUT ? 0 : pos,
+		.start = kind == PR_NODE_INPUT ? 0 : pos,
 		.end = pos,
 		.base = (int32_t)b->n_values,
-		.flags = (uint16_t)((elem < 0 && n->kind == PR_NODE_INPUT ? input_flags(n, b->mutable_buffers) : 0) |
+		.flags = (uint16_t)((elem < 0 && kind == PR_NODE_INPUT ? input_flags(n, b->mutable_buffers) : 0) |
 				    (spec->device_id == PR_DEVICE_ID_HOST ? PR_CLASS_HOST : 0)),
 		.device = device_index(b, spec->device_id),
 	};
+	if (kind == PR_NODE_INPUT && (c->flags & PR_CLASS_WHOLE))
+		note_whole(b, (int32_t)b->n_classes);
 	b->values[b->n_values++] = (pr_plan_value){ n, (int32_t)b->n_classes++, elem };
 }
 
@@ -243,17 +256,18 @@ LT_INLINE int alias_arg(lt_builder *b, const pr_node *n, int r)
 	return m->schema == n->of_kind.schema ? m->arg : remember_alias(m, n);
 }
 
-/* The class that value (n, elem) shares, or -1 for a fresh one: an op's
- * result that its schema makes a view or an in-place result of an
- * argument, or a getitem's element. An input's, a delegate call's or a
- * return's value shares none (pr_node_alias_arg: only an op's aliases). */
-LT_INLINE int32_t shared_class(lt_builder *b, const pr_node *n, int elem)
+/* The class that value (n, elem) of a node of kind kind shares, or -1 for
+ * a fresh one: an op's result that its schema makes a view or an in-place
+ * result of an argument, or a getitem's element. An input's, a delegate
+ * call's or a return's value shares none (pr_node_alias_arg: only an op's
+ * aliases). */
+LT_INLINE int32_t shared_class(lt_builder *b, const pr_node *n, pr_node_kind kind, int elem)
 {
-	if (n->kind == PR_NODE_OP) {
+	if (kind == PR_NODE_OP) {
 		const pr_node *base = pr_node_value_arg(n, alias_arg(b, n, elem < 0 ? 0 : elem));   /* pr_node_alias_value, memoized */
 		return base ? class_of(b, base, -1) : -1;
 	}
-	if (n->kind == PR_NODE_GETITEM) {
+	if (kind == PR_NODE_GETITEM) {
 		const pr_node *tuple = pr_node_value_arg(n, 0);
 		return tuple ? class_of(b, tuple, (int)n->index) : -1;
 	}
@@ -261,31 +275,31 @@ LT_INLINE int32_t shared_class(lt_builder *b, const pr_node *n, int elem)
 }
 
 /* Value (n, elem) after n's reads: an alias of n itself names nothing (n's
- * first position is still -1). */
-LT_INLINE void define_value(lt_builder *b, pr_node *n, int elem, int32_t pos)
+ * position does not count yet). */
+LT_INLINE void define_value(lt_builder *b, pr_node *n, pr_node_kind kind, int elem, int32_t pos)
 {
 	if (b->n_values == b->cap)
 		grow_values(b);
 	const pr_spec *spec = pr_plan_spec_of(n, elem);
-	int32_t cls = shared_class(b, n, elem);
+	int32_t cls = shared_class(b, n, kind, elem);
 	if (cls < 0)
-		add_class(b, n, elem, spec, pos);
+		add_class(b, n, kind, elem, spec, pos);
 	else
 		join_class(b, n, elem, spec, cls, pos);
 }
 
 /* The node's values: a tensor's one (the common case, without the tuple's
  * loop), or a tuple's one per element. */
-static void define_values(lt_builder *b, pr_node *n, int32_t pos)
+LT_INLINE void define_values(lt_builder *b, pr_node *n, pr_node_kind kind, int32_t pos)
 {
 	int32_t first = (int32_t)b->n_values;
 	if (n->type.kind == PR_TYPE_TENSOR) {
-		define_value(b, n, -1, pos);
+		define_value(b, n, kind, -1, pos);
 	} else if (n->type.kind == PR_TYPE_TUPLE && n->type.n_elems > 0) {
 		for (int i = 0; i < n->type.n_elems; i++)
-			define_value(b, n, i, pos);
+			define_value(b, n, kind, i, pos);
 	} else {
-		return;   /* no values: first[pos] stays -1 */
+		first = -1;   /* no values */
 	}
 	b->first[pos] = first;
 }
@@ -336,27 +350,57 @@ static void read_return_args(lt_builder *b, pr_node *n, int32_t pos)
 	}
 }
 
-/* The node's reads: one case split per node, not per argument. */
-static void read_args(lt_builder *b, pr_node *n, int32_t pos)
+/* The reads of node n of kind kind. */
+LT_INLINE void read_args(lt_builder *b, pr_node *n, pr_node_kind kind, int32_t pos)
 {
-	if (n->kind == PR_NODE_RETURN) {
+	if (kind == PR_NODE_RETURN) {
 		read_return_args(b, n, pos);
 		return;
 	}
 	/* A getitem is its element, not a read of the whole tuple. */
-	for (int i = n->kind == PR_NODE_GETITEM ? 1 : 0; i < n->n_args; i++)
+	for (int i = kind == PR_NODE_GETITEM ? 1 : 0; i < n->n_args; i++)
 		read_arg(b, &n->args[i], pos, 0);
 }
 
-/* Classes live for the whole method span every position, known at the end. */
-static void finish_classes(pr_lifetimes *lt)
+/* Node n's reads, then its values; kind is n's, a constant where
+ * visit_node calls it, so that each kind's copy keeps only its own steps. */
+LT_INLINE void visit(lt_builder *b, pr_node *n, pr_node_kind kind, int32_t pos)
 {
-	for (int64_t i = 0; i < lt->n_classes; i++) {
-		pr_plan_class *c = &lt->classes[i];
-		if (c->flags & PR_CLASS_WHOLE) {
-			c->start = 0;
-			c->end = (int32_t)(lt->n_positions - 1);
-		}
+	read_args(b, n, kind, pos);
+	define_values(b, n, kind, pos);
+}
+
+/* One case split per node, instead of a test of the kind at each step. */
+LT_INLINE void visit_node(lt_builder *b, pr_node *n, int32_t pos)
+{
+	switch (n->kind) {
+	case PR_NODE_INPUT:
+		visit(b, n, PR_NODE_INPUT, pos);
+		break;
+	case PR_NODE_OP:
+		visit(b, n, PR_NODE_OP, pos);
+		break;
+	case PR_NODE_GETITEM:
+		visit(b, n, PR_NODE_GETITEM, pos);
+		break;
+	case PR_NODE_RETURN:
+		visit(b, n, PR_NODE_RETURN, pos);
+		break;
+	case PR_NODE_DELEGATE:
+	default:   /* read and defined as a delegate call: all its arguments, no alias */
+		visit(b, n, PR_NODE_DELEGATE, pos);
+		break;
+	}
+}
+
+/* Classes live for the whole method span every position, known at the end:
+ * the few the walk noted, not a pass over every class. */
+static void finish_classes(const lt_builder *b)
+{
+	for (int64_t i = 0; i < b->n_whole; i++) {
+		pr_plan_class *c = &b->classes[b->whole[i]];
+		c->start = 0;
+		c->end = (int32_t)(b->n_positions - 1);
 	}
 }
 
@@ -453,10 +497,10 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 			grow_positions(b);
 		if ((n < 2 || node->order != order) && !step_order(b, node, n, &order))
 			return false;
-		b->first[n] = -1;   /* a node reading itself reads nothing */
+		/* Its position counts once it is visited: a node reading
+		 * itself reads nothing. */
+		visit_node(b, node, (int32_t)n);
 		b->n_positions = n + 1;
-		read_args(b, node, (int32_t)n);
-		define_values(b, node, (int32_t)n);
 		order += b->gap;
 	}
 	return true;
@@ -477,6 +521,7 @@ static void builder_reset(lt_builder *b)
 	free(b->classes);
 	free(b->first);
 	free(b->device_ids);
+	free(b->whole);
 	free(lt->devices);
 	*lt = (pr_lifetimes){ 0 };
 	*b = (lt_builder){ .lt = lt, .mutable_buffers = mutable_buffers };
@@ -499,10 +544,11 @@ pr_lifetimes *pr_lifetimes_compute(pr_graph *g)
 	lt->n_values = b.n_values;
 	lt->classes = b.classes;
 	lt->n_classes = b.n_classes;
-	finish_classes(lt);
+	finish_classes(&b);
 	pr_mutable_buffers_free(b.mutable_buffers);
 	free(b.first);
 	free(b.device_ids);
+	free(b.whole);
 	return lt;
 }
 
