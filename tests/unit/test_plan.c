@@ -638,3 +638,63 @@ Test(plan, M1_lifetimes_after_an_insertion)
 	pr_lifetimes_free(lt);
 	pr_program_free(p);
 }
+
+/* Positions come from the orders whatever step the graph was numbered with:
+ * one that is no power of two, a node numbered below the first (the walk
+ * gives it the step's order), and orders so high that the step overflows
+ * (the graph is renumbered and walked again). Every case gives the classes
+ * of graph order. */
+static void expect_chain_lifetimes(pr_graph *g)
+{
+	pr_lifetimes *lt = pr_lifetimes_compute(g);
+	cr_assert_eq(lt->n_positions, 6);
+	const pr_plan_class *x = class_of(lt, "x", -1), *a = class_of(lt, "a", -1);
+	const pr_plan_class *b = class_of(lt, "b", -1), *c = class_of(lt, "c", -1);
+	cr_assert(x->start == 0 && x->end == 1, "x lives %lld..%lld", (long long)x->start, (long long)x->end);
+	cr_assert(a->start == 1 && a->end == 4, "a lives %lld..%lld", (long long)a->start, (long long)a->end);
+	cr_assert_eq(class_of(lt, "v", -1), b, "a view joins its base");
+	cr_assert(b->start == 2 && b->end == 4, "b lives %lld..%lld", (long long)b->start, (long long)b->end);
+	cr_assert(c->start == 4 && c->end == 5 && (c->flags & PR_CLASS_OUTPUT));
+	pr_lifetimes_free(lt);
+	uint64_t last = 0;
+	pr_graph_for_each(g, n) {
+		cr_assert(n == g->first || n->order > last, "the orders rise along the graph");
+		last = n->order;
+	}
+}
+
+Test(plan, M1_lifetimes_from_any_rising_orders)
+{
+	pr_program *p = tu_parse(OPS
+		"method @forward {\n"
+		"  %x: f32[16] = input user \"x\"\n"              /* 0 */
+		"  %a: f32[16] = aten::add.Tensor(%x, %x)\n"      /* 1 */
+		"  %b: f32[16] = aten::add.Tensor(%a, %a)\n"      /* 2 */
+		"  %v: f32[16] = aten::view(%b, [16])\n"          /* 3 */
+		"  %c: f32[16] = aten::add.Tensor(%v, %a)\n"      /* 4 */
+		"  return %c\n"                                   /* 5 */
+		"}\n");
+	pr_graph *g = p->methods[0];
+	pr_node *nodes[6];
+	int k = 0;
+	pr_graph_for_each(g, n)
+		nodes[k++] = n;
+	cr_assert_eq(k, 6);
+	/* a step of 3 */
+	for (int i = 0; i < k; i++)
+		nodes[i]->order = 1000 + 3 * (uint64_t)i;
+	g->order_stale = false;
+	expect_chain_lifetimes(g);
+	cr_assert_eq(nodes[5]->order, 1015, "even steps are left as they are");
+	/* node 2 below node 0, node 4 off the step */
+	uint64_t off[6] = { 100, 107, 5, 121, 50, 135 };
+	for (int i = 0; i < k; i++)
+		nodes[i]->order = off[i];
+	expect_chain_lifetimes(g);
+	cr_assert(nodes[2]->order == 114 && nodes[4]->order == 128, "the step's orders");
+	/* a step that overflows at node 3 */
+	for (int i = 0; i < k; i++)
+		nodes[i]->order = UINT64_MAX - 20 + 10 * (uint64_t)(i < 3 ? i : 0);
+	expect_chain_lifetimes(g);
+	pr_program_free(p);
+}
