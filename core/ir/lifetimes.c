@@ -13,6 +13,7 @@
  * buffers and device-resident constants live for the whole method. */
 #include "passrun/plan.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@
 
 typedef struct bytes_memo {
 	const int64_t *shape, *strides;
-	int rank;
+	int rank;               /* INT_MIN in an empty slot: no spec's (16 bits) */
 	pr_dtype dtype;
 	int64_t bytes;
 } bytes_memo;
@@ -113,8 +114,7 @@ static int64_t remember_bytes(bytes_memo *m, const pr_spec *s)
 LT_INLINE int64_t storage_bytes(lt_builder *b, const pr_spec *s)
 {
 	bytes_memo *m = &b->memo[((uintptr_t)s->shape >> 4) % BYTES_MEMO];
-	if (m->shape != s->shape || m->strides != s->strides || m->rank != s->rank ||
-	    m->dtype != s->dtype || !m->shape)
+	if (m->shape != s->shape || m->strides != s->strides || m->rank != s->rank || m->dtype != s->dtype)
 		return remember_bytes(m, s);
 	return m->bytes;
 }
@@ -506,10 +506,12 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 	return true;
 }
 
-/* A builder for graph g, its lifetimes empty. */
-static void builder_init(lt_builder *b, pr_graph *g)
+/* A builder that fills lt (empty), nothing met yet. */
+static void builder_init(lt_builder *b, pr_lifetimes *lt, pr_mutable_buffers *mutable_buffers)
 {
-	*b = (lt_builder){ .lt = pr_xcalloc(1, sizeof *b->lt), .mutable_buffers = pr_graph_mutable_buffers(g) };
+	*b = (lt_builder){ .lt = lt, .mutable_buffers = mutable_buffers };
+	for (int i = 0; i < BYTES_MEMO; i++)
+		b->memo[i].rank = INT_MIN;
 }
 
 /* The builder as new, for a second walk. */
@@ -524,13 +526,13 @@ static void builder_reset(lt_builder *b)
 	free(b->whole);
 	free(lt->devices);
 	*lt = (pr_lifetimes){ 0 };
-	*b = (lt_builder){ .lt = lt, .mutable_buffers = mutable_buffers };
+	builder_init(b, lt, mutable_buffers);
 }
 
 pr_lifetimes *pr_lifetimes_compute(pr_graph *g)
 {
 	lt_builder b;
-	builder_init(&b, g);
+	builder_init(&b, pr_xcalloc(1, sizeof *b.lt), pr_graph_mutable_buffers(g));
 	if (g->order_stale)
 		pr_graph_renumber(g);
 	if (!walk_nodes(&b, g)) {
