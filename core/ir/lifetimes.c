@@ -69,8 +69,8 @@ typedef struct lt_builder {
 				 * made just before its first value, so there
 				 * are never more classes than values, and one
 				 * check makes room for both */
-	int32_t *first;         /* per position: its node's first value, or -1 (none,
-				 * or not yet defined): 4 bytes a node, the value
+	int32_t *first;         /* per position visited: its node's first value,
+				 * or -1 (it has none): 4 bytes a node, the value
 				 * naming the node and its class */
 	int64_t n_positions, cap_positions;
 	int32_t *whole;         /* the classes that live for the whole method:
@@ -105,6 +105,7 @@ LT_INLINE const pr_plan_value *first_value(const lt_builder *b, const pr_node *n
 	return &b->values[v];
 }
 
+/* A memo's miss, out of line: the walk inlines only the hit. */
 static int64_t remember_bytes(bytes_memo *m, const pr_spec *s)
 {
 	*m = (bytes_memo){s->shape, s->strides, s->rank, s->dtype, pr_spec_storage_bytes(s)};
