@@ -11,17 +11,17 @@
  * device, at an offset >= 0 whose end (offset + bytes) fits in int64, so
  * that whoever sizes the arena from it cannot overflow; an alias has exactly
  * its base's memory; a host constant has none.
- * Overlaps are found by a sweep over positions: the planned classes are
- * ordered by (arena, offset, class), their ranks, and a class that starts
- * is compared with its two neighbours in that order among the live ones
- * only. The live set never holds an overlapping pair (a class that overlaps
- * is reported and left out), so two neighbours suffice: a radix sort and a
- * few word operations a class, never all pairs. Each memory (arena, offset)
- * has a key, in that order; as two live classes cannot share one, the live
- * set is of keys (a bitset of 64-way levels) and a class live at the
- * starting one's own key is the neighbour it meets. A class that has ended
- * leaves the set when a search meets it, so the sweep needs no order of
- * the ends.
+ * Overlaps are found by a sweep over positions: a class that starts is
+ * compared with its two neighbours in (arena, offset, class) order among
+ * the live ones only. The live set never holds an overlapping pair (a class
+ * that overlaps is reported and left out), so two neighbours suffice: a few
+ * word operations a class, never all pairs. Each memory (arena, offset) has
+ * a key, in that order (its slot in its arena's window of offsets, or where
+ * those are too spread, its place in a sort); as two live classes cannot
+ * share one, the live set is of keys (a bitset of 64-way levels) and a
+ * class live at the starting one's own key is the neighbour it meets. A
+ * class that has ended leaves the set when a search meets it, so the sweep
+ * needs no order of the ends.
  * A method where no value has memory breaks no rule: it is passed over
  * without computing its lifetimes. */
 #include "passrun/plan.h"
@@ -164,13 +164,12 @@ typedef struct planned_class {
 	int64_t offset;
 	int32_t cls;           /* plan.h: class indexes are 32-bit */
 	union {
-		int32_t arena;     /* until sorted: the arena's index */
-		uint32_t key;      /* then its memory's (sorted_keys) */
+		int32_t arena;     /* until keyed: the arena's index */
+		uint32_t key;      /* then its memory's (sweep_keys) */
 	};
 } planned_class;
 
 _Static_assert(sizeof(planned_class) <= sizeof(pr_plan_value), "check_method writes pcs over the values");
-_Static_assert(sizeof(planned_class) == 2 * sizeof(uint64_t), "sort_packed packs a record into half of it");
 
 typedef struct check_ctx {
 	pr_diags *diags;
@@ -181,8 +180,10 @@ typedef struct check_ctx {
 	int errors;
 	planned_class *pcs;   /* the classes the sweep checks, in class order */
 	int64_t n_pcs;
-	planned_class first;  /* pcs[0] */
-	uint64_t diff_offsets, diff_arenas;   /* the bits some record has unlike pcs[0] */
+	int64_t first_offset;   /* pcs[0]'s */
+	uint64_t diff_offsets;  /* the bits some record's offset has unlike pcs[0]'s */
+	int32_t last_start;     /* where the last record's class starts */
+	bool starts_fall;       /* some record's class starts before the last one's */
 	arena_list arenas;
 	struct overlap *overlaps;   /* found by the sweep, reported after it */
 	int64_t n_overlaps, cap_overlaps;
@@ -274,19 +275,20 @@ static __attribute__((noinline, cold)) void host_constant_error(check_ctx *k, co
 
 /* Keeps class cls (c, its base's spec s with memory) for the overlap sweep
  * when it holds memory at a real offset (check_placed reports one that is
- * not), with the bits in which it differs from the first (sort_planned). */
+ * not), with the bits in which its offset differs from the first's
+ * (keys_by_slot) and whether the starts still rise (starts_order). */
 static inline void note_planned(check_ctx *k, int32_t cls, const pr_plan_class *c, const pr_spec *s)
 {
 	int64_t end;
 	if (c->bytes <= 0 || s->mem_offset < 0 || __builtin_add_overflow(s->mem_offset, c->bytes, &end))
 		return;
 	planned_class pc = { .offset = s->mem_offset, .cls = cls, .arena = spec_arena(&k->arenas, s) };
-	if (k->n_pcs) {
-		k->diff_offsets |= (uint64_t)(pc.offset ^ k->first.offset);
-		k->diff_arenas |= (uint64_t)(uint32_t)(pc.arena ^ k->first.arena);
-	} else {
-		k->first = pc;
-	}
+	if (k->n_pcs)
+		k->diff_offsets |= (uint64_t)(pc.offset ^ k->first_offset);
+	else
+		k->first_offset = pc.offset;
+	k->starts_fall |= c->start < k->last_start;
+	k->last_start = c->start;
 	/* memcpy: the bytes were a value's, and the compiler must not move a
 	 * read of the value past this write (strict aliasing). */
 	memcpy(&k->pcs[k->n_pcs++], &pc, sizeof pc);
@@ -410,8 +412,74 @@ static int64_t ks_above(const key_set *s, int64_t r)
 	return r;
 }
 
-/* Byte b of the sort key (arena, offset, class), least significant first:
- * bytes 0-3 the class, 4-11 the offset (>= 0), 12-15 the arena index (>= 0). */
+/* Each memory (arena, offset) of the records gets a key, a number rising
+ * with (arena, offset), with barriers for the sweep (keys of no memory)
+ * before the first arena, between two arenas and after the last, so that a
+ * search for the nearest live key stops at its arena's end, near where it
+ * began. No sort is needed for them: the records stay where they are
+ * (order_records puts them in the sweep's order, mostly theirs already) and
+ * each keeps its key in place of its arena. */
+typedef struct sweep_keys {
+	int64_t n_keys;
+	int64_t *barriers;   /* one per arena and one more */
+	int n_barriers;
+} sweep_keys;
+
+/* The window of the offsets' bits in which some record differs from the
+ * first: bits [lo, lo + bits) (none when all are equal). Above and below it
+ * every record has the first's bits, so the window orders the offsets. */
+typedef struct key_window {
+	int lo, bits;
+	uint64_t mask;   /* bits ones */
+} key_window;
+
+static key_window window_of(uint64_t diff)
+{
+	key_window w = { 0, 0, 0 };
+	if (diff) {
+		w.lo = __builtin_ctzll(diff);
+		w.bits = 64 - __builtin_clzll(diff) - w.lo;
+		w.mask = (2ull << (w.bits - 1)) - 1;
+	}
+	return w;
+}
+
+/* The keys keys_by_slot may spend, per record: the sweep takes 4 bytes and
+ * a bit a key. Beyond them (offsets spread over more than 2^36 steps, or
+ * over many more steps than records) the keys come from a sort. */
+#define KEY_SLOTS_PER_RECORD 4
+#define KEY_WINDOW_MAX_BITS 36
+
+/* The keys when the offsets' window is narrow (at 10^6 nodes 19 bits above
+ * a 16-byte alignment, in 2 arenas, for 893,000 records): each arena is a
+ * block of slots, a barrier and then one slot per offset in the window, and
+ * a record's key is its slot. One pass over the records, where a sort of
+ * them cost 8 times as many instructions; the keys of no memory cost the
+ * sweep nothing but their bits, as it reads only the keys it finds live.
+ * Returns false, doing nothing, when the window is too wide. */
+static bool keys_by_slot(check_ctx *k, sweep_keys *out)
+{
+	planned_class *pcs = k->pcs;
+	int64_t n = k->n_pcs, n_arenas = k->arenas.n;
+	key_window ow = window_of(k->diff_offsets);
+	if (ow.bits > KEY_WINDOW_MAX_BITS)
+		return false;
+	int64_t block = ((int64_t)1 << ow.bits) + 1, slots = n_arenas * block + 1;
+	if (slots > KEY_SLOTS_PER_RECORD * n + 4096)
+		return false;
+	int lo = ow.lo;
+	uint64_t mask = ow.mask;
+	for (int64_t i = 0; i < n; i++)
+		pcs[i].key = (uint32_t)(pcs[i].arena * block + 1 + (int64_t)((uint64_t)pcs[i].offset >> lo & mask));
+	for (int64_t a = 0; a <= n_arenas; a++)
+		out->barriers[out->n_barriers++] = a * block;
+	out->n_keys = slots;
+	return true;
+}
+
+/* Byte b of the sort key (arena, offset, record), least significant first:
+ * bytes 0-3 the record's index, 4-11 the offset (>= 0), 12-15 the arena
+ * index (>= 0). */
 static unsigned planned_byte(const planned_class *p, int b)
 {
 	if (b < 4)
@@ -421,8 +489,6 @@ static unsigned planned_byte(const planned_class *p, int b)
 	return (unsigned)((uint32_t)p->arena >> (8 * (b - 12))) & 255;
 }
 
-/* The sort's order: (arena, offset), then class, so that equal memory
- * stays in class order (pcs come in class order). */
 static bool pc_less(const planned_class *x, const planned_class *y)
 {
 	if (x->arena != y->arena)
@@ -432,176 +498,36 @@ static bool pc_less(const planned_class *x, const planned_class *y)
 	return x->cls < y->cls;
 }
 
-/* In place, so that the sweep's peak holds no second copy of the classes. */
 PR_RADIX_SORT_DEFINE(msd_sort_planned, planned_class, planned_byte, pc_less)
 
-/* The window of a field's bits in which some record differs from the first:
- * bits [lo, lo + bits) (none when all are equal). Above and below it every
- * record has the first's bits, so the window orders the field. */
-typedef struct key_window {
-	int lo, bits;
-	uint64_t mask;   /* bits ones */
-	uint64_t base;   /* the first record's bits outside the window */
-} key_window;
-
-static key_window window_of(uint64_t diff, uint64_t first)
+/* The keys when the offsets are too spread for keys_by_slot (a plan with
+ * offsets near 2^62, say): a copy of the records, each naming its index in
+ * place of its class, sorted by (arena, offset), and the keys counted along
+ * it. qsort's comparisons cost more than the sweep. */
+static void keys_by_sort(check_ctx *k, sweep_keys *out)
 {
-	key_window w = { 0, 0, 0, first };
-	if (diff) {
-		w.lo = __builtin_ctzll(diff);
-		w.bits = 64 - __builtin_clzll(diff) - w.lo;
-		w.mask = (2ull << (w.bits - 1)) - 1;
-		w.base = first & ~(w.mask << w.lo);
-	}
-	return w;
-}
-
-static uint64_t load_u64(const unsigned char *p)
-{
-	uint64_t x;
-	memcpy(&x, p, sizeof x);
-	return x;
-}
-
-static void store_u64(unsigned char *p, uint64_t x)
-{
-	memcpy(p, &x, sizeof x);
-}
-
-/* The sort's result beyond the order: each record's arena index gives way
- * to its key, a number per memory (arena, offset) rising with it, with
- * barriers for the sweep (keys of no memory) before the first arena,
- * between two arenas and after the last, so that a search for the nearest
- * live key stops at its arena's end, near where it began. */
-typedef struct sorted_keys {
-	uint32_t *start;     /* by rank: the position where its class starts */
-	int64_t n_keys;
-	int64_t *barriers;   /* one per arena and one more */
-	int n_barriers;
-} sorted_keys;
-
-/* The keys of records sorted by (arena, offset), and their starts. */
-static void assign_keys(planned_class *a, int64_t n, const pr_plan_class *classes, sorted_keys *out)
-{
+	int64_t n = k->n_pcs;
+	planned_class *a = pr_xmalloc((size_t)n * sizeof *a);
+	for (int64_t i = 0; i < n; i++)
+		a[i] = (planned_class){ .offset = k->pcs[i].offset, .cls = (int32_t)i, .arena = k->pcs[i].arena };
+	uint64_t arenas = k->arenas.n > 1 ? ~0ull >> __builtin_clzll((uint64_t)k->arenas.n - 1) : 0;
+	uint64_t indexes = n > 1 ? ~0ull >> __builtin_clzll((uint64_t)n - 1) : 0;
+	msd_sort_planned(a, n, 15, pr_radix_varying(indexes, 0, 4) | pr_radix_varying(k->diff_offsets, 4, 8) |
+					   pr_radix_varying(arenas, 12, 4));
 	int64_t key = 1;
 	out->barriers[out->n_barriers++] = 0;
-	int32_t arena = a[0].arena;
-	int64_t offset = a[0].offset;
 	for (int64_t r = 0; r < n; r++) {
-		if (a[r].arena != arena) {
+		if (r && a[r].arena != a[r - 1].arena) {
 			out->barriers[out->n_barriers++] = ++key;
 			key++;
-		} else if (a[r].offset != offset) {
+		} else if (r && a[r].offset != a[r - 1].offset) {
 			key++;
 		}
-		arena = a[r].arena;
-		offset = a[r].offset;
-		a[r].key = (uint32_t)key;
-		out->start[r] = (uint32_t)classes[a[r].cls].start;
+		k->pcs[a[r].cls].key = (uint32_t)key;
 	}
 	out->barriers[out->n_barriers++] = ++key;
 	out->n_keys = key + 1;
-}
-
-#define PACKED_DIGIT_BITS 11
-
-/* sort_planned when the windows of the arena and the offset take 32 bits or
- * less (at 10^6 nodes 20: one bit of arena, offsets of 19 bits above a
- * 16-byte alignment): each record is packed into 8 bytes, (arena window,
- * offset window, class) from the high bits down, in the first half of a (a
- * record is read before its 8 bytes or a later one's are written), and an
- * LSD radix sort on digits of up to 11 bits of the windows moves them
- * between the halves: stable, so equal memory stays in class order, and no
- * memory beyond a's own and its counters. From the second half (copied
- * there when the last pass left them in the first) they are unpacked in
- * place, going up (record i takes bytes [16i, 16i + 16), where packed
- * records up to i were), with their keys and starts. */
-static void sort_packed(planned_class *a, int64_t n, const key_window *ow, const key_window *aw,
-			const pr_plan_class *classes, sorted_keys *out)
-{
-	int bits = ow->bits + aw->bits;
-	int passes = (bits + PACKED_DIGIT_BITS - 1) / PACKED_DIGIT_BITS;   /* 1 to 3 */
-	int width = (bits + passes - 1) / passes;
-	uint64_t digit = (1ull << width) - 1;
-	uint32_t (*count)[1 << PACKED_DIGIT_BITS] = pr_xcalloc((size_t)passes, sizeof *count);
-	unsigned char *lo = (unsigned char *)a, *hi = lo + sizeof(uint64_t) * (size_t)n;
-	int olo = ow->lo, obits = ow->bits, alo = aw->lo;
-	uint64_t omask = ow->mask, amask = aw->mask;
-	for (int64_t i = 0; i < n; i++) {
-		uint64_t w = ((uint64_t)(uint32_t)a[i].arena >> alo & amask) << obits | ((uint64_t)a[i].offset >> olo & omask);
-		store_u64(lo + 8 * i, w << 32 | (uint32_t)a[i].cls);
-		count[0][w & digit]++;
-		if (passes > 1)
-			count[1][w >> width & digit]++;
-		if (passes > 2)
-			count[2][w >> 2 * width & digit]++;
-	}
-	unsigned char *src = lo, *dst = hi;
-	for (int p = 0; p < passes; p++) {
-		int shift = 32 + p * width;
-		uint32_t *c = count[p];
-		if (c[load_u64(src) >> shift & digit] == (uint64_t)n)
-			continue;   /* one digit for all: the order stands */
-		for (uint32_t d = 0, sum = 0; d <= digit; d++) {
-			uint32_t here = c[d];
-			c[d] = sum;
-			sum += here;
-		}
-		for (int64_t i = 0; i < n; i++) {
-			uint64_t x = load_u64(src + 8 * i);
-			store_u64(dst + 8 * (size_t)c[x >> shift & digit]++, x);
-		}
-		unsigned char *t = src;
-		src = dst;
-		dst = t;
-	}
-	free(count);
-	if (src == lo)
-		memcpy(hi, lo, sizeof(uint64_t) * (size_t)n);
-	uint64_t prev = load_u64(hi) >> 32, obase = ow->base;
-	int64_t key = 1;
-	out->barriers[out->n_barriers++] = 0;
-	for (int64_t i = 0; i < n; i++) {
-		uint64_t x = load_u64(hi + 8 * i), w = x >> 32;
-		if (i + 16 < n)   /* the classes are read out of order */
-			__builtin_prefetch(&classes[(uint32_t)load_u64(hi + 8 * (i + 16))].start);
-		out->start[i] = (uint32_t)classes[(uint32_t)x].start;
-		if (w != prev) {
-			if ((w ^ prev) >> obits)   /* another arena */
-				out->barriers[out->n_barriers++] = ++key;
-			key++;
-			prev = w;
-		}
-		planned_class pc = { .offset = (int64_t)(obase | (w & omask) << olo), .cls = (int32_t)(uint32_t)x,
-				     .key = (uint32_t)key };
-		memcpy(&a[i], &pc, sizeof pc);
-	}
-	out->barriers[out->n_barriers++] = ++key;
-	out->n_keys = key + 1;
-}
-
-/* Sorts the records by (arena, offset), equal memory in class order (the
- * order they come in), and gives them their keys. qsort's comparisons cost
- * more than the sweep. Keys wider than sort_packed's fall back to the
- * in-place MSD sort on (arena, offset, class). */
-static void sort_planned(check_ctx *k, sorted_keys *out)
-{
-	planned_class *a = k->pcs;
-	int64_t n = k->n_pcs;
-	key_window ow = window_of(k->diff_offsets, (uint64_t)k->first.offset);
-	key_window aw = window_of(k->diff_arenas, (uint64_t)(uint32_t)k->first.arena);
-	if (ow.bits + aw.bits > 0 && ow.bits + aw.bits <= 32) {
-		sort_packed(a, n, &ow, &aw, k->lt->classes, out);
-		return;
-	}
-	if (ow.bits + aw.bits > 0) {   /* else one memory for all: class order is the order */
-		uint64_t cls = 0;
-		for (int64_t i = 1; i < n; i++)
-			cls |= (uint64_t)(uint32_t)(a[i].cls ^ a[0].cls);
-		msd_sort_planned(a, n, 15, pr_radix_varying(cls, 0, 4) | pr_radix_varying(k->diff_offsets, 4, 8) |
-						   pr_radix_varying(k->diff_arenas, 12, 4));
-	}
-	assign_keys(a, n, k->lt->classes, out);
+	free(a);
 }
 
 static const pr_plan_class *pc_class(const check_ctx *k, const planned_class *p)
@@ -696,114 +622,197 @@ static void report_overlaps(check_ctx *k)
 	free(k->overlaps);
 }
 
-/* The ranks in order of the position where their class starts (start, by
- * rank), each position's in rank order: a counting sort over positions. */
-static uint32_t *ranks_by_start(const check_ctx *k, const uint32_t *start)
+/* The records in the sweep's order: by the position where their class
+ * starts, one position's by (key, class). They come in class order, which
+ * is the order of the starts but for classes that live from position 0 and
+ * are defined later (starts_fall): then a counting sort over positions,
+ * stable, gives each record its place, and the records are moved there in
+ * place, a cycle at a time (no second copy of them). */
+static void order_by_start(check_ctx *k)
 {
+	if (!k->starts_fall)
+		return;
+	planned_class *pcs = k->pcs;
+	const pr_plan_class *classes = k->lt->classes;
 	int64_t T = k->lt->n_positions, n = k->n_pcs;
 	uint32_t *head = pr_xcalloc((size_t)T + 1, sizeof *head);
 	for (int64_t r = 0; r < n; r++)
-		head[start[r] + 1]++;
+		head[classes[pcs[r].cls].start + 1]++;
 	for (int64_t t = 1; t < T; t++)
 		head[t] += head[t - 1];
-	uint32_t *order = pr_xmalloc((size_t)(n + 1) * sizeof *order);
+	uint32_t *place = pr_xmalloc((size_t)n * sizeof *place);
 	for (int64_t r = 0; r < n; r++)
-		order[head[start[r]]++] = (uint32_t)r;
+		place[r] = head[classes[pcs[r].cls].start]++;
 	free(head);
-	return order;
+	for (int64_t r = 0; r < n; r++)
+		while (place[r] != r) {
+			uint32_t to = place[r];
+			planned_class moved = pcs[to];
+			pcs[to] = pcs[r];
+			pcs[r] = moved;
+			place[r] = place[to];
+			place[to] = to;
+		}
+	free(place);
 }
 
-/* The sweep's state: the keys of the live classes, and at each the rank
- * of its class, or a barrier. */
+static bool key_class_less(const planned_class *x, const planned_class *y)
+{
+	return x->key != y->key ? x->key < y->key : x->cls < y->cls;
+}
+
+/* Puts the records a[0..m), which start at one position and come in class
+ * order, in (key, class) order. A position starts a few classes (a tuple's
+ * elements), but position 0 starts the inputs and what lives for the whole
+ * method (10^4 of them at 10^5 nodes): an insertion sort, else a radix sort
+ * of (key, index) words on the key's bytes, stable, so that equal keys stay
+ * in class order, and the records copied out and back in that order. */
+static void sort_position(planned_class *a, int64_t m)
+{
+	if (m <= 16) {
+		for (int64_t x = 1; x < m; x++) {
+			planned_class v = a[x];
+			int64_t y = x;
+			for (; y > 0 && key_class_less(&v, &a[y - 1]); y--)
+				a[y] = a[y - 1];
+			a[y] = v;
+		}
+		return;
+	}
+	uint64_t *words = pr_xmalloc((size_t)(2 * m) * sizeof *words);
+	uint32_t keys = 0;   /* the OR of the keys: their bytes that may not be 0 */
+	for (int64_t x = 0; x < m; x++) {
+		keys |= a[x].key;
+		words[x] = (uint64_t)a[x].key << 32 | (uint64_t)x;
+	}
+	unsigned bytes = 0;   /* of the words, the key's: 4-7 */
+	for (int b = 0; b < 4; b++)
+		if (keys >> 8 * b)
+			bytes |= 16u << b;
+	int64_t(*count)[256] = pr_xmalloc(8 * sizeof *count);
+	pr_radix_count_u64(words, m, bytes, count);
+	uint64_t *sorted = pr_radix_sort_u64_stable(words, words + m, m, bytes, count);
+	free(count);
+	planned_class *copy = pr_xmalloc((size_t)m * sizeof *copy);
+	memcpy(copy, a, (size_t)m * sizeof *copy);
+	for (int64_t x = 0; x < m; x++)
+		a[x] = copy[(uint32_t)sorted[x]];
+	free(copy);
+	free(words);
+}
+
+/* The records, by start, each position's sorted by (key, class) where they
+ * are not already. */
+static void order_records(check_ctx *k)
+{
+	order_by_start(k);
+	planned_class *pcs = k->pcs;
+	const pr_plan_class *classes = k->lt->classes;
+	int64_t n = k->n_pcs;
+	for (int64_t i = 0, j; i < n; i = j) {
+		int32_t t = classes[pcs[i].cls].start;
+		bool sorted = true;
+		for (j = i + 1; j < n && classes[pcs[j].cls].start == t; j++)
+			sorted &= pcs[j - 1].key <= pcs[j].key;   /* equal keys are in class order */
+		if (!sorted)
+			sort_position(pcs + i, j - i);
+	}
+}
+
+/* The sweep's state: the keys of the live classes, and at each the record
+ * of its class and where it ends (so that finding one ended reads nothing
+ * else), or a barrier. */
+typedef struct live_class {
+	uint32_t r, end;
+} live_class;
+
 typedef struct sweep {
 	key_set live;
-	uint32_t *live_at;
+	live_class *at;
 } sweep;
 
 #define SWEEP_BARRIER UINT32_MAX
 
-/* The rank of the live class nearest below (or above) key in its arena, or
- * -1. A class that ended before position t is dropped when met: the live
- * set holds the classes that started and were not reported, less those
- * found ended, so that the sweep needs no order of the ends. */
-static inline __attribute__((always_inline)) int64_t sweep_neighbour(const check_ctx *k, sweep *s, int64_t key, uint32_t t, bool below)
+/* The record of the live class nearest below (or above) key in its arena,
+ * or SWEEP_BARRIER. A class that ended before position t is dropped when
+ * met: the live set holds the classes that started and were not reported,
+ * less those found ended, so that the sweep needs no order of the ends. A
+ * barrier ends at UINT32_MAX, never. */
+static inline __attribute__((always_inline)) uint32_t sweep_neighbour(sweep *s, int64_t key, uint32_t t, bool below)
 {
 	while ((key = below ? ks_below(&s->live, key) : ks_above(&s->live, key)) >= 0) {
-		uint32_t r = s->live_at[key];
-		if (r == SWEEP_BARRIER)
-			break;
-		if ((uint32_t)pc_class(k, &k->pcs[r])->end >= t)
-			return r;
+		const live_class *c = &s->at[key];
+		if (c->end >= t)
+			return c->r;
 		ks_remove(&s->live, key);
 	}
-	return -1;
+	return SWEEP_BARRIER;   /* not reached: the arenas are between barriers */
 }
 
-/* Checks the class of rank r, which starts at t, against its neighbours in
- * (arena, offset, class) order among the live classes, and makes it live
+/* Checks the class of record r, which starts at t, against its neighbours
+ * in (arena, offset, class) order among the live classes, and makes it live
  * unless it overlaps one. Two live classes never share a key (the second
  * would overlap the first), and one at r's own key is the neighbour
  * reported, below r or above it by class: the live classes beyond it do not
  * reach it, so they do not reach r. Else the neighbours are the nearest
  * live keys either side. */
-static inline __attribute__((always_inline)) void sweep_insert(check_ctx *k, sweep *s, uint32_t r, uint32_t t)
+static inline __attribute__((always_inline)) void sweep_insert(check_ctx *k, sweep *s, uint32_t r, uint32_t t,
+								uint32_t end)
 {
 	const planned_class *pcs = k->pcs, *p = &pcs[r];
 	uint32_t key = p->key;
 	bool held = ks_has(&s->live, key);   /* by a class live or ended */
-	if (held && (uint32_t)pc_class(k, &pcs[s->live_at[key]])->end >= t) {
-		overlap_error(k, &pcs[s->live_at[key]], p);
+	if (held && s->at[key].end >= t) {
+		overlap_error(k, &pcs[s->at[key].r], p);
 		return;
 	}
-	int64_t below = sweep_neighbour(k, s, key, t, true);
-	if (below >= 0 && pc_reaches(k, &pcs[below], p)) {
+	uint32_t below = sweep_neighbour(s, key, t, true);
+	if (below != SWEEP_BARRIER && pc_reaches(k, &pcs[below], p)) {
 		overlap_error(k, &pcs[below], p);
 		return;
 	}
-	int64_t above = sweep_neighbour(k, s, key, t, false);
-	if (above >= 0 && pc_reaches(k, p, &pcs[above])) {
+	uint32_t above = sweep_neighbour(s, key, t, false);
+	if (above != SWEEP_BARRIER && pc_reaches(k, p, &pcs[above])) {
 		overlap_error(k, &pcs[above], p);
 		return;
 	}
-	s->live_at[key] = r;
+	s->at[key] = (live_class){ r, end };
 	if (!held)
 		ks_add(&s->live, key);
 }
 
-/* Positions and ranks are 32-bit, halving the sweep's arrays: orders step by
- * 2^32 in 64 bits (pr_graph_renumber), so a method has fewer than 2^32 nodes,
- * and 2^32 planned values would not fit in memory. The sweep takes the
- * classes by the position where they start, at one position in rank order;
- * a class is live from its start to its end, inclusive, so that one that
- * ends where another starts meets it. */
+/* Positions and record indexes are 32-bit, halving the sweep's arrays:
+ * orders step by 2^32 in 64 bits (pr_graph_renumber), so a method has fewer
+ * than 2^32 nodes, and 2^32 planned values would not fit in memory. The
+ * sweep takes the classes by the position where they start, at one position
+ * in (arena, offset, class) order; a class is live from its start to its
+ * end, inclusive, so that one that ends where another starts meets it. */
 static void check_overlaps(check_ctx *k)
 {
 	int64_t n = k->n_pcs, T = k->lt->n_positions;
 	PR_ASSERT(T < UINT32_MAX - 2 && n < UINT32_MAX);
 	if (!n)
 		return;
-	sorted_keys keys = { .start = pr_xmalloc((size_t)n * sizeof *keys.start),
-			     .barriers = pr_xmalloc((size_t)(k->arenas.n + 1) * sizeof *keys.barriers) };
-	sort_planned(k, &keys);
+	sweep_keys keys = { .barriers = pr_xmalloc((size_t)(k->arenas.n + 1) * sizeof *keys.barriers) };
+	if (!keys_by_slot(k, &keys))
+		keys_by_sort(k, &keys);
 	PR_ASSERT(keys.n_keys < UINT32_MAX);
+	order_records(k);
 	sweep s;
 	ks_init(&s.live, keys.n_keys);
-	s.live_at = pr_xmalloc((size_t)keys.n_keys * sizeof *s.live_at);
+	s.at = pr_xmalloc((size_t)keys.n_keys * sizeof *s.at);
 	for (int i = 0; i < keys.n_barriers; i++) {
-		s.live_at[keys.barriers[i]] = SWEEP_BARRIER;
+		s.at[keys.barriers[i]] = (live_class){ SWEEP_BARRIER, UINT32_MAX };
 		ks_add(&s.live, keys.barriers[i]);
 	}
 	free(keys.barriers);
-	uint32_t *starts = ranks_by_start(k, keys.start);
-	for (int64_t i = 0; i < n; i++) {
-		if (i + 8 < n)   /* the records are met out of order */
-			__builtin_prefetch(&k->pcs[starts[i + 8]]);
-		sweep_insert(k, &s, starts[i], keys.start[starts[i]]);
+	const pr_plan_class *classes = k->lt->classes;
+	for (int64_t r = 0; r < n; r++) {
+		const pr_plan_class *c = &classes[k->pcs[r].cls];
+		sweep_insert(k, &s, (uint32_t)r, (uint32_t)c->start, (uint32_t)c->end);
 	}
-	free(keys.start);
 	ks_free(&s.live);
-	free(s.live_at);
-	free(starts);
+	free(s.at);
 }
 
 /* Every rule over one method's lifetimes, computed once. The values are
