@@ -180,10 +180,8 @@ typedef struct check_ctx {
 	int errors;
 	planned_class *pcs;   /* the classes the sweep checks, in class order */
 	int64_t n_pcs;
-	int64_t first_offset;   /* pcs[0]'s */
 	uint64_t diff_offsets;  /* the bits some record's offset has unlike pcs[0]'s */
-	int32_t last_start;     /* where the last record's class starts */
-	bool starts_fall;       /* some record's class starts before the last one's */
+	bool starts_fall;       /* some record's class starts before the one before */
 	arena_list arenas;
 	struct overlap *overlaps;   /* found by the sweep, reported after it */
 	int64_t n_overlaps, cap_overlaps;
@@ -273,37 +271,20 @@ static __attribute__((noinline, cold)) void host_constant_error(check_ctx *k, co
 	plan_error(k, v, msg);
 }
 
-/* Keeps class cls (c, its base's spec s with memory) for the overlap sweep
- * when it holds memory at a real offset (check_placed reports one that is
- * not), with the bits in which its offset differs from the first's
- * (keys_by_slot) and whether the starts still rise (starts_order). */
-static inline void note_planned(check_ctx *k, int32_t cls, const pr_plan_class *c, const pr_spec *s)
+/* Arena, alias and constant rules, one value at a time: v, value i of lt,
+ * of class c. A class's own value without memory (most of a program before
+ * planning) has nothing to check. The caller reads lt's arrays once, not
+ * through k a value (the cold error paths might change k for all the
+ * compiler knows). */
+static inline void check_value(check_ctx *k, const pr_lifetimes *lt, int64_t i)
 {
-	int64_t end;
-	if (c->bytes <= 0 || s->mem_offset < 0 || __builtin_add_overflow(s->mem_offset, c->bytes, &end))
-		return;
-	planned_class pc = { .offset = s->mem_offset, .cls = cls, .arena = spec_arena(&k->arenas, s) };
-	if (k->n_pcs)
-		k->diff_offsets |= (uint64_t)(pc.offset ^ k->first_offset);
-	else
-		k->first_offset = pc.offset;
-	k->starts_fall |= c->start < k->last_start;
-	k->last_start = c->start;
-	/* memcpy: the bytes were a value's, and the compiler must not move a
-	 * read of the value past this write (strict aliasing). */
-	memcpy(&k->pcs[k->n_pcs++], &pc, sizeof pc);
-}
-
-/* Arena, alias and constant rules, one value at a time. A class's own value
- * without memory (most of a program before planning) has nothing to check. */
-static inline void check_value(check_ctx *k, const pr_plan_value *v)
-{
-	const pr_plan_class *c = &k->lt->classes[v->cls];
+	const pr_plan_value *v = &lt->values[i];
+	const pr_plan_class *c = &lt->classes[v->cls];
 	const pr_spec *s = pr_plan_value_spec(v);
-	if (!pr_plan_value_is_base(k->lt, v, c)) {
+	if (c->base != i) {
 		if (s->has_mem)
 			check_placed(k, v, s, c->bytes);
-		if (!same_mem(s, pr_plan_class_spec(k->lt, c)))
+		if (!same_mem(s, pr_plan_class_spec(lt, c)))
 			apart_error(k, v, c);
 		return;
 	}
@@ -314,21 +295,44 @@ static inline void check_value(check_ctx *k, const pr_plan_value *v)
 		host_constant_error(k, v);
 }
 
-/* The sweep's records of the classes whose base has memory, in class
- * order, each written over the values (as check_value has left them): the
- * n-th record lands on value n, and the base of its class, and of every
- * later one, is a later value (plan.h: class i's base is value i or
- * after), read before it is written over. */
+/* The sweep's records of the classes whose base has memory at a real
+ * offset (check_placed reports one that is not), in class order, each
+ * written over the values (as check_value has left them): the n-th record
+ * lands on value n, and the base of its class, and of every later one, is
+ * a later value (plan.h: class i's base is value i or after), read before
+ * it is written over. With them, the bits in which their offsets differ
+ * from the first's (keys_by_slot) and whether their starts fall somewhere
+ * (order_by_start). The sums are kept in locals, and lt's arrays read once:
+ * through k, written over, the compiler would read them again a class. */
 static void note_classes(check_ctx *k)
 {
-	pr_lifetimes *lt = k->lt;
-	k->pcs = (planned_class *)lt->values;
-	for (int64_t i = 0; i < lt->n_classes; i++) {
-		const pr_plan_class *c = &lt->classes[i];
-		const pr_spec *s = pr_plan_class_spec(lt, c);
-		if (s->has_mem)
-			note_planned(k, (int32_t)i, c, s);
+	const pr_lifetimes lt = *k->lt;
+	planned_class *pcs = (planned_class *)lt.values;
+	int64_t n = 0, first_offset = 0;
+	uint64_t diff_offsets = 0;
+	int32_t last_start = 0;
+	bool starts_fall = false;
+	for (int64_t i = 0; i < lt.n_classes; i++) {
+		const pr_plan_class *c = &lt.classes[i];
+		const pr_spec *s = pr_plan_class_spec(&lt, c);
+		int64_t end;
+		if (!s->has_mem || c->bytes <= 0 || s->mem_offset < 0 ||
+		    __builtin_add_overflow(s->mem_offset, c->bytes, &end))
+			continue;
+		planned_class pc = { .offset = s->mem_offset, .cls = (int32_t)i, .arena = spec_arena(&k->arenas, s) };
+		if (!n)
+			first_offset = pc.offset;
+		diff_offsets |= (uint64_t)(pc.offset ^ first_offset);
+		starts_fall |= c->start < last_start;
+		last_start = c->start;
+		/* memcpy: the bytes were a value's, and the compiler must not
+		 * move a read of the value past this write (strict aliasing). */
+		memcpy(&pcs[n++], &pc, sizeof pc);
 	}
+	k->pcs = pcs;
+	k->n_pcs = n;
+	k->diff_offsets = diff_offsets;
+	k->starts_fall = starts_fall;
 }
 
 /* The sweep's live set: keys in a bitset of 64-way levels (level 0 a bit
@@ -832,10 +836,11 @@ static void check_overlaps(check_ctx *k)
 static void check_method(check_ctx *k)
 {
 	pr_lifetimes *lt = k->lt;
-	for (int64_t i = 0; i < lt->n_values; i++) {
-		if (i + 8 < lt->n_values)   /* the specs are all over the heap */
-			__builtin_prefetch(&pr_plan_value_spec(&lt->values[i + 8])->has_mem);
-		check_value(k, &lt->values[i]);
+	const pr_lifetimes arrays = *lt;
+	for (int64_t i = 0; i < arrays.n_values; i++) {
+		if (i + 8 < arrays.n_values)   /* the specs are all over the heap */
+			__builtin_prefetch(&pr_plan_value_spec(&arrays.values[i + 8])->has_mem);
+		check_value(k, &arrays, i);
 	}
 	note_classes(k);
 	k->pcs = pr_xrealloc(k->pcs, (size_t)(k->n_pcs + 1) * sizeof *k->pcs);
