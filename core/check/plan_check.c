@@ -469,7 +469,7 @@ static bool keys_by_slot(check_ctx *k, sweep_keys *out)
 	if (ow.bits > KEY_WINDOW_MAX_BITS)
 		return false;
 	int64_t block = ((int64_t)1 << ow.bits) + 1, slots = n_arenas * block + 1;
-	if (slots > KEY_SLOTS_PER_RECORD * n + 4096)
+	if (slots > KEY_SLOTS_PER_RECORD * n + 4096 || slots >= UINT32_MAX)
 		return false;
 	int lo = ow.lo;
 	uint64_t mask = ow.mask;
