@@ -416,6 +416,20 @@ static int64_t ks_above(const key_set *s, int64_t r)
 	return r;
 }
 
+/* The smallest live key above r and at most limit, or -1: where both are
+ * in one word, that word alone, without a climb through the levels. */
+static inline __attribute__((always_inline)) int64_t ks_above_upto(const key_set *s, int64_t r, int64_t limit)
+{
+	if (limit <= r)
+		return -1;
+	if (limit >> 6 != r >> 6) {
+		int64_t above = ks_above(s, r);
+		return above <= limit ? above : -1;
+	}
+	uint64_t w = s->lv[0][r >> 6] & ~((2ull << (r & 63)) - 1) & (~0ull >> (63 - (limit & 63)));
+	return w ? (r & ~(int64_t)63) | __builtin_ctzll(w) : -1;
+}
+
 /* Each memory (arena, offset) of the records gets a key, a number rising
  * with (arena, offset), with barriers for the sweep (keys of no memory)
  * before the first arena, between two arenas and after the last, so that a
@@ -425,6 +439,9 @@ static int64_t ks_above(const key_set *s, int64_t r)
  * theirs already) and each keeps its key in place of its arena. */
 typedef struct sweep_keys {
 	int64_t n_keys;
+	int step_bits;       /* each key above another in an arena is 2^step_bits
+			      * bytes of offset or more above it (keys_by_slot), or
+			      * -1: no bound known (keys_by_sort) */
 	int64_t *barriers;   /* one per arena and one more */
 	int n_barriers;
 } sweep_keys;
@@ -478,6 +495,7 @@ static bool keys_by_slot(check_ctx *k, sweep_keys *out)
 	for (int64_t a = 0; a <= n_arenas; a++)
 		out->barriers[out->n_barriers++] = a * block;
 	out->n_keys = slots;
+	out->step_bits = lo;
 	return true;
 }
 
@@ -531,6 +549,7 @@ static void keys_by_sort(check_ctx *k, sweep_keys *out)
 	}
 	out->barriers[out->n_barriers++] = ++key;
 	out->n_keys = key + 1;
+	out->step_bits = -1;
 	free(a);
 }
 
@@ -735,24 +754,27 @@ typedef struct live_class {
 typedef struct sweep {
 	key_set live;
 	live_class *at;
+	int step_bits;      /* sweep_keys' */
+	int64_t last_key;   /* the last barrier */
 } sweep;
 
 #define SWEEP_BARRIER UINT32_MAX
 
-/* The record of the live class nearest below (or above) key in its arena,
- * or SWEEP_BARRIER. A class that ended before position t is dropped when
- * met: the live set holds the classes that started and were not reported,
- * less those found ended, so that the sweep needs no order of the ends. A
- * barrier ends at UINT32_MAX, never. */
-static inline __attribute__((always_inline)) uint32_t sweep_neighbour(sweep *s, int64_t key, uint32_t t, bool below)
+/* The record of the live class nearest below key in its arena (or above
+ * it, up to key limit), or SWEEP_BARRIER. A class that ended before
+ * position t is dropped when met: the live set holds the classes that
+ * started and were not reported, less those found ended, so that the sweep
+ * needs no order of the ends. A barrier ends at UINT32_MAX, never. */
+static inline __attribute__((always_inline)) uint32_t sweep_neighbour(sweep *s, int64_t key, int64_t limit, uint32_t t,
+								       bool below)
 {
-	while ((key = below ? ks_below(&s->live, key) : ks_above(&s->live, key)) >= 0) {
+	while ((key = below ? ks_below(&s->live, key) : ks_above_upto(&s->live, key, limit)) >= 0) {
 		const live_class *c = &s->at[key];
 		if (c->end >= t)
 			return c->r;
 		ks_remove(&s->live, key);
 	}
-	return SWEEP_BARRIER;   /* not reached: the arenas are between barriers */
+	return SWEEP_BARRIER;   /* none up to limit (below, not reached: the arenas are between barriers) */
 }
 
 /* Checks the class of record r, which starts at t, against its neighbours
@@ -761,9 +783,11 @@ static inline __attribute__((always_inline)) uint32_t sweep_neighbour(sweep *s, 
  * would overlap the first), and one at r's own key is the neighbour
  * reported, below r or above it by class: the live classes beyond it do not
  * reach it, so they do not reach r. Else the neighbours are the nearest
- * live keys either side. */
+ * live keys either side; above, only those of the offsets below r's end
+ * can reach it, and where the keys are slots, r's bytes bound them (most
+ * classes span one slot: no search above at all). */
 static inline __attribute__((always_inline)) void sweep_insert(check_ctx *k, sweep *s, uint32_t r, uint32_t t,
-								uint32_t end)
+								uint32_t end, int64_t bytes)
 {
 	const planned_class *pcs = k->pcs, *p = &pcs[r];
 	uint32_t key = p->key;
@@ -772,12 +796,15 @@ static inline __attribute__((always_inline)) void sweep_insert(check_ctx *k, swe
 		overlap_error(k, &pcs[s->at[key].r], p);
 		return;
 	}
-	uint32_t below = sweep_neighbour(s, key, t, true);
+	uint32_t below = sweep_neighbour(s, key, 0, t, true);
 	if (below != SWEEP_BARRIER && pc_reaches(k, &pcs[below], p)) {
 		overlap_error(k, &pcs[below], p);
 		return;
 	}
-	uint32_t above = sweep_neighbour(s, key, t, false);
+	int64_t limit = s->last_key;
+	if (s->step_bits >= 0 && (bytes - 1) >> s->step_bits < limit - key)
+		limit = key + ((bytes - 1) >> s->step_bits);
+	uint32_t above = sweep_neighbour(s, key, limit, t, false);
 	if (above != SWEEP_BARRIER && pc_reaches(k, p, &pcs[above])) {
 		overlap_error(k, &pcs[above], p);
 		return;
@@ -804,7 +831,7 @@ static void check_overlaps(check_ctx *k)
 		keys_by_sort(k, &keys);
 	PR_ASSERT(keys.n_keys < UINT32_MAX);
 	order_by_start(k);
-	sweep s;
+	sweep s = { .step_bits = keys.step_bits, .last_key = keys.n_keys - 1 };
 	ks_init(&s.live, keys.n_keys);
 	s.at = pr_xmalloc((size_t)keys.n_keys * sizeof *s.at);
 	for (int i = 0; i < keys.n_barriers; i++) {
@@ -820,7 +847,7 @@ static void check_overlaps(check_ctx *k)
 			ordered = order_position(k, r);
 			c = &classes[pcs[r].cls];   /* r's record may be another now */
 		}
-		sweep_insert(k, &s, (uint32_t)r, (uint32_t)c->start, (uint32_t)c->end);
+		sweep_insert(k, &s, (uint32_t)r, (uint32_t)c->start, (uint32_t)c->end, c->bytes);
 	}
 	ks_free(&s.live);
 	free(s.at);
