@@ -178,7 +178,7 @@ typedef struct check_ctx {
 	pr_lifetimes *lt;     /* check_method takes its values' memory for pcs */
 	const pr_graph *g;    /* lt's: overlaps name their classes' bases from it */
 	int errors;
-	planned_class *pcs;   /* the classes the sweep checks, in class order */
+	planned_class *pcs;   /* the classes the sweep checks, in class order, then its */
 	int64_t n_pcs;
 	uint64_t diff_offsets;  /* the bits some record's offset has unlike pcs[0]'s */
 	bool starts_fall;       /* some record's class starts before the one before */
