@@ -177,6 +177,19 @@ typedef struct layout_memo {
 
 #define LAYOUT_MEMO 16
 
+/* A host copy walk 1 made, and where walk 2 finds it among the values: at
+ * is the number of values before it, its getitem's index plus one (the
+ * copy follows its getitem, and walk 1 adds no other value). */
+typedef struct host_copy {
+	size_t at;
+	pr_node *copy;
+} host_copy;
+
+typedef struct host_copies {
+	size_t n, cap;
+	host_copy *items;
+} host_copies;
+
 typedef struct place_ctx {
 	pr_pass_ctx *pass;
 	pr_program *p;
@@ -189,6 +202,7 @@ typedef struct place_ctx {
 	pr_schema *h2d, *d2h;   /* declared by the run's first copy of each kind */
 	reader_buf readers;
 	pl_nodes getitems;      /* one call's, kept across calls */
+	host_copies host_copies;   /* walk 1's, for walk 2's values */
 	device_suffix suffix;   /* the device last named, and its suffix */
 	ahead_name ahead[AHEAD_RING];
 	int next_ahead;
@@ -650,8 +664,7 @@ static pr_err *copy_one(place_ctx *c, pr_node *v)
 	copy_name_free(&own);
 	if (e)
 		return e;
-	pr_arg_set_value(k->use.arg, copy);
-	pr_node_set_value_arg(copy, v);
+	pr_node_interpose(copy, k->use.arg);
 	*c->changed = true;
 	return NULL;
 }
@@ -753,11 +766,24 @@ static pr_err *copy_getitem_to_host(place_ctx *c, pr_node *gi)
 	pr_node *copy = copy_to_host(c, gi, gi->next, &e);
 	if (e)
 		return e;
-	for (int i = gi->n_uses - 1; i >= 0; i--)
+	/* last first, the first moved with the copy's own argument
+	 * (pr_node_interpose): the edits pr_arg_set_value for each and then
+	 * pr_node_set_value_arg would make */
+	int first = 0;
+	while (!needs_host_copy(&gi->uses[first]))
+		first++;
+	for (int i = gi->n_uses - 1; i > first; i--)
 		if (needs_host_copy(&gi->uses[i]))
 			pr_arg_set_value(gi->uses[i].arg, copy);
-	pr_node_set_value_arg(copy, gi);
+	pr_node_interpose(copy, gi->uses[first].arg);
 	*c->changed = true;
+	host_copies *h = &c->host_copies;
+	if (h->n == h->cap) {
+		h->cap = h->cap ? 2 * h->cap : 64;
+		h->items = pr_xrealloc(h->items, h->cap * sizeof *h->items);
+	}
+	/* gi->scratch: its place among the values (collect) */
+	h->items[h->n++] = (host_copy){(size_t)(uintptr_t)gi->scratch, copy};
 	return NULL;
 }
 
@@ -840,25 +866,18 @@ static void prefetch_calls_ahead(place_ctx *c, const pl_nodes *calls, int i)
 		prefetch_getitems(c, calls->items[i + AHEAD_NAME]);
 }
 
-static pr_err *walk_results(place_ctx *c)
+static pr_err *walk_results(place_ctx *c, const pl_nodes *calls)
 {
-	/* sized once: a graph's node count bounds its calls */
-	pl_nodes calls = {.cap = (int)c->g->n_nodes + 1};
-	calls.items = pr_xmalloc((size_t)calls.cap * sizeof *calls.items);
-	pr_graph_for_each(c->g, n)
-		if (n->kind == PR_NODE_DELEGATE)
-			calls.items[calls.n++] = n;
 	pr_err *e = NULL;
-	for (int i = 0; i < calls.n && !e; i++) {
-		prefetch_calls_ahead(c, &calls, i);
-		const pr_delegate *d = calls.items[i]->of_kind.delegate;
+	for (int i = 0; i < calls->n && !e; i++) {
+		prefetch_calls_ahead(c, calls, i);
+		const pr_delegate *d = calls->items[i]->of_kind.delegate;
 		const where_memo *m = d ? where_of(c, d) : NULL;
 		if (m && m->where == PL_BAD_DEVICE)
-			report_bad_device(c, calls.items[i]);
+			report_bad_device(c, calls->items[i]);
 		else if (m && m->on_device)
-			e = place_results(c, calls.items[i], m->id);
+			e = place_results(c, calls->items[i], m->id);
 	}
-	pl_nodes_free(&calls);
 	return e;
 }
 
@@ -1044,29 +1063,80 @@ static void prefetch_values_ahead(place_ctx *c, const pl_nodes *values, int k)
 		prefetch_copy_name(c, values->items[k + AHEAD_NAME], true);
 }
 
-static pr_err *walk_arguments(place_ctx *c)
+static pr_err *walk_arguments(place_ctx *c, const pl_nodes *values)
 {
-	/* sized once: most nodes are values with readers */
-	pl_nodes values = {.cap = (int)c->g->n_nodes + 1};
-	values.items = pr_xmalloc((size_t)values.cap * sizeof *values.items);
-	pr_graph_for_each(c->g, n)
-		if (n->type.kind == PR_TYPE_TENSOR && n->n_uses > 0)
-			values.items[values.n++] = n;
 	/* Walk 1 may have moved writers onto host copies. Walk 2 keeps what is
 	 * left valid: it moves only delegate arguments, and a method input's
 	 * host readers only when nothing writes it (place_shared_input). */
 	if (c->writes_stale)
 		pr_pass_invalidate(c->pass, c->g);
 	pr_err *e = NULL;
-	for (int k = 0; k < values.n && !e; k++) {
-		prefetch_values_ahead(c, &values, k);
-		pr_node *v = values.items[k];
+	for (int k = 0; k < values->n && !e; k++) {
+		prefetch_values_ahead(c, values, k);
+		pr_node *v = values->items[k];
 		int n = copy_readers(c, v);
 		if (n > 0)
 			e = place_value(c, v, n);
 	}
-	pl_nodes_free(&values);
 	return e;
+}
+
+/* ---- the walks' nodes ------------------------------------------------------ */
+
+/* The delegate calls (walk 1) and the tensors with readers (walk 2), in
+ * graph order, from one pass over the list: at a million nodes each pass
+ * is a cache miss per node. A getitem's scratch is the number of values up
+ * to it, where walk 1 puts its host copy (merge_host_copies). Sized once:
+ * the node count bounds both; values has room for the host copies too. */
+static void collect(const pr_graph *g, pl_nodes *calls, pl_nodes *values)
+{
+	calls->cap = values->cap = (int)g->n_nodes + 1;
+	calls->items = pr_xmalloc((size_t)calls->cap * sizeof *calls->items);
+	values->items = pr_xmalloc((size_t)values->cap * sizeof *values->items);
+	pr_graph_for_each(g, n) {
+		if (n->kind == PR_NODE_DELEGATE)
+			calls->items[calls->n++] = n;
+		if (n->type.kind == PR_TYPE_TENSOR && n->n_uses > 0)
+			values->items[values->n++] = n;
+		if (n->kind == PR_NODE_GETITEM)
+			n->scratch = (void *)(uintptr_t)values->n;
+	}
+}
+
+static int host_copy_by_at(const void *a, const void *b)
+{
+	size_t x = ((const host_copy *)a)->at, y = ((const host_copy *)b)->at;
+	return (x > y) - (x < y);
+}
+
+/* Walk 1's host copies into values, each right after its getitem, as a
+ * pass over the list after walk 1 would find them: walk 1 changes no other
+ * value's kind, and leaves a getitem it copies readers (its copy). They
+ * come by call, and a call's getitems in use-list order: sorted first
+ * (distinct places, one copy per getitem) when that was not graph order. */
+static void merge_host_copies(host_copies *h, pl_nodes *values)
+{
+	if (!h->n)
+		return;
+	for (size_t i = 1; i < h->n; i++)
+		if (h->items[i - 1].at > h->items[i].at) {
+			qsort(h->items, h->n, sizeof *h->items, host_copy_by_at);
+			break;
+		}
+	size_t n = (size_t)values->n, total = n + h->n;
+	if (total > (size_t)values->cap) {
+		values->cap = (int)total;
+		values->items = pr_xrealloc(values->items, total * sizeof *values->items);
+	}
+	/* from the back: each value moves up by the copies before it */
+	pr_node **v = values->items;
+	for (size_t i = h->n, end = n; i-- > 0;) {
+		size_t at = h->items[i].at;
+		memmove(&v[at + i + 1], &v[at], (end - at) * sizeof *v);
+		v[at + i] = h->items[i].copy;
+		end = at;
+	}
+	values->n = (int)total;
 }
 
 /* Per method: a method's copies, skip flags and buffers are its own. */
@@ -1081,9 +1151,16 @@ static pr_err *propagate_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool 
 		.copy_placed = !pr_pass_opt_bool(ctx, "read_placed_args", NULL),
 	};
 	c.buffers = pr_graph_mutable_buffers(g);
-	pr_err *e = walk_results(&c);
-	if (!e)
-		e = walk_arguments(&c);
+	pl_nodes calls = {0}, values = {0};
+	collect(g, &calls, &values);
+	pr_err *e = walk_results(&c, &calls);
+	pl_nodes_free(&calls);
+	if (!e) {
+		merge_host_copies(&c.host_copies, &values);
+		e = walk_arguments(&c, &values);
+	}
+	pl_nodes_free(&values);
+	free(c.host_copies.items);
 	ahead_free(&c);
 	pr_mutable_buffers_free(c.buffers);
 	free(c.readers.items);
