@@ -298,17 +298,41 @@ static inline void copy_name_free(copy_name *n)
 /* The walks visit values far apart in memory at a million nodes, and each
  * copy's name is a string-table probe at a random slot: each would be a
  * cache miss in turn. So the walks ask for what a value coming up will read
- * a few steps before they get to it: its use list first, then its readers,
- * then (when a reader is a delegate, so that it is likely to be copied) the
- * table slot of its copy's name. Only time depends on it. */
-#define AHEAD_USES 8
+ * a few steps before they get to it: the node first, then its use list, its
+ * readers' argument slots, its readers, then (when a reader is a delegate,
+ * so that it is likely to be copied) the table slot of its copy's name.
+ * Each step reads only what the step before asked for: a step that reads
+ * what is not there yet waits for it (reading the use list's address off a
+ * node not yet in the cache cost more than any step here). Only time
+ * depends on it. */
+#define AHEAD_NODE 16
+#define AHEAD_USES 12
+#define AHEAD_ARGS 8
 #define AHEAD_READERS 4
 #define AHEAD_NAME 2
 #define AHEAD_MAX_READERS 4
 
+/* The lines of a node (152 bytes: three of them, or four) that the walks
+ * read: its use list, type and name, and the links a copy before it edits. */
+static void prefetch_node(const pr_node *v)
+{
+	const char *p = (const char *)v;
+	__builtin_prefetch(p);
+	__builtin_prefetch(p + 64);
+	__builtin_prefetch(p + 128);
+	__builtin_prefetch(p + sizeof *v - 1);
+}
+
 static void prefetch_uses(const pr_node *v)
 {
 	__builtin_prefetch(v->uses);
+}
+
+/* A use is its reader's argument slot (pr_use_user reads the owner there). */
+static void prefetch_args(const pr_node *v)
+{
+	for (int i = 0; i < v->n_uses && i < AHEAD_MAX_READERS; i++)
+		__builtin_prefetch(v->uses[i].arg);
 }
 
 static void prefetch_readers(const pr_node *v)
@@ -613,6 +637,7 @@ typedef struct copy_group {
 	const copy_name *base;   /* the look-ahead's, or own */
 	copy_name own;
 	int next;     /* pr_graph_fresh_name_next's cursor */
+	int ahead;    /* copies whose names were looked ahead at */
 } copy_group;
 
 #define MAX_GROUPS 8
@@ -629,6 +654,7 @@ static copy_group *group_of(place_ctx *c, copy_group *g, int *n, const pr_node *
 		return NULL;
 	g[*n].dev = dev;
 	g[*n].next = 0;
+	g[*n].ahead = 0;
 	g[*n].base = copy_base_ahead(c, v, true, dev, &g[*n].own);
 	return &g[(*n)++];
 }
@@ -669,13 +695,43 @@ static pr_err *copy_one(place_ctx *c, pr_node *v)
 	return NULL;
 }
 
+/* A group's copies after its first are named base_1, base_2, ... (when
+ * those are free, as they nearly always are): each a string-table slot
+ * nothing asked for before, a cache miss in turn at a million nodes. So the
+ * slot of the name the copy AHEAD_SUFFIXED readers on will get is asked for
+ * now. Only time depends on it. */
+#define AHEAD_SUFFIXED 4
+#define SUFFIXED_NAME_MAX 160
+
+static void prefetch_suffixed_name(place_ctx *c, copy_group *grp)
+{
+	int i = grp->ahead++;
+	size_t len = grp->base->len;
+	if (i == 0 || len + 12 > SUFFIXED_NAME_MAX)
+		return;   /* the base's slot: asked for by prefetch_copy_name */
+	char s[SUFFIXED_NAME_MAX], digits[12];
+	memcpy(s, copy_name_str(grp->base), len);
+	s[len++] = '_';
+	int n = 0;
+	for (unsigned u = (unsigned)i; u; u /= 10)
+		digits[n++] = (char)('0' + u % 10);
+	while (n)
+		s[len++] = digits[--n];
+	pr_program_prefetch_name(c->p, pr_str_hash(s, len));
+}
+
 static __attribute__((noinline)) pr_err *copy_many(place_ctx *c, pr_node *v, int n)
 {
 	reader_buf *r = &c->readers;
 	pr_err *e = NULL;
-	int made = 0, n_groups = 0;
+	int made = 0, n_groups = 0, ahead = 0;
 	copy_group groups[MAX_GROUPS];
 	for (; made < n; made++) {
+		for (; ahead < n && ahead <= made + AHEAD_SUFFIXED; ahead++) {
+			copy_group *g = group_of(c, groups, &n_groups, v, r->items[ahead].dev);
+			if (g)
+				prefetch_suffixed_name(c, g);
+		}
 		const reader *k = &r->items[made];
 		copy_group *grp = group_of(c, groups, &n_groups, v, k->dev);
 		r->copies[made] = copy_for_reader(c, v, pr_use_user(&k->use), grp, k->dev, &e);
@@ -858,8 +914,12 @@ static void prefetch_calls_ahead(place_ctx *c, const pl_nodes *calls, int i)
 {
 	if (i + 1 < calls->n)
 		prefetch_getitem_readers(calls->items[i + 1]);
+	if (i + AHEAD_NODE < calls->n)
+		prefetch_node(calls->items[i + AHEAD_NODE]);
 	if (i + AHEAD_USES < calls->n)
 		prefetch_uses(calls->items[i + AHEAD_USES]);
+	if (i + AHEAD_ARGS < calls->n)
+		prefetch_args(calls->items[i + AHEAD_ARGS]);
 	if (i + AHEAD_READERS < calls->n)
 		prefetch_readers(calls->items[i + AHEAD_READERS]);
 	if (i + AHEAD_NAME < calls->n)
@@ -1055,8 +1115,12 @@ static pr_err *place_value(place_ctx *c, pr_node *v, int n)
 
 static void prefetch_values_ahead(place_ctx *c, const pl_nodes *values, int k)
 {
+	if (k + AHEAD_NODE < values->n)
+		prefetch_node(values->items[k + AHEAD_NODE]);
 	if (k + AHEAD_USES < values->n)
 		prefetch_uses(values->items[k + AHEAD_USES]);
+	if (k + AHEAD_ARGS < values->n)
+		prefetch_args(values->items[k + AHEAD_ARGS]);
 	if (k + AHEAD_READERS < values->n)
 		prefetch_readers(values->items[k + AHEAD_READERS]);
 	if (k + AHEAD_NAME < values->n && read_by_delegate(values->items[k + AHEAD_NAME]))
