@@ -702,6 +702,9 @@ static pr_err *copy_one(place_ctx *c, pr_node *v)
  * now. Only time depends on it. */
 #define AHEAD_SUFFIXED 4
 #define SUFFIXED_NAME_MAX 160
+#define GROUP_RING 8
+_Static_assert(AHEAD_SUFFIXED < GROUP_RING && (GROUP_RING & (GROUP_RING - 1)) == 0,
+	       "the groups looked ahead at fit the ring");
 
 static void prefetch_suffixed_name(place_ctx *c, copy_group *grp)
 {
@@ -726,14 +729,16 @@ static __attribute__((noinline)) pr_err *copy_many(place_ctx *c, pr_node *v, int
 	pr_err *e = NULL;
 	int made = 0, n_groups = 0, ahead = 0;
 	copy_group groups[MAX_GROUPS];
+	copy_group *group_at[GROUP_RING];   /* reader i's group, from the look-ahead */
 	for (; made < n; made++) {
 		for (; ahead < n && ahead <= made + AHEAD_SUFFIXED; ahead++) {
 			copy_group *g = group_of(c, groups, &n_groups, v, r->items[ahead].dev);
+			group_at[ahead & (GROUP_RING - 1)] = g;
 			if (g)
 				prefetch_suffixed_name(c, g);
 		}
 		const reader *k = &r->items[made];
-		copy_group *grp = group_of(c, groups, &n_groups, v, k->dev);
+		copy_group *grp = group_at[made & (GROUP_RING - 1)];
 		r->copies[made] = copy_for_reader(c, v, pr_use_user(&k->use), grp, k->dev, &e);
 		if (e)
 			break;
