@@ -11,17 +11,17 @@
  * device, at an offset >= 0 whose end (offset + bytes) fits in int64, so
  * that whoever sizes the arena from it cannot overflow; an alias has exactly
  * its base's memory; a host constant has none.
- * Overlaps are found by a sweep over positions: the planned classes are
- * ordered by (arena, offset, class), their ranks, and a class that starts
- * is compared with its two neighbours in that order among the live ones
- * only. The live set never holds an overlapping pair (a class that overlaps
- * is reported and left out), so two neighbours suffice: a radix sort and a
- * few word operations a class, never all pairs. Each memory (arena, offset)
- * has a key, in that order; as two live classes cannot share one, the live
- * set is of keys (a bitset of 64-way levels) and a class live at the
- * starting one's own key is the neighbour it meets. A class that has ended
- * leaves the set when a search meets it, so the sweep needs no order of
- * the ends.
+ * Overlaps are found by a sweep over positions: a class that starts is
+ * compared with its two neighbours in (arena, offset, class) order among
+ * the live ones only. The live set never holds an overlapping pair (a class
+ * that overlaps is reported and left out), so two neighbours suffice: a few
+ * word operations a class, never all pairs. Each memory (arena, offset) has
+ * a key, in that order (its slot in its arena's window of offsets, or where
+ * those are too spread, its place in a sort); as two live classes cannot
+ * share one, the live set is of keys (a bitset of 64-way levels) and a
+ * class live at the starting one's own key is the neighbour it meets. A
+ * class that has ended leaves the set when a search meets it, so the sweep
+ * needs no order of the ends.
  * A method where no value has memory breaks no rule: it is passed over
  * without computing its lifetimes. */
 #include "passrun/plan.h"
@@ -164,13 +164,12 @@ typedef struct planned_class {
 	int64_t offset;
 	int32_t cls;           /* plan.h: class indexes are 32-bit */
 	union {
-		int32_t arena;     /* until sorted: the arena's index */
-		uint32_t key;      /* then its memory's (sorted_keys) */
+		int32_t arena;     /* until keyed: the arena's index */
+		uint32_t key;      /* then its memory's (sweep_keys) */
 	};
 } planned_class;
 
 _Static_assert(sizeof(planned_class) <= sizeof(pr_plan_value), "check_method writes pcs over the values");
-_Static_assert(sizeof(planned_class) == 2 * sizeof(uint64_t), "sort_packed packs a record into half of it");
 
 typedef struct check_ctx {
 	pr_diags *diags;
@@ -179,10 +178,10 @@ typedef struct check_ctx {
 	pr_lifetimes *lt;     /* check_method takes its values' memory for pcs */
 	const pr_graph *g;    /* lt's: overlaps name their classes' bases from it */
 	int errors;
-	planned_class *pcs;   /* the classes the sweep checks, in class order */
+	planned_class *pcs;   /* the classes the sweep checks, in class order, then its */
 	int64_t n_pcs;
-	planned_class first;  /* pcs[0] */
-	uint64_t diff_offsets, diff_arenas;   /* the bits some record has unlike pcs[0] */
+	uint64_t diff_offsets;  /* the bits some record's offset has unlike pcs[0]'s */
+	bool starts_fall;       /* some record's class starts before the one before */
 	arena_list arenas;
 	struct overlap *overlaps;   /* found by the sweep, reported after it */
 	int64_t n_overlaps, cap_overlaps;
@@ -272,36 +271,20 @@ static __attribute__((noinline, cold)) void host_constant_error(check_ctx *k, co
 	plan_error(k, v, msg);
 }
 
-/* Keeps class cls (c, its base's spec s with memory) for the overlap sweep
- * when it holds memory at a real offset (check_placed reports one that is
- * not), with the bits in which it differs from the first (sort_planned). */
-static inline void note_planned(check_ctx *k, int32_t cls, const pr_plan_class *c, const pr_spec *s)
+/* Arena, alias and constant rules, one value at a time: v, value i of lt,
+ * of class c. A class's own value without memory (most of a program before
+ * planning) has nothing to check. The caller reads lt's arrays once, not
+ * through k a value (the cold error paths might change k for all the
+ * compiler knows). */
+static inline void check_value(check_ctx *k, const pr_lifetimes *lt, int64_t i)
 {
-	int64_t end;
-	if (c->bytes <= 0 || s->mem_offset < 0 || __builtin_add_overflow(s->mem_offset, c->bytes, &end))
-		return;
-	planned_class pc = { .offset = s->mem_offset, .cls = cls, .arena = spec_arena(&k->arenas, s) };
-	if (k->n_pcs) {
-		k->diff_offsets |= (uint64_t)(pc.offset ^ k->first.offset);
-		k->diff_arenas |= (uint64_t)(uint32_t)(pc.arena ^ k->first.arena);
-	} else {
-		k->first = pc;
-	}
-	/* memcpy: the bytes were a value's, and the compiler must not move a
-	 * read of the value past this write (strict aliasing). */
-	memcpy(&k->pcs[k->n_pcs++], &pc, sizeof pc);
-}
-
-/* Arena, alias and constant rules, one value at a time. A class's own value
- * without memory (most of a program before planning) has nothing to check. */
-static inline void check_value(check_ctx *k, const pr_plan_value *v)
-{
-	const pr_plan_class *c = &k->lt->classes[v->cls];
+	const pr_plan_value *v = &lt->values[i];
+	const pr_plan_class *c = &lt->classes[v->cls];
 	const pr_spec *s = pr_plan_value_spec(v);
-	if (!pr_plan_value_is_base(k->lt, v, c)) {
+	if (c->base != i) {
 		if (s->has_mem)
 			check_placed(k, v, s, c->bytes);
-		if (!same_mem(s, pr_plan_class_spec(k->lt, c)))
+		if (!same_mem(s, pr_plan_class_spec(lt, c)))
 			apart_error(k, v, c);
 		return;
 	}
@@ -312,21 +295,44 @@ static inline void check_value(check_ctx *k, const pr_plan_value *v)
 		host_constant_error(k, v);
 }
 
-/* The sweep's records of the classes whose base has memory, in class
- * order, each written over the values (as check_value has left them): the
- * n-th record lands on value n, and the base of its class, and of every
- * later one, is a later value (plan.h: class i's base is value i or
- * after), read before it is written over. */
+/* The sweep's records of the classes whose base has memory at a real
+ * offset (check_placed reports one that is not), in class order, each
+ * written over the values (as check_value has left them): the n-th record
+ * lands on value n, and the base of its class, and of every later one, is
+ * a later value (plan.h: class i's base is value i or after), read before
+ * it is written over. With them, the bits in which their offsets differ
+ * from the first's (keys_by_slot) and whether their starts fall somewhere
+ * (order_by_start). The sums are kept in locals, and lt's arrays read once:
+ * through k, written over, the compiler would read them again a class. */
 static void note_classes(check_ctx *k)
 {
-	pr_lifetimes *lt = k->lt;
-	k->pcs = (planned_class *)lt->values;
-	for (int64_t i = 0; i < lt->n_classes; i++) {
-		const pr_plan_class *c = &lt->classes[i];
-		const pr_spec *s = pr_plan_class_spec(lt, c);
-		if (s->has_mem)
-			note_planned(k, (int32_t)i, c, s);
+	const pr_lifetimes lt = *k->lt;
+	planned_class *pcs = (planned_class *)lt.values;
+	int64_t n = 0, first_offset = 0;
+	uint64_t diff_offsets = 0;
+	int32_t last_start = 0;
+	bool starts_fall = false;
+	for (int64_t i = 0; i < lt.n_classes; i++) {
+		const pr_plan_class *c = &lt.classes[i];
+		const pr_spec *s = pr_plan_class_spec(&lt, c);
+		int64_t end;
+		if (!s->has_mem || c->bytes <= 0 || s->mem_offset < 0 ||
+		    __builtin_add_overflow(s->mem_offset, c->bytes, &end))
+			continue;
+		planned_class pc = { .offset = s->mem_offset, .cls = (int32_t)i, .arena = spec_arena(&k->arenas, s) };
+		if (!n)
+			first_offset = pc.offset;
+		diff_offsets |= (uint64_t)(pc.offset ^ first_offset);
+		starts_fall |= c->start < last_start;
+		last_start = c->start;
+		/* memcpy: the bytes were a value's, and the compiler must not
+		 * move a read of the value past this write (strict aliasing). */
+		memcpy(&pcs[n++], &pc, sizeof pc);
 	}
+	k->pcs = pcs;
+	k->n_pcs = n;
+	k->diff_offsets = diff_offsets;
+	k->starts_fall = starts_fall;
 }
 
 /* The sweep's live set: keys in a bitset of 64-way levels (level 0 a bit
@@ -410,8 +416,92 @@ static int64_t ks_above(const key_set *s, int64_t r)
 	return r;
 }
 
-/* Byte b of the sort key (arena, offset, class), least significant first:
- * bytes 0-3 the class, 4-11 the offset (>= 0), 12-15 the arena index (>= 0). */
+/* The smallest live key above r and at most limit, or -1: where both are
+ * in one word, that word alone, without a climb through the levels. */
+static inline __attribute__((always_inline)) int64_t ks_above_upto(const key_set *s, int64_t r, int64_t limit)
+{
+	if (limit <= r)
+		return -1;
+	if (limit >> 6 != r >> 6) {
+		int64_t above = ks_above(s, r);
+		return above <= limit ? above : -1;
+	}
+	uint64_t w = s->lv[0][r >> 6] & ~((2ull << (r & 63)) - 1) & (~0ull >> (63 - (limit & 63)));
+	return w ? (r & ~(int64_t)63) | __builtin_ctzll(w) : -1;
+}
+
+/* Each memory (arena, offset) of the records gets a key, a number rising
+ * with (arena, offset), with barriers for the sweep (keys of no memory)
+ * before the first arena, between two arenas and after the last, so that a
+ * search for the nearest live key stops at its arena's end, near where it
+ * began. No sort is needed for them: the records stay where they are
+ * (order_by_start and order_position put them in the sweep's order, mostly
+ * theirs already) and each keeps its key in place of its arena. */
+typedef struct sweep_keys {
+	int64_t n_keys;
+	int step_bits;       /* each key above another in an arena is 2^step_bits
+			      * bytes of offset or more above it (keys_by_slot), or
+			      * -1: no bound known (keys_by_sort) */
+	int64_t *barriers;   /* one per arena and one more */
+	int n_barriers;
+} sweep_keys;
+
+/* The window of the offsets' bits in which some record differs from the
+ * first: bits [lo, lo + bits) (none when all are equal). Above and below it
+ * every record has the first's bits, so the window orders the offsets. */
+typedef struct key_window {
+	int lo, bits;
+	uint64_t mask;   /* bits ones */
+} key_window;
+
+static key_window window_of(uint64_t diff)
+{
+	key_window w = { 0, 0, 0 };
+	if (diff) {
+		w.lo = __builtin_ctzll(diff);
+		w.bits = 64 - __builtin_clzll(diff) - w.lo;
+		w.mask = (2ull << (w.bits - 1)) - 1;
+	}
+	return w;
+}
+
+/* The keys keys_by_slot may spend, per record: the sweep takes 4 bytes and
+ * a bit a key. Beyond them (offsets spread over more than 2^36 steps, or
+ * over many more steps than records) the keys come from a sort. */
+#define KEY_SLOTS_PER_RECORD 4
+#define KEY_WINDOW_MAX_BITS 36
+
+/* The keys when the offsets' window is narrow (at 10^6 nodes 19 bits above
+ * a 16-byte alignment, in 2 arenas, for 893,000 records): each arena is a
+ * block of slots, a barrier and then one slot per offset in the window, and
+ * a record's key is its slot. One pass over the records, where a sort of
+ * them cost 8 times as many instructions; the keys of no memory cost the
+ * sweep nothing but their bits, as it reads only the keys it finds live.
+ * Returns false, doing nothing, when the window is too wide. */
+static bool keys_by_slot(check_ctx *k, sweep_keys *out)
+{
+	planned_class *pcs = k->pcs;
+	int64_t n = k->n_pcs, n_arenas = k->arenas.n;
+	key_window ow = window_of(k->diff_offsets);
+	if (ow.bits > KEY_WINDOW_MAX_BITS)
+		return false;
+	int64_t block = ((int64_t)1 << ow.bits) + 1, slots = n_arenas * block + 1;
+	if (slots > KEY_SLOTS_PER_RECORD * n + 4096 || slots >= UINT32_MAX)
+		return false;
+	int lo = ow.lo;
+	uint64_t mask = ow.mask;
+	for (int64_t i = 0; i < n; i++)
+		pcs[i].key = (uint32_t)(pcs[i].arena * block + 1 + (int64_t)((uint64_t)pcs[i].offset >> lo & mask));
+	for (int64_t a = 0; a <= n_arenas; a++)
+		out->barriers[out->n_barriers++] = a * block;
+	out->n_keys = slots;
+	out->step_bits = lo;
+	return true;
+}
+
+/* Byte b of the sort key (arena, offset, record), least significant first:
+ * bytes 0-3 the record's index, 4-11 the offset (>= 0), 12-15 the arena
+ * index (>= 0). */
 static unsigned planned_byte(const planned_class *p, int b)
 {
 	if (b < 4)
@@ -421,8 +511,6 @@ static unsigned planned_byte(const planned_class *p, int b)
 	return (unsigned)((uint32_t)p->arena >> (8 * (b - 12))) & 255;
 }
 
-/* The sort's order: (arena, offset), then class, so that equal memory
- * stays in class order (pcs come in class order). */
 static bool pc_less(const planned_class *x, const planned_class *y)
 {
 	if (x->arena != y->arena)
@@ -432,176 +520,37 @@ static bool pc_less(const planned_class *x, const planned_class *y)
 	return x->cls < y->cls;
 }
 
-/* In place, so that the sweep's peak holds no second copy of the classes. */
 PR_RADIX_SORT_DEFINE(msd_sort_planned, planned_class, planned_byte, pc_less)
 
-/* The window of a field's bits in which some record differs from the first:
- * bits [lo, lo + bits) (none when all are equal). Above and below it every
- * record has the first's bits, so the window orders the field. */
-typedef struct key_window {
-	int lo, bits;
-	uint64_t mask;   /* bits ones */
-	uint64_t base;   /* the first record's bits outside the window */
-} key_window;
-
-static key_window window_of(uint64_t diff, uint64_t first)
+/* The keys when the offsets are too spread for keys_by_slot (a plan with
+ * offsets near 2^62, say): a copy of the records, each naming its index in
+ * place of its class, sorted by (arena, offset), and the keys counted along
+ * it. qsort's comparisons cost more than the sweep. */
+static void keys_by_sort(check_ctx *k, sweep_keys *out)
 {
-	key_window w = { 0, 0, 0, first };
-	if (diff) {
-		w.lo = __builtin_ctzll(diff);
-		w.bits = 64 - __builtin_clzll(diff) - w.lo;
-		w.mask = (2ull << (w.bits - 1)) - 1;
-		w.base = first & ~(w.mask << w.lo);
-	}
-	return w;
-}
-
-static uint64_t load_u64(const unsigned char *p)
-{
-	uint64_t x;
-	memcpy(&x, p, sizeof x);
-	return x;
-}
-
-static void store_u64(unsigned char *p, uint64_t x)
-{
-	memcpy(p, &x, sizeof x);
-}
-
-/* The sort's result beyond the order: each record's arena index gives way
- * to its key, a number per memory (arena, offset) rising with it, with
- * barriers for the sweep (keys of no memory) before the first arena,
- * between two arenas and after the last, so that a search for the nearest
- * live key stops at its arena's end, near where it began. */
-typedef struct sorted_keys {
-	uint32_t *start;     /* by rank: the position where its class starts */
-	int64_t n_keys;
-	int64_t *barriers;   /* one per arena and one more */
-	int n_barriers;
-} sorted_keys;
-
-/* The keys of records sorted by (arena, offset), and their starts. */
-static void assign_keys(planned_class *a, int64_t n, const pr_plan_class *classes, sorted_keys *out)
-{
+	int64_t n = k->n_pcs;
+	planned_class *a = pr_xmalloc((size_t)n * sizeof *a);
+	for (int64_t i = 0; i < n; i++)
+		a[i] = (planned_class){ .offset = k->pcs[i].offset, .cls = (int32_t)i, .arena = k->pcs[i].arena };
+	uint64_t arenas = k->arenas.n > 1 ? ~0ull >> __builtin_clzll((uint64_t)k->arenas.n - 1) : 0;
+	uint64_t indexes = n > 1 ? ~0ull >> __builtin_clzll((uint64_t)n - 1) : 0;
+	msd_sort_planned(a, n, 15, pr_radix_varying(indexes, 0, 4) | pr_radix_varying(k->diff_offsets, 4, 8) |
+					   pr_radix_varying(arenas, 12, 4));
 	int64_t key = 1;
 	out->barriers[out->n_barriers++] = 0;
-	int32_t arena = a[0].arena;
-	int64_t offset = a[0].offset;
 	for (int64_t r = 0; r < n; r++) {
-		if (a[r].arena != arena) {
+		if (r && a[r].arena != a[r - 1].arena) {
 			out->barriers[out->n_barriers++] = ++key;
 			key++;
-		} else if (a[r].offset != offset) {
+		} else if (r && a[r].offset != a[r - 1].offset) {
 			key++;
 		}
-		arena = a[r].arena;
-		offset = a[r].offset;
-		a[r].key = (uint32_t)key;
-		out->start[r] = (uint32_t)classes[a[r].cls].start;
+		k->pcs[a[r].cls].key = (uint32_t)key;
 	}
 	out->barriers[out->n_barriers++] = ++key;
 	out->n_keys = key + 1;
-}
-
-#define PACKED_DIGIT_BITS 11
-
-/* sort_planned when the windows of the arena and the offset take 32 bits or
- * less (at 10^6 nodes 20: one bit of arena, offsets of 19 bits above a
- * 16-byte alignment): each record is packed into 8 bytes, (arena window,
- * offset window, class) from the high bits down, in the first half of a (a
- * record is read before its 8 bytes or a later one's are written), and an
- * LSD radix sort on digits of up to 11 bits of the windows moves them
- * between the halves: stable, so equal memory stays in class order, and no
- * memory beyond a's own and its counters. From the second half (copied
- * there when the last pass left them in the first) they are unpacked in
- * place, going up (record i takes bytes [16i, 16i + 16), where packed
- * records up to i were), with their keys and starts. */
-static void sort_packed(planned_class *a, int64_t n, const key_window *ow, const key_window *aw,
-			const pr_plan_class *classes, sorted_keys *out)
-{
-	int bits = ow->bits + aw->bits;
-	int passes = (bits + PACKED_DIGIT_BITS - 1) / PACKED_DIGIT_BITS;   /* 1 to 3 */
-	int width = (bits + passes - 1) / passes;
-	uint64_t digit = (1ull << width) - 1;
-	uint32_t (*count)[1 << PACKED_DIGIT_BITS] = pr_xcalloc((size_t)passes, sizeof *count);
-	unsigned char *lo = (unsigned char *)a, *hi = lo + sizeof(uint64_t) * (size_t)n;
-	int olo = ow->lo, obits = ow->bits, alo = aw->lo;
-	uint64_t omask = ow->mask, amask = aw->mask;
-	for (int64_t i = 0; i < n; i++) {
-		uint64_t w = ((uint64_t)(uint32_t)a[i].arena >> alo & amask) << obits | ((uint64_t)a[i].offset >> olo & omask);
-		store_u64(lo + 8 * i, w << 32 | (uint32_t)a[i].cls);
-		count[0][w & digit]++;
-		if (passes > 1)
-			count[1][w >> width & digit]++;
-		if (passes > 2)
-			count[2][w >> 2 * width & digit]++;
-	}
-	unsigned char *src = lo, *dst = hi;
-	for (int p = 0; p < passes; p++) {
-		int shift = 32 + p * width;
-		uint32_t *c = count[p];
-		if (c[load_u64(src) >> shift & digit] == (uint64_t)n)
-			continue;   /* one digit for all: the order stands */
-		for (uint32_t d = 0, sum = 0; d <= digit; d++) {
-			uint32_t here = c[d];
-			c[d] = sum;
-			sum += here;
-		}
-		for (int64_t i = 0; i < n; i++) {
-			uint64_t x = load_u64(src + 8 * i);
-			store_u64(dst + 8 * (size_t)c[x >> shift & digit]++, x);
-		}
-		unsigned char *t = src;
-		src = dst;
-		dst = t;
-	}
-	free(count);
-	if (src == lo)
-		memcpy(hi, lo, sizeof(uint64_t) * (size_t)n);
-	uint64_t prev = load_u64(hi) >> 32, obase = ow->base;
-	int64_t key = 1;
-	out->barriers[out->n_barriers++] = 0;
-	for (int64_t i = 0; i < n; i++) {
-		uint64_t x = load_u64(hi + 8 * i), w = x >> 32;
-		if (i + 16 < n)   /* the classes are read out of order */
-			__builtin_prefetch(&classes[(uint32_t)load_u64(hi + 8 * (i + 16))].start);
-		out->start[i] = (uint32_t)classes[(uint32_t)x].start;
-		if (w != prev) {
-			if ((w ^ prev) >> obits)   /* another arena */
-				out->barriers[out->n_barriers++] = ++key;
-			key++;
-			prev = w;
-		}
-		planned_class pc = { .offset = (int64_t)(obase | (w & omask) << olo), .cls = (int32_t)(uint32_t)x,
-				     .key = (uint32_t)key };
-		memcpy(&a[i], &pc, sizeof pc);
-	}
-	out->barriers[out->n_barriers++] = ++key;
-	out->n_keys = key + 1;
-}
-
-/* Sorts the records by (arena, offset), equal memory in class order (the
- * order they come in), and gives them their keys. qsort's comparisons cost
- * more than the sweep. Keys wider than sort_packed's fall back to the
- * in-place MSD sort on (arena, offset, class). */
-static void sort_planned(check_ctx *k, sorted_keys *out)
-{
-	planned_class *a = k->pcs;
-	int64_t n = k->n_pcs;
-	key_window ow = window_of(k->diff_offsets, (uint64_t)k->first.offset);
-	key_window aw = window_of(k->diff_arenas, (uint64_t)(uint32_t)k->first.arena);
-	if (ow.bits + aw.bits > 0 && ow.bits + aw.bits <= 32) {
-		sort_packed(a, n, &ow, &aw, k->lt->classes, out);
-		return;
-	}
-	if (ow.bits + aw.bits > 0) {   /* else one memory for all: class order is the order */
-		uint64_t cls = 0;
-		for (int64_t i = 1; i < n; i++)
-			cls |= (uint64_t)(uint32_t)(a[i].cls ^ a[0].cls);
-		msd_sort_planned(a, n, 15, pr_radix_varying(cls, 0, 4) | pr_radix_varying(k->diff_offsets, 4, 8) |
-						   pr_radix_varying(k->diff_arenas, 12, 4));
-	}
-	assign_keys(a, n, k->lt->classes, out);
+	out->step_bits = -1;
+	free(a);
 }
 
 static const pr_plan_class *pc_class(const check_ctx *k, const planned_class *p)
@@ -696,114 +645,212 @@ static void report_overlaps(check_ctx *k)
 	free(k->overlaps);
 }
 
-/* The ranks in order of the position where their class starts (start, by
- * rank), each position's in rank order: a counting sort over positions. */
-static uint32_t *ranks_by_start(const check_ctx *k, const uint32_t *start)
+/* The records by the position where their class starts (the sweep's
+ * order, order_position sorting each position's). They come in class
+ * order, which is the order of the starts but for classes that live from
+ * position 0 and are defined later (starts_fall): then a counting sort over
+ * positions, stable, gives each record its place, and the records are
+ * moved there in place, a cycle at a time (no second copy of them). */
+static void order_by_start(check_ctx *k)
 {
+	if (!k->starts_fall)
+		return;
+	planned_class *pcs = k->pcs;
+	const pr_plan_class *classes = k->lt->classes;
 	int64_t T = k->lt->n_positions, n = k->n_pcs;
 	uint32_t *head = pr_xcalloc((size_t)T + 1, sizeof *head);
 	for (int64_t r = 0; r < n; r++)
-		head[start[r] + 1]++;
+		head[classes[pcs[r].cls].start + 1]++;
 	for (int64_t t = 1; t < T; t++)
 		head[t] += head[t - 1];
-	uint32_t *order = pr_xmalloc((size_t)(n + 1) * sizeof *order);
+	uint32_t *place = pr_xmalloc((size_t)n * sizeof *place);
 	for (int64_t r = 0; r < n; r++)
-		order[head[start[r]]++] = (uint32_t)r;
+		place[r] = head[classes[pcs[r].cls].start]++;
 	free(head);
-	return order;
+	for (int64_t r = 0; r < n; r++)
+		while (place[r] != r) {
+			uint32_t to = place[r];
+			planned_class moved = pcs[to];
+			pcs[to] = pcs[r];
+			pcs[r] = moved;
+			place[r] = place[to];
+			place[to] = to;
+		}
+	free(place);
 }
 
-/* The sweep's state: the keys of the live classes, and at each the rank
- * of its class, or a barrier. */
+static bool key_class_less(const planned_class *x, const planned_class *y)
+{
+	return x->key != y->key ? x->key < y->key : x->cls < y->cls;
+}
+
+/* Puts the records a[0..m), which start at one position and come in class
+ * order, in (key, class) order. A position starts a few classes (a tuple's
+ * elements), but position 0 starts the inputs and what lives for the whole
+ * method (10^4 of them at 10^5 nodes): an insertion sort, else a radix sort
+ * of (key, index) words on the key's bytes, stable, so that equal keys stay
+ * in class order, and the records copied out and back in that order. */
+static void sort_position(planned_class *a, int64_t m)
+{
+	if (m <= 16) {
+		for (int64_t x = 1; x < m; x++) {
+			planned_class v = a[x];
+			int64_t y = x;
+			for (; y > 0 && key_class_less(&v, &a[y - 1]); y--)
+				a[y] = a[y - 1];
+			a[y] = v;
+		}
+		return;
+	}
+	uint64_t *words = pr_xmalloc((size_t)(2 * m) * sizeof *words);
+	uint32_t keys = 0;   /* the OR of the keys: their bytes that may not be 0 */
+	for (int64_t x = 0; x < m; x++) {
+		keys |= a[x].key;
+		words[x] = (uint64_t)a[x].key << 32 | (uint64_t)x;
+	}
+	unsigned bytes = 0;   /* of the words, the key's: 4-7 */
+	for (int b = 0; b < 4; b++)
+		if (keys >> 8 * b)
+			bytes |= 16u << b;
+	int64_t(*count)[256] = pr_xmalloc(8 * sizeof *count);
+	pr_radix_count_u64(words, m, bytes, count);
+	uint64_t *sorted = pr_radix_sort_u64_stable(words, words + m, m, bytes, count);
+	free(count);
+	planned_class *copy = pr_xmalloc((size_t)m * sizeof *copy);
+	memcpy(copy, a, (size_t)m * sizeof *copy);
+	for (int64_t x = 0; x < m; x++)
+		a[x] = copy[(uint32_t)sorted[x]];
+	free(copy);
+	free(words);
+}
+
+/* The end of the records from r on whose classes start where r's does,
+ * those put in (key, class) order where they are not already. The sweep
+ * calls it at the first record of a position that starts several, just
+ * before it takes them: most positions start one class, and the next
+ * record's start, which the sweep reads next, is all that costs (a pass of
+ * its own over the records cost 2 M instructions at 10^5 nodes). */
+static int64_t order_position(check_ctx *k, int64_t r)
+{
+	planned_class *pcs = k->pcs;
+	const pr_plan_class *classes = k->lt->classes;
+	int64_t n = k->n_pcs, j = r + 1;
+	int32_t t = classes[pcs[r].cls].start;
+	bool sorted = true;
+	for (; j < n && classes[pcs[j].cls].start == t; j++)
+		sorted &= pcs[j - 1].key <= pcs[j].key;   /* equal keys are in class order */
+	if (!sorted)
+		sort_position(pcs + r, j - r);
+	return j;
+}
+
+/* The sweep's state: the keys of the live classes, and at each the record
+ * of its class and where it ends (so that finding one ended reads nothing
+ * else), or a barrier. */
+typedef struct live_class {
+	uint32_t r, end;
+} live_class;
+
 typedef struct sweep {
 	key_set live;
-	uint32_t *live_at;
+	live_class *at;
+	int step_bits;      /* sweep_keys' */
+	int64_t last_key;   /* the last barrier */
 } sweep;
 
 #define SWEEP_BARRIER UINT32_MAX
 
-/* The rank of the live class nearest below (or above) key in its arena, or
- * -1. A class that ended before position t is dropped when met: the live
- * set holds the classes that started and were not reported, less those
- * found ended, so that the sweep needs no order of the ends. */
-static inline __attribute__((always_inline)) int64_t sweep_neighbour(const check_ctx *k, sweep *s, int64_t key, uint32_t t, bool below)
+/* The record of the live class nearest below key in its arena (or above
+ * it, up to key limit), or SWEEP_BARRIER. A class that ended before
+ * position t is dropped when met: the live set holds the classes that
+ * started and were not reported, less those found ended, so that the sweep
+ * needs no order of the ends. A barrier ends at UINT32_MAX, never. */
+static inline __attribute__((always_inline)) uint32_t sweep_neighbour(sweep *s, int64_t key, int64_t limit, uint32_t t,
+								       bool below)
 {
-	while ((key = below ? ks_below(&s->live, key) : ks_above(&s->live, key)) >= 0) {
-		uint32_t r = s->live_at[key];
-		if (r == SWEEP_BARRIER)
-			break;
-		if ((uint32_t)pc_class(k, &k->pcs[r])->end >= t)
-			return r;
+	while ((key = below ? ks_below(&s->live, key) : ks_above_upto(&s->live, key, limit)) >= 0) {
+		const live_class *c = &s->at[key];
+		if (c->end >= t)
+			return c->r;
 		ks_remove(&s->live, key);
 	}
-	return -1;
+	return SWEEP_BARRIER;   /* none up to limit (below, not reached: the arenas are between barriers) */
 }
 
-/* Checks the class of rank r, which starts at t, against its neighbours in
- * (arena, offset, class) order among the live classes, and makes it live
+/* Checks the class of record r, which starts at t, against its neighbours
+ * in (arena, offset, class) order among the live classes, and makes it live
  * unless it overlaps one. Two live classes never share a key (the second
  * would overlap the first), and one at r's own key is the neighbour
  * reported, below r or above it by class: the live classes beyond it do not
  * reach it, so they do not reach r. Else the neighbours are the nearest
- * live keys either side. */
-static inline __attribute__((always_inline)) void sweep_insert(check_ctx *k, sweep *s, uint32_t r, uint32_t t)
+ * live keys either side; above, only those of the offsets below r's end
+ * can reach it, and where the keys are slots, r's bytes bound them (most
+ * classes span one slot: no search above at all). */
+static inline __attribute__((always_inline)) void sweep_insert(check_ctx *k, sweep *s, uint32_t r, uint32_t t,
+								uint32_t end, int64_t bytes)
 {
 	const planned_class *pcs = k->pcs, *p = &pcs[r];
 	uint32_t key = p->key;
 	bool held = ks_has(&s->live, key);   /* by a class live or ended */
-	if (held && (uint32_t)pc_class(k, &pcs[s->live_at[key]])->end >= t) {
-		overlap_error(k, &pcs[s->live_at[key]], p);
+	if (held && s->at[key].end >= t) {
+		overlap_error(k, &pcs[s->at[key].r], p);
 		return;
 	}
-	int64_t below = sweep_neighbour(k, s, key, t, true);
-	if (below >= 0 && pc_reaches(k, &pcs[below], p)) {
+	uint32_t below = sweep_neighbour(s, key, 0, t, true);
+	if (below != SWEEP_BARRIER && pc_reaches(k, &pcs[below], p)) {
 		overlap_error(k, &pcs[below], p);
 		return;
 	}
-	int64_t above = sweep_neighbour(k, s, key, t, false);
-	if (above >= 0 && pc_reaches(k, p, &pcs[above])) {
+	int64_t limit = s->last_key;
+	if (s->step_bits >= 0 && (bytes - 1) >> s->step_bits < limit - key)
+		limit = key + ((bytes - 1) >> s->step_bits);
+	uint32_t above = sweep_neighbour(s, key, limit, t, false);
+	if (above != SWEEP_BARRIER && pc_reaches(k, p, &pcs[above])) {
 		overlap_error(k, &pcs[above], p);
 		return;
 	}
-	s->live_at[key] = r;
+	s->at[key] = (live_class){ r, end };
 	if (!held)
 		ks_add(&s->live, key);
 }
 
-/* Positions and ranks are 32-bit, halving the sweep's arrays: orders step by
- * 2^32 in 64 bits (pr_graph_renumber), so a method has fewer than 2^32 nodes,
- * and 2^32 planned values would not fit in memory. The sweep takes the
- * classes by the position where they start, at one position in rank order;
- * a class is live from its start to its end, inclusive, so that one that
- * ends where another starts meets it. */
+/* Positions and record indexes are 32-bit, halving the sweep's arrays:
+ * orders step by 2^32 in 64 bits (pr_graph_renumber), so a method has fewer
+ * than 2^32 nodes, and 2^32 planned values would not fit in memory. The
+ * sweep takes the classes by the position where they start, at one position
+ * in (arena, offset, class) order; a class is live from its start to its
+ * end, inclusive, so that one that ends where another starts meets it. */
 static void check_overlaps(check_ctx *k)
 {
 	int64_t n = k->n_pcs, T = k->lt->n_positions;
 	PR_ASSERT(T < UINT32_MAX - 2 && n < UINT32_MAX);
 	if (!n)
 		return;
-	sorted_keys keys = { .start = pr_xmalloc((size_t)n * sizeof *keys.start),
-			     .barriers = pr_xmalloc((size_t)(k->arenas.n + 1) * sizeof *keys.barriers) };
-	sort_planned(k, &keys);
+	sweep_keys keys = { .barriers = pr_xmalloc((size_t)(k->arenas.n + 1) * sizeof *keys.barriers) };
+	if (!keys_by_slot(k, &keys))
+		keys_by_sort(k, &keys);
 	PR_ASSERT(keys.n_keys < UINT32_MAX);
-	sweep s;
+	order_by_start(k);
+	sweep s = { .step_bits = keys.step_bits, .last_key = keys.n_keys - 1 };
 	ks_init(&s.live, keys.n_keys);
-	s.live_at = pr_xmalloc((size_t)keys.n_keys * sizeof *s.live_at);
+	s.at = pr_xmalloc((size_t)keys.n_keys * sizeof *s.at);
 	for (int i = 0; i < keys.n_barriers; i++) {
-		s.live_at[keys.barriers[i]] = SWEEP_BARRIER;
+		s.at[keys.barriers[i]] = (live_class){ SWEEP_BARRIER, UINT32_MAX };
 		ks_add(&s.live, keys.barriers[i]);
 	}
 	free(keys.barriers);
-	uint32_t *starts = ranks_by_start(k, keys.start);
-	for (int64_t i = 0; i < n; i++) {
-		if (i + 8 < n)   /* the records are met out of order */
-			__builtin_prefetch(&k->pcs[starts[i + 8]]);
-		sweep_insert(k, &s, starts[i], keys.start[starts[i]]);
+	const pr_plan_class *classes = k->lt->classes;
+	const planned_class *pcs = k->pcs;
+	for (int64_t r = 0, ordered = 0; r < n; r++) {
+		const pr_plan_class *c = &classes[pcs[r].cls];
+		if (r >= ordered && r + 1 < n && classes[pcs[r + 1].cls].start == c->start) {
+			ordered = order_position(k, r);
+			c = &classes[pcs[r].cls];   /* r's record may be another now */
+		}
+		sweep_insert(k, &s, (uint32_t)r, (uint32_t)c->start, (uint32_t)c->end, c->bytes);
 	}
-	free(keys.start);
 	ks_free(&s.live);
-	free(s.live_at);
-	free(starts);
+	free(s.at);
 }
 
 /* Every rule over one method's lifetimes, computed once. The values are
@@ -816,10 +863,11 @@ static void check_overlaps(check_ctx *k)
 static void check_method(check_ctx *k)
 {
 	pr_lifetimes *lt = k->lt;
-	for (int64_t i = 0; i < lt->n_values; i++) {
-		if (i + 8 < lt->n_values)   /* the specs are all over the heap */
-			__builtin_prefetch(&pr_plan_value_spec(&lt->values[i + 8])->has_mem);
-		check_value(k, &lt->values[i]);
+	const pr_lifetimes arrays = *lt;
+	for (int64_t i = 0; i < arrays.n_values; i++) {
+		if (i + 8 < arrays.n_values)   /* the specs are all over the heap */
+			__builtin_prefetch(&pr_plan_value_spec(&arrays.values[i + 8])->has_mem);
+		check_value(k, &arrays, i);
 	}
 	note_classes(k);
 	k->pcs = pr_xrealloc(k->pcs, (size_t)(k->n_pcs + 1) * sizeof *k->pcs);

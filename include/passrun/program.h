@@ -597,6 +597,11 @@ void pr_node_set_graph_args(pr_node *n, pr_arg *args, int n_args);
  * to v's list: what pr_graph_new_args(g, 1) and pr_node_set_graph_args
  * do for one value, in one step. */
 void pr_node_set_value_arg(pr_node *n, pr_node *v);
+/* Puts n, a node of a graph with no arguments yet, between slot a and the
+ * value v it reads: a reads n and n reads v, as pr_arg_set_value(a, n) and
+ * then pr_node_set_value_arg(n, v) would leave them (the same use-list
+ * edits, in that order), in one step: a copy made for its one reader. */
+void pr_node_interpose(pr_node *n, pr_arg *a);
 /* size bytes (at least one) of g's storage, zeroed, aligned to 8 (for
  * pointers, int64_t and double), freed with g: for the parts below that a
  * loader gives its nodes. */

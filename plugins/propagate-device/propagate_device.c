@@ -177,6 +177,19 @@ typedef struct layout_memo {
 
 #define LAYOUT_MEMO 16
 
+/* A host copy walk 1 made, and where walk 2 finds it among the values: at
+ * is the number of values before it, its getitem's index plus one (the
+ * copy follows its getitem, and walk 1 adds no other value). */
+typedef struct host_copy {
+	size_t at;
+	pr_node *copy;
+} host_copy;
+
+typedef struct host_copies {
+	size_t n, cap;
+	host_copy *items;
+} host_copies;
+
 typedef struct place_ctx {
 	pr_pass_ctx *pass;
 	pr_program *p;
@@ -189,6 +202,7 @@ typedef struct place_ctx {
 	pr_schema *h2d, *d2h;   /* declared by the run's first copy of each kind */
 	reader_buf readers;
 	pl_nodes getitems;      /* one call's, kept across calls */
+	host_copies host_copies;   /* walk 1's, for walk 2's values */
 	device_suffix suffix;   /* the device last named, and its suffix */
 	ahead_name ahead[AHEAD_RING];
 	int next_ahead;
@@ -284,17 +298,41 @@ static inline void copy_name_free(copy_name *n)
 /* The walks visit values far apart in memory at a million nodes, and each
  * copy's name is a string-table probe at a random slot: each would be a
  * cache miss in turn. So the walks ask for what a value coming up will read
- * a few steps before they get to it: its use list first, then its readers,
- * then (when a reader is a delegate, so that it is likely to be copied) the
- * table slot of its copy's name. Only time depends on it. */
-#define AHEAD_USES 8
+ * a few steps before they get to it: the node first, then its use list, its
+ * readers' argument slots, its readers, then (when a reader is a delegate,
+ * so that it is likely to be copied) the table slot of its copy's name.
+ * Each step reads only what the step before asked for: a step that reads
+ * what is not there yet waits for it (reading the use list's address off a
+ * node not yet in the cache cost more than any step here). Only time
+ * depends on it. */
+#define AHEAD_NODE 16
+#define AHEAD_USES 12
+#define AHEAD_ARGS 8
 #define AHEAD_READERS 4
 #define AHEAD_NAME 2
 #define AHEAD_MAX_READERS 4
 
+/* The lines of a node (152 bytes: three of them, or four) that the walks
+ * read: its use list, type and name, and the links a copy before it edits. */
+static void prefetch_node(const pr_node *v)
+{
+	const char *p = (const char *)v;
+	__builtin_prefetch(p);
+	__builtin_prefetch(p + 64);
+	__builtin_prefetch(p + 128);
+	__builtin_prefetch(p + sizeof *v - 1);
+}
+
 static void prefetch_uses(const pr_node *v)
 {
 	__builtin_prefetch(v->uses);
+}
+
+/* A use is its reader's argument slot (pr_use_user reads the owner there). */
+static void prefetch_args(const pr_node *v)
+{
+	for (int i = 0; i < v->n_uses && i < AHEAD_MAX_READERS; i++)
+		__builtin_prefetch(v->uses[i].arg);
 }
 
 static void prefetch_readers(const pr_node *v)
@@ -599,6 +637,7 @@ typedef struct copy_group {
 	const copy_name *base;   /* the look-ahead's, or own */
 	copy_name own;
 	int next;     /* pr_graph_fresh_name_next's cursor */
+	int ahead;    /* copies whose names were looked ahead at */
 } copy_group;
 
 #define MAX_GROUPS 8
@@ -615,6 +654,7 @@ static copy_group *group_of(place_ctx *c, copy_group *g, int *n, const pr_node *
 		return NULL;
 	g[*n].dev = dev;
 	g[*n].next = 0;
+	g[*n].ahead = 0;
 	g[*n].base = copy_base_ahead(c, v, true, dev, &g[*n].own);
 	return &g[(*n)++];
 }
@@ -650,21 +690,55 @@ static pr_err *copy_one(place_ctx *c, pr_node *v)
 	copy_name_free(&own);
 	if (e)
 		return e;
-	pr_arg_set_value(k->use.arg, copy);
-	pr_node_set_value_arg(copy, v);
+	pr_node_interpose(copy, k->use.arg);
 	*c->changed = true;
 	return NULL;
+}
+
+/* A group's copies after its first are named base_1, base_2, ... (when
+ * those are free, as they nearly always are): each a string-table slot
+ * nothing asked for before, a cache miss in turn at a million nodes. So the
+ * slot of the name the copy AHEAD_SUFFIXED readers on will get is asked for
+ * now. Only time depends on it. */
+#define AHEAD_SUFFIXED 4
+#define SUFFIXED_NAME_MAX 160
+#define GROUP_RING 8
+_Static_assert(AHEAD_SUFFIXED < GROUP_RING && (GROUP_RING & (GROUP_RING - 1)) == 0,
+	       "the groups looked ahead at fit the ring");
+
+static void prefetch_suffixed_name(place_ctx *c, copy_group *grp)
+{
+	int i = grp->ahead++;
+	size_t len = grp->base->len;
+	if (i == 0 || len + 12 > SUFFIXED_NAME_MAX)
+		return;   /* the base's slot: asked for by prefetch_copy_name */
+	char s[SUFFIXED_NAME_MAX], digits[12];
+	memcpy(s, copy_name_str(grp->base), len);
+	s[len++] = '_';
+	int n = 0;
+	for (unsigned u = (unsigned)i; u; u /= 10)
+		digits[n++] = (char)('0' + u % 10);
+	while (n)
+		s[len++] = digits[--n];
+	pr_program_prefetch_name(c->p, pr_str_hash(s, len));
 }
 
 static __attribute__((noinline)) pr_err *copy_many(place_ctx *c, pr_node *v, int n)
 {
 	reader_buf *r = &c->readers;
 	pr_err *e = NULL;
-	int made = 0, n_groups = 0;
+	int made = 0, n_groups = 0, ahead = 0;
 	copy_group groups[MAX_GROUPS];
+	copy_group *group_at[GROUP_RING];   /* reader i's group, from the look-ahead */
 	for (; made < n; made++) {
+		for (; ahead < n && ahead <= made + AHEAD_SUFFIXED; ahead++) {
+			copy_group *g = group_of(c, groups, &n_groups, v, r->items[ahead].dev);
+			group_at[ahead & (GROUP_RING - 1)] = g;
+			if (g)
+				prefetch_suffixed_name(c, g);
+		}
 		const reader *k = &r->items[made];
-		copy_group *grp = group_of(c, groups, &n_groups, v, k->dev);
+		copy_group *grp = group_at[made & (GROUP_RING - 1)];
 		r->copies[made] = copy_for_reader(c, v, pr_use_user(&k->use), grp, k->dev, &e);
 		if (e)
 			break;
@@ -753,11 +827,24 @@ static pr_err *copy_getitem_to_host(place_ctx *c, pr_node *gi)
 	pr_node *copy = copy_to_host(c, gi, gi->next, &e);
 	if (e)
 		return e;
-	for (int i = gi->n_uses - 1; i >= 0; i--)
+	/* last first, the first moved with the copy's own argument
+	 * (pr_node_interpose): the edits pr_arg_set_value for each and then
+	 * pr_node_set_value_arg would make */
+	int first = 0;
+	while (!needs_host_copy(&gi->uses[first]))
+		first++;
+	for (int i = gi->n_uses - 1; i > first; i--)
 		if (needs_host_copy(&gi->uses[i]))
 			pr_arg_set_value(gi->uses[i].arg, copy);
-	pr_node_set_value_arg(copy, gi);
+	pr_node_interpose(copy, gi->uses[first].arg);
 	*c->changed = true;
+	host_copies *h = &c->host_copies;
+	if (h->n == h->cap) {
+		h->cap = h->cap ? 2 * h->cap : 64;
+		h->items = pr_xrealloc(h->items, h->cap * sizeof *h->items);
+	}
+	/* gi->scratch: its place among the values (collect) */
+	h->items[h->n++] = (host_copy){(size_t)(uintptr_t)gi->scratch, copy};
 	return NULL;
 }
 
@@ -832,33 +919,30 @@ static void prefetch_calls_ahead(place_ctx *c, const pl_nodes *calls, int i)
 {
 	if (i + 1 < calls->n)
 		prefetch_getitem_readers(calls->items[i + 1]);
+	if (i + AHEAD_NODE < calls->n)
+		prefetch_node(calls->items[i + AHEAD_NODE]);
 	if (i + AHEAD_USES < calls->n)
 		prefetch_uses(calls->items[i + AHEAD_USES]);
+	if (i + AHEAD_ARGS < calls->n)
+		prefetch_args(calls->items[i + AHEAD_ARGS]);
 	if (i + AHEAD_READERS < calls->n)
 		prefetch_readers(calls->items[i + AHEAD_READERS]);
 	if (i + AHEAD_NAME < calls->n)
 		prefetch_getitems(c, calls->items[i + AHEAD_NAME]);
 }
 
-static pr_err *walk_results(place_ctx *c)
+static pr_err *walk_results(place_ctx *c, const pl_nodes *calls)
 {
-	/* sized once: a graph's node count bounds its calls */
-	pl_nodes calls = {.cap = (int)c->g->n_nodes + 1};
-	calls.items = pr_xmalloc((size_t)calls.cap * sizeof *calls.items);
-	pr_graph_for_each(c->g, n)
-		if (n->kind == PR_NODE_DELEGATE)
-			calls.items[calls.n++] = n;
 	pr_err *e = NULL;
-	for (int i = 0; i < calls.n && !e; i++) {
-		prefetch_calls_ahead(c, &calls, i);
-		const pr_delegate *d = calls.items[i]->of_kind.delegate;
+	for (int i = 0; i < calls->n && !e; i++) {
+		prefetch_calls_ahead(c, calls, i);
+		const pr_delegate *d = calls->items[i]->of_kind.delegate;
 		const where_memo *m = d ? where_of(c, d) : NULL;
 		if (m && m->where == PL_BAD_DEVICE)
-			report_bad_device(c, calls.items[i]);
+			report_bad_device(c, calls->items[i]);
 		else if (m && m->on_device)
-			e = place_results(c, calls.items[i], m->id);
+			e = place_results(c, calls->items[i], m->id);
 	}
-	pl_nodes_free(&calls);
 	return e;
 }
 
@@ -1036,37 +1120,92 @@ static pr_err *place_value(place_ctx *c, pr_node *v, int n)
 
 static void prefetch_values_ahead(place_ctx *c, const pl_nodes *values, int k)
 {
+	if (k + AHEAD_NODE < values->n)
+		prefetch_node(values->items[k + AHEAD_NODE]);
 	if (k + AHEAD_USES < values->n)
 		prefetch_uses(values->items[k + AHEAD_USES]);
+	if (k + AHEAD_ARGS < values->n)
+		prefetch_args(values->items[k + AHEAD_ARGS]);
 	if (k + AHEAD_READERS < values->n)
 		prefetch_readers(values->items[k + AHEAD_READERS]);
 	if (k + AHEAD_NAME < values->n && read_by_delegate(values->items[k + AHEAD_NAME]))
 		prefetch_copy_name(c, values->items[k + AHEAD_NAME], true);
 }
 
-static pr_err *walk_arguments(place_ctx *c)
+static pr_err *walk_arguments(place_ctx *c, const pl_nodes *values)
 {
-	/* sized once: most nodes are values with readers */
-	pl_nodes values = {.cap = (int)c->g->n_nodes + 1};
-	values.items = pr_xmalloc((size_t)values.cap * sizeof *values.items);
-	pr_graph_for_each(c->g, n)
-		if (n->type.kind == PR_TYPE_TENSOR && n->n_uses > 0)
-			values.items[values.n++] = n;
 	/* Walk 1 may have moved writers onto host copies. Walk 2 keeps what is
 	 * left valid: it moves only delegate arguments, and a method input's
 	 * host readers only when nothing writes it (place_shared_input). */
 	if (c->writes_stale)
 		pr_pass_invalidate(c->pass, c->g);
 	pr_err *e = NULL;
-	for (int k = 0; k < values.n && !e; k++) {
-		prefetch_values_ahead(c, &values, k);
-		pr_node *v = values.items[k];
+	for (int k = 0; k < values->n && !e; k++) {
+		prefetch_values_ahead(c, values, k);
+		pr_node *v = values->items[k];
 		int n = copy_readers(c, v);
 		if (n > 0)
 			e = place_value(c, v, n);
 	}
-	pl_nodes_free(&values);
 	return e;
+}
+
+/* ---- the walks' nodes ------------------------------------------------------ */
+
+/* The delegate calls (walk 1) and the tensors with readers (walk 2), in
+ * graph order, from one pass over the list: at a million nodes each pass
+ * is a cache miss per node. A getitem's scratch is the number of values up
+ * to it, where walk 1 puts its host copy (merge_host_copies). Sized once:
+ * the node count bounds both; values has room for the host copies too. */
+static void collect(const pr_graph *g, pl_nodes *calls, pl_nodes *values)
+{
+	calls->cap = values->cap = (int)g->n_nodes + 1;
+	calls->items = pr_xmalloc((size_t)calls->cap * sizeof *calls->items);
+	values->items = pr_xmalloc((size_t)values->cap * sizeof *values->items);
+	pr_graph_for_each(g, n) {
+		if (n->kind == PR_NODE_DELEGATE)
+			calls->items[calls->n++] = n;
+		if (n->type.kind == PR_TYPE_TENSOR && n->n_uses > 0)
+			values->items[values->n++] = n;
+		if (n->kind == PR_NODE_GETITEM)
+			n->scratch = (void *)(uintptr_t)values->n;
+	}
+}
+
+static int host_copy_by_at(const void *a, const void *b)
+{
+	size_t x = ((const host_copy *)a)->at, y = ((const host_copy *)b)->at;
+	return (x > y) - (x < y);
+}
+
+/* Walk 1's host copies into values, each right after its getitem, as a
+ * pass over the list after walk 1 would find them: walk 1 changes no other
+ * value's kind, and leaves a getitem it copies readers (its copy). They
+ * come by call, and a call's getitems in use-list order: sorted first
+ * (distinct places, one copy per getitem) when that was not graph order. */
+static void merge_host_copies(host_copies *h, pl_nodes *values)
+{
+	if (!h->n)
+		return;
+	for (size_t i = 1; i < h->n; i++)
+		if (h->items[i - 1].at > h->items[i].at) {
+			qsort(h->items, h->n, sizeof *h->items, host_copy_by_at);
+			break;
+		}
+	size_t n = (size_t)values->n, total = n + h->n;
+	if (total > (size_t)values->cap) {
+		values->cap = (int)total;
+		values->items = pr_xrealloc(values->items, total * sizeof *values->items);
+	}
+	/* from the back: each value moves up by the copies before it */
+	pr_node **v = values->items;
+	for (size_t i = h->n, end = n; i-- > 0;) {
+		size_t at = h->items[i].at;
+		memmove(&v[at + i + 1], &v[at], (end - at) * sizeof *v);
+		v[at + i] = h->items[i].copy;
+		end = at;
+	}
+	values->n = (int)total;
 }
 
 /* Per method: a method's copies, skip flags and buffers are its own. */
@@ -1081,9 +1220,16 @@ static pr_err *propagate_run(pr_pass_ctx *ctx, pr_program *p, pr_graph *g, bool 
 		.copy_placed = !pr_pass_opt_bool(ctx, "read_placed_args", NULL),
 	};
 	c.buffers = pr_graph_mutable_buffers(g);
-	pr_err *e = walk_results(&c);
-	if (!e)
-		e = walk_arguments(&c);
+	pl_nodes calls = {0}, values = {0};
+	collect(g, &calls, &values);
+	pr_err *e = walk_results(&c, &calls);
+	pl_nodes_free(&calls);
+	if (!e) {
+		merge_host_copies(&c.host_copies, &values);
+		e = walk_arguments(&c, &values);
+	}
+	pl_nodes_free(&values);
+	free(c.host_copies.items);
 	ahead_free(&c);
 	pr_mutable_buffers_free(c.buffers);
 	free(c.readers.items);

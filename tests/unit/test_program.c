@@ -1522,3 +1522,49 @@ Test(fresh_before, a_value_argument_is_one_use)
 	pr_graph_erase(twin);
 	pr_program_free(p);
 }
+
+/* pr_node_interpose leaves the lists pr_arg_set_value and then
+ * pr_node_set_value_arg leave: the same entries in the same places, for a
+ * reader in the middle of its value's list and at its end. */
+Test(fresh_before, interpose_is_set_value_then_value_arg)
+{
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	pr_node *x = add_input(g, "x");
+	pr_node *y = add_input(g, "y");
+	pr_node *r[4];
+	for (int i = 0; i < 4; i++) {
+		char name[8];
+		snprintf(name, sizeof name, "r%d", i);
+		r[i] = new_reader(name, x, y);
+		cr_assert_null(pr_graph_append(g, r[i]));
+	}
+	pr_node *a = pr_graph_new_node_fresh_before(r[1], PR_NODE_OP, "a", 1, pr_str_hash("a", 1),
+						    NULL);
+	pr_node *b = pr_graph_new_node_fresh_before(r[1], PR_NODE_OP, "b", 1, pr_str_hash("b", 1),
+						    NULL);
+	pr_arg_set_value(&r[1]->args[0], a);   /* x: r0 r3 r2, then a */
+	pr_node_set_value_arg(a, x);
+	pr_node_interpose(b, &r[1]->args[1]);  /* y: r0 r3 r2, then b */
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(pr_use_user(&x->uses[i]) == a, pr_use_user(&y->uses[i]) == b, "%d", i);
+		if (pr_use_user(&x->uses[i]) != a)
+			cr_assert_eq(pr_use_user(&x->uses[i]), pr_use_user(&y->uses[i]), "%d", i);
+	}
+	cr_assert_eq(b->n_args, 1);
+	cr_assert_eq(b->args[0].u.value, y);
+	cr_assert_eq(b->args[0].owner, b);
+	cr_assert_eq(b->n_uses, 1);
+	cr_assert_eq(b->uses[0].arg, &r[1]->args[1]);
+	cr_assert_eq(r[1]->args[1].u.value, b);
+	pr_node *c = pr_graph_new_node_fresh_before(b, PR_NODE_OP, "c", 1, pr_str_hash("c", 1),
+						    NULL);
+	pr_node_interpose(c, y->uses[y->n_uses - 1].arg);   /* the last entry: b's own */
+	cr_assert_eq(pr_use_user(&y->uses[y->n_uses - 1]), c);
+	cr_assert_eq(b->args[0].u.value, c);
+	check_uses(x);
+	check_uses(y);
+	check_uses(b);
+	check_uses(c);
+	pr_program_free(p);
+}
