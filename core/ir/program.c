@@ -231,8 +231,14 @@ bool pr_spec_equal(const pr_spec *a, const pr_spec *b)
  * the same quarter hour: median wall 3.10 -> 2.12 s, user + system 2.94 ->
  * 2.04 s). Marking only the loader's one big block (168 MB at 10^6) was no
  * steadier: its load took 233 ms in one set of runs and 778 ms in another
- * a few minutes later, against 283-313 ms unmarked. Under ASan they come
- * from calloc, so that the sanitizer keeps seeing them. */
+ * a few minutes later, against 283-313 ms unmarked. A block its caller
+ * writes whole (the loader's node block, a hash table) is faulted in when
+ * it is mapped (MAP_POPULATE): one call instead of a fault per page, which
+ * on this kind of virtual machine costs 3-4 us each (10^6 .bin, 5 runs
+ * each, idle: load 250-257 -> 216-224 ms, peak RSS +1.7 MB). Blocks that
+ * grow into use (arena chunks, the node chunks passes fill) are not: their
+ * unused tails would be resident for nothing. Under ASan they come from
+ * calloc, so that the sanitizer keeps seeing them. */
 #define BIG_BLOCK ((size_t)2 << 20)
 
 /* The bytes a block of size bytes really spans: a big one fills its last
@@ -248,20 +254,22 @@ static size_t big_size(size_t size)
 #define BIG_BLOCKS_MAPPED 1
 #endif
 
-/* len bytes (a multiple of BIG_BLOCK), zeroed. */
-static void *big_map(size_t len)
+/* len bytes (a multiple of BIG_BLOCK), zeroed; filled: faulted in now. */
+static void *big_map(size_t len, bool filled)
 {
-	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | (filled ? MAP_POPULATE : 0), -1, 0);
 	if (m == MAP_FAILED)
 		pr_assert_fail("out of memory", __FILE__, __LINE__);
 	return m;
 }
 
-/* size zeroed bytes; freed with big_free(p, size). */
-static void *big_alloc(size_t size)
+/* size zeroed bytes; freed with big_free(p, size). filled: the caller
+ * will write all of it. */
+static void *big_alloc(size_t size, bool filled)
 {
 	if (BIG_BLOCKS_MAPPED && size >= BIG_BLOCK)
-		return big_map(big_size(size));
+		return big_map(big_size(size), filled);
 	return pr_xcalloc(1, size);
 }
 
@@ -304,7 +312,7 @@ static void *arena_alloc_chunk(arena *a, size_t size)
 	bool alone = size > cap / 2 && c;   /* keep the head's room for small ones */
 	if (cap < size)
 		cap = big_size(sizeof *c + size) - sizeof *c;
-	arena_chunk *n = big_alloc(sizeof *n + cap);
+	arena_chunk *n = big_alloc(sizeof *n + cap, false);
 	n->used = size;
 	n->cap = cap;
 	if (alone) {
@@ -432,7 +440,7 @@ static void hslots_grow(hslot **slots, uint32_t *mask, uint32_t first)
 {
 	hslot *old = *slots;
 	uint32_t cap = old ? 2 * (*mask + 1) : first;
-	hslot *fresh = big_alloc(cap * sizeof *fresh);
+	hslot *fresh = big_alloc(cap * sizeof *fresh, true);
 	for (uint32_t i = 0; old && i <= *mask; i++) {
 		if (!old[i].key)
 			continue;
@@ -564,7 +572,7 @@ static void strtab_grow(strtab *t, uint32_t cap)
 {
 	sslot *old = t->slots;
 	uint32_t old_cap = t->cap;
-	sslot *fresh = big_alloc(cap * sizeof *fresh);
+	sslot *fresh = big_alloc(cap * sizeof *fresh, true);
 	for (uint32_t i = 0; t->n && i < old_cap; i++) {
 		if (i + 8 < old_cap && old[i + 8])
 			__builtin_prefetch(str_head_of(sslot_str(old[i + 8])));
@@ -699,11 +707,11 @@ static strtab *strings_of(const pr_program *p)
 #define FREE_SLOT_KEPT (offsetof(pr_node, name) + sizeof(void *))
 
 /* A chunk of cap slots or more: a big one takes what fills its last page. */
-static void node_chunk_add(pr_graph_store *st, size_t cap)
+static void node_chunk_add(pr_graph_store *st, size_t cap, bool filled)
 {
 	size_t size = big_size(sizeof(node_chunk) + cap * sizeof(pr_node));
 	cap = (size - sizeof(node_chunk)) / sizeof(pr_node);
-	node_chunk *c = big_alloc(sizeof *c + cap * sizeof(pr_node));
+	node_chunk *c = big_alloc(sizeof *c + cap * sizeof(pr_node), filled);
 	c->used = 0;
 	c->cap = cap;
 	c->next = st->chunks;
@@ -725,7 +733,7 @@ static pr_node *slot_take(pr_graph_store *st)
 	if (!st->chunks || st->chunks->used == st->chunks->cap) {
 		size_t cap = st->next_chunk ? st->next_chunk : NODE_CHUNK_MIN;
 		st->next_chunk = cap < NODE_CHUNK_MAX ? 2 * cap : cap;
-		node_chunk_add(st, cap);
+		node_chunk_add(st, cap, false);
 	}
 	return &st->chunks->nodes[st->chunks->used++];
 }
@@ -1128,7 +1136,7 @@ pr_node *pr_graph_reserve_nodes(pr_graph *g, size_t count)
 	if (st->free_nodes)   /* slot_take reuses those first */
 		return NULL;
 	if (!st->chunks || st->chunks->cap - st->chunks->used < count)
-		node_chunk_add(st, count > NODE_CHUNK_MIN ? count : NODE_CHUNK_MIN);
+		node_chunk_add(st, count > NODE_CHUNK_MIN ? count : NODE_CHUNK_MIN, true);
 	/* A graph loaded this big grows by a part of it (a pass adding copies):
 	 * chunks after this one start a quarter of its size, not at the
 	 * minimum, so that its new nodes do not come through a dozen small
