@@ -110,6 +110,8 @@ typedef struct dinfo {
 	pr_node *ret;         /* the body's first return node, or NULL */
 	bool device_known;    /* target_device absent, or a registered device */
 	pr_device device;     /* host when absent */
+	pr_device_id device_id; /* device interned once: a call's placement
+				   checks compare ids, with no interning */
 	bool host;            /* pr_device_is_host(device), asked once, not per call */
 } dinfo;
 
@@ -177,7 +179,6 @@ typedef struct vctx {
 	sinfo *sinfos;        /* one per schema that op calls name, as met */
 	int n_sinfos, cap_sinfos;
 	ptr_map by_schema;    /* schema -> index in sinfos */
-	pr_device_id_memo ids;/* the device placement checks asked last */
 	/* per graph */
 	pr_graph *g;
 	bool body;            /* g is a delegate body */
@@ -776,18 +777,17 @@ static bool host_addressable(pr_device d)
 }
 
 /* Every tensor n reads (list items included) must be on the host (want_host:
- * host-addressable memory will do) or on want, or on either when also_host;
- * `what` says which rule asks. */
-
+ * host-addressable memory will do) or on want, whose id is want_id, or on
+ * either when also_host; `what` says which rule asks. The caller has the id
+ * from a table made once (dinfo), so no call interns a device. */
 static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool want_host,
-			   pr_device want, bool also_host, const char *what)
+			   pr_device want, pr_device_id want_id, bool also_host, const char *what)
 {
 	char ln[LABEL_MAX], lv[LABEL_MAX], sp[SPEC_MAX], dw[PR_DEVICE_STR_MAX];
-	pr_device_id want_id = want_host ? PR_DEVICE_ID_HOST : pr_device_intern_memo(&c->ids, want);
 	for (int i = 0; i < n_args; i++) {
 		if (args[i].kind == PR_ARG_LIST) {
 			check_reads_on(c, n, args[i].u.items, args[i].n_items, want_host,
-				       want, also_host, what);
+				       want, want_id, also_host, what);
 			continue;
 		}
 		pr_spec *s = arg_spec(&args[i]);
@@ -806,14 +806,14 @@ static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool w
 	}
 }
 
-/* n's own tensor result(s) must be on the host (want_host) or on want. */
+/* n's own tensor result(s) must be on the host (want_host) or on want,
+ * whose id is want_id. */
 static void check_result_on(vctx *c, pr_node *n, bool want_host, pr_device want,
-			    const char *what)
+			    pr_device_id want_id, const char *what)
 {
 	char ln[LABEL_MAX], sp[SPEC_MAX], dw[PR_DEVICE_STR_MAX];
 	int count = n->type.kind == PR_TYPE_TENSOR ? 1 :
 		    n->type.kind == PR_TYPE_TUPLE ? n->type.n_elems : 0;
-	pr_device_id want_id = want_host ? PR_DEVICE_ID_HOST : pr_device_intern_memo(&c->ids, want);
 	for (int i = 0; i < count; i++) {
 		pr_spec *s = n->type.kind == PR_TYPE_TENSOR ? &n->type.tensor : &n->type.elems[i];
 		bool ok = s->device_id == want_id;
@@ -850,8 +850,8 @@ static void check_op_placement(vctx *c, pr_node *n)
 		return;
 	}
 	if (!s->shape_only)
-		check_reads_on(c, n, n->args, n->n_args, true, pr_device_host(), false,
-			       "a host op reads only host memory unless its schema is shape_only");
+		check_reads_on(c, n, n->args, n->n_args, true, pr_device_host(),
+			       PR_DEVICE_ID_HOST, false, "a host op reads only host memory unless its schema is shape_only");
 }
 
 /* An in-place result has the spec of the tensor it writes. */
@@ -1052,14 +1052,14 @@ static void check_delegate_placement(vctx *c, pr_node *n, const dinfo *di)
 		/* Not placed yet: a program as the user wrote it, or one that a pass
 		 * (device constants) tagged before propagate-device ran. */
 		c->assumed_no_copies = true;
-		check_reads_on(c, n, n->args, n->n_args, false, di->device, true,
+		check_reads_on(c, n, n->args, n->n_args, false, di->device, di->device_id, true,
 			       "a device delegate never reads another device's memory");
 		return;
 	}
-	check_reads_on(c, n, n->args, n->n_args, host, di->device, false,
+	check_reads_on(c, n, n->args, n->n_args, host, di->device, di->device_id, false,
 		       host ? "a host delegate reads only host memory" :
 			      "a device delegate reads only its own device's memory");
-	check_result_on(c, n, host, di->device,
+	check_result_on(c, n, host, di->device, di->device_id,
 			host ? "a host delegate produces host tensors" :
 			       "a device delegate's results are on its device");
 }
@@ -1573,6 +1573,7 @@ static void build_dinfo(vctx *c, int i)
 	pr_err *err = pr_delegate_device(d, &di->device);
 	di->device_known = !err;
 	di->host = !err && pr_device_is_host(di->device);
+	di->device_id = di->host ? PR_DEVICE_ID_HOST : pr_device_intern(di->device);
 	pr_err_free(err);
 	if (!find_dinfo(c, d))
 		ptr_map_put(&c->by_delegate, d, i);
