@@ -89,6 +89,8 @@ typedef struct engine {
 	const mp_item *items;
 	int64_t align;            /* sizes round up to it (asize_of) */
 	int64_t m;                /* items placed by the greedy (not stacked) */
+	int64_t n_whole;          /* items stacked (stack_whole): living
+				   * throughout, not empty */
 	int32_t *by_start;        /* item ids, by start */
 	int32_t *started;         /* per position t: how many start at or before t */
 	int64_t T;                /* positions */
@@ -800,11 +802,8 @@ static bool lives_throughout(const mp_item *it, int64_t T)
  * ends. */
 static int64_t stack_whole(const engine *e, mp_item *items, int64_t n, int64_t T, int64_t *last_byte)
 {
+	uint64_t *ids = pr_xmalloc((size_t)(2 * e->n_whole + 1) * sizeof *ids);
 	int64_t k = 0;
-	for (int64_t i = 0; i < n; i++)
-		k += lives_throughout(&items[i], T) && items[i].size > 0;
-	uint64_t *ids = pr_xmalloc((size_t)(2 * k + 1) * sizeof *ids);
-	k = 0;
 	for (int64_t i = 0; i < n; i++)
 		if (lives_throughout(&items[i], T) && items[i].size > 0)
 			ids[k++] = (uint64_t)i;
@@ -859,6 +858,8 @@ static void engine_init(engine *e, mp_item *items, int64_t align, int64_t n, int
 		if (!lives_throughout(&items[i], T) && items[i].size > 0) {
 			e->started[items[i].start]++;
 			e->m++;
+		} else if (items[i].size > 0) {
+			e->n_whole++;
 		}
 	for (int64_t t = 0, sum = 0; t < T; t++) { /* where position t's run begins */
 		int32_t c = e->started[t];
@@ -1085,13 +1086,16 @@ static int64_t last_byte(const mp_item *items, int64_t n)
 /* The stack of whole-method items may as well sit above the others: every
  * item overlaps it in time, so moving it keeps the plan valid, and the top
  * item needs no padding: the cheaper way round wins (small tensors). The
- * stack keeps its order, its most padded item last. */
-static void stack_on_top_if_smaller(mp_item *items, int64_t align, int64_t n, int64_t T, int64_t base)
+ * stack keeps its order, its most padded item last. Returns the plan's last
+ * byte. */
+static int64_t stack_on_top_if_smaller(mp_item *items, int64_t align, int64_t n, int64_t T, int64_t base)
 {
-	int64_t below = last_byte(items, n), others_top = 0, pad_last = -1, last = -1;
+	int64_t below = 0, others_top = 0, pad_last = -1, last = -1; /* below: last_byte's, in this walk */
 	for (int64_t i = 0; i < n; i++) {
 		if (items[i].size <= 0)
 			continue;
+		if (items[i].offset + items[i].size > below)
+			below = items[i].offset + items[i].size;
 		int64_t asize = round_up(items[i].size, align);
 		if (!lives_throughout(&items[i], T)) {
 			if (items[i].offset - base + asize > others_top)
@@ -1102,7 +1106,7 @@ static void stack_on_top_if_smaller(mp_item *items, int64_t align, int64_t n, in
 		}
 	}
 	if (last < 0 || others_top + base - pad_last >= below)
-		return;
+		return below;
 	int64_t next = others_top;
 	for (int64_t i = 0; i < n; i++) {
 		if (items[i].size <= 0)
@@ -1115,6 +1119,7 @@ static void stack_on_top_if_smaller(mp_item *items, int64_t align, int64_t n, in
 		}
 	}
 	items[last].offset = next;
+	return next + items[last].size; /* the others end below the stack */
 }
 
 mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
@@ -1129,11 +1134,8 @@ mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
 	e.base = stack_whole(&e, items, n, T, &e.base_top);
 	if (e.m > 0)
 		plan_greedy(&e, items, T, r.aligned_lower_bound, &r);
-	if (e.base > 0 && e.m > 0)
-		stack_on_top_if_smaller(items, align, n, T, e.base);
-	for (int64_t i = 0; i < n; i++)
-		if (items[i].size > 0 && items[i].offset + items[i].size > r.planned_bytes)
-			r.planned_bytes = items[i].offset + items[i].size;
+	r.planned_bytes = e.base > 0 && e.m > 0 ? stack_on_top_if_smaller(items, align, n, T, e.base)
+						: last_byte(items, n);
 	engine_free(&e);
 	return r;
 }
