@@ -281,7 +281,7 @@ static inline void check_value(check_ctx *k, const pr_lifetimes *lt, int64_t i)
 	const pr_plan_value *v = &lt->values[i];
 	const pr_plan_class *c = &lt->classes[v->cls];
 	const pr_spec *s = pr_plan_value_spec(v);
-	if (c->base != i) {
+	if (!pr_plan_value_is_base(lt, v, c)) {
 		if (s->has_mem)
 			check_placed(k, v, s, c->bytes);
 		if (!same_mem(s, pr_plan_class_spec(lt, c)))
