@@ -684,44 +684,28 @@ static bool key_class_less(const planned_class *x, const planned_class *y)
 	return x->key != y->key ? x->key < y->key : x->cls < y->cls;
 }
 
-/* Puts the records a[0..m), which start at one position and come in class
- * order, in (key, class) order. A position starts a few classes (a tuple's
- * elements), but position 0 starts the inputs and what lives for the whole
- * method (10^4 of them at 10^5 nodes): an insertion sort, else a radix sort
- * of (key, index) words on the key's bytes, stable, so that equal keys stay
- * in class order, and the records copied out and back in that order. */
+/* Byte b of the sort key (key, class), least significant first: bytes 0-3
+ * the class, 4-7 the key. */
+static unsigned key_class_byte(const planned_class *p, int b)
+{
+	return (unsigned)((b < 4 ? (uint32_t)p->cls : p->key) >> (8 * (b & 3))) & 255;
+}
+
+PR_RADIX_SORT_DEFINE(msd_sort_key_class, planned_class, key_class_byte, key_class_less)
+
+/* Puts the records a[0..m), which start at one position, in (key, class)
+ * order. A position starts a few classes (a tuple's elements), but position
+ * 0 starts the inputs and what lives for the whole method (10^4 of them at
+ * 10^5 nodes): the radix sort, in place, which finishes small runs by
+ * insertion. Classes are unique, so equal keys come out in class order. */
 static void sort_position(planned_class *a, int64_t m)
 {
-	if (m <= 16) {
-		for (int64_t x = 1; x < m; x++) {
-			planned_class v = a[x];
-			int64_t y = x;
-			for (; y > 0 && key_class_less(&v, &a[y - 1]); y--)
-				a[y] = a[y - 1];
-			a[y] = v;
-		}
-		return;
+	uint64_t keys = 0, classes = 0;
+	for (int64_t x = 1; x < m; x++) {
+		keys |= a[x].key ^ a[0].key;
+		classes |= (uint32_t)(a[x].cls ^ a[0].cls);
 	}
-	uint64_t *words = pr_xmalloc((size_t)(2 * m) * sizeof *words);
-	uint32_t keys = 0;   /* the OR of the keys: their bytes that may not be 0 */
-	for (int64_t x = 0; x < m; x++) {
-		keys |= a[x].key;
-		words[x] = (uint64_t)a[x].key << 32 | (uint64_t)x;
-	}
-	unsigned bytes = 0;   /* of the words, the key's: 4-7 */
-	for (int b = 0; b < 4; b++)
-		if (keys >> 8 * b)
-			bytes |= 16u << b;
-	int64_t(*count)[256] = pr_xmalloc(8 * sizeof *count);
-	pr_radix_count_u64(words, m, bytes, count);
-	uint64_t *sorted = pr_radix_sort_u64_stable(words, words + m, m, bytes, count);
-	free(count);
-	planned_class *copy = pr_xmalloc((size_t)m * sizeof *copy);
-	memcpy(copy, a, (size_t)m * sizeof *copy);
-	for (int64_t x = 0; x < m; x++)
-		a[x] = copy[(uint32_t)sorted[x]];
-	free(copy);
-	free(words);
+	msd_sort_key_class(a, m, 7, pr_radix_varying(classes, 0, 4) | pr_radix_varying(keys, 4, 4));
 }
 
 /* The end of the records from r on whose classes start where r's does,
