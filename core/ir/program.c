@@ -427,8 +427,8 @@ static str_head *str_head_of(const char *s)
 }
 
 /* A slot of an open-addressing table with linear probing: a graph's
- * overflow table's (key: the node) and the mutable buffers' (key: the name);
- * the string table packs its slots tighter (sslot). */
+ * overflow table's (key: the node) and the mutable buffers' two (key: the
+ * node, and the name); the string table packs its slots tighter (sslot). */
 typedef struct hslot {
 	void *key;            /* NULL: empty */
 	uint32_t hash;
@@ -1278,23 +1278,61 @@ pr_node *pr_node_alias_value(const pr_node *n, int r)
 
 /* ---- mutable buffers ------------------------------------------------------ */
 
-/* The write-back targets' names, borrowed from the return node, in an
- * open-addressing table by their hash: no malloc per name, one hash and
- * (mostly) one slot per question. */
-struct pr_mutable_buffers {
-	hslot *slots;
+/* A program mutates a buffer in place and returns the placeholder itself,
+ * so nearly every write-back's value is the buffer it names: those are kept
+ * by their address, and a query about one costs a multiply, not a hash of
+ * its name. The write-back targets' names (borrowed from the return node)
+ * answer the rest: a buffer that another value is written back to, or one
+ * named like a kept one (two inputs of one name, which the verifier
+ * refuses). They are hashed into their table when a query first needs them,
+ * which a method whose buffers all come back as themselves never does. */
+typedef struct buffer_names {
+	hslot *slots;         /* NULL: not built yet */
 	uint32_t mask, n;
+} buffer_names;
+
+struct pr_mutable_buffers {
+	hslot *nodes;         /* key: a write-back's own buffer placeholder */
+	uint32_t nodes_mask, n_nodes;
+	uint32_t n_targets;   /* write-backs to a buffer */
+	const pr_node *ret;   /* their return node */
+	buffer_names *names;  /* filled on the first query that needs them */
 };
 
-/* The slot of name (hash h), or the empty slot where it would go. */
-static hslot *buffer_slot(const pr_mutable_buffers *b, const char *name, uint32_t h)
+static uint32_t node_hash(const pr_node *n)
 {
-	uint32_t i = h & b->mask;
-	for (;; i = (i + 1) & b->mask) {
-		hslot *s = &b->slots[i];
+	return (uint32_t)(((uint64_t)(uintptr_t)n * 0x9E3779B97F4A7C15ull) >> 32);
+}
+
+/* The slot of node n (hash h), or the empty slot where it would go. */
+static hslot *buffer_node_slot(const pr_mutable_buffers *b, const pr_node *n, uint32_t h)
+{
+	for (uint32_t i = h & b->nodes_mask;; i = (i + 1) & b->nodes_mask) {
+		hslot *s = &b->nodes[i];
+		if (!s->key || s->key == n)
+			return s;
+	}
+}
+
+/* The slot of name (hash h), or the empty slot where it would go. */
+static hslot *buffer_name_slot(const buffer_names *t, const char *name, uint32_t h)
+{
+	for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
+		hslot *s = &t->slots[i];
 		if (!s->key || (s->hash == h && !strcmp(s->key, name)))
 			return s;
 	}
+}
+
+/* The buffer placeholder that write-back w's value v is, when it is the one
+ * w names; else NULL. */
+static const pr_node *written_back_itself(const pr_arg *v, const pr_writeback *w)
+{
+	const pr_node *in = v->kind == PR_ARG_VALUE ? v->u.value : NULL;
+	if (!in || in->kind != PR_NODE_INPUT || in->of_kind.input->kind != PR_INPUT_BUFFER)
+		return NULL;
+	const char *name = in->of_kind.input->name;
+	return name && !strcmp(name, w->target) ? in : NULL;
 }
 
 pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g)
@@ -1304,41 +1342,68 @@ pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g)
 	const pr_writeback *wbs = ret ? pr_node_writebacks(ret) : NULL;
 	if (!wbs)
 		return b;
+	b->ret = ret;
+	b->names = pr_xcalloc(1, sizeof *b->names);
+	for (int i = 0; i < ret->n_args; i++)
+		b->n_targets += wbs[i].kind == PR_WRITEBACK_BUFFER && wbs[i].target;
 	/* sized once for the buffers written back, not for every return value:
 	 * no rehash while they come, and a small table for a method with many
 	 * outputs and few buffers */
-	size_t n_buffers = 0;
-	for (int i = 0; i < ret->n_args; i++)
-		n_buffers += wbs[i].kind == PR_WRITEBACK_BUFFER;
-	hslots_fit(&b->slots, &b->mask, NAMES_FIRST, n_buffers);
+	hslots_fit(&b->nodes, &b->nodes_mask, NAMES_FIRST, b->n_targets);
 	for (int i = 0; i < ret->n_args; i++) {
-		const pr_writeback *w = &wbs[i];
-		if (w->kind != PR_WRITEBACK_BUFFER || !w->target)
+		if (wbs[i].kind != PR_WRITEBACK_BUFFER || !wbs[i].target)
 			continue;
-		uint32_t h = pr_str_hash(w->target, strlen(w->target));
-		hslot *s = buffer_slot(b, w->target, h);
-		if (!s->key) {
-			*s = (hslot){.key = w->target, .hash = h};
-			b->n++;
+		const pr_node *in = written_back_itself(&ret->args[i], &wbs[i]);
+		uint32_t h = in ? node_hash(in) : 0;
+		hslot *s = in ? buffer_node_slot(b, in, h) : NULL;
+		if (s && !s->key) {
+			*s = (hslot){.key = (void *)in, .hash = h};
+			b->n_nodes++;
 		}
 	}
 	return b;
 }
 
+/* The targets' names, hashed into t. */
+static void buffer_names_fill(buffer_names *t, const pr_node *ret, uint32_t n_targets)
+{
+	const pr_writeback *wbs = pr_node_writebacks(ret);
+	hslots_fit(&t->slots, &t->mask, NAMES_FIRST, n_targets);
+	for (int i = 0; i < ret->n_args; i++) {
+		const pr_writeback *w = &wbs[i];
+		if (w->kind != PR_WRITEBACK_BUFFER || !w->target)
+			continue;
+		uint32_t h = pr_str_hash(w->target, strlen(w->target));
+		hslot *s = buffer_name_slot(t, w->target, h);
+		if (!s->key) {
+			*s = (hslot){.key = w->target, .hash = h};
+			t->n++;
+		}
+	}
+}
+
 bool pr_mutable_buffers_has(const pr_mutable_buffers *b, const pr_node *in)
 {
-	if (!b->n || in->kind != PR_NODE_INPUT || in->of_kind.input->kind != PR_INPUT_BUFFER ||
+	if (!b->n_targets || in->kind != PR_NODE_INPUT || in->of_kind.input->kind != PR_INPUT_BUFFER ||
 	    !in->of_kind.input->name)
 		return false;
+	if (buffer_node_slot(b, in, node_hash(in))->key)
+		return true;
+	buffer_names *t = b->names;
+	if (!t->slots)
+		buffer_names_fill(t, b->ret, b->n_targets);
 	const char *name = in->of_kind.input->name;
-	return buffer_slot(b, name, pr_str_hash(name, strlen(name)))->key != NULL;
+	return buffer_name_slot(t, name, pr_str_hash(name, strlen(name)))->key != NULL;
 }
 
 void pr_mutable_buffers_free(pr_mutable_buffers *b)
 {
 	if (!b)
 		return;
-	hslots_free(b->slots, b->mask);
+	hslots_free(b->nodes, b->nodes_mask);
+	if (b->names)
+		hslots_free(b->names->slots, b->names->mask);
+	free(b->names);
 	free(b);
 }
 

@@ -674,8 +674,11 @@ static inline pr_node *pr_node_value_arg(const pr_node *n, int a)
 
 /* The mutable buffers of a method: the buffer placeholders its return node
  * writes back (`-> buffer "NAME"`), as a set built once in one walk, so
- * that a query costs a hash lookup however many buffers there are. It
- * borrows the return node's names: rebuild it after changing them. */
+ * that a query costs a hash lookup however many buffers there are (keyed by
+ * the placeholder itself when it is the value written back, the usual case,
+ * so that no name is hashed). It borrows the return node's names and knows
+ * placeholders by their address: rebuild it after changing those names, or
+ * an input's, or erasing a placeholder. */
 typedef struct pr_mutable_buffers pr_mutable_buffers;
 pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g);
 /* Is in a buffer placeholder of the set's method that it writes back? */
