@@ -839,10 +839,7 @@ static pr_err *copy_getitem_to_host(place_ctx *c, pr_node *gi)
 	pr_node_interpose(copy, gi->uses[first].arg);
 	*c->changed = true;
 	host_copies *h = &c->host_copies;
-	if (h->n == h->cap) {
-		h->cap = h->cap ? 2 * h->cap : 64;
-		h->items = pr_xrealloc(h->items, h->cap * sizeof *h->items);
-	}
+	PR_GROW(h->items, h->n, h->cap);
 	/* gi->scratch: its place among the values (collect) */
 	h->items[h->n++] = (host_copy){(size_t)(uintptr_t)gi->scratch, copy};
 	return NULL;
