@@ -1540,13 +1540,11 @@ static void name_remove(pr_graph *g, pr_node *n)
 		overflow_delete(st, s);
 }
 
-/* Room a fresh-name suffix takes: "_" and the digits of an int. */
-#define FRESH_SUFFIX_MAX 12
-
-/* Writes "_i" at s; returns its length. */
-static size_t put_suffix(char *s, int i)
+/* pr_fresh_name_suffix, inlined into the search (a public function called
+ * from inside the library goes through the PLT). */
+HOT_INLINE size_t fresh_suffix(char *s, int i)
 {
-	char digits[FRESH_SUFFIX_MAX];
+	char digits[PR_FRESH_SUFFIX_MAX];
 	size_t n = 0, len = 0;
 	unsigned v = (unsigned)i;
 	do
@@ -1557,6 +1555,11 @@ static size_t put_suffix(char *s, int i)
 		s[len++] = digits[--n];
 	s[len] = 0;
 	return len;
+}
+
+size_t pr_fresh_name_suffix(char *s, int i)
+{
+	return fresh_suffix(s, i);
 }
 
 /* The string-table slot of buf (len bytes, hash h): empty, or a string no
@@ -1570,7 +1573,7 @@ HOT_INLINE sslot *name_free_slot(const pr_graph *g, const strtab *t, const char 
 	return *e && bound_in(g, sslot_str(*e)) ? NULL : e;
 }
 
-/* Turns buf (base, base_len bytes, with FRESH_SUFFIX_MAX + 1 bytes of room
+/* Turns buf (base, base_len bytes, with PR_FRESH_SUFFIX_MAX bytes of room
  * after it; base_hash is its pr_str_hash) into the first name not used in
  * g: base itself when *next is 0, else base_i for i from *next (1 at
  * least); *next (may be NULL) is left
@@ -1591,7 +1594,7 @@ static size_t fresh_name_in(const pr_graph *g, char *buf, size_t base_len, uint3
 		return base_len;
 	}
 	for (int i = from > 0 ? from : 1;; i++) {
-		size_t len = base_len + put_suffix(buf + base_len, i);
+		size_t len = base_len + fresh_suffix(buf + base_len, i);
 		*h = pr_str_hash(buf, len);
 		if ((*slot = name_free_slot(g, t, buf, len, *h))) {
 			if (next)
@@ -1604,7 +1607,7 @@ static size_t fresh_name_in(const pr_graph *g, char *buf, size_t base_len, uint3
 char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next)
 {
 	size_t len = strlen(base);
-	char *name = pr_xmalloc(len + FRESH_SUFFIX_MAX + 1);
+	char *name = pr_xmalloc(len + PR_FRESH_SUFFIX_MAX);
 	uint32_t h;
 	sslot *slot;
 	memcpy(name, base, len);
@@ -1636,8 +1639,8 @@ static __attribute__((noinline)) pr_node *new_node_suffixed(pr_graph *g, pr_node
 							   uint32_t base_hash, int *next)
 {
 	char stack[128], *buf = stack;
-	if (base_len + FRESH_SUFFIX_MAX + 1 > sizeof stack)
-		buf = pr_xmalloc(base_len + FRESH_SUFFIX_MAX + 1);
+	if (base_len + PR_FRESH_SUFFIX_MAX > sizeof stack)
+		buf = pr_xmalloc(base_len + PR_FRESH_SUFFIX_MAX);
 	memcpy(buf, base, base_len);
 	uint32_t h;
 	sslot *slot;
