@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <uthash.h>
 
 #define ORDER_GAP ((uint64_t)1 << 32)
@@ -662,6 +663,8 @@ _Static_assert(sizeof(void *) != 8 || sizeof(pr_arg) == 24, "an argument is 24 b
 typedef struct node_chunk {
 	struct node_chunk *next;
 	size_t used, cap;
+	size_t ready;         /* slots faulted in: all but in a mapped chunk
+			       * that grows into use (node_chunk_ready) */
 	pr_node nodes[];
 } node_chunk;
 
@@ -714,8 +717,29 @@ static void node_chunk_add(pr_graph_store *st, size_t cap, bool filled)
 	node_chunk *c = big_alloc(sizeof *c + cap * sizeof(pr_node), filled);
 	c->used = 0;
 	c->cap = cap;
+	c->ready = filled || !BIG_BLOCKS_MAPPED || size < BIG_BLOCK ? cap : 0;
 	c->next = st->chunks;
 	st->chunks = c;
+}
+
+/* The slots a mapped chunk faults in at a time as a pass fills it. */
+#define NODE_READY_BATCH (((size_t)256 << 10) / sizeof(pr_node))
+
+/* Faults in c's next slots in one call: a pass that adds a node per value
+ * (device copies) fills chunks of 10 MB, and a fault per page costs 3-4 us
+ * on this kind of virtual machine (big_map). A batch, not the chunk: its
+ * unused tail stays out of memory. A hint: a kernel without
+ * MADV_POPULATE_WRITE faults the pages on first touch, as before. */
+static __attribute__((noinline)) void node_chunk_ready(node_chunk *c)
+{
+	size_t to = c->cap - c->ready < NODE_READY_BATCH ? c->cap : c->ready + NODE_READY_BATCH;
+#ifdef MADV_POPULATE_WRITE
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t from = (uintptr_t)&c->nodes[c->ready] & ~(page - 1);
+	uintptr_t end = ((uintptr_t)&c->nodes[to] + page - 1) & ~(page - 1);
+	(void)madvise((void *)from, end - from, MADV_POPULATE_WRITE);
+#endif
+	c->ready = to;
 }
 
 /* A zeroed slot: a chunk's unused slots are as big_alloc left them, zero
@@ -735,7 +759,10 @@ static pr_node *slot_take(pr_graph_store *st)
 		st->next_chunk = cap < NODE_CHUNK_MAX ? 2 * cap : cap;
 		node_chunk_add(st, cap, false);
 	}
-	return &st->chunks->nodes[st->chunks->used++];
+	node_chunk *c = st->chunks;
+	if (c->used == c->ready)
+		node_chunk_ready(c);
+	return &c->nodes[c->used++];
 }
 
 static void slot_put(pr_graph_store *st, pr_node *n)
@@ -1100,7 +1127,7 @@ HOT_INLINE pr_node *new_node(pr_graph *g, pr_node_kind kind, const char *name)
 {
 	pr_graph_store *st = g->store;
 	node_chunk *c = st->chunks;
-	if (name || kind == PR_NODE_INPUT || st->free_nodes || !c || c->used == c->cap)
+	if (name || kind == PR_NODE_INPUT || st->free_nodes || !c || c->used == c->ready)
 		return new_node_general(g, kind, name);
 	return node_start(&c->nodes[c->used++], g, kind);
 }
