@@ -237,8 +237,9 @@ bool pr_spec_equal(const pr_spec *a, const pr_spec *b)
  * it is mapped (MAP_POPULATE): one call instead of a fault per page, which
  * on this kind of virtual machine costs 3-4 us each (10^6 .bin, 5 runs
  * each, idle: load 250-257 -> 216-224 ms, peak RSS +1.7 MB). Blocks that
- * grow into use (arena chunks, the node chunks passes fill) are not: their
- * unused tails would be resident for nothing. Under ASan they come from
+ * grow into use (arena chunks, the node chunks passes fill) are faulted in a
+ * batch at a time as they fill (pages_ready), not whole: their unused tails
+ * would be resident for nothing. Under ASan they come from
  * calloc, so that the sanitizer keeps seeing them. */
 #define BIG_BLOCK ((size_t)2 << 20)
 
@@ -255,6 +256,12 @@ static size_t big_size(size_t size)
 #define BIG_BLOCKS_MAPPED 1
 #endif
 
+/* Is a block of size bytes a mapping of its own (big_alloc)? */
+static inline bool big_mapped(size_t size)
+{
+	return BIG_BLOCKS_MAPPED && size >= BIG_BLOCK;
+}
+
 /* len bytes (a multiple of BIG_BLOCK), zeroed; filled: faulted in now. */
 static void *big_map(size_t len, bool filled)
 {
@@ -269,14 +276,14 @@ static void *big_map(size_t len, bool filled)
  * will write all of it. */
 static void *big_alloc(size_t size, bool filled)
 {
-	if (BIG_BLOCKS_MAPPED && size >= BIG_BLOCK)
+	if (big_mapped(size))
 		return big_map(big_size(size), filled);
 	return pr_xcalloc(1, size);
 }
 
 static void big_free(void *p, size_t size)
 {
-	if (BIG_BLOCKS_MAPPED && size >= BIG_BLOCK) {
+	if (big_mapped(size)) {
 		if (p)
 			munmap(p, big_size(size));
 		return;
@@ -284,9 +291,33 @@ static void big_free(void *p, size_t size)
 	free(p);
 }
 
+/* Faults in bytes [from, need) of a mapped block that grows into use, and
+ * a batch more (up to cap), in one call: a fault per page costs 3-4 us on
+ * this kind of virtual machine (big_map). A batch, not the block, so that
+ * its unused tail stays out of memory. Returns how far the block is faulted
+ * in now. A hint: a kernel without MADV_POPULATE_WRITE faults the pages on
+ * first touch, as before. */
+#define READY_BATCH ((size_t)256 << 10)
+static size_t pages_ready(void *block, size_t from, size_t need, size_t cap)
+{
+	size_t to = need > from ? need : from;
+	to = cap - to < READY_BATCH ? cap : to + READY_BATCH;
+#ifdef MADV_POPULATE_WRITE
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)block + from) & ~(page - 1);
+	uintptr_t hi = ((uintptr_t)block + to + page - 1) & ~(page - 1);
+	(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+	(void)block;
+#endif
+	return to;
+}
+
 typedef struct arena_chunk {
 	struct arena_chunk *next;
 	size_t used, cap;
+	size_t ready;         /* bytes faulted in: all but in a mapped chunk that
+			       * grows into use (see pages_ready) */
 	max_align_t data[];
 } arena_chunk;
 
@@ -316,6 +347,7 @@ static void *arena_alloc_chunk(arena *a, size_t size)
 	arena_chunk *n = big_alloc(sizeof *n + cap, false);
 	n->used = size;
 	n->cap = cap;
+	n->ready = alone || !big_mapped(sizeof *n + cap) ? cap : pages_ready(n->data, 0, size, cap);
 	if (alone) {
 		n->next = c->next;
 		c->next = n;
@@ -326,6 +358,19 @@ static void *arena_alloc_chunk(arena *a, size_t size)
 	return n->data;
 }
 
+/* What the head's faulted-in bytes had no room for: its next bytes faulted
+ * in when the rest of it has room, else a new chunk. */
+static __attribute__((noinline)) void *arena_alloc_more(arena *a, size_t size, size_t align)
+{
+	arena_chunk *c = a->head;
+	size_t at = c ? (c->used + align - 1) & ~(align - 1) : 0;
+	if (!c || at > c->cap || size > c->cap - at)
+		return arena_alloc_chunk(a, size);
+	c->ready = pages_ready(c->data, c->ready, at + size, c->cap);
+	c->used = at + size;
+	return (char *)c->data + at;
+}
+
 /* Inline: the bump is a few instructions, and every node name, use block,
  * argument array and input record comes from here. */
 static inline void *arena_alloc(arena *a, size_t size, size_t align)
@@ -333,12 +378,12 @@ static inline void *arena_alloc(arena *a, size_t size, size_t align)
 	arena_chunk *c = a->head;
 	if (c) {
 		size_t at = (c->used + align - 1) & ~(align - 1);
-		if (at <= c->cap && size <= c->cap - at) {
+		if (at <= c->ready && size <= c->ready - at) {
 			c->used = at + size;
 			return (char *)c->data + at;
 		}
 	}
-	return arena_alloc_chunk(a, size);
+	return arena_alloc_more(a, size, align);
 }
 
 static void arena_free(arena *a)
@@ -717,29 +762,18 @@ static void node_chunk_add(pr_graph_store *st, size_t cap, bool filled)
 	node_chunk *c = big_alloc(sizeof *c + cap * sizeof(pr_node), filled);
 	c->used = 0;
 	c->cap = cap;
-	c->ready = filled || !BIG_BLOCKS_MAPPED || size < BIG_BLOCK ? cap : 0;
+	c->ready = filled || !big_mapped(size) ? cap : 0;
 	c->next = st->chunks;
 	st->chunks = c;
 }
 
-/* The slots a mapped chunk faults in at a time as a pass fills it. */
-#define NODE_READY_BATCH (((size_t)256 << 10) / sizeof(pr_node))
-
-/* Faults in c's next slots in one call: a pass that adds a node per value
- * (device copies) fills chunks of 10 MB, and a fault per page costs 3-4 us
- * on this kind of virtual machine (big_map). A batch, not the chunk: its
- * unused tail stays out of memory. A hint: a kernel without
- * MADV_POPULATE_WRITE faults the pages on first touch, as before. */
+/* c's next slots faulted in (pages_ready): a pass that adds a node per
+ * value (device copies) fills chunks of 10 MB. */
 static __attribute__((noinline)) void node_chunk_ready(node_chunk *c)
 {
-	size_t to = c->cap - c->ready < NODE_READY_BATCH ? c->cap : c->ready + NODE_READY_BATCH;
-#ifdef MADV_POPULATE_WRITE
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t from = (uintptr_t)&c->nodes[c->ready] & ~(page - 1);
-	uintptr_t end = ((uintptr_t)&c->nodes[to] + page - 1) & ~(page - 1);
-	(void)madvise((void *)from, end - from, MADV_POPULATE_WRITE);
-#endif
-	c->ready = to;
+	size_t ready = pages_ready(c->nodes, c->ready * sizeof(pr_node), (c->ready + 1) * sizeof(pr_node),
+				   c->cap * sizeof(pr_node));
+	c->ready = ready / sizeof(pr_node);
 }
 
 /* A zeroed slot: a chunk's unused slots are as big_alloc left them, zero
