@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <uthash.h>
 
 #define ORDER_GAP ((uint64_t)1 << 32)
@@ -236,8 +237,9 @@ bool pr_spec_equal(const pr_spec *a, const pr_spec *b)
  * it is mapped (MAP_POPULATE): one call instead of a fault per page, which
  * on this kind of virtual machine costs 3-4 us each (10^6 .bin, 5 runs
  * each, idle: load 250-257 -> 216-224 ms, peak RSS +1.7 MB). Blocks that
- * grow into use (arena chunks, the node chunks passes fill) are not: their
- * unused tails would be resident for nothing. Under ASan they come from
+ * grow into use (arena chunks, the node chunks passes fill) are faulted in a
+ * batch at a time as they fill (pages_ready), not whole: their unused tails
+ * would be resident for nothing. Under ASan they come from
  * calloc, so that the sanitizer keeps seeing them. */
 #define BIG_BLOCK ((size_t)2 << 20)
 
@@ -254,6 +256,12 @@ static size_t big_size(size_t size)
 #define BIG_BLOCKS_MAPPED 1
 #endif
 
+/* Is a block of size bytes a mapping of its own (big_alloc)? */
+static inline bool big_mapped(size_t size)
+{
+	return BIG_BLOCKS_MAPPED && size >= BIG_BLOCK;
+}
+
 /* len bytes (a multiple of BIG_BLOCK), zeroed; filled: faulted in now. */
 static void *big_map(size_t len, bool filled)
 {
@@ -268,14 +276,14 @@ static void *big_map(size_t len, bool filled)
  * will write all of it. */
 static void *big_alloc(size_t size, bool filled)
 {
-	if (BIG_BLOCKS_MAPPED && size >= BIG_BLOCK)
+	if (big_mapped(size))
 		return big_map(big_size(size), filled);
 	return pr_xcalloc(1, size);
 }
 
 static void big_free(void *p, size_t size)
 {
-	if (BIG_BLOCKS_MAPPED && size >= BIG_BLOCK) {
+	if (big_mapped(size)) {
 		if (p)
 			munmap(p, big_size(size));
 		return;
@@ -283,9 +291,33 @@ static void big_free(void *p, size_t size)
 	free(p);
 }
 
+/* Faults in bytes [from, need) of a mapped block that grows into use, and
+ * a batch more (up to cap), in one call: a fault per page costs 3-4 us on
+ * this kind of virtual machine (big_map). A batch, not the block, so that
+ * its unused tail stays out of memory. Returns how far the block is faulted
+ * in now. A hint: a kernel without MADV_POPULATE_WRITE faults the pages on
+ * first touch, as before. */
+#define READY_BATCH ((size_t)256 << 10)
+static size_t pages_ready(void *block, size_t from, size_t need, size_t cap)
+{
+	size_t to = need > from ? need : from;
+	to = cap - to < READY_BATCH ? cap : to + READY_BATCH;
+#ifdef MADV_POPULATE_WRITE
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)block + from) & ~(page - 1);
+	uintptr_t hi = ((uintptr_t)block + to + page - 1) & ~(page - 1);
+	(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+	(void)block;
+#endif
+	return to;
+}
+
 typedef struct arena_chunk {
 	struct arena_chunk *next;
 	size_t used, cap;
+	size_t ready;         /* bytes faulted in: all but in a mapped chunk that
+			       * grows into use (see pages_ready) */
 	max_align_t data[];
 } arena_chunk;
 
@@ -315,6 +347,7 @@ static void *arena_alloc_chunk(arena *a, size_t size)
 	arena_chunk *n = big_alloc(sizeof *n + cap, false);
 	n->used = size;
 	n->cap = cap;
+	n->ready = alone || !big_mapped(sizeof *n + cap) ? cap : pages_ready(n->data, 0, size, cap);
 	if (alone) {
 		n->next = c->next;
 		c->next = n;
@@ -325,6 +358,19 @@ static void *arena_alloc_chunk(arena *a, size_t size)
 	return n->data;
 }
 
+/* What the head's faulted-in bytes had no room for: its next bytes faulted
+ * in when the rest of it has room, else a new chunk. */
+static __attribute__((noinline)) void *arena_alloc_more(arena *a, size_t size, size_t align)
+{
+	arena_chunk *c = a->head;
+	size_t at = c ? (c->used + align - 1) & ~(align - 1) : 0;
+	if (!c || at > c->cap || size > c->cap - at)
+		return arena_alloc_chunk(a, size);
+	c->ready = pages_ready(c->data, c->ready, at + size, c->cap);
+	c->used = at + size;
+	return (char *)c->data + at;
+}
+
 /* Inline: the bump is a few instructions, and every node name, use block,
  * argument array and input record comes from here. */
 static inline void *arena_alloc(arena *a, size_t size, size_t align)
@@ -332,12 +378,12 @@ static inline void *arena_alloc(arena *a, size_t size, size_t align)
 	arena_chunk *c = a->head;
 	if (c) {
 		size_t at = (c->used + align - 1) & ~(align - 1);
-		if (at <= c->cap && size <= c->cap - at) {
+		if (at <= c->ready && size <= c->ready - at) {
 			c->used = at + size;
 			return (char *)c->data + at;
 		}
 	}
-	return arena_alloc_chunk(a, size);
+	return arena_alloc_more(a, size, align);
 }
 
 static void arena_free(arena *a)
@@ -427,8 +473,8 @@ static str_head *str_head_of(const char *s)
 }
 
 /* A slot of an open-addressing table with linear probing: a graph's
- * overflow table's (key: the node) and the mutable buffers' (key: the name);
- * the string table packs its slots tighter (sslot). */
+ * overflow table's (key: the node) and the mutable buffers' two (key: the
+ * node, and the name); the string table packs its slots tighter (sslot). */
 typedef struct hslot {
 	void *key;            /* NULL: empty */
 	uint32_t hash;
@@ -662,6 +708,8 @@ _Static_assert(sizeof(void *) != 8 || sizeof(pr_arg) == 24, "an argument is 24 b
 typedef struct node_chunk {
 	struct node_chunk *next;
 	size_t used, cap;
+	size_t ready;         /* slots faulted in: all but in a mapped chunk
+			       * that grows into use (node_chunk_ready) */
 	pr_node nodes[];
 } node_chunk;
 
@@ -714,8 +762,18 @@ static void node_chunk_add(pr_graph_store *st, size_t cap, bool filled)
 	node_chunk *c = big_alloc(sizeof *c + cap * sizeof(pr_node), filled);
 	c->used = 0;
 	c->cap = cap;
+	c->ready = filled || !big_mapped(size) ? cap : 0;
 	c->next = st->chunks;
 	st->chunks = c;
+}
+
+/* c's next slots faulted in (pages_ready): a pass that adds a node per
+ * value (device copies) fills chunks of 10 MB. */
+static __attribute__((noinline)) void node_chunk_ready(node_chunk *c)
+{
+	size_t ready = pages_ready(c->nodes, c->ready * sizeof(pr_node), (c->ready + 1) * sizeof(pr_node),
+				   c->cap * sizeof(pr_node));
+	c->ready = ready / sizeof(pr_node);
 }
 
 /* A zeroed slot: a chunk's unused slots are as big_alloc left them, zero
@@ -735,7 +793,10 @@ static pr_node *slot_take(pr_graph_store *st)
 		st->next_chunk = cap < NODE_CHUNK_MAX ? 2 * cap : cap;
 		node_chunk_add(st, cap, false);
 	}
-	return &st->chunks->nodes[st->chunks->used++];
+	node_chunk *c = st->chunks;
+	if (c->used == c->ready)
+		node_chunk_ready(c);
+	return &c->nodes[c->used++];
 }
 
 static void slot_put(pr_graph_store *st, pr_node *n)
@@ -1100,7 +1161,7 @@ HOT_INLINE pr_node *new_node(pr_graph *g, pr_node_kind kind, const char *name)
 {
 	pr_graph_store *st = g->store;
 	node_chunk *c = st->chunks;
-	if (name || kind == PR_NODE_INPUT || st->free_nodes || !c || c->used == c->cap)
+	if (name || kind == PR_NODE_INPUT || st->free_nodes || !c || c->used == c->ready)
 		return new_node_general(g, kind, name);
 	return node_start(&c->nodes[c->used++], g, kind);
 }
@@ -1278,23 +1339,61 @@ pr_node *pr_node_alias_value(const pr_node *n, int r)
 
 /* ---- mutable buffers ------------------------------------------------------ */
 
-/* The write-back targets' names, borrowed from the return node, in an
- * open-addressing table by their hash: no malloc per name, one hash and
- * (mostly) one slot per question. */
-struct pr_mutable_buffers {
-	hslot *slots;
+/* A program mutates a buffer in place and returns the placeholder itself,
+ * so nearly every write-back's value is the buffer it names: those are kept
+ * by their address, and a query about one costs a multiply, not a hash of
+ * its name. The write-back targets' names (borrowed from the return node)
+ * answer the rest: a buffer that another value is written back to, or one
+ * named like a kept one (two inputs of one name, which the verifier
+ * refuses). They are hashed into their table when a query first needs them,
+ * which a method whose buffers all come back as themselves never does. */
+typedef struct buffer_names {
+	hslot *slots;         /* NULL: not built yet */
 	uint32_t mask, n;
+} buffer_names;
+
+struct pr_mutable_buffers {
+	hslot *nodes;         /* key: a write-back's own buffer placeholder */
+	uint32_t nodes_mask, n_nodes;
+	uint32_t n_targets;   /* write-backs to a buffer */
+	const pr_node *ret;   /* their return node */
+	buffer_names *names;  /* filled on the first query that needs them */
 };
 
-/* The slot of name (hash h), or the empty slot where it would go. */
-static hslot *buffer_slot(const pr_mutable_buffers *b, const char *name, uint32_t h)
+static uint32_t node_hash(const pr_node *n)
 {
-	uint32_t i = h & b->mask;
-	for (;; i = (i + 1) & b->mask) {
-		hslot *s = &b->slots[i];
+	return (uint32_t)(((uint64_t)(uintptr_t)n * 0x9E3779B97F4A7C15ull) >> 32);
+}
+
+/* The slot of node n (hash h), or the empty slot where it would go. */
+static hslot *buffer_node_slot(const pr_mutable_buffers *b, const pr_node *n, uint32_t h)
+{
+	for (uint32_t i = h & b->nodes_mask;; i = (i + 1) & b->nodes_mask) {
+		hslot *s = &b->nodes[i];
+		if (!s->key || s->key == n)
+			return s;
+	}
+}
+
+/* The slot of name (hash h), or the empty slot where it would go. */
+static hslot *buffer_name_slot(const buffer_names *t, const char *name, uint32_t h)
+{
+	for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
+		hslot *s = &t->slots[i];
 		if (!s->key || (s->hash == h && !strcmp(s->key, name)))
 			return s;
 	}
+}
+
+/* The buffer placeholder that write-back w's value v is, when it is the one
+ * w names; else NULL. */
+static const pr_node *written_back_itself(const pr_arg *v, const pr_writeback *w)
+{
+	const pr_node *in = v->kind == PR_ARG_VALUE ? v->u.value : NULL;
+	if (!in || in->kind != PR_NODE_INPUT || in->of_kind.input->kind != PR_INPUT_BUFFER)
+		return NULL;
+	const char *name = in->of_kind.input->name;
+	return name && !strcmp(name, w->target) ? in : NULL;
 }
 
 pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g)
@@ -1304,41 +1403,68 @@ pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g)
 	const pr_writeback *wbs = ret ? pr_node_writebacks(ret) : NULL;
 	if (!wbs)
 		return b;
+	b->ret = ret;
+	b->names = pr_xcalloc(1, sizeof *b->names);
+	for (int i = 0; i < ret->n_args; i++)
+		b->n_targets += wbs[i].kind == PR_WRITEBACK_BUFFER && wbs[i].target;
 	/* sized once for the buffers written back, not for every return value:
 	 * no rehash while they come, and a small table for a method with many
 	 * outputs and few buffers */
-	size_t n_buffers = 0;
-	for (int i = 0; i < ret->n_args; i++)
-		n_buffers += wbs[i].kind == PR_WRITEBACK_BUFFER;
-	hslots_fit(&b->slots, &b->mask, NAMES_FIRST, n_buffers);
+	hslots_fit(&b->nodes, &b->nodes_mask, NAMES_FIRST, b->n_targets);
 	for (int i = 0; i < ret->n_args; i++) {
-		const pr_writeback *w = &wbs[i];
-		if (w->kind != PR_WRITEBACK_BUFFER || !w->target)
+		if (wbs[i].kind != PR_WRITEBACK_BUFFER || !wbs[i].target)
 			continue;
-		uint32_t h = pr_str_hash(w->target, strlen(w->target));
-		hslot *s = buffer_slot(b, w->target, h);
-		if (!s->key) {
-			*s = (hslot){.key = w->target, .hash = h};
-			b->n++;
+		const pr_node *in = written_back_itself(&ret->args[i], &wbs[i]);
+		uint32_t h = in ? node_hash(in) : 0;
+		hslot *s = in ? buffer_node_slot(b, in, h) : NULL;
+		if (s && !s->key) {
+			*s = (hslot){.key = (void *)in, .hash = h};
+			b->n_nodes++;
 		}
 	}
 	return b;
 }
 
+/* The targets' names, hashed into t. */
+static void buffer_names_fill(buffer_names *t, const pr_node *ret, uint32_t n_targets)
+{
+	const pr_writeback *wbs = pr_node_writebacks(ret);
+	hslots_fit(&t->slots, &t->mask, NAMES_FIRST, n_targets);
+	for (int i = 0; i < ret->n_args; i++) {
+		const pr_writeback *w = &wbs[i];
+		if (w->kind != PR_WRITEBACK_BUFFER || !w->target)
+			continue;
+		uint32_t h = pr_str_hash(w->target, strlen(w->target));
+		hslot *s = buffer_name_slot(t, w->target, h);
+		if (!s->key) {
+			*s = (hslot){.key = w->target, .hash = h};
+			t->n++;
+		}
+	}
+}
+
 bool pr_mutable_buffers_has(const pr_mutable_buffers *b, const pr_node *in)
 {
-	if (!b->n || in->kind != PR_NODE_INPUT || in->of_kind.input->kind != PR_INPUT_BUFFER ||
+	if (!b->n_targets || in->kind != PR_NODE_INPUT || in->of_kind.input->kind != PR_INPUT_BUFFER ||
 	    !in->of_kind.input->name)
 		return false;
+	if (buffer_node_slot(b, in, node_hash(in))->key)
+		return true;
+	buffer_names *t = b->names;
+	if (!t->slots)
+		buffer_names_fill(t, b->ret, b->n_targets);
 	const char *name = in->of_kind.input->name;
-	return buffer_slot(b, name, pr_str_hash(name, strlen(name)))->key != NULL;
+	return buffer_name_slot(t, name, pr_str_hash(name, strlen(name)))->key != NULL;
 }
 
 void pr_mutable_buffers_free(pr_mutable_buffers *b)
 {
 	if (!b)
 		return;
-	hslots_free(b->slots, b->mask);
+	hslots_free(b->nodes, b->nodes_mask);
+	if (b->names)
+		hslots_free(b->names->slots, b->names->mask);
+	free(b->names);
 	free(b);
 }
 
@@ -1475,13 +1601,11 @@ static void name_remove(pr_graph *g, pr_node *n)
 		overflow_delete(st, s);
 }
 
-/* Room a fresh-name suffix takes: "_" and the digits of an int. */
-#define FRESH_SUFFIX_MAX 12
-
-/* Writes "_i" at s; returns its length. */
-static size_t put_suffix(char *s, int i)
+/* pr_fresh_name_suffix, inlined into the search (a public function called
+ * from inside the library goes through the PLT). */
+HOT_INLINE size_t fresh_suffix(char *s, int i)
 {
-	char digits[FRESH_SUFFIX_MAX];
+	char digits[PR_FRESH_SUFFIX_MAX];
 	size_t n = 0, len = 0;
 	unsigned v = (unsigned)i;
 	do
@@ -1492,6 +1616,11 @@ static size_t put_suffix(char *s, int i)
 		s[len++] = digits[--n];
 	s[len] = 0;
 	return len;
+}
+
+size_t pr_fresh_name_suffix(char *s, int i)
+{
+	return fresh_suffix(s, i);
 }
 
 /* The string-table slot of buf (len bytes, hash h): empty, or a string no
@@ -1505,7 +1634,7 @@ HOT_INLINE sslot *name_free_slot(const pr_graph *g, const strtab *t, const char 
 	return *e && bound_in(g, sslot_str(*e)) ? NULL : e;
 }
 
-/* Turns buf (base, base_len bytes, with FRESH_SUFFIX_MAX + 1 bytes of room
+/* Turns buf (base, base_len bytes, with PR_FRESH_SUFFIX_MAX bytes of room
  * after it; base_hash is its pr_str_hash) into the first name not used in
  * g: base itself when *next is 0, else base_i for i from *next (1 at
  * least); *next (may be NULL) is left
@@ -1526,7 +1655,7 @@ static size_t fresh_name_in(const pr_graph *g, char *buf, size_t base_len, uint3
 		return base_len;
 	}
 	for (int i = from > 0 ? from : 1;; i++) {
-		size_t len = base_len + put_suffix(buf + base_len, i);
+		size_t len = base_len + fresh_suffix(buf + base_len, i);
 		*h = pr_str_hash(buf, len);
 		if ((*slot = name_free_slot(g, t, buf, len, *h))) {
 			if (next)
@@ -1539,7 +1668,7 @@ static size_t fresh_name_in(const pr_graph *g, char *buf, size_t base_len, uint3
 char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next)
 {
 	size_t len = strlen(base);
-	char *name = pr_xmalloc(len + FRESH_SUFFIX_MAX + 1);
+	char *name = pr_xmalloc(len + PR_FRESH_SUFFIX_MAX);
 	uint32_t h;
 	sslot *slot;
 	memcpy(name, base, len);
@@ -1571,8 +1700,8 @@ static __attribute__((noinline)) pr_node *new_node_suffixed(pr_graph *g, pr_node
 							   uint32_t base_hash, int *next)
 {
 	char stack[128], *buf = stack;
-	if (base_len + FRESH_SUFFIX_MAX + 1 > sizeof stack)
-		buf = pr_xmalloc(base_len + FRESH_SUFFIX_MAX + 1);
+	if (base_len + PR_FRESH_SUFFIX_MAX > sizeof stack)
+		buf = pr_xmalloc(base_len + PR_FRESH_SUFFIX_MAX);
 	memcpy(buf, base, base_len);
 	uint32_t h;
 	sslot *slot;

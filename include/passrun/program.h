@@ -528,6 +528,14 @@ char *pr_graph_fresh_name(const pr_graph *g, const char *base);
  * remembers where the last search for this base ended, so that naming k of
  * them costs O(k), not O(k^2). Names must not be freed up in between. */
 char *pr_graph_fresh_name_next(const pr_graph *g, const char *base, int *next);
+/* The room a fresh name's suffix takes after its base: "_" and the digits
+ * of an int, then its 0. */
+#define PR_FRESH_SUFFIX_MAX 13
+/* Writes the suffix of a fresh name's i-th try (i >= 1), "_i" and its 0, at
+ * s; returns its length without the 0. The fresh-name functions spell their
+ * tries with it, so that a pass that asks ahead for the string-table slot of
+ * a name it will get (pr_program_prefetch_name) spells it the same. */
+size_t pr_fresh_name_suffix(char *s, int i);
 
 /* The program's copy of the n bytes at s, NUL-terminated: the same bytes
  * give the same pointer for the program's life. The n bytes hold no NUL
@@ -674,8 +682,11 @@ static inline pr_node *pr_node_value_arg(const pr_node *n, int a)
 
 /* The mutable buffers of a method: the buffer placeholders its return node
  * writes back (`-> buffer "NAME"`), as a set built once in one walk, so
- * that a query costs a hash lookup however many buffers there are. It
- * borrows the return node's names: rebuild it after changing them. */
+ * that a query costs a hash lookup however many buffers there are (keyed by
+ * the placeholder itself when it is the value written back, the usual case,
+ * so that no name is hashed). It borrows the return node's names and knows
+ * placeholders by their address: rebuild it after changing those names, or
+ * an input's, or erasing a placeholder. */
 typedef struct pr_mutable_buffers pr_mutable_buffers;
 pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g);
 /* Is in a buffer placeholder of the set's method that it writes back? */

@@ -88,10 +88,18 @@ bool pl_is_method_input(const pr_node *n, const pr_mutable_buffers *b)
 	       (n->of_kind.input->kind == PR_INPUT_USER || pr_mutable_buffers_has(b, n));
 }
 
+/* A parameter, a constant, or a buffer that is not mutable: the set is
+ * asked only about buffers, as placement asks this of every input. */
 bool pl_is_constant(const pr_node *n, const pr_mutable_buffers *b)
 {
-	return n->kind == PR_NODE_INPUT && n->of_kind.input->kind != PR_INPUT_USER &&
-	       n->of_kind.input->kind != PR_INPUT_POSITIONAL && !pr_mutable_buffers_has(b, n);
+	if (n->kind != PR_NODE_INPUT)
+		return false;
+	switch (n->of_kind.input->kind) {
+	case PR_INPUT_PARAMETER:
+	case PR_INPUT_CONSTANT: return true;
+	case PR_INPUT_BUFFER: return !pr_mutable_buffers_has(b, n);
+	default: return false;
+	}
 }
 
 const char *pl_input_kind_word(const pr_node *n, const pr_mutable_buffers *b)

@@ -710,16 +710,11 @@ static void prefetch_suffixed_name(place_ctx *c, copy_group *grp)
 {
 	int i = grp->ahead++;
 	size_t len = grp->base->len;
-	if (i == 0 || len + 12 > SUFFIXED_NAME_MAX)
+	if (i == 0 || len + PR_FRESH_SUFFIX_MAX > SUFFIXED_NAME_MAX)
 		return;   /* the base's slot: asked for by prefetch_copy_name */
-	char s[SUFFIXED_NAME_MAX], digits[12];
+	char s[SUFFIXED_NAME_MAX];
 	memcpy(s, copy_name_str(grp->base), len);
-	s[len++] = '_';
-	int n = 0;
-	for (unsigned u = (unsigned)i; u; u /= 10)
-		digits[n++] = (char)('0' + u % 10);
-	while (n)
-		s[len++] = digits[--n];
+	len += pr_fresh_name_suffix(s + len, i);
 	pr_program_prefetch_name(c->p, pr_str_hash(s, len));
 }
 
@@ -839,10 +834,7 @@ static pr_err *copy_getitem_to_host(place_ctx *c, pr_node *gi)
 	pr_node_interpose(copy, gi->uses[first].arg);
 	*c->changed = true;
 	host_copies *h = &c->host_copies;
-	if (h->n == h->cap) {
-		h->cap = h->cap ? 2 * h->cap : 64;
-		h->items = pr_xrealloc(h->items, h->cap * sizeof *h->items);
-	}
+	PR_GROW(h->items, h->n, h->cap);
 	/* gi->scratch: its place among the values (collect) */
 	h->items[h->n++] = (host_copy){(size_t)(uintptr_t)gi->scratch, copy};
 	return NULL;

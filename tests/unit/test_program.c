@@ -108,6 +108,16 @@ Test(graph, duplicate_names_are_refused_and_fresh_names_are_readable)
 	pr_program_free(p);
 }
 
+/* The suffix a pass spells ahead of a fresh name is the one the name gets. */
+Test(graph, fresh_name_suffix_is_the_one_fresh_names_get)
+{
+	char s[PR_FRESH_SUFFIX_MAX];
+	cr_assert_eq(pr_fresh_name_suffix(s, 1), 2);
+	cr_assert_str_eq(s, "_1");
+	cr_assert_eq(pr_fresh_name_suffix(s, 2147483647), 11);
+	cr_assert_str_eq(s, "_2147483647");
+}
+
 /* A loader's append by name: a name new to the program and one another
  * graph has both link and are found, the node after a name its graph has
  * stays unlinked with the same message as pr_graph_append's. */
