@@ -776,10 +776,22 @@ static bool host_addressable(pr_device d)
 	return t && t->host_addressable;
 }
 
-/* Every tensor n reads (list items included) must be on the host (want_host:
- * host-addressable memory will do) or on want, whose id is want_id, or on
- * either when also_host; `what` says which rule asks. The caller has the id
- * from a table made once (dinfo), so no call interns a device. */
+/* May a tensor of spec s be read where the rule wants the host (want_host:
+ * host-addressable memory will do) or the device whose id is want_id, or
+ * either when also_host? The host test only where the rule asks it: a
+ * placed device read (most of them, after propagate-device) compares
+ * devices alone. */
+static inline bool read_fits(const pr_spec *s, bool want_host, pr_device_id want_id,
+			     bool also_host)
+{
+	return want_host ? pr_spec_on_host(s) || host_addressable(pr_spec_device(s)) :
+			   (s->device_id == want_id || (also_host && pr_spec_on_host(s)));
+}
+
+/* Every tensor n reads (list items included) must be on the host (want_host)
+ * or on want, whose id is want_id, or on either when also_host (read_fits);
+ * `what` says which rule asks. The caller has the id from a table made once
+ * (dinfo), so no call interns a device. */
 static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool want_host,
 			   pr_device want, pr_device_id want_id, bool also_host, const char *what)
 {
@@ -791,12 +803,7 @@ static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool w
 			continue;
 		}
 		pr_spec *s = arg_spec(&args[i]);
-		if (!s)
-			continue;
-		/* The host test only where the rule asks it: a placed device read
-		 * (most of them, after propagate-device) compares devices alone. */
-		if (want_host ? pr_spec_on_host(s) || host_addressable(pr_spec_device(s)) :
-				(s->device_id == want_id || (also_host && pr_spec_on_host(s))))
+		if (!s || read_fits(s, want_host, want_id, also_host))
 			continue;
 		pr_node *v = args[i].u.value;
 		report(c, "E-PLACEMENT", v, "%s reads %s (%s, %" PRId64 " bytes); %s, expected "
@@ -965,6 +972,18 @@ static dinfo *find_dinfo(vctx *c, pr_delegate *d)
 	return k < 0 ? NULL : &c->dinfos[k];
 }
 
+/* Is argument a a value of the kind of the body's input of type want? */
+static inline bool delegate_arg_kind_fits(const pr_arg *a, const pr_type *want)
+{
+	return a->kind == PR_ARG_VALUE && a->u.value && a->u.value->type.kind == want->kind;
+}
+
+/* Has argument a, of want's kind, the dtype and shape of a tensor input? */
+static inline bool delegate_arg_shape_fits(const pr_arg *a, const pr_type *want)
+{
+	return want->kind != PR_TYPE_TENSOR || same_dtype_shape(&a->u.value->type.tensor, &want->tensor);
+}
+
 static void check_delegate_args(vctx *c, pr_node *n, const dinfo *di)
 {
 	char ln[LABEL_MAX], s1[SPEC_MAX], s2[SPEC_MAX];
@@ -974,14 +993,13 @@ static void check_delegate_args(vctx *c, pr_node *n, const dinfo *di)
 	for (int i = 0; i < n->n_args && i < di->n_inputs; i++) {
 		pr_arg *a = &n->args[i];
 		const pr_type *want = &di->inputs[i]->type;
-		if (a->kind != PR_ARG_VALUE || !a->u.value || a->u.value->type.kind != want->kind) {
+		if (!delegate_arg_kind_fits(a, want)) {
 			report(c, "E-TYPE", n, "argument %d of %s is %s; expected %s, like input %d "
 			       "of @%s", i, label(n, ln), arg_kind_str(a), type_kind_str(want), i,
 			       di->d->name);
 			continue;
 		}
-		if (want->kind == PR_TYPE_TENSOR &&
-		    !same_dtype_shape(&a->u.value->type.tensor, &want->tensor))
+		if (!delegate_arg_shape_fits(a, want))
 			report(c, "E-TYPE", n, "argument %d of %s is %s; expected the dtype and "
 			       "shape of input %d of @%s, %s", i, label(n, ln),
 			       spec_str(&a->u.value->type.tensor, s1), i, di->d->name,
@@ -1043,25 +1061,53 @@ static bool result_on_device(const pr_node *n)
 	return false;
 }
 
-static void check_delegate_placement(vctx *c, pr_node *n, const dinfo *di)
+/* The placement rule a delegate call in a method answers to. */
+typedef struct call_rule {
+	bool checked;         /* false: none (a delegate body; an unknown
+			       * target_device is B5's error, not a placement fact) */
+	bool want_host;       /* a host delegate */
+	bool not_placed;      /* reads on its device or the host; results not checked */
+	const char *reads, *results;   /* the rule, as the reports name it */
+} call_rule;
+
+static call_rule delegate_rule(vctx *c, const pr_node *n, const dinfo *di)
 {
-	if (!di->device_known)
-		return;  /* an unknown target_device is B5's error, not a placement fact */
-	bool host = di->host;
-	if (!host && !c->has_copies && !result_on_device(n)) {
+	if (c->body || !di->device_known)
+		return (call_rule){0};
+	if (!di->host && !c->has_copies && !result_on_device(n)) {
 		/* Not placed yet: a program as the user wrote it, or one that a pass
 		 * (device constants) tagged before propagate-device ran. */
 		c->assumed_no_copies = true;
-		check_reads_on(c, n, n->args, n->n_args, false, di->device, di->device_id, true,
-			       "a device delegate never reads another device's memory");
-		return;
+		return (call_rule){.checked = true, .not_placed = true,
+				   .reads = "a device delegate never reads another device's memory"};
 	}
-	check_reads_on(c, n, n->args, n->n_args, host, di->device, di->device_id, false,
-		       host ? "a host delegate reads only host memory" :
-			      "a device delegate reads only its own device's memory");
-	check_result_on(c, n, host, di->device, di->device_id,
-			host ? "a host delegate produces host tensors" :
-			       "a device delegate's results are on its device");
+	if (di->host)
+		return (call_rule){.checked = true, .want_host = true,
+				   .reads = "a host delegate reads only host memory",
+				   .results = "a host delegate produces host tensors"};
+	return (call_rule){.checked = true,
+			   .reads = "a device delegate reads only its own device's memory",
+			   .results = "a device delegate's results are on its device"};
+}
+
+/* Would check_delegate_args and the rule's read checks find nothing? One
+ * walk of n's arguments, with no report, for nearly every call: where it
+ * says no, the checks run one after the other and say what is wrong. */
+static bool delegate_args_clean(const pr_node *n, const dinfo *di, const call_rule *rule)
+{
+	if (n->n_args != di->n_inputs)
+		return false;
+	for (int i = 0; i < n->n_args; i++) {
+		const pr_arg *a = &n->args[i];
+		const pr_type *want = &di->inputs[i]->type;
+		if (!delegate_arg_kind_fits(a, want) || !delegate_arg_shape_fits(a, want))
+			return false;
+		if (rule->checked && want->kind == PR_TYPE_TENSOR &&
+		    !read_fits(&a->u.value->type.tensor, rule->want_host, di->device_id,
+			       rule->not_placed))
+			return false;
+	}
+	return true;
 }
 
 static void check_delegate_call(vctx *c, pr_node *n)
@@ -1074,10 +1120,16 @@ static void check_delegate_call(vctx *c, pr_node *n)
 		       "a delegate the program does not hold" : "no delegate");
 		return;
 	}
-	check_delegate_args(c, n, di);
+	call_rule rule = delegate_rule(c, n, di);
+	bool clean = delegate_args_clean(n, di, &rule);
+	if (!clean)
+		check_delegate_args(c, n, di);
 	check_delegate_result(c, n, di);
-	if (!c->body)
-		check_delegate_placement(c, n, di);
+	if (rule.checked && !clean)
+		check_reads_on(c, n, n->args, n->n_args, rule.want_host, di->device,
+			       di->device_id, rule.not_placed, rule.reads);
+	if (rule.checked && !rule.not_placed)
+		check_result_on(c, n, rule.want_host, di->device, di->device_id, rule.results);
 }
 
 static void check_input(vctx *c, pr_node *n)
