@@ -1132,31 +1132,46 @@ static void check_delegate_call(vctx *c, pr_node *n)
 		check_result_on(c, n, rule.want_host, di->device, di->device_id, rule.results);
 }
 
-static void check_input(vctx *c, pr_node *n)
+/* Input n's arguments (none) and kind (positional in a delegate body, not
+ * in a method), when one of them is wrong: out of line, so that
+ * check_input keeps no room for the reports' labels. */
+static __attribute__((noinline)) void check_input_form(vctx *c, pr_node *n, bool positional)
 {
-	char ln[LABEL_MAX], le[LABEL_MAX];
+	char ln[LABEL_MAX];
 	if (n->n_args)
 		report(c, "E-ARITY", n, "input %s has %d arguments; expected none", label(n, ln),
 		       n->n_args);
-	bool positional = n->of_kind.input->kind == PR_INPUT_POSITIONAL;
 	if (c->body && !positional)
 		report(c, "E-INPUT", n, "input %s of delegate @%s has a kind; expected a plain "
 		       "positional `input` in a delegate body", label(n, ln), c->g->name);
 	else if (!c->body && positional)
 		report(c, "E-INPUT", n, "input %s of method @%s is positional; expected user, "
 		       "parameter, buffer or constant", label(n, ln), c->g->name);
+}
+
+/* Input n is named like the input of slot at. */
+static __attribute__((noinline)) void report_named_twice(vctx *c, pr_node *n, const name_slot *at)
+{
+	char ln[LABEL_MAX], le[LABEL_MAX];
+	report(c, "E-INPUT", n, "input %s is named \"%s\", like %s; expected unique "
+	       "input names", label(n, ln), n->of_kind.input->name,
+	       label(slot_node(&c->inputs, at), le));
+}
+
+static void check_input(vctx *c, pr_node *n)
+{
+	bool positional = n->of_kind.input->kind == PR_INPUT_POSITIONAL;
+	if (n->n_args || c->body != positional)
+		check_input_form(c, n, positional);
 	if (!n->of_kind.input->name || c->body)
 		return;
 	uint32_t h = c->ahead[c->at & 15];
 	name_map_fit(&c->inputs, c->inputs.n + 1);
 	name_slot *at = name_map_at(&c->inputs, n->of_kind.input->name, h);
-	if (at->at) {
-		report(c, "E-INPUT", n, "input %s is named \"%s\", like %s; expected unique "
-		       "input names", label(n, ln), n->of_kind.input->name,
-		       label(slot_node(&c->inputs, at), le));
-		return;
-	}
-	name_map_put(&c->inputs, at, n, n->of_kind.input->name, h);
+	if (at->at)
+		report_named_twice(c, n, at);
+	else
+		name_map_put(&c->inputs, at, n, n->of_kind.input->name, h);
 }
 
 static const char *input_kind_str(pr_input_kind k)
