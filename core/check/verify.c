@@ -1528,8 +1528,21 @@ static void check_at(vctx *c, int64_t i)
 	check_node(c, c->nodes[i]);
 }
 
-/* One walk over g: its links, and each node's checks LEAD nodes behind,
- * while its lines are still in cache (a big method's nodes are far more
+/* How many nodes walk_graph has checked in one call, which sets up its
+ * frame once for them all: a call per node cost as much as a slot's
+ * checks. */
+#define CHECK_BATCH 8
+
+/* check_at of c->nodes[from] to c->nodes[to - 1]. */
+static __attribute__((noinline)) void check_nodes(vctx *c, int64_t from, int64_t to)
+{
+	for (int64_t i = from; i < to; i++)
+		check_at(c, i);
+}
+
+/* One walk over g: its links, and each node's checks LEAD to LEAD +
+ * CHECK_BATCH nodes behind, CHECK_BATCH at a time, while its lines are
+ * still in cache (a big method's nodes are far more
  * than the cache holds, and a walk of its links alone would fetch them all
  * once more). With lead at g's node count or more, the links are all
  * walked first. False when what was reported must be dropped and the graph
@@ -1544,13 +1557,14 @@ static bool walk_graph(vctx *c, pr_graph *g, int64_t lead)
 		prefetch_guess(n);
 		if (!link_node(c, g, n, prev, ++count))
 			return checked == 0;
-		if (count > lead)
-			check_at(c, checked++);
+		if (count - checked - CHECK_BATCH >= lead) {
+			check_nodes(c, checked, checked + CHECK_BATCH);
+			checked += CHECK_BATCH;
+		}
 	}
 	if (!list_ends(c, g, prev, count))
 		return checked == 0;
-	while (checked < count)
-		check_at(c, checked++);
+	check_nodes(c, checked, count);
 	if (!c->n_returns)
 		report(c, "E-RETURN", NULL, "@%s has no return; expected exactly one, as "
 		       "its last node", g->name);
