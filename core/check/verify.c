@@ -776,10 +776,22 @@ static bool host_addressable(pr_device d)
 	return t && t->host_addressable;
 }
 
-/* Every tensor n reads (list items included) must be on the host (want_host:
- * host-addressable memory will do) or on want, whose id is want_id, or on
- * either when also_host; `what` says which rule asks. The caller has the id
- * from a table made once (dinfo), so no call interns a device. */
+/* May a tensor of spec s be read where the rule wants the host (want_host:
+ * host-addressable memory will do) or the device whose id is want_id, or
+ * either when also_host? The host test only where the rule asks it: a
+ * placed device read (most of them, after propagate-device) compares
+ * devices alone. */
+static inline bool read_fits(const pr_spec *s, bool want_host, pr_device_id want_id,
+			     bool also_host)
+{
+	return want_host ? pr_spec_on_host(s) || host_addressable(pr_spec_device(s)) :
+			   (s->device_id == want_id || (also_host && pr_spec_on_host(s)));
+}
+
+/* Every tensor n reads (list items included) must be on the host (want_host)
+ * or on want, whose id is want_id, or on either when also_host (read_fits);
+ * `what` says which rule asks. The caller has the id from a table made once
+ * (dinfo), so no call interns a device. */
 static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool want_host,
 			   pr_device want, pr_device_id want_id, bool also_host, const char *what)
 {
@@ -791,12 +803,7 @@ static void check_reads_on(vctx *c, pr_node *n, pr_arg *args, int n_args, bool w
 			continue;
 		}
 		pr_spec *s = arg_spec(&args[i]);
-		if (!s)
-			continue;
-		/* The host test only where the rule asks it: a placed device read
-		 * (most of them, after propagate-device) compares devices alone. */
-		if (want_host ? pr_spec_on_host(s) || host_addressable(pr_spec_device(s)) :
-				(s->device_id == want_id || (also_host && pr_spec_on_host(s))))
+		if (!s || read_fits(s, want_host, want_id, also_host))
 			continue;
 		pr_node *v = args[i].u.value;
 		report(c, "E-PLACEMENT", v, "%s reads %s (%s, %" PRId64 " bytes); %s, expected "
@@ -965,6 +972,18 @@ static dinfo *find_dinfo(vctx *c, pr_delegate *d)
 	return k < 0 ? NULL : &c->dinfos[k];
 }
 
+/* Is argument a a value of the kind of the body's input of type want? */
+static inline bool delegate_arg_kind_fits(const pr_arg *a, const pr_type *want)
+{
+	return a->kind == PR_ARG_VALUE && a->u.value && a->u.value->type.kind == want->kind;
+}
+
+/* Has argument a, of want's kind, the dtype and shape of a tensor input? */
+static inline bool delegate_arg_shape_fits(const pr_arg *a, const pr_type *want)
+{
+	return want->kind != PR_TYPE_TENSOR || same_dtype_shape(&a->u.value->type.tensor, &want->tensor);
+}
+
 static void check_delegate_args(vctx *c, pr_node *n, const dinfo *di)
 {
 	char ln[LABEL_MAX], s1[SPEC_MAX], s2[SPEC_MAX];
@@ -974,14 +993,13 @@ static void check_delegate_args(vctx *c, pr_node *n, const dinfo *di)
 	for (int i = 0; i < n->n_args && i < di->n_inputs; i++) {
 		pr_arg *a = &n->args[i];
 		const pr_type *want = &di->inputs[i]->type;
-		if (a->kind != PR_ARG_VALUE || !a->u.value || a->u.value->type.kind != want->kind) {
+		if (!delegate_arg_kind_fits(a, want)) {
 			report(c, "E-TYPE", n, "argument %d of %s is %s; expected %s, like input %d "
 			       "of @%s", i, label(n, ln), arg_kind_str(a), type_kind_str(want), i,
 			       di->d->name);
 			continue;
 		}
-		if (want->kind == PR_TYPE_TENSOR &&
-		    !same_dtype_shape(&a->u.value->type.tensor, &want->tensor))
+		if (!delegate_arg_shape_fits(a, want))
 			report(c, "E-TYPE", n, "argument %d of %s is %s; expected the dtype and "
 			       "shape of input %d of @%s, %s", i, label(n, ln),
 			       spec_str(&a->u.value->type.tensor, s1), i, di->d->name,
@@ -1043,25 +1061,53 @@ static bool result_on_device(const pr_node *n)
 	return false;
 }
 
-static void check_delegate_placement(vctx *c, pr_node *n, const dinfo *di)
+/* The placement rule a delegate call in a method answers to. */
+typedef struct call_rule {
+	bool checked;         /* false: none (a delegate body; an unknown
+			       * target_device is B5's error, not a placement fact) */
+	bool want_host;       /* a host delegate */
+	bool not_placed;      /* reads on its device or the host; results not checked */
+	const char *reads, *results;   /* the rule, as the reports name it */
+} call_rule;
+
+static call_rule delegate_rule(vctx *c, const pr_node *n, const dinfo *di)
 {
-	if (!di->device_known)
-		return;  /* an unknown target_device is B5's error, not a placement fact */
-	bool host = di->host;
-	if (!host && !c->has_copies && !result_on_device(n)) {
+	if (c->body || !di->device_known)
+		return (call_rule){0};
+	if (!di->host && !c->has_copies && !result_on_device(n)) {
 		/* Not placed yet: a program as the user wrote it, or one that a pass
 		 * (device constants) tagged before propagate-device ran. */
 		c->assumed_no_copies = true;
-		check_reads_on(c, n, n->args, n->n_args, false, di->device, di->device_id, true,
-			       "a device delegate never reads another device's memory");
-		return;
+		return (call_rule){.checked = true, .not_placed = true,
+				   .reads = "a device delegate never reads another device's memory"};
 	}
-	check_reads_on(c, n, n->args, n->n_args, host, di->device, di->device_id, false,
-		       host ? "a host delegate reads only host memory" :
-			      "a device delegate reads only its own device's memory");
-	check_result_on(c, n, host, di->device, di->device_id,
-			host ? "a host delegate produces host tensors" :
-			       "a device delegate's results are on its device");
+	if (di->host)
+		return (call_rule){.checked = true, .want_host = true,
+				   .reads = "a host delegate reads only host memory",
+				   .results = "a host delegate produces host tensors"};
+	return (call_rule){.checked = true,
+			   .reads = "a device delegate reads only its own device's memory",
+			   .results = "a device delegate's results are on its device"};
+}
+
+/* Would check_delegate_args and the rule's read checks find nothing? One
+ * walk of n's arguments, with no report, for nearly every call: where it
+ * says no, the checks run one after the other and say what is wrong. */
+static bool delegate_args_clean(const pr_node *n, const dinfo *di, const call_rule *rule)
+{
+	if (n->n_args != di->n_inputs)
+		return false;
+	for (int i = 0; i < n->n_args; i++) {
+		const pr_arg *a = &n->args[i];
+		const pr_type *want = &di->inputs[i]->type;
+		if (!delegate_arg_kind_fits(a, want) || !delegate_arg_shape_fits(a, want))
+			return false;
+		if (rule->checked && want->kind == PR_TYPE_TENSOR &&
+		    !read_fits(&a->u.value->type.tensor, rule->want_host, di->device_id,
+			       rule->not_placed))
+			return false;
+	}
+	return true;
 }
 
 static void check_delegate_call(vctx *c, pr_node *n)
@@ -1074,37 +1120,58 @@ static void check_delegate_call(vctx *c, pr_node *n)
 		       "a delegate the program does not hold" : "no delegate");
 		return;
 	}
-	check_delegate_args(c, n, di);
+	call_rule rule = delegate_rule(c, n, di);
+	bool clean = delegate_args_clean(n, di, &rule);
+	if (!clean)
+		check_delegate_args(c, n, di);
 	check_delegate_result(c, n, di);
-	if (!c->body)
-		check_delegate_placement(c, n, di);
+	if (rule.checked && !clean)
+		check_reads_on(c, n, n->args, n->n_args, rule.want_host, di->device,
+			       di->device_id, rule.not_placed, rule.reads);
+	if (rule.checked && !rule.not_placed)
+		check_result_on(c, n, rule.want_host, di->device, di->device_id, rule.results);
 }
 
-static void check_input(vctx *c, pr_node *n)
+/* Input n's arguments (none) and kind (positional in a delegate body, not
+ * in a method), when one of them is wrong: out of line, so that
+ * check_input keeps no room for the reports' labels. */
+static __attribute__((noinline)) void check_input_form(vctx *c, pr_node *n, bool positional)
 {
-	char ln[LABEL_MAX], le[LABEL_MAX];
+	char ln[LABEL_MAX];
 	if (n->n_args)
 		report(c, "E-ARITY", n, "input %s has %d arguments; expected none", label(n, ln),
 		       n->n_args);
-	bool positional = n->of_kind.input->kind == PR_INPUT_POSITIONAL;
 	if (c->body && !positional)
 		report(c, "E-INPUT", n, "input %s of delegate @%s has a kind; expected a plain "
 		       "positional `input` in a delegate body", label(n, ln), c->g->name);
 	else if (!c->body && positional)
 		report(c, "E-INPUT", n, "input %s of method @%s is positional; expected user, "
 		       "parameter, buffer or constant", label(n, ln), c->g->name);
+}
+
+/* Input n is named like the input of slot at. */
+static __attribute__((noinline)) void report_named_twice(vctx *c, pr_node *n, const name_slot *at)
+{
+	char ln[LABEL_MAX], le[LABEL_MAX];
+	report(c, "E-INPUT", n, "input %s is named \"%s\", like %s; expected unique "
+	       "input names", label(n, ln), n->of_kind.input->name,
+	       label(slot_node(&c->inputs, at), le));
+}
+
+static void check_input(vctx *c, pr_node *n)
+{
+	bool positional = n->of_kind.input->kind == PR_INPUT_POSITIONAL;
+	if (n->n_args || c->body != positional)
+		check_input_form(c, n, positional);
 	if (!n->of_kind.input->name || c->body)
 		return;
 	uint32_t h = c->ahead[c->at & 15];
 	name_map_fit(&c->inputs, c->inputs.n + 1);
 	name_slot *at = name_map_at(&c->inputs, n->of_kind.input->name, h);
-	if (at->at) {
-		report(c, "E-INPUT", n, "input %s is named \"%s\", like %s; expected unique "
-		       "input names", label(n, ln), n->of_kind.input->name,
-		       label(slot_node(&c->inputs, at), le));
-		return;
-	}
-	name_map_put(&c->inputs, at, n, n->of_kind.input->name, h);
+	if (at->at)
+		report_named_twice(c, n, at);
+	else
+		name_map_put(&c->inputs, at, n, n->of_kind.input->name, h);
 }
 
 static const char *input_kind_str(pr_input_kind k)
@@ -1359,25 +1426,19 @@ static void prefetch_guess(const pr_node *n)
 	__builtin_prefetch(p + sizeof *n - 1);
 }
 
-/* The name hash of input nodes[j] for check_input, and its slot's line
- * fetched meanwhile: on a big method each slot is a cache miss. */
-static __attribute__((noinline)) void hash_input_ahead(vctx *c, int64_t j)
+/* For a method's input nodes[j]: its name's hash for check_input, and
+ * its slot's line fetched meanwhile (on a big method each slot is a cache
+ * miss). Inline, in check_nodes' frame: a call per input cost a tenth of
+ * what an input's checks cost. */
+static inline void hash_ahead(vctx *c, int64_t j)
 {
 	const pr_node *n = c->nodes[j];
-	if (!n->of_kind.input->name)
+	if (c->body || n->kind != PR_NODE_INPUT || !n->of_kind.input->name)
 		return;
 	uint32_t h = name_hash(n->of_kind.input->name);
 	c->ahead[j & 15] = h;
 	if (c->inputs.cap)
 		__builtin_prefetch(&c->inputs.slots[h & (c->inputs.cap - 1)]);
-}
-
-/* hash_input_ahead for a method's input; the test inline, as most nodes
- * are not inputs and a call per node would cost more than the test. */
-static inline void hash_ahead(vctx *c, int64_t j)
-{
-	if (!c->body && c->nodes[j]->kind == PR_NODE_INPUT)
-		hash_input_ahead(c, j);
 }
 
 /* The values that node n reads directly (stage 0), or the use each of its
@@ -1450,19 +1511,33 @@ static void check_all_uses(vctx *c, pr_graph *g)
 	free(saved);
 }
 
-/* Checks c->nodes[i], fetching what the nodes after it will read. */
+/* Checks c->nodes[i], fetching what the nodes after it will read (the
+ * names of the first inputs are hashed by check_nodes). */
 static void check_at(vctx *c, int64_t i)
 {
-	if (i == 0)
-		for (int64_t j = 0; j < AHEAD_VALUES && j < c->g->n_nodes; j++)
-			hash_ahead(c, j);
 	fetch_ahead(c, i);
 	c->at = i;
 	check_node(c, c->nodes[i]);
 }
 
-/* One walk over g: its links, and each node's checks LEAD nodes behind,
- * while its lines are still in cache (a big method's nodes are far more
+/* How many nodes walk_graph has checked in one call, which sets up its
+ * frame once for them all: a call per node cost as much as a slot's
+ * checks. */
+#define CHECK_BATCH 8
+
+/* check_at of c->nodes[from] to c->nodes[to - 1]. */
+static __attribute__((noinline)) void check_nodes(vctx *c, int64_t from, int64_t to)
+{
+	if (from == 0)   /* fetch_ahead hashes AHEAD_VALUES nodes ahead */
+		for (int64_t j = 0; j < AHEAD_VALUES && j < c->g->n_nodes; j++)
+			hash_ahead(c, j);
+	for (int64_t i = from; i < to; i++)
+		check_at(c, i);
+}
+
+/* One walk over g: its links, and each node's checks LEAD to LEAD +
+ * CHECK_BATCH nodes behind, CHECK_BATCH at a time, while its lines are
+ * still in cache (a big method's nodes are far more
  * than the cache holds, and a walk of its links alone would fetch them all
  * once more). With lead at g's node count or more, the links are all
  * walked first. False when what was reported must be dropped and the graph
@@ -1477,13 +1552,14 @@ static bool walk_graph(vctx *c, pr_graph *g, int64_t lead)
 		prefetch_guess(n);
 		if (!link_node(c, g, n, prev, ++count))
 			return checked == 0;
-		if (count > lead)
-			check_at(c, checked++);
+		if (count - checked - CHECK_BATCH >= lead) {
+			check_nodes(c, checked, checked + CHECK_BATCH);
+			checked += CHECK_BATCH;
+		}
 	}
 	if (!list_ends(c, g, prev, count))
 		return checked == 0;
-	while (checked < count)
-		check_at(c, checked++);
+	check_nodes(c, checked, count);
 	if (!c->n_returns)
 		report(c, "E-RETURN", NULL, "@%s has no return; expected exactly one, as "
 		       "its last node", g->name);
