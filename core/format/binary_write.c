@@ -238,11 +238,13 @@ typedef struct w_known_layout {
 /* A segment of DATA, written after the metadata: bytes the program holds
  * already (a blob's, a loaded constant's mapped storage), written from where
  * they lie, or a constant's materialized storage, kept in the writer's
- * buffer (bytes NULL: at made bytes into it). */
+ * buffer (bytes NULL: the next size bytes made, as they were made in
+ * segment order). Its DATA offset follows from the sizes before it
+ * (segment_at); 16 bytes, as a million nodes have 400 000 segments, whose
+ * list is made new for each write. */
 typedef struct w_segment_ref {
 	const uint8_t *bytes;
-	size_t made_at;
-	uint64_t at, size;   /* its DATA offset, a multiple of PRB_ALIGN, and size */
+	uint64_t size;
 } w_segment_ref;
 
 /* A node of the graph being written, by its index, and its caller's
@@ -424,6 +426,13 @@ static void w_node_head(writer *w, wbuf *b, const pr_node *n)
 	}
 }
 
+/* Where the segment after DATA's first `end` bytes starts: the next
+ * 64-byte boundary. */
+static uint64_t segment_at(uint64_t end)
+{
+	return (end + PRB_ALIGN - 1) / PRB_ALIGN * PRB_ALIGN;
+}
+
 /* Places a segment of n bytes at the next 64-byte boundary of DATA and
  * returns its offset there; bytes NULL: the last n bytes made (w->made). */
 static uint64_t w_segment(writer *w, const uint8_t *bytes, size_t n)
@@ -432,8 +441,8 @@ static uint64_t w_segment(writer *w, const uint8_t *bytes, size_t n)
 		w->cap_segs = 2 * w->cap_segs + 16;
 		w->segs = pr_xrealloc(w->segs, w->cap_segs * sizeof *w->segs);
 	}
-	uint64_t at = (w->data_len + PRB_ALIGN - 1) / PRB_ALIGN * PRB_ALIGN;
-	w->segs[w->n_segs++] = (w_segment_ref){bytes, w->made.len - (bytes ? 0 : n), at, n};
+	uint64_t at = segment_at(w->data_len);
+	w->segs[w->n_segs++] = (w_segment_ref){bytes, n};
 	w->data_len = at + n;
 	return at;
 }
@@ -489,10 +498,12 @@ static void w_data_section(const writer *w, wbuf *file)
 	w_dropped dropped = {map, map + (map ? w->prog->mapping_size : 0),
 			     (uintptr_t)sysconf(_SC_PAGESIZE), 0, 0};
 	uint64_t pos = 0;
+	size_t made_at = 0;
 	for (size_t i = 0; i < w->n_segs; i++) {
 		const w_segment_ref *g = &w->segs[i];
-		const uint8_t *bytes = g->bytes ? g->bytes : w->made.p + g->made_at;
-		size_t pad = (size_t)(g->at - pos), n = (size_t)g->size;   /* pad < PRB_ALIGN */
+		const uint8_t *bytes = g->bytes ? g->bytes : w->made.p + made_at;
+		uint64_t at = segment_at(pos);
+		size_t pad = (size_t)(at - pos), n = (size_t)g->size;   /* pad < PRB_ALIGN */
 		if (n <= W_SMALL_SEGMENT) {   /* most constants: the padding and bytes in one room */
 			uint8_t *q = wb_room(file, PRB_ALIGN + n);
 			memset(q, 0, PRB_ALIGN);
@@ -504,7 +515,9 @@ static void w_data_section(const writer *w, wbuf *file)
 		}
 		if (g->bytes)
 			w_drop_written(&dropped, g->bytes, (size_t)g->size);
-		pos = g->at + g->size;
+		else
+			made_at += n;
+		pos = at + g->size;
 	}
 	w_drop_run(&dropped);
 }
