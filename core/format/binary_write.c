@@ -20,7 +20,9 @@
  * hash: at a million nodes a table misses the cache on every read), and
  * the node at each index is kept, which tells a written node from one whose
  * scratch is still the caller's; the caller's values are kept alongside and
- * put back after, so they survive. A graph's nodes are walked once.
+ * put back at each node's last read that its use list counts (or after the
+ * graph, for what is left), so they survive. A graph's nodes are walked
+ * once.
  * Schemas, delegates and blobs, few, go through a pointer -> index table
  * (open addressing).
  * Value references must point backwards (a value is defined before it is
@@ -236,25 +238,47 @@ typedef struct w_known_layout {
 /* A segment of DATA, written after the metadata: bytes the program holds
  * already (a blob's, a loaded constant's mapped storage), written from where
  * they lie, or a constant's materialized storage, kept in the writer's
- * buffer (bytes NULL: at made bytes into it). */
+ * buffer (bytes NULL: the next size bytes made, as they were made in
+ * segment order). Its DATA offset follows from the sizes before it
+ * (segment_at); 16 bytes, as a million nodes have 400 000 segments, whose
+ * list is made new for each write. */
 typedef struct w_segment_ref {
 	const uint8_t *bytes;
-	size_t made_at;
-	uint64_t at, size;   /* its DATA offset, a multiple of PRB_ALIGN, and size */
+	uint64_t size;
 } w_segment_ref;
 
-/* A node of the graph being written, by its index, and its caller's scratch. */
+/* A node of the graph being written, by its index, and its caller's
+ * scratch; node is marked (slot_done) once that scratch is back in it. */
 typedef struct w_slot {
 	const pr_node *node;
 	void *scratch;
 } w_slot;
 
+/* A written node's scratch, while its reads are still to come: its index +
+ * 1 in the low 32 bits, the reads its use list counts still to come in the
+ * high ones (w_graph). */
+#define W_INDEX_BITS 32
+#define W_INDEX_MASK ((UINT64_C(1) << W_INDEX_BITS) - 1)
+#define W_ONE_READ (UINT64_C(1) << W_INDEX_BITS)
+
+static inline const pr_node *slot_done(const pr_node *n)
+{
+	return (const pr_node *)((uintptr_t)n | 1);   /* nodes are aligned */
+}
+
+static inline bool slot_is_done(const pr_node *n)
+{
+	return (uintptr_t)n & 1;
+}
+
 typedef struct writer {
 	const pr_program *prog;
 	ptrmap schemas, delegates, blobs;
-	const pr_graph *graph; /* being written; its nodes' scratch holds index + 1 once written */
+	const pr_graph *graph; /* being written; its nodes' scratch holds index + 1 once written
+				* (node_index), until their last read */
 	w_slot *slots;         /* its nodes written so far, n_written of them */
 	size_t n_written, cap_slots;
+	size_t n_pending;      /* of those, the ones whose scratch is not back yet */
 	w_segment_ref *segs;   /* DATA, in order: n_segs of them */
 	size_t n_segs, cap_segs;
 	uint64_t data_len;     /* DATA's size so far */
@@ -402,6 +426,13 @@ static void w_node_head(writer *w, wbuf *b, const pr_node *n)
 	}
 }
 
+/* Where the segment after DATA's first `end` bytes starts: the next
+ * 64-byte boundary. */
+static uint64_t segment_at(uint64_t end)
+{
+	return (end + PRB_ALIGN - 1) / PRB_ALIGN * PRB_ALIGN;
+}
+
 /* Places a segment of n bytes at the next 64-byte boundary of DATA and
  * returns its offset there; bytes NULL: the last n bytes made (w->made). */
 static uint64_t w_segment(writer *w, const uint8_t *bytes, size_t n)
@@ -410,8 +441,8 @@ static uint64_t w_segment(writer *w, const uint8_t *bytes, size_t n)
 		w->cap_segs = 2 * w->cap_segs + 16;
 		w->segs = pr_xrealloc(w->segs, w->cap_segs * sizeof *w->segs);
 	}
-	uint64_t at = (w->data_len + PRB_ALIGN - 1) / PRB_ALIGN * PRB_ALIGN;
-	w->segs[w->n_segs++] = (w_segment_ref){bytes, w->made.len - (bytes ? 0 : n), at, n};
+	uint64_t at = segment_at(w->data_len);
+	w->segs[w->n_segs++] = (w_segment_ref){bytes, n};
 	w->data_len = at + n;
 	return at;
 }
@@ -467,10 +498,12 @@ static void w_data_section(const writer *w, wbuf *file)
 	w_dropped dropped = {map, map + (map ? w->prog->mapping_size : 0),
 			     (uintptr_t)sysconf(_SC_PAGESIZE), 0, 0};
 	uint64_t pos = 0;
+	size_t made_at = 0;
 	for (size_t i = 0; i < w->n_segs; i++) {
 		const w_segment_ref *g = &w->segs[i];
-		const uint8_t *bytes = g->bytes ? g->bytes : w->made.p + g->made_at;
-		size_t pad = (size_t)(g->at - pos), n = (size_t)g->size;   /* pad < PRB_ALIGN */
+		const uint8_t *bytes = g->bytes ? g->bytes : w->made.p + made_at;
+		uint64_t at = segment_at(pos);
+		size_t pad = (size_t)(at - pos), n = (size_t)g->size;   /* pad < PRB_ALIGN */
 		if (n <= W_SMALL_SEGMENT) {   /* most constants: the padding and bytes in one room */
 			uint8_t *q = wb_room(file, PRB_ALIGN + n);
 			memset(q, 0, PRB_ALIGN);
@@ -482,7 +515,9 @@ static void w_data_section(const writer *w, wbuf *file)
 		}
 		if (g->bytes)
 			w_drop_written(&dropped, g->bytes, (size_t)g->size);
-		pos = g->at + g->size;
+		else
+			made_at += n;
+		pos = at + g->size;
 	}
 	w_drop_run(&dropped);
 }
@@ -583,14 +618,44 @@ static bool w_data(writer *w, wbuf *b, const pr_node *n)
 /* The index of v, a node written before in the graph being written: its
  * scratch holds the index + 1, which a node not written yet, or of another
  * graph (its scratch the caller's, whatever that is), cannot pass off as
- * its own, since the slot at that index names another node. That is also
- * why v->graph, another cache line at a million nodes, is not read. */
-static inline bool node_index(const writer *w, const pr_node *v, uint64_t *ix)
+ * its own, since the slot at that index names another node (or v marked,
+ * once v's scratch is the caller's again). That is also why v->graph,
+ * another cache line at a million nodes, is not read. The read is counted
+ * off in v's scratch, and at the last one its use list counts, the
+ * caller's scratch goes back into v, whose line is at hand now: a pass
+ * over every node afterwards, a store to a line long gone from the cache
+ * each, cost 15 % of the writer at a million nodes. */
+static inline bool node_index(writer *w, const pr_node *v, uint64_t *ix)
 {
 	if (!v)
 		return false;
-	*ix = (uint64_t)(uintptr_t)v->scratch - 1;
-	return *ix < w->n_written && w->slots[*ix].node == v;
+	uint64_t scratch = (uint64_t)(uintptr_t)v->scratch;
+	*ix = (scratch & W_INDEX_MASK) - 1;
+	if (*ix >= w->n_written || w->slots[*ix].node != v)
+		return false;
+	if (scratch < 2 * W_ONE_READ) {   /* the last read */
+		((pr_node *)v)->scratch = w->slots[*ix].scratch;
+		w->slots[*ix].node = slot_done(v);
+		w->n_pending--;
+	} else {
+		((pr_node *)v)->scratch = (void *)(uintptr_t)(scratch - W_ONE_READ);
+	}
+	return true;
+}
+
+/* node_index's refusal, out of line: v is not written yet, or not in this
+ * graph, or read more often than its use list says (which the verifier
+ * reports as E-USES), found by a look through the slots. */
+static __attribute__((noinline, cold)) bool w_unread(writer *w, const pr_node *n, const pr_node *v)
+{
+	for (size_t i = 0; v && i < w->n_written; i++)
+		if (w->slots[i].node == slot_done(v))
+			return w_fail(w, pr_err_new("cannot write @%s: %%%s reads %%%s more often than its "
+						    "use list says, expected a use for every read",
+						    n->graph->name, n->name ? n->name : "(a statement)",
+						    v->name ? v->name : "(a statement)"));
+	return w_fail(w, pr_err_new("cannot write @%s: %%%s reads a value that is not defined before "
+				    "it in the graph", n->graph->name, n->name ? n->name : "(a statement)"));
 }
 
 static bool w_list(writer *w, wbuf *b, const pr_node *n, const pr_arg *args, int count);
@@ -611,9 +676,7 @@ static inline __attribute__((always_inline)) bool w_args(writer *w, wbuf *b, con
 		switch (a->kind) {
 		case PR_ARG_VALUE:
 			if (!node_index(w, a->u.value, &ix))
-				return w_fail(w, pr_err_new("cannot write @%s: %%%s reads a value that is "
-							    "not defined before it in the graph",
-							    n->graph->name, n->name ? n->name : "(a statement)"));
+				return w_unread(w, n, a->u.value);
 			q = put_le(q, ix, 8);
 			break;
 		case PR_ARG_INT: q = put_le(q, (uint64_t)a->u.i, 8); break;
@@ -694,17 +757,17 @@ static bool w_node(writer *w, wbuf *b, const pr_node *n)
 	return w_fail(w, pr_err_new("cannot write a node of unknown kind %d", (int)n->kind));
 }
 
-/* The caller's scratch back in each node written: a store to a line long
- * gone from the cache at a million nodes, asked for W_RESTORE_AHEAD nodes
- * ahead. */
-#define W_RESTORE_AHEAD 16
-
+/* The caller's scratch back in each node written whose reads did not all
+ * come (node_index): none, after a graph whose use lists are right and
+ * that was written whole. */
 static void scratch_restore(writer *w)
 {
-	for (size_t i = 0; i < w->n_written; i++) {
-		if (i + W_RESTORE_AHEAD < w->n_written)
-			__builtin_prefetch(&w->slots[i + W_RESTORE_AHEAD].node->scratch, 1);
-		((pr_node *)w->slots[i].node)->scratch = w->slots[i].scratch;
+	for (size_t i = 0; w->n_pending && i < w->n_written; i++) {
+		const pr_node *n = w->slots[i].node;
+		if (!slot_is_done(n)) {
+			((pr_node *)n)->scratch = w->slots[i].scratch;
+			w->n_pending--;
+		}
 	}
 	w->n_written = 0;
 }
@@ -722,6 +785,22 @@ static bool w_misshapen(writer *w, const pr_graph *g)
 				    "cannot write @%s: it has no return node", g->name));
 }
 
+/* A node's value arguments are read (node_index) from nodes written long
+ * before, whose lines are gone from the cache at a million nodes: the
+ * walk asks for them W_VALUES_AHEAD nodes ahead of writing the reader,
+ * through at most W_VALUES_ASKED of its arguments (nearly every node has
+ * fewer). A hint: nothing read here is trusted. */
+#define W_VALUES_AHEAD 4
+#define W_VALUES_ASKED 4
+
+static inline void prefetch_values(const pr_node *n)
+{
+	int count = n->n_args < W_VALUES_ASKED ? n->n_args : W_VALUES_ASKED;
+	for (int i = 0; i < count; i++)
+		if (n->args[i].kind == PR_ARG_VALUE && n->args[i].u.value)
+			__builtin_prefetch(&n->args[i].u.value->scratch);
+}
+
 /* The nodes in one walk: each checked for its place, written, then given
  * its index. A graph out of shape is reported as such even when a node
  * before the fault fails to write: the rest is looked at for it. */
@@ -729,6 +808,9 @@ static bool w_graph(writer *w, wbuf *b, const pr_graph *g)
 {
 	if (!g->first)
 		return w_misshapen(w, g);
+	if (g->n_nodes > (int64_t)PRB_MAX_COUNT)   /* the loader's limit, and node_index's */
+		return w_fail(w, pr_err_new("cannot write @%s: it has %lld nodes, more than the %u a "
+					    "graph may hold", g->name, (long long)g->n_nodes, PRB_MAX_COUNT));
 	if (w->cap_slots < (size_t)g->n_nodes) {
 		free(w->slots);
 		w->cap_slots = (size_t)g->n_nodes;
@@ -736,21 +818,34 @@ static bool w_graph(writer *w, wbuf *b, const pr_graph *g)
 	}
 	wb_u64(b, (uint64_t)g->n_nodes);
 	w->graph = g;
-	const pr_node *n;
+	const pr_node *n, *ahead = g->first;
 	bool ok = true, misshapen = false;
+	for (int i = 0; ahead && i < W_VALUES_AHEAD; i++)
+		ahead = ahead->next;
 	for (n = g->first; n; n = n->next) {
 		pr_node_prefetch_ahead(n);
+		if (ahead) {
+			prefetch_values(ahead);
+			ahead = ahead->next;
+		}
 		if ((misshapen = !shaped(n)))
 			break;
 		if (w->n_written == w->cap_slots) {   /* more than n_nodes: see below */
+			if (w->n_written >= PRB_MAX_COUNT)
+				break;
 			w->cap_slots = 2 * w->cap_slots + 1;
 			w->slots = pr_xrealloc(w->slots, w->cap_slots * sizeof *w->slots);
 		}
 		void *scratch = n->scratch;
 		if (!(ok = w_node(w, b, n)))
 			break;
-		w->slots[w->n_written] = (w_slot){n, scratch};
-		((pr_node *)n)->scratch = (void *)(uintptr_t)++w->n_written;
+		/* a node no one reads keeps the caller's scratch */
+		w->slots[w->n_written++] = (w_slot){n->n_uses > 0 ? n : slot_done(n), scratch};
+		if (n->n_uses > 0) {
+			((pr_node *)n)->scratch = (void *)(uintptr_t)((uint64_t)n->n_uses * W_ONE_READ +
+								   w->n_written);
+			w->n_pending++;
+		}
 	}
 	for (const pr_node *m = n ? n->next : NULL; !ok && !misshapen && m; m = m->next)
 		misshapen = !shaped(m);   /* after a write error at n: a shape error comes first */

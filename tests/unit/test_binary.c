@@ -750,6 +750,31 @@ Test(binary, a_read_before_the_definition_is_refused_whatever_the_scratch_holds)
 	pr_program_free(p);
 }
 
+/* The writer counts a value's reads against its use list, to give the
+ * caller's scratch back at the last: a read the list does not count (an
+ * argument set around pr_arg_set_value, which the verifier reports as
+ * E-USES) is refused, and a use with no read leaves the scratch to the
+ * end; both leave every scratch as it was. */
+Test(binary, a_read_its_use_list_does_not_count_is_refused_and_scratch_kept)
+{
+	pr_program *p = neg_chain();
+	pr_graph *g = pr_program_find_method(p, "m");
+	pr_node *x = pr_graph_find(g, "x"), *y = pr_graph_find(g, "y"), *z = pr_graph_find(g, "z");
+	static char marks[4];
+	int i = 0;
+	pr_graph_for_each(g, n)
+		n->scratch = &marks[i++];
+	z->args[0].u.value = x;   /* %x read twice, its list counts once; %y's use unread */
+	expect_write_refused(p, "@m: %z reads %x more often than its use list says");
+	i = 0;
+	pr_graph_for_each(g, n) {
+		cr_expect_eq(n->scratch, &marks[i], "node %d's scratch after the refusal", i);
+		i++;
+	}
+	z->args[0].u.value = y;
+	pr_program_free(p);
+}
+
 /* Of a graph's faults, its shape is reported first, as when the writer
  * looked at it before writing: here %y reads a later value too. */
 Test(binary, a_misshapen_graph_is_reported_as_such_before_a_bad_read)
