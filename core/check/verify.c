@@ -293,6 +293,7 @@ static void name_map_grow(name_map *m, size_t want)
 		m->cap *= 2;
 	m->names = pr_xrealloc(m->names, m->cap / 2 * sizeof *m->names);
 	m->slots = pr_xcalloc(m->cap, sizeof *m->slots);
+	pr_pages_fill(m->slots, m->cap * sizeof *m->slots);   /* probed all over */
 	for (size_t i = 0; i < old.cap; i++) {
 		if (!old.slots[i].at)
 			continue;
@@ -1375,6 +1376,7 @@ static void nodes_fit(vctx *c, int64_t n)
 		return;
 	free(c->nodes);
 	c->nodes = pr_xmalloc(need * sizeof *c->nodes);
+	pr_pages_fill(c->nodes, need * sizeof *c->nodes);   /* one per node */
 	c->nodes_cap = need;
 }
 

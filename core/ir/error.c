@@ -2,9 +2,12 @@
  * broken invariant (there is nothing useful a pass can do about it). */
 #include "passrun/error.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 struct pr_err {
 	char *message;
@@ -78,6 +81,21 @@ void *pr_xmalloc(size_t n)
 	if (!p)
 		pr_assert_fail("out of memory", __FILE__, __LINE__);
 	return p;
+}
+
+void pr_pages_fill(void *p, size_t n)
+{
+#ifdef MADV_POPULATE_WRITE
+	if (!n)
+		return;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = (uintptr_t)p & ~(page - 1);
+	uintptr_t hi = ((uintptr_t)p + n + page - 1) & ~(page - 1);
+	(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+	(void)p;
+	(void)n;
+#endif
 }
 
 void *pr_xcalloc(size_t n, size_t size)

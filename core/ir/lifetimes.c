@@ -490,6 +490,7 @@ static bool walk_nodes(lt_builder *b, pr_graph *g)
 	b->classes = pr_xmalloc((size_t)b->cap * sizeof *b->classes);
 	b->values = pr_xmalloc((size_t)b->cap * sizeof *b->values);
 	b->first = pr_xmalloc((size_t)cap * sizeof *b->first);
+	pr_pages_fill(b->first, (size_t)cap * sizeof *b->first);   /* one per node */
 	pr_graph_for_each(g, node) {
 		if (node->next)
 			prefetch_node(node->next);

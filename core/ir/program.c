@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 #include <uthash.h>
 
 #define ORDER_GAP ((uint64_t)1 << 32)
@@ -295,21 +294,13 @@ static void big_free(void *p, size_t size)
  * a batch more (up to cap), in one call: a fault per page costs 3-4 us on
  * this kind of virtual machine (big_map). A batch, not the block, so that
  * its unused tail stays out of memory. Returns how far the block is faulted
- * in now. A hint: a kernel without MADV_POPULATE_WRITE faults the pages on
- * first touch, as before. */
+ * in now (a hint: pr_pages_fill, error.h). */
 #define READY_BATCH ((size_t)256 << 10)
 static size_t pages_ready(void *block, size_t from, size_t need, size_t cap)
 {
 	size_t to = need > from ? need : from;
 	to = cap - to < READY_BATCH ? cap : to + READY_BATCH;
-#ifdef MADV_POPULATE_WRITE
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t lo = ((uintptr_t)block + from) & ~(page - 1);
-	uintptr_t hi = ((uintptr_t)block + to + page - 1) & ~(page - 1);
-	(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
-#else
-	(void)block;
-#endif
+	pr_pages_fill((char *)block + from, to - from);
 	return to;
 }
 

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "passrun/format.h"
 #include "passrun/program.h"
@@ -116,6 +118,41 @@ Test(graph, fresh_name_suffix_is_the_one_fresh_names_get)
 	cr_assert_str_eq(s, "_1");
 	cr_assert_eq(pr_fresh_name_suffix(s, 2147483647), 11);
 	cr_assert_str_eq(s, "_2147483647");
+}
+
+/* pr_pages_fill faults memory in without changing a byte of it, on a heap
+ * block's inner and partial pages alike, and where the kernel takes the
+ * advice (asked directly first), every page it was given is resident. */
+Test(memory, pages_fill_keeps_the_bytes_and_makes_the_pages_resident)
+{
+	size_t n = (size_t)3 << 20;
+	unsigned char *heap = pr_xmalloc(n);
+	for (size_t i = 0; i < n; i++)
+		heap[i] = (unsigned char)(i * 131 + 7);
+	pr_pages_fill(heap + 1001, n - 2002);
+	pr_pages_fill(heap, 0);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(heap[i], (unsigned char)(i * 131 + 7), "byte %zu", i);
+	free(heap);
+
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len = 64 * page;
+	unsigned char *probe = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert(probe != MAP_FAILED && m != MAP_FAILED);
+#ifdef MADV_POPULATE_WRITE
+	bool kernel_takes_it = madvise(probe, page, MADV_POPULATE_WRITE) == 0;
+#else
+	bool kernel_takes_it = false;
+#endif
+	pr_pages_fill(m + 10, len - 20);
+	unsigned char resident[64];
+	cr_assert_eq(mincore(m, len, resident), 0);
+	for (int i = 0; kernel_takes_it && i < 64; i++)
+		cr_assert(resident[i] & 1, "page %d", i);
+	for (size_t i = 0; i < len; i++)
+		cr_assert_eq(m[i], 0, "byte %zu", i);
+	munmap(probe, len);
+	munmap(m, len);
 }
 
 /* A loader's append by name: a name new to the program and one another
