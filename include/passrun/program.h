@@ -689,7 +689,10 @@ static inline pr_node *pr_node_value_arg(const pr_node *n, int a)
  * an input's, or erasing a placeholder. */
 typedef struct pr_mutable_buffers pr_mutable_buffers;
 pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g);
-/* Is in a buffer placeholder of the set's method that it writes back? */
+/* Is in a buffer placeholder of the set's method that it writes back? The
+ * first query that needs the targets' names hashes them into the set
+ * (a buffer written back through another value), so one set is not for
+ * queries from two threads at once. */
 bool pr_mutable_buffers_has(const pr_mutable_buffers *b, const pr_node *in);
 void pr_mutable_buffers_free(pr_mutable_buffers *b);
 
