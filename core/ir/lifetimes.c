@@ -65,6 +65,7 @@ typedef struct lt_builder {
 	pr_plan_value *values;
 	pr_plan_class *classes;
 	int64_t n_values, n_classes;
+	int64_t n_split;        /* pr_lifetimes.n_split */
 	int64_t cap;            /* of values and of classes alike: a class is
 				 * made just before its first value, so there
 				 * are never more classes than values, and one
@@ -218,12 +219,15 @@ LT_INLINE void add_class(lt_builder *b, pr_node *n, pr_node_kind kind, int elem,
 	b->values[b->n_values++] = (pr_plan_value){ n, (int32_t)b->n_classes++, elem };
 }
 
-/* Value (n, elem) joins class cls, which it stretches to pos. */
+/* Value (n, elem) joins class cls, which it stretches to pos. Ids are
+ * canonical devices (device.h), so one compare tells a member on another
+ * device than its base. */
 LT_INLINE void join_class(lt_builder *b, pr_node *n, int elem, const pr_spec *spec, int32_t cls, int32_t pos)
 {
 	pr_plan_class *c = &b->classes[cls];
 	if (pos > c->end)
 		c->end = pos;
+	b->n_split += spec->device_id != b->device_ids[c->device];
 	add_value(b, n, elem, spec, cls);
 }
 
@@ -548,6 +552,7 @@ pr_lifetimes *pr_lifetimes_compute(pr_graph *g)
 	lt->n_values = b.n_values;
 	lt->classes = b.classes;
 	lt->n_classes = b.n_classes;
+	lt->n_split = b.n_split;
 	finish_classes(&b);
 	pr_mutable_buffers_free(b.mutable_buffers);
 	free(b.first);
