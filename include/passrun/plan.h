@@ -98,6 +98,10 @@ typedef struct pr_lifetimes {
 	int64_t n_devices;
 	pr_device *devices;      /* the classes' devices, canonical (the host is
 				  * "cpu"), each spelling once, in order of first use */
+	int64_t n_split;         /* values on another device than their class
+				  * (an in-place result or view said to be on
+				  * another device than its base): 0 spares a
+				  * walk over the values looking for them */
 } pr_lifetimes;
 
 /* The base of class c of lt (the value whose spec the plan is read from),

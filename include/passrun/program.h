@@ -694,6 +694,11 @@ pr_mutable_buffers *pr_graph_mutable_buffers(const pr_graph *g);
  * (a buffer written back through another value), so one set is not for
  * queries from two threads at once. */
 bool pr_mutable_buffers_has(const pr_mutable_buffers *b, const pr_node *in);
+/* Asks for the line of the set that pr_mutable_buffers_has(b, in) reads
+ * first (a hint, reading nothing of in): a walk that asks it some nodes
+ * ahead does not wait for it (a big set is out of cache, and its entries
+ * are all over it). */
+void pr_mutable_buffers_prefetch(const pr_mutable_buffers *b, const pr_node *in);
 void pr_mutable_buffers_free(pr_mutable_buffers *b);
 
 /* Iteration in graph order. */

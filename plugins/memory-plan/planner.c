@@ -493,6 +493,9 @@ static int64_t place_item(engine *e, int64_t id)
 	if (e->n_hits > e->cap_found) {
 		e->cap_found = e->cap_hits;
 		e->found = pr_xrealloc(e->found, (size_t)e->cap_found * sizeof *e->found);
+		/* written whole below, and grown for a query that overlaps most of
+		 * the arena (10^6: 1,250 faults a page at a time) */
+		pr_pages_fill(e->found, (size_t)e->n_hits * sizeof *e->found);
 	}
 	const mp_item *items = e->items;
 	int64_t align = e->align;   /* read once: the stores to found might alias it */
@@ -1034,6 +1037,7 @@ static range_max breadth_profile(const engine *e, const mp_item *items, int64_t 
 static void plan_greedy(engine *e, mp_item *items, int64_t T, int64_t bound, mp_result *r)
 {
 	uint64_t *order = pr_xmalloc((size_t)(e->m + 1) * sizeof *order);
+	pr_pages_fill(order, (size_t)e->m * sizeof *order);   /* make_order writes it whole */
 	range_max rm = { 0, NULL };
 	int64_t best = INT64_MAX;
 	for (int a = 0; a < 2 * (N_ORDERS + N_PERTURBED) && best > bound; a++) {
@@ -1287,6 +1291,7 @@ static mp_item *gather_items(pr_lifetimes *lt, const mp_graph_options *o, const 
 	for (int a = 0; a < set->n; a++)
 		total += per[a].n;
 	mp_item *items = pr_xmalloc((size_t)(total + 1) * sizeof *items);
+	pr_pages_fill(items, (size_t)total * sizeof *items);   /* an item a class, written below */
 	int64_t base = 0;
 	for (int a = 0; a < set->n; a++) {
 		const pr_device_type *t = pr_device_type_find(set->devices[a].type);

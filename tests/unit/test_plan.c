@@ -109,6 +109,27 @@ Test(plan, M1_inplace_views_and_getitems_share_and_extend)
 	cr_assert(d1->start == 5 && d1->end == 8);
 	cr_assert(pr_device_equal(pr_plan_class_device(lt, d1), pr_plan_class_device(lt, class_of(lt, "hd", -1))));
 	cr_assert_str_eq(pr_plan_class_device(lt, d1).type, "cuda");
+	cr_assert_eq(lt->n_split, 0, "every member is on its base's device");
+	pr_lifetimes_free(lt);
+	pr_program_free(p);
+}
+
+/* A view said to be on another device than its base is counted, so that
+ * memory-plan walks the values to report it only when there is one. */
+Test(plan, M1_members_off_their_base_device_are_counted)
+{
+	pr_program *p = tu_parse(OPS
+		"method @forward {\n"
+		"  %x: f32[16] = input user \"x\"\n"
+		"  %h: f32[16] = aten::add.Tensor(%x, %x)\n"
+		"  %v: f32[16]@cuda:0 = aten::view(%h, [16])\n"
+		"  %r: f32[16] = aten::relu_(%h)\n"
+		"  %w: f32[16]@cuda:0 = aten::view(%r, [16])\n"
+		"  return %v, %w\n"
+		"}\n");
+	pr_lifetimes *lt = pr_lifetimes_compute(p->methods[0]);
+	cr_assert_eq(class_of(lt, "v", -1), class_of(lt, "h", -1));
+	cr_assert_eq(lt->n_split, 2, "%v and %w are on cuda:0, their base on the host: %lld", (long long)lt->n_split);
 	pr_lifetimes_free(lt);
 	pr_program_free(p);
 }
