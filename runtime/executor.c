@@ -889,7 +889,7 @@ static pr_err *delegate_begin(prt_exec *e, instr *in, prt_dev **d)
 		t->rank = s->rank;
 		t->dtype = s->dtype;
 		memcpy(t->shape, s->shape, sizeof(int64_t) * (size_t)s->rank);
-		memcpy(t->strides, s->strides, sizeof(int64_t) * (size_t)s->rank);
+		memcpy(t->strides, pr_spec_strides(s), sizeof(int64_t) * (size_t)s->rank);
 	}
 	*d = in->k.dev ? prt_devset_dev(&e->devs, in->k.dev) : NULL;
 	if (*d)

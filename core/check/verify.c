@@ -413,7 +413,7 @@ static const char *spec_str(const pr_spec *s, char *buf)
 		if (strided) {
 			append(buf, &len, "strides=[");
 			for (int i = 0; i < rank; i++)
-				append(buf, &len, "%s%" PRId64, i ? "," : "", s->strides[i]);
+				append(buf, &len, "%s%" PRId64, i ? "," : "", pr_spec_strides(s)[i]);
 			append(buf, &len, "]%s", s->has_mem ? ", " : "");
 		}
 		if (s->has_mem)

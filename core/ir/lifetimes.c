@@ -26,11 +26,12 @@
 #define LT_INLINE static inline __attribute__((always_inline))
 
 /* Storage bytes by layout: a value mostly has the layout of one met just
- * before, and the interned shape and strides (immutable) name it. */
+ * before, and the interned dims (immutable; the shape then the strides, so
+ * the pointer and rank name both) name it. */
 #define BYTES_MEMO 64
 
 typedef struct bytes_memo {
-	const int64_t *shape, *strides;
+	const int64_t *shape;
 	int rank;               /* INT_MIN in an empty slot: no spec's (16 bits) */
 	pr_dtype dtype;
 	int64_t bytes;
@@ -108,14 +109,14 @@ LT_INLINE const pr_plan_value *first_value(const lt_builder *b, const pr_node *n
 /* A memo's miss, out of line: the walk inlines only the hit. */
 static int64_t remember_bytes(bytes_memo *m, const pr_spec *s)
 {
-	*m = (bytes_memo){s->shape, s->strides, s->rank, s->dtype, pr_spec_storage_bytes(s)};
+	*m = (bytes_memo){s->shape, s->rank, s->dtype, pr_spec_storage_bytes(s)};
 	return m->bytes;
 }
 
 LT_INLINE int64_t storage_bytes(lt_builder *b, const pr_spec *s)
 {
 	bytes_memo *m = &b->memo[((uintptr_t)s->shape >> 4) % BYTES_MEMO];
-	if (m->shape != s->shape || m->strides != s->strides || m->rank != s->rank || m->dtype != s->dtype)
+	if (m->shape != s->shape || m->rank != s->rank || m->dtype != s->dtype)
 		return remember_bytes(m, s);
 	return m->bytes;
 }

@@ -106,7 +106,6 @@ void pr_spec_set_layout(pr_spec *s, int rank, const int64_t *shape, const int64_
 	const int64_t *dims = pr_layout_intern(rank, shape, strides);
 	s->rank = rank;
 	s->shape = dims;
-	s->strides = dims + rank;
 }
 
 int64_t pr_layout_numel(int rank, const int64_t *shape)
@@ -133,7 +132,7 @@ bool pr_layout_is_contiguous(int rank, const int64_t *shape, const int64_t *stri
 
 bool pr_spec_is_contiguous(const pr_spec *s)
 {
-	return pr_layout_is_contiguous(s->rank, s->shape, s->strides);
+	return pr_layout_is_contiguous(s->rank, s->shape, pr_spec_strides(s));
 }
 
 bool pr_spec_stored_as_is(const pr_spec *s)
@@ -152,7 +151,7 @@ bool pr_spec_is_channels_last(const pr_spec *s)
 		int i = order[k];
 		if (s->shape[i] == 0)
 			return true;
-		if (s->shape[i] != 1 && s->strides[i] != expected)
+		if (s->shape[i] != 1 && pr_spec_strides(s)[i] != expected)
 			return false;
 		expected *= s->shape[i];
 	}
@@ -174,8 +173,9 @@ int64_t pr_spec_storage_bytes(const pr_spec *s)
 	if (pr_spec_numel(s) == 0)
 		return 0;
 	int64_t max_offset = 0;
+	const int64_t *strides = pr_spec_strides(s);
 	for (int i = 0; i < s->rank; i++)
-		max_offset += (s->shape[i] - 1) * (s->strides[i] > 0 ? s->strides[i] : 0);
+		max_offset += (s->shape[i] - 1) * (strides[i] > 0 ? strides[i] : 0);
 	return (max_offset + 1) * (int64_t)pr_dtype_size(s->dtype);
 }
 
@@ -183,10 +183,11 @@ bool pr_spec_same_layout(const pr_spec *a, const pr_spec *b)
 {
 	if (a->dtype != b->dtype || a->rank != b->rank)
 		return false;
-	if (a->shape == b->shape && a->strides == b->strides)
-		return true;   /* interned: one copy per layout */
-	for (int i = 0; i < a->rank; i++)
-		if (a->shape[i] != b->shape[i] || a->strides[i] != b->strides[i])
+	if (a->shape == b->shape)
+		return true;   /* interned: one copy per layout, strides included */
+	/* The shape then the strides, 2 * rank numbers in each. */
+	for (int i = 0; i < 2 * a->rank; i++)
+		if (a->shape[i] != b->shape[i])
 			return false;
 	return true;
 }
@@ -689,11 +690,11 @@ enum {
 };
 
 /* The bits above fit pr_node.mem, which sits in what pads after kind, so
- * that a node stays 152 bytes (program.h) and name stays where free slots
+ * that a node stays 144 bytes (program.h) and name stays where free slots
  * keep it. */
 _Static_assert(sizeof(((pr_node *)0)->mem) * 8 >= 12, "pr_node.mem holds every NODE_ bit");
 _Static_assert(offsetof(pr_node, name) == sizeof(void *), "pr_node.mem pads nothing");
-_Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 152, "a node is 152 bytes");
+_Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 144, "a node is 144 bytes");
 _Static_assert(sizeof(void *) != 8 || sizeof(pr_arg) == 24, "an argument is 24 bytes");
 
 typedef struct node_chunk {

@@ -51,7 +51,7 @@
  *     storage too, which is never freed one by one). An argument is 24
  *     bytes: a list's item count sits beside kind, where a value keeps
  *     its use index, so that the value union is one word.
- *   - A node is 152 bytes on 64-bit hosts (a million of them, and the
+ *   - A node is 144 bytes on 64-bit hosts (a million of them, and the
  *     free slots of erased ones, are most of a big program's memory), so
  *     only what most nodes use is in it: the facts of an input (its kind,
  *     quoted name and data, 80 bytes) are a record of its own (pr_input)
@@ -109,18 +109,22 @@ bool pr_dtype_is_float(pr_dtype t);
 
 #define PR_MAX_RANK 16
 
-/* A spec is a small value (40 bytes), copied freely. Its layout, the
+/* A spec is a small value (32 bytes), copied freely. Its layout, the
  * rank numbers of shape and of strides (in elements, always filled), is not
- * in it: shape and strides point at arrays of rank numbers each that are
- * immutable and, as built by the functions below, interned: the
+ * in it: shape points at 2 * rank numbers, the shape then the strides, that
+ * are immutable and, as built by the functions below, interned: the
  * process-wide table of pr_layout_intern keeps one copy of each distinct
- * layout until exit, so two specs with the same dims share their pointers.
- * Read s->shape[i] and s->strides[i] freely; never write through them
+ * layout until exit (in that very order), so two specs with the same dims
+ * share their pointer. The strides are derived, not stored: read them with
+ * pr_spec_strides (s->shape + s->rank), so a spec carries one pointer. Read
+ * s->shape[i] and pr_spec_strides(s)[i] freely; never write through them
  * (they are shared): give a spec new dims with pr_spec_init,
- * pr_spec_set_contiguous or pr_spec_set_layout. A caller may point a spec at
- * arrays of its own (they must outlive the spec); every function here
- * compares elements when the pointers differ, so such a spec still equals
- * its interned twin. Rank 0 has non-NULL pointers too. Its devices are
+ * pr_spec_set_contiguous, pr_spec_set_layout or pr_spec_set_strides, and
+ * never change rank alone. A caller may point a spec at an array of its
+ * own (it must outlive the spec and hold the shape then the strides, as
+ * pr_layout_intern's do); every function here compares elements when the
+ * pointers differ, so such a spec still equals its interned twin. Rank 0
+ * has a non-NULL pointer too. Its devices are
  * ids too (device.h's pr_device_intern), 4 bytes each instead of a 20-byte
  * pr_device: read them with pr_spec_device / pr_spec_mem_arena (or compare
  * the ids), and give a spec a device with pr_spec_set_device. */
@@ -129,12 +133,24 @@ typedef struct pr_spec {
 	int16_t rank;                   /* 0..PR_MAX_RANK; 16 bits so that has_mem
 					 * fits beside it */
 	bool has_mem;                   /* mem=ARENA:OFFSET was written */
-	const int64_t *shape;           /* rank numbers, immutable */
-	const int64_t *strides;         /* rank numbers, immutable */
+	const int64_t *shape;           /* rank numbers, then rank strides;
+					 * immutable */
 	pr_device_id device_id;         /* where the value lives; the host when absent */
 	pr_device_id mem_arena_id;      /* arenas are named after their device */
 	int64_t mem_offset;
 } pr_spec;
+
+/* A later field is a deliberate decision: a big program holds a spec in
+ * each of its million nodes. */
+#ifndef __cplusplus   /* C++ spells it static_assert; the C builds check it */
+_Static_assert(sizeof(void *) != 8 || sizeof(pr_spec) == 32, "a spec is 32 bytes");
+#endif
+
+/* s's strides, rank numbers in elements: they follow the shape. */
+static inline const int64_t *pr_spec_strides(const pr_spec *s)
+{
+	return s->shape + s->rank;
+}
 
 /* A spec's devices as values, and the writer of its device. */
 static inline pr_device pr_spec_device(const pr_spec *s)

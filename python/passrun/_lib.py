@@ -38,12 +38,13 @@ class Device(Structure):
     _fields_ = [("type", c_char * 16), ("index", c_int32)]
 
 
-# shape and strides point at rank numbers each, interned by the core and
-# immutable: read them (s.shape[:s.rank]), never write through them. The
+# shape points at 2 * rank numbers, the shape then the strides, interned by
+# the core and immutable: read them (s.shape[:s.rank], the strides
+# s.shape[s.rank:2 * s.rank]), never write through them. The
 # devices are ids of the core's device table: pr_device_of reads one.
 class Spec(Structure):
     _fields_ = [("dtype", c_int), ("rank", c_int16), ("has_mem", c_bool),
-                ("shape", POINTER(c_int64)), ("strides", POINTER(c_int64)),
+                ("shape", POINTER(c_int64)),
                 ("device_id", c_uint32), ("mem_arena_id", c_uint32), ("mem_offset", c_int64)]
 
 

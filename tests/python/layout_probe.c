@@ -21,7 +21,7 @@ int main(void)
 {
 	S(pr_device, F(pr_device, type) F(pr_device, index));
 	S(pr_spec, F(pr_spec, dtype) F(pr_spec, rank) F(pr_spec, has_mem) F(pr_spec, shape)
-	  F(pr_spec, strides) F(pr_spec, device_id) F(pr_spec, mem_arena_id) F(pr_spec, mem_offset));
+	  F(pr_spec, device_id) F(pr_spec, mem_arena_id) F(pr_spec, mem_offset));
 	S(pr_type, F(pr_type, kind) F(pr_type, n_elems) F(pr_type, tensor) F(pr_type, elems));
 	S(pr_alias, F(pr_alias, set) F(pr_alias, write));
 	S(pr_schema_arg, F(pr_schema_arg, type) F(pr_schema_arg, name) F(pr_schema_arg, default_value)

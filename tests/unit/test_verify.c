@@ -48,7 +48,7 @@ static void set_dim(pr_spec *s, int d, int64_t v)
 	int64_t shape[PR_MAX_RANK];
 	memcpy(shape, s->shape, sizeof shape[0] * (size_t)s->rank);
 	shape[d] = v;
-	pr_spec_set_layout(s, s->rank, shape, s->strides);
+	pr_spec_set_layout(s, s->rank, shape, pr_spec_strides(s));
 }
 
 /* "f32[2]", "(f32[2], f32[3]@cuda:0)", "int" or NULL (no result). */
