@@ -652,7 +652,7 @@ static pr_err *compile_delegate(prt_exec *e, frame *f, pr_node *n)
 
 static pr_err *compile_node(prt_exec *e, frame *f, pr_node *n, bool body, uint8_t **staging)
 {
-	switch (n->kind) {
+	switch ((pr_node_kind)n->kind) {
 	case PR_NODE_INPUT: return compile_input(e, f, n, body, staging);
 	case PR_NODE_OP:
 		if (!n->of_kind.schema)

@@ -1345,7 +1345,7 @@ static void check_node(vctx *c, pr_node *n)
 					      : check_arg_values(c, n, n->args, n->n_args);
 	if (bad && n->kind != PR_NODE_RETURN)
 		return;
-	switch (n->kind) {
+	switch ((pr_node_kind)n->kind) {
 	case PR_NODE_INPUT: check_input(c, n); break;
 	case PR_NODE_OP: check_op(c, n); break;
 	case PR_NODE_DELEGATE: check_delegate_call(c, n); break;

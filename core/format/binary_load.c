@@ -1114,7 +1114,7 @@ static bool rd_node_rest(rd *r, pr_node *nodes, uint64_t self, pr_node *n)
 	size_t at = r->pos;
 	uint32_t ix;
 	int64_t index;
-	switch (n->kind) {
+	switch ((pr_node_kind)n->kind) {
 	case PR_NODE_INPUT:
 		return rd_input(r, n);
 	case PR_NODE_OP:

@@ -729,7 +729,7 @@ static inline bool w_ref(writer *w, wbuf *b, const ptrmap *m, const void *k, con
 static bool w_node(writer *w, wbuf *b, const pr_node *n)
 {
 	w_node_head(w, b, n);
-	switch (n->kind) {
+	switch ((pr_node_kind)n->kind) {
 	case PR_NODE_INPUT:
 		wb_u8(b, (unsigned)n->of_kind.input->kind);
 		wb_ostr(b, n->of_kind.input->name);

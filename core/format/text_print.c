@@ -490,7 +490,7 @@ static void put_node(printer *pr, const pr_node *n)
 		return;
 	}
 	put_def(pr, n);
-	switch (n->kind) {
+	switch ((pr_node_kind)n->kind) {
 	case PR_NODE_INPUT:
 		put_input(b, n);
 		break;

@@ -375,7 +375,7 @@ LT_INLINE void visit(lt_builder *b, pr_node *n, pr_node_kind kind, int32_t pos)
 /* One case split per node, instead of a test of the kind at each step. */
 LT_INLINE void visit_node(lt_builder *b, pr_node *n, int32_t pos)
 {
-	switch (n->kind) {
+	switch ((pr_node_kind)n->kind) {
 	case PR_NODE_INPUT:
 		visit(b, n, PR_NODE_INPUT, pos);
 		break;

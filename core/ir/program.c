@@ -689,9 +689,9 @@ enum {
 	NODE_WRITEBACKS_GRAPH = 2048,   /* the array and its targets */
 };
 
-/* The bits above fit pr_node.mem, which sits in what pads after kind, so
- * that a node stays 144 bytes (program.h) and name stays where free slots
- * keep it. */
+/* The bits above fit pr_node.mem, which sits with kind, uses_room and
+ * line in the word before name, so that a node stays 144 bytes (program.h)
+ * and name stays where free slots keep it. */
 _Static_assert(sizeof(((pr_node *)0)->mem) * 8 >= 12, "pr_node.mem holds every NODE_ bit");
 _Static_assert(offsetof(pr_node, name) == sizeof(void *), "pr_node.mem pads nothing");
 _Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 144, "a node is 144 bytes");

@@ -384,12 +384,14 @@ typedef struct pr_input {
 /* kind, mem and name first (a free slab slot keeps them readable); the
  * ints in pairs, so that none pads (see the top of this file). */
 struct pr_node {
-	pr_node_kind kind;
+	uint8_t kind;         /* a pr_node_kind, in a byte: -Wswitch checks a
+			       * switch on it for missing kinds only when cast,
+			       * switch ((pr_node_kind)n->kind), as ours are */
+	uint8_t uses_room;    /* program.c's: 0 when the node has no use list,
+			       * else 1 + log2 of its entries (pr_node_uses_room) */
 	uint16_t mem;         /* how program.c stores the node and its parts; not
-			       * for passes (16 bits in what pads after kind) */
-	uint8_t uses_room;    /* program.c's, in that padding too: 0 when the node
-			       * has no use list, else 1 + log2 of its entries
-			       * (pr_node_uses_room) */
+			       * for passes */
+	uint32_t line;        /* source line, 0 when made by a pass */
 	const char *name;     /* without '%'; NULL when the node has no result;
 			       * interned (see the top of this file) */
 	pr_graph *graph;
@@ -397,7 +399,6 @@ struct pr_node {
 	uint64_t order;       /* increases along the graph; see pr_graph_renumber */
 
 	int n_args;
-	uint32_t line;        /* source line, 0 when made by a pass */
 	int n_uses;
 	int32_t index;        /* PR_NODE_GETITEM, 0..INT32_MAX; the value is args[0] */
 	pr_arg *args;         /* owned (or graph storage); never reallocated while the node lives */

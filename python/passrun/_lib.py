@@ -134,10 +134,10 @@ class NodeOfKind(Union):
                 ("delegate", POINTER(Delegate)), ("writebacks", POINTER(Writeback))]
 
 
-Node._fields_ = [("kind", c_int), ("mem", c_uint16), ("uses_room", c_uint8),
-                 ("name", c_char_p),
+Node._fields_ = [("kind", c_uint8), ("uses_room", c_uint8), ("mem", c_uint16),
+                 ("line", c_uint32), ("name", c_char_p),
                  ("graph", POINTER(Graph)), ("prev", POINTER(Node)), ("next", POINTER(Node)),
-                 ("order", c_uint64), ("n_args", c_int), ("line", c_uint32),
+                 ("order", c_uint64), ("n_args", c_int),
                  ("n_uses", c_int), ("index", c_int32), ("args", POINTER(Arg)),
                  ("uses", POINTER(Use)), ("type", Type), ("of_kind", NodeOfKind),
                  ("scratch", c_void_p)]
