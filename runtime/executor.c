@@ -663,7 +663,7 @@ static pr_err *compile_node(prt_exec *e, frame *f, pr_node *n, bool body, uint8_
 		if (n->n_args != 1 || n->args[0].kind != PR_ARG_VALUE)
 			return node_err(n, pr_err_new("getitem takes one value"));
 		instr *in = emit(f, I_GETITEM, n, e);
-		in->index = n->index;
+		in->index = n->of_kind.index;
 		slot_of(n)->kind = PRT_RV_TENSOR;
 		return NULL;
 	}

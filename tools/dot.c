@@ -161,7 +161,7 @@ static char *node_label(const pr_node *n, const pr_diag *flag)
 	case PR_NODE_OP: what = n->of_kind.schema ? n->of_kind.schema->full_name : "op"; break;
 	case PR_NODE_DELEGATE: what = "delegate"; break;
 	case PR_NODE_GETITEM:
-		snprintf(buf, sizeof buf, "getitem %lld", (long long)n->index);
+		snprintf(buf, sizeof buf, "getitem %lld", (long long)n->of_kind.index);
 		what = buf;
 		break;
 	case PR_NODE_RETURN: what = "return"; break;

@@ -942,28 +942,28 @@ static void check_getitem(vctx *c, pr_node *n)
 		return;
 	}
 	pr_node *t = a->u.value;
-	if (n->index < 0 || n->index >= t->type.n_elems) {
+	if (n->of_kind.index < 0 || n->of_kind.index >= t->type.n_elems) {
 		report(c, "E-GETITEM", n, "getitem %s reads element %" PRId64 " of %s, which has "
-		       "%d; expected an index from 0 to %d", label(n, ln), (int64_t)n->index,
+		       "%d; expected an index from 0 to %d", label(n, ln), (int64_t)n->of_kind.index,
 		       label(t, lv), t->type.n_elems, t->type.n_elems - 1);
 		return;
 	}
-	const pr_spec *e = &t->type.elems[n->index];
+	const pr_spec *e = &t->type.elems[n->of_kind.index];
 	if (n->type.kind != PR_TYPE_TENSOR) {
 		report(c, "E-GETITEM", n, "getitem %s is %s; expected %s, element %" PRId64
 		       " of %s", label(n, ln), type_kind_str(&n->type), spec_str(e, s1),
-		       (int64_t)n->index, label(t, lv));
+		       (int64_t)n->of_kind.index, label(t, lv));
 		return;
 	}
 	if (!pr_spec_same_layout(&n->type.tensor, e))
 		report(c, "E-GETITEM", n, "getitem %s is %s; expected %s, element %" PRId64
 		       " of %s", label(n, ln), spec_str(&n->type.tensor, s1), spec_str(e, s2),
-		       (int64_t)n->index, label(t, lv));
+		       (int64_t)n->of_kind.index, label(t, lv));
 	else if (n->type.tensor.device_id != e->device_id)
 		report(c, c->body ? "E-GETITEM" : "E-PLACEMENT", n, "getitem %s is %s but "
 		       "element %" PRId64 " of %s is %s; expected a getitem on the device of "
 		       "the element it reads",
-		       label(n, ln), spec_str(&n->type.tensor, s1), (int64_t)n->index, label(t, lv),
+		       label(n, ln), spec_str(&n->type.tensor, s1), (int64_t)n->of_kind.index, label(t, lv),
 		       spec_str(e, s2));
 }
 

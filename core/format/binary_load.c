@@ -1133,7 +1133,7 @@ static bool rd_node_rest(rd *r, pr_node *nodes, uint64_t self, pr_node *n)
 		if (index < 0 || index > INT32_MAX)   /* as the text's "an index" */
 			return rd_fail(r, r->pos - 8, "getitem index %lld is out of range, expected an "
 				       "integer from 0 to 2147483647", (long long)index);
-		n->index = (int32_t)index;
+		n->of_kind.index = (int32_t)index;
 		if (!rd_node_args(r, nodes, self, n))
 			return false;
 		if (n->n_args != 1 || n->args[0].kind != PR_ARG_VALUE)

@@ -741,7 +741,7 @@ static bool w_node(writer *w, wbuf *b, const pr_node *n)
 		return w_ref(w, b, &w->delegates, n->of_kind.delegate, n, "delegate") &&
 		       w_args(w, b, n, n->args, n->n_args);
 	case PR_NODE_GETITEM:
-		wb_i64(b, n->index);
+		wb_i64(b, n->of_kind.index);
 		return w_args(w, b, n, n->args, n->n_args);
 	case PR_NODE_RETURN:
 		if (!w_args(w, b, n, n->args, n->n_args))

@@ -508,7 +508,7 @@ static void put_node(printer *pr, const pr_node *n)
 		if (n->n_args)
 			put_arg(b, &n->args[0]);
 		tb_puts(b, ", ");
-		tb_i64(b, n->index);
+		tb_i64(b, n->of_kind.index);
 		break;
 	case PR_NODE_RETURN:
 		break;

@@ -271,7 +271,7 @@ LT_INLINE int32_t shared_class(lt_builder *b, const pr_node *n, pr_node_kind kin
 	}
 	if (kind == PR_NODE_GETITEM) {
 		const pr_node *tuple = pr_node_value_arg(n, 0);
-		return tuple ? class_of(b, tuple, (int)n->index) : -1;
+		return tuple ? class_of(b, tuple, (int)n->of_kind.index) : -1;
 	}
 	return -1;
 }

@@ -694,7 +694,7 @@ enum {
  * and name stays where free slots keep it. */
 _Static_assert(sizeof(((pr_node *)0)->mem) * 8 >= 12, "pr_node.mem holds every NODE_ bit");
 _Static_assert(offsetof(pr_node, name) == sizeof(void *), "pr_node.mem pads nothing");
-_Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 144, "a node is 144 bytes");
+_Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 136, "a node is 136 bytes");
 _Static_assert(sizeof(void *) != 8 || sizeof(pr_arg) == 24, "an argument is 24 bytes");
 
 typedef struct node_chunk {

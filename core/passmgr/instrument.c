@@ -293,7 +293,7 @@ static uint64_t hash_node(uint64_t h, const pr_node *n)
 	h = hash_type(h, &n->type);
 	h = hash_str(h, s ? s->full_name : NULL);
 	h = hash_str(h, d ? d->name : NULL);
-	h = hash_u64(hash_u64(h, (uint64_t)n->index), (uint64_t)n->n_uses);
+	h = hash_u64(hash_u64(h, (uint64_t)pr_node_getitem_index(n)), (uint64_t)n->n_uses);
 	h = hash_u64(hash_str(h, in->name), (uint64_t)in->kind);
 	h = hash_u64(hash_u64(h, (uint64_t)in->data.kind), in->data.seed);
 	for (int i = 0; i < n->n_args; i++) {

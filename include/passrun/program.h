@@ -51,7 +51,7 @@
  *     storage too, which is never freed one by one). An argument is 24
  *     bytes: a list's item count sits beside kind, where a value keeps
  *     its use index, so that the value union is one word.
- *   - A node is 144 bytes on 64-bit hosts (a million of them, and the
+ *   - A node is 136 bytes on 64-bit hosts (a million of them, and the
  *     free slots of erased ones, are most of a big program's memory), so
  *     only what most nodes use is in it: the facts of an input (its kind,
  *     quoted name and data, 80 bytes) are a record of its own (pr_input)
@@ -400,7 +400,6 @@ struct pr_node {
 
 	int n_args;
 	int n_uses;
-	int32_t index;        /* PR_NODE_GETITEM, 0..INT32_MAX; the value is args[0] */
 	pr_arg *args;         /* owned (or graph storage); never reallocated while the node lives */
 	pr_use *uses;         /* readers of this node's value, in no set order */
 
@@ -409,9 +408,12 @@ struct pr_node {
 	/* What one kind of node has, overlaid (see the top of this file): read
 	 * the member of n's kind as n->of_kind.X where n's kind is known, else
 	 * through pr_node_input, pr_node_schema, pr_node_delegate or
-	 * pr_node_writebacks; write only the member of n's kind. A node is made
-	 * with of_kind NULL, an input with a zeroed record of its own. */
+	 * pr_node_writebacks (pr_node_getitem_index for index); write only the
+	 * member of n's kind. A node is made with of_kind NULL (index 0), an
+	 * input with a zeroed record of its own. */
 	union {
+		int32_t index;            /* PR_NODE_GETITEM, 0..INT32_MAX; the
+					   * value is args[0] */
 		pr_input *input;          /* PR_NODE_INPUT: its own record, never NULL */
 		pr_schema *schema;        /* PR_NODE_OP (owned by the program) */
 		pr_delegate *delegate;    /* PR_NODE_DELEGATE */
@@ -445,6 +447,11 @@ static inline pr_delegate *pr_node_delegate(const pr_node *n)
 static inline pr_writeback *pr_node_writebacks(const pr_node *n)
 {
 	return n->kind == PR_NODE_RETURN ? n->of_kind.writebacks : NULL;
+}
+/* A getitem's index; 0 for a node of another kind. */
+static inline int32_t pr_node_getitem_index(const pr_node *n)
+{
+	return n->kind == PR_NODE_GETITEM ? n->of_kind.index : 0;
 }
 
 /* The entries n's use list has room for: a power of two, or 0. */

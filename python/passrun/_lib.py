@@ -127,10 +127,11 @@ class Delegate(Structure):
                 ("body", POINTER(Graph)), ("device_known", c_bool), ("device", Device)]
 
 
-# pr_node.of_kind: read only the member of the node's kind (an input's
-# record, an op's schema, a delegate call's delegate, a return's write-backs).
+# pr_node.of_kind: read only the member of the node's kind (a getitem's
+# index, an input's record, an op's schema, a delegate call's delegate, a
+# return's write-backs).
 class NodeOfKind(Union):
-    _fields_ = [("input", POINTER(Input)), ("schema", POINTER(Schema)),
+    _fields_ = [("index", c_int32), ("input", POINTER(Input)), ("schema", POINTER(Schema)),
                 ("delegate", POINTER(Delegate)), ("writebacks", POINTER(Writeback))]
 
 
@@ -138,7 +139,7 @@ Node._fields_ = [("kind", c_uint8), ("uses_room", c_uint8), ("mem", c_uint16),
                  ("line", c_uint32), ("name", c_char_p),
                  ("graph", POINTER(Graph)), ("prev", POINTER(Node)), ("next", POINTER(Node)),
                  ("order", c_uint64), ("n_args", c_int),
-                 ("n_uses", c_int), ("index", c_int32), ("args", POINTER(Arg)),
+                 ("n_uses", c_int), ("args", POINTER(Arg)),
                  ("uses", POINTER(Use)), ("type", Type), ("of_kind", NodeOfKind),
                  ("scratch", c_void_p)]
 

@@ -174,7 +174,7 @@ def _node(c):
     elif kind == "delegate" and of.delegate:
         n.delegate = _lib.cstr(of.delegate.contents.name)
     elif kind == "getitem":
-        n.index = c.index
+        n.index = of.index
     return n
 
 

@@ -44,9 +44,9 @@ int main(void)
 	  F(pr_delegate, body) F(pr_delegate, device_known) F(pr_delegate, device));
 	S(pr_node, F(pr_node, kind) F(pr_node, mem) F(pr_node, uses_room) F(pr_node, name) F(pr_node, graph)
 	  F(pr_node, prev) F(pr_node, next) F(pr_node, order) F(pr_node, n_args) F(pr_node, line)
-	  F(pr_node, n_uses) F(pr_node, index) F(pr_node, args) F(pr_node, uses)
+	  F(pr_node, n_uses) F(pr_node, args) F(pr_node, uses)
 	  F(pr_node, type) F(pr_node, of_kind) F(pr_node, scratch));
-	S(pr_node_of_kind, F(pr_node_of_kind, input) F(pr_node_of_kind, schema)
+	S(pr_node_of_kind, F(pr_node_of_kind, index) F(pr_node_of_kind, input) F(pr_node_of_kind, schema)
 	  F(pr_node_of_kind, delegate) F(pr_node_of_kind, writebacks));
 	S(pr_graph, F(pr_graph, name) F(pr_graph, first) F(pr_graph, last) F(pr_graph, n_nodes)
 	  F(pr_graph, store) F(pr_graph, delegate) F(pr_graph, program) F(pr_graph, order_stale));

@@ -1211,16 +1211,17 @@ static void expect_of_kind(const pr_node *n, const pr_input *in, const pr_schema
 	cr_expect_eq(pr_node_writebacks(n), w, "kind %d: write-backs", (int)n->kind);
 }
 
-Test(of_kind, a_node_is_144_bytes_with_one_pointer_for_four)
+Test(of_kind, a_node_is_136_bytes_with_one_pointer_for_five)
 {
 	if (sizeof(void *) == 8)
-		cr_expect_eq(sizeof(pr_node), 144);
+		cr_expect_eq(sizeof(pr_node), 136);
 	size_t at = offsetof(pr_node, of_kind);
 	cr_expect_eq(sizeof(((pr_node *)0)->of_kind), sizeof(void *));
 	cr_expect_eq(offsetof(pr_node, of_kind.input), at);
 	cr_expect_eq(offsetof(pr_node, of_kind.schema), at);
 	cr_expect_eq(offsetof(pr_node, of_kind.delegate), at);
 	cr_expect_eq(offsetof(pr_node, of_kind.writebacks), at);
+	cr_expect_eq(offsetof(pr_node, of_kind.index), at, "a getitem's index too");
 }
 
 Test(of_kind, each_accessor_answers_for_its_kind_only)

@@ -90,7 +90,9 @@ Test(text, interfaces_example_builds_the_model)
 	cr_expect_eq(dl->type.kind, PR_TYPE_TUPLE);
 	cr_expect_eq(dl->type.n_elems, 1);
 	cr_expect_eq(t->kind, PR_NODE_GETITEM);
-	cr_expect_eq(t->index, 0);
+	cr_expect_eq(t->of_kind.index, 0);
+	cr_expect_eq(pr_node_getitem_index(t), 0);
+	cr_expect_eq(pr_node_getitem_index(dl), 0, "0 on a node of another kind");
 	cr_expect_eq(t->args[0].u.value, dl);
 	cr_expect_eq(r->kind, PR_NODE_OP);
 	cr_expect_str_eq(pr_node_schema(r)->full_name, "aten::relu_");
