@@ -690,20 +690,27 @@ enum {
 };
 
 /* The bits above fit pr_node.mem, which sits with kind, uses_room and
- * line in the word before name, so that a node stays 144 bytes (program.h)
+ * line in the word before name, so that a node stays 128 bytes (program.h)
  * and name stays where free slots keep it. */
 _Static_assert(sizeof(((pr_node *)0)->mem) * 8 >= 12, "pr_node.mem holds every NODE_ bit");
 _Static_assert(offsetof(pr_node, name) == sizeof(void *), "pr_node.mem pads nothing");
-_Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 136, "a node is 136 bytes");
 _Static_assert(sizeof(void *) != 8 || sizeof(pr_arg) == 24, "an argument is 24 bytes");
+
+/* A chunk's slots start on a cache line (node_chunk_add asks for a block
+ * that does), so that a 128-byte node never straddles a third line. */
+#define NODE_LINE 64
 
 typedef struct node_chunk {
 	struct node_chunk *next;
 	size_t used, cap;
 	size_t ready;         /* slots faulted in: all but in a mapped chunk
 			       * that grows into use (node_chunk_ready) */
-	pr_node nodes[];
+	_Alignas(NODE_LINE) pr_node nodes[];
 } node_chunk;
+
+_Static_assert(offsetof(node_chunk, nodes) % NODE_LINE == 0, "slots start on a line");
+_Static_assert(sizeof(pr_node) % NODE_LINE == 0 || sizeof(void *) != 8,
+	       "every slot starts on a line");
 
 /* Use blocks of 2^k entries, k < USE_CLASSES, come from the graph's arena
  * and go back to a free list per k; bigger ones are malloc'd. */
@@ -746,12 +753,24 @@ static strtab *strings_of(const pr_program *p)
  * poisoned. */
 #define FREE_SLOT_KEPT (offsetof(pr_node, name) + sizeof(void *))
 
+/* big_alloc's block, starting on a cache line: a mapping starts on a page;
+ * the heap is asked for a line (and the block zeroed, as calloc would). */
+static void *big_alloc_lines(size_t size, bool filled)
+{
+	if (big_mapped(size))
+		return big_alloc(size, filled);
+	void *p;
+	if (posix_memalign(&p, NODE_LINE, size))
+		pr_assert_fail("out of memory", __FILE__, __LINE__);
+	return memset(p, 0, size);
+}
+
 /* A chunk of cap slots or more: a big one takes what fills its last page. */
 static void node_chunk_add(pr_graph_store *st, size_t cap, bool filled)
 {
 	size_t size = big_size(sizeof(node_chunk) + cap * sizeof(pr_node));
 	cap = (size - sizeof(node_chunk)) / sizeof(pr_node);
-	node_chunk *c = big_alloc(sizeof *c + cap * sizeof(pr_node), filled);
+	node_chunk *c = big_alloc_lines(sizeof *c + cap * sizeof(pr_node), filled);
 	c->used = 0;
 	c->cap = cap;
 	c->ready = filled || !big_mapped(size) ? cap : 0;
@@ -1232,7 +1251,9 @@ void pr_node_set_data_values(pr_node *n, double *values, int64_t n_values, pr_st
 
 void pr_node_set_tuple(pr_node *n, pr_spec *elems, int n_elems, pr_storage storage)
 {
-	if (part_store(n, NODE_ELEMS_GRAPH, storage) && n->type.elems != elems)
+	/* elems overlays tensor: a node that is not a tuple has none to free */
+	bool had = n->type.kind == PR_TYPE_TUPLE;
+	if (part_store(n, NODE_ELEMS_GRAPH, storage) && had && n->type.elems != elems)
 		free(n->type.elems);
 	n->type.kind = PR_TYPE_TUPLE;
 	n->type.elems = elems;
@@ -1279,6 +1300,8 @@ static void node_parts_free(pr_node *n)
 		free((char *)n->name);
 	if (n->kind == PR_NODE_INPUT)
 		input_parts_free(n);
+	if (n->type.kind != PR_TYPE_TUPLE)
+		return;   /* elems overlays tensor: only a tuple has them */
 	if (!(n->mem & NODE_ELEMS_GRAPH))
 		free(n->type.elems);
 	n->type.elems = NULL;

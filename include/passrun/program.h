@@ -51,24 +51,31 @@
  *     storage too, which is never freed one by one). An argument is 24
  *     bytes: a list's item count sits beside kind, where a value keeps
  *     its use index, so that the value union is one word.
- *   - A node is 136 bytes on 64-bit hosts (a million of them, and the
- *     free slots of erased ones, are most of a big program's memory), so
- *     only what most nodes use is in it: the facts of an input (its kind,
+ *   - A node is 128 bytes on 64-bit hosts, two cache lines, and a slab
+ *     slot starts on a line, so that a node never spans a third (a
+ *     million of them, and the free slots of erased ones, are most of a
+ *     big program's memory, and the passes wait on their lines). Only
+ *     what most nodes use is in it: the facts of an input (its kind,
  *     quoted name and data, 80 bytes) are a record of its own (pr_input)
  *     that only inputs have, from the graph's storage (an erased input's
  *     goes to the next input made) or in a detached node's malloc. Its
- *     spec names devices by 4-byte ids (device.h), a getitem's index is
- *     32 bits, and the use list's room is a 1-byte log2 beside mem; the
- *     int fields sit in pairs so that none pads. The pointers that only
- *     one kind has (an input's record, an op's schema, a delegate call's
- *     delegate, a return's write-backs) are overlaid in one union,
- *     of_kind, so that the node carries one pointer for them, not four;
+ *     type is 40 bytes: a spec (32) names devices by 4-byte ids
+ *     (device.h) and points at its layout once (the strides follow the
+ *     shape: pr_spec_strides), and a tuple's elements overlay the spec
+ *     (a type is one or the other: read tensor or elems by type.kind).
+ *     kind is a byte, and kind, the use list's room (a 1-byte log2),
+ *     mem and line share the first word; n_args and n_uses pair, so
+ *     that nothing pads. What only one kind has (a getitem's 32-bit
+ *     index, an input's record, an op's schema, a delegate call's
+ *     delegate, a return's write-backs) is overlaid in one union,
+ *     of_kind, so that the node carries one word for them, not five;
  *     the node has no fields of those names any more, so code that read
  *     them on a node of any kind does not compile. Read them on a node
- *     of any kind with pr_node_input (a node that is not an input gives
- *     one shared, read-only record of zeros, pr_input_none),
- *     pr_node_schema, pr_node_delegate and pr_node_writebacks (NULL when
- *     not its kind), or as n->of_kind.X once n's kind is known.
+ *     of any kind with pr_node_getitem_index (0 when not a getitem),
+ *     pr_node_input (a node that is not an input gives one shared,
+ *     read-only record of zeros, pr_input_none), pr_node_schema,
+ *     pr_node_delegate and pr_node_writebacks (NULL when not its kind),
+ *     or as n->of_kind.X once n's kind is known.
  *   - A node's other parts (an input's name and data.values, type.elems,
  *     a return's writebacks and their targets) are each either owned by
  *     the node (malloc'd, freed with it or when replaced) or graph storage
@@ -214,11 +221,22 @@ typedef enum pr_type_kind {
 	PR_TYPE_INT,     /* a shape_only result */
 } pr_type_kind;
 
+/* A type is a tensor or a tuple, never both, so its spec and its elements
+ * are overlaid (40 bytes, not 48): read tensor only where kind is
+ * PR_TYPE_TENSOR and elems only where it is PR_TYPE_TUPLE (elsewhere they
+ * are each other's bytes). A type of kind none or int is all zeros as
+ * made. Give a node a tuple with pr_node_set_tuple, which frees owned
+ * elements of a tuple it replaces; writing tensor over a tuple overwrites
+ * the elements' pointer, so free owned ones first (graph storage stays
+ * with the graph). */
 typedef struct pr_type {
 	pr_type_kind kind;
 	int n_elems;        /* PR_TYPE_TUPLE */
-	pr_spec tensor;     /* PR_TYPE_TENSOR */
-	pr_spec *elems;     /* owned or graph storage: pr_node_set_tuple */
+	union {
+		pr_spec tensor;     /* PR_TYPE_TENSOR */
+		pr_spec *elems;     /* PR_TYPE_TUPLE: owned or graph storage
+				     * (pr_node_set_tuple) */
+	};
 } pr_type;
 
 /* ---- op schemas (PyTorch function-schema syntax) --------------------- */
@@ -423,6 +441,12 @@ struct pr_node {
 
 	void *scratch;        /* free for the pass that is running */
 };
+
+/* Two cache lines: a later field is a deliberate decision (see the top of
+ * this file). */
+#ifndef __cplusplus
+_Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 128, "a node is two cache lines");
+#endif
 
 /* The record of zeros (PR_INPUT_POSITIONAL, no name, PR_DATA_NONE) that
  * pr_node_input gives for a node that is not an input; read-only. */

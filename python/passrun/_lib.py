@@ -48,9 +48,15 @@ class Spec(Structure):
                 ("device_id", c_uint32), ("mem_arena_id", c_uint32), ("mem_offset", c_int64)]
 
 
+# A type is a tensor or a tuple, never both: tensor and elems share their
+# bytes (pr_type's unnamed union); read the one of the type's kind.
+class TypeValue(Union):
+    _fields_ = [("tensor", Spec), ("elems", POINTER(Spec))]
+
+
 class Type(Structure):
-    _fields_ = [("kind", c_int), ("n_elems", c_int), ("tensor", Spec),
-                ("elems", POINTER(Spec))]
+    _anonymous_ = ("value",)
+    _fields_ = [("kind", c_int), ("n_elems", c_int), ("value", TypeValue)]
 
 
 class Alias(Structure):

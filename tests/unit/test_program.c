@@ -1211,10 +1211,10 @@ static void expect_of_kind(const pr_node *n, const pr_input *in, const pr_schema
 	cr_expect_eq(pr_node_writebacks(n), w, "kind %d: write-backs", (int)n->kind);
 }
 
-Test(of_kind, a_node_is_136_bytes_with_one_pointer_for_five)
+Test(of_kind, a_node_is_128_bytes_with_one_pointer_for_five)
 {
 	if (sizeof(void *) == 8)
-		cr_expect_eq(sizeof(pr_node), 136);
+		cr_expect_eq(sizeof(pr_node), 128);
 	size_t at = offsetof(pr_node, of_kind);
 	cr_expect_eq(sizeof(((pr_node *)0)->of_kind), sizeof(void *));
 	cr_expect_eq(offsetof(pr_node, of_kind.input), at);
@@ -1222,6 +1222,48 @@ Test(of_kind, a_node_is_136_bytes_with_one_pointer_for_five)
 	cr_expect_eq(offsetof(pr_node, of_kind.delegate), at);
 	cr_expect_eq(offsetof(pr_node, of_kind.writebacks), at);
 	cr_expect_eq(offsetof(pr_node, of_kind.index), at, "a getitem's index too");
+}
+
+/* A 128-byte node on a line of its own never spans a third line. */
+Test(of_kind, slab_slots_start_on_a_cache_line)
+{
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	for (int i = 0; i < 300; i++) {   /* past the first chunk's 64 slots */
+		pr_node *n = pr_graph_new_node(g, PR_NODE_OP, NULL);
+		cr_expect_eq((uintptr_t)n % 64, 0, "slot %d", i);
+	}
+	pr_graph_reserve_nodes(g, 1000);
+	cr_expect_eq((uintptr_t)pr_graph_new_node(g, PR_NODE_OP, NULL) % 64, 0, "a reserved chunk's");
+	pr_program_free(p);
+}
+
+/* tensor and elems share their bytes: a tensor's are no elements to free,
+ * when it becomes a tuple or when it is erased. */
+Test(of_kind, only_a_tuple_has_elements_to_free)
+{
+	cr_expect_eq(offsetof(pr_type, tensor), offsetof(pr_type, elems));
+	if (sizeof(void *) == 8)
+		cr_expect_eq(sizeof(pr_type), 40);
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	int64_t shape[2] = {2, 3};
+	for (int detached = 0; detached < 2; detached++) {
+		pr_node *n = detached ? pr_node_new(PR_NODE_OP, NULL) :
+			     pr_graph_new_node(g, PR_NODE_OP, NULL);
+		n->type.kind = PR_TYPE_TENSOR;
+		pr_spec_init(&n->type.tensor, PR_F32, 2, shape);
+		pr_spec *e = pr_xmalloc(sizeof *e);
+		*e = n->type.tensor;
+		pr_node_set_tuple(n, e, 1, PR_STORAGE_OWNED);
+		cr_expect_eq(n->type.elems, e);
+		cr_expect_eq(n->type.elems[0].shape[1], 3);
+		pr_node_set_tuple(n, NULL, 0, PR_STORAGE_OWNED);   /* frees e */
+		n->type.kind = PR_TYPE_TENSOR;
+		pr_spec_init(&n->type.tensor, PR_F32, 2, shape);
+		pr_graph_erase(n);
+	}
+	pr_program_free(p);
 }
 
 Test(of_kind, each_accessor_answers_for_its_kind_only)
