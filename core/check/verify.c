@@ -1453,9 +1453,7 @@ static void prefetch_reads(const pr_node *n, int stage)
 		if (!v)
 			continue;
 		if (stage == 0) {
-			__builtin_prefetch(v);
-			__builtin_prefetch((const char *)v + 64);
-			__builtin_prefetch((const char *)v + 128);
+			pr_node_prefetch_lines((uintptr_t)v);
 		} else if (a->use_index >= 0 && a->use_index < v->n_uses) {
 			__builtin_prefetch(&v->uses[a->use_index]);
 		}

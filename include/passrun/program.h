@@ -754,12 +754,18 @@ void pr_mutable_buffers_free(pr_mutable_buffers *b);
  * memory, which is most often the one it will come to then. A hint: the
  * address is never read, so it need not be a node. */
 #define PR_NODE_PREFETCH_AHEAD 6
+/* Asks for every line that a node at address at spans: two for a slab
+ * node (its slot starts on a line), up to three for a detached one. A
+ * hint: nothing is read there. */
+static inline void pr_node_prefetch_lines(uintptr_t at)
+{
+	for (size_t off = 0; off < sizeof(pr_node); off += 64)
+		__builtin_prefetch((const void *)(at + off));
+	__builtin_prefetch((const void *)(at + sizeof(pr_node) - 1));
+}
 static inline void pr_node_prefetch_ahead(const pr_node *n)
 {
-	uintptr_t ahead = (uintptr_t)n + PR_NODE_PREFETCH_AHEAD * sizeof *n;
-	for (size_t off = 0; off < sizeof *n; off += 64)
-		__builtin_prefetch((const void *)(ahead + off));
-	__builtin_prefetch((const void *)(ahead + sizeof *n - 1));
+	pr_node_prefetch_lines((uintptr_t)n + PR_NODE_PREFETCH_AHEAD * sizeof *n);
 }
 #define pr_graph_for_each_safe(g, n, tmp) \
 	for (pr_node *n = (g)->first, *tmp = n ? n->next : NULL; n; n = tmp, tmp = n ? n->next : NULL)

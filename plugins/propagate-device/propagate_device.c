@@ -312,15 +312,11 @@ static inline void copy_name_free(copy_name *n)
 #define AHEAD_NAME 2
 #define AHEAD_MAX_READERS 4
 
-/* The lines of a node (152 bytes: three of them, or four) that the walks
- * read: its use list, type and name, and the links a copy before it edits. */
+/* The lines of a node that the walks read: its use list, type and name,
+ * and the links a copy before it edits: all of them. */
 static void prefetch_node(const pr_node *v)
 {
-	const char *p = (const char *)v;
-	__builtin_prefetch(p);
-	__builtin_prefetch(p + 64);
-	__builtin_prefetch(p + 128);
-	__builtin_prefetch(p + sizeof *v - 1);
+	pr_node_prefetch_lines((uintptr_t)v);
 }
 
 static void prefetch_uses(const pr_node *v)
