@@ -652,7 +652,7 @@ static pr_err *compile_delegate(prt_exec *e, frame *f, pr_node *n)
 
 static pr_err *compile_node(prt_exec *e, frame *f, pr_node *n, bool body, uint8_t **staging)
 {
-	switch (n->kind) {
+	switch ((pr_node_kind)n->kind) {
 	case PR_NODE_INPUT: return compile_input(e, f, n, body, staging);
 	case PR_NODE_OP:
 		if (!n->of_kind.schema)
@@ -663,7 +663,7 @@ static pr_err *compile_node(prt_exec *e, frame *f, pr_node *n, bool body, uint8_
 		if (n->n_args != 1 || n->args[0].kind != PR_ARG_VALUE)
 			return node_err(n, pr_err_new("getitem takes one value"));
 		instr *in = emit(f, I_GETITEM, n, e);
-		in->index = n->index;
+		in->index = n->of_kind.index;
 		slot_of(n)->kind = PRT_RV_TENSOR;
 		return NULL;
 	}
@@ -889,7 +889,7 @@ static pr_err *delegate_begin(prt_exec *e, instr *in, prt_dev **d)
 		t->rank = s->rank;
 		t->dtype = s->dtype;
 		memcpy(t->shape, s->shape, sizeof(int64_t) * (size_t)s->rank);
-		memcpy(t->strides, s->strides, sizeof(int64_t) * (size_t)s->rank);
+		memcpy(t->strides, pr_spec_strides(s), sizeof(int64_t) * (size_t)s->rank);
 	}
 	*d = in->k.dev ? prt_devset_dev(&e->devs, in->k.dev) : NULL;
 	if (*d)

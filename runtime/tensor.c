@@ -21,7 +21,7 @@ prt_tensor prt_tensor_from_spec(const pr_spec *s, void *data, int dev)
 	t.rank = s->rank;
 	t.dev = dev;
 	memcpy(t.shape, s->shape, sizeof(int64_t) * (size_t)s->rank);
-	memcpy(t.strides, s->strides, sizeof(int64_t) * (size_t)s->rank);
+	memcpy(t.strides, pr_spec_strides(s), sizeof(int64_t) * (size_t)s->rank);
 	return t;
 }
 

@@ -156,12 +156,12 @@ static char *node_label(const pr_node *n, const pr_diag *flag)
 	}
 	const char *what = "";
 	char buf[64];
-	switch (n->kind) {
+	switch ((pr_node_kind)n->kind) {
 	case PR_NODE_INPUT: what = input_kind_name(n->of_kind.input->kind); break;
 	case PR_NODE_OP: what = n->of_kind.schema ? n->of_kind.schema->full_name : "op"; break;
 	case PR_NODE_DELEGATE: what = "delegate"; break;
 	case PR_NODE_GETITEM:
-		snprintf(buf, sizeof buf, "getitem %lld", (long long)n->index);
+		snprintf(buf, sizeof buf, "getitem %lld", (long long)n->of_kind.index);
 		what = buf;
 		break;
 	case PR_NODE_RETURN: what = "return"; break;
@@ -187,7 +187,7 @@ static void emit_id(pr_strbuf *b, int method, const pr_node *n, long position)
 
 static const char *node_shape(const pr_node *n)
 {
-	switch (n->kind) {
+	switch ((pr_node_kind)n->kind) {
 	case PR_NODE_INPUT: return "ellipse";
 	case PR_NODE_DELEGATE: return "box3d";
 	case PR_NODE_GETITEM: return "ellipse";

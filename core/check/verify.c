@@ -413,7 +413,7 @@ static const char *spec_str(const pr_spec *s, char *buf)
 		if (strided) {
 			append(buf, &len, "strides=[");
 			for (int i = 0; i < rank; i++)
-				append(buf, &len, "%s%" PRId64, i ? "," : "", s->strides[i]);
+				append(buf, &len, "%s%" PRId64, i ? "," : "", pr_spec_strides(s)[i]);
 			append(buf, &len, "]%s", s->has_mem ? ", " : "");
 		}
 		if (s->has_mem)
@@ -942,28 +942,28 @@ static void check_getitem(vctx *c, pr_node *n)
 		return;
 	}
 	pr_node *t = a->u.value;
-	if (n->index < 0 || n->index >= t->type.n_elems) {
+	if (n->of_kind.index < 0 || n->of_kind.index >= t->type.n_elems) {
 		report(c, "E-GETITEM", n, "getitem %s reads element %" PRId64 " of %s, which has "
-		       "%d; expected an index from 0 to %d", label(n, ln), (int64_t)n->index,
+		       "%d; expected an index from 0 to %d", label(n, ln), (int64_t)n->of_kind.index,
 		       label(t, lv), t->type.n_elems, t->type.n_elems - 1);
 		return;
 	}
-	const pr_spec *e = &t->type.elems[n->index];
+	const pr_spec *e = &t->type.elems[n->of_kind.index];
 	if (n->type.kind != PR_TYPE_TENSOR) {
 		report(c, "E-GETITEM", n, "getitem %s is %s; expected %s, element %" PRId64
 		       " of %s", label(n, ln), type_kind_str(&n->type), spec_str(e, s1),
-		       (int64_t)n->index, label(t, lv));
+		       (int64_t)n->of_kind.index, label(t, lv));
 		return;
 	}
 	if (!pr_spec_same_layout(&n->type.tensor, e))
 		report(c, "E-GETITEM", n, "getitem %s is %s; expected %s, element %" PRId64
 		       " of %s", label(n, ln), spec_str(&n->type.tensor, s1), spec_str(e, s2),
-		       (int64_t)n->index, label(t, lv));
+		       (int64_t)n->of_kind.index, label(t, lv));
 	else if (n->type.tensor.device_id != e->device_id)
 		report(c, c->body ? "E-GETITEM" : "E-PLACEMENT", n, "getitem %s is %s but "
 		       "element %" PRId64 " of %s is %s; expected a getitem on the device of "
 		       "the element it reads",
-		       label(n, ln), spec_str(&n->type.tensor, s1), (int64_t)n->index, label(t, lv),
+		       label(n, ln), spec_str(&n->type.tensor, s1), (int64_t)n->of_kind.index, label(t, lv),
 		       spec_str(e, s2));
 }
 
@@ -1345,7 +1345,7 @@ static void check_node(vctx *c, pr_node *n)
 					      : check_arg_values(c, n, n->args, n->n_args);
 	if (bad && n->kind != PR_NODE_RETURN)
 		return;
-	switch (n->kind) {
+	switch ((pr_node_kind)n->kind) {
 	case PR_NODE_INPUT: check_input(c, n); break;
 	case PR_NODE_OP: check_op(c, n); break;
 	case PR_NODE_DELEGATE: check_delegate_call(c, n); break;
@@ -1453,9 +1453,7 @@ static void prefetch_reads(const pr_node *n, int stage)
 		if (!v)
 			continue;
 		if (stage == 0) {
-			__builtin_prefetch(v);
-			__builtin_prefetch((const char *)v + 64);
-			__builtin_prefetch((const char *)v + 128);
+			pr_node_prefetch_lines((uintptr_t)v);
 		} else if (a->use_index >= 0 && a->use_index < v->n_uses) {
 			__builtin_prefetch(&v->uses[a->use_index]);
 		}

@@ -56,7 +56,7 @@ typedef struct rd_known_device {
 typedef struct rd_known_layout {
 	size_t len;             /* 0: empty */
 	uint8_t raw[4 + 16 * PR_MAX_RANK];
-	const int64_t *shape, *strides;
+	const int64_t *shape;   /* interned: the shape then the strides */
 	int64_t storage;        /* its storage span in bytes */
 	uint8_t dev_raw[RD_DEVICE_MAX];   /* the device that last followed it, */
 	size_t dev_len;                   /* as the file spells it (0: none yet), */
@@ -610,7 +610,6 @@ static bool rd_layout_known(rd *r, pr_spec *s)
 	s->dtype = (pr_dtype)at[0];   /* s comes zeroed: see rd_layout */
 	s->rank = at[1];
 	s->shape = k->shape;
-	s->strides = k->strides;
 	r->storage = k->storage;
 	r->pos += len;
 	return true;
@@ -624,7 +623,6 @@ static void rd_layout_remember(rd *r, size_t at, const pr_spec *s)
 	k->len = len;
 	memcpy(k->raw, raw, len);
 	k->shape = s->shape;
-	k->strides = s->strides;
 	k->storage = r->storage;
 	k->dev_len = 0;
 	r->layout = k;
@@ -652,12 +650,12 @@ static bool rd_layout(rd *r, pr_spec *s)
 		return rd_fail(r, at + 3, "reserved byte is %u, expected 0", reserved);
 	s->dtype = (pr_dtype)dtype;
 	/* Checked on the file's dims, interned only once accepted. */
-	int64_t shape[PR_MAX_RANK], strides[PR_MAX_RANK];
-	pr_spec read = {.dtype = s->dtype, .rank = rank, .shape = shape, .strides = strides};
-	if (!rd_dims(r, "dimension", rank, shape) || !rd_dims(r, "stride", rank, strides) ||
+	int64_t dims[2 * PR_MAX_RANK];   /* the shape then the strides, as a spec's */
+	pr_spec read = {.dtype = s->dtype, .rank = rank, .shape = dims};
+	if (!rd_dims(r, "dimension", rank, dims) || !rd_dims(r, "stride", rank, dims + rank) ||
 	    !rd_spec_sizes(r, at, &read, &r->storage))
 		return false;
-	pr_spec_set_layout(s, rank, shape, strides);
+	pr_spec_set_layout(s, rank, dims, dims + rank);
 	rd_layout_remember(r, at, s);
 	return true;
 }
@@ -1116,7 +1114,7 @@ static bool rd_node_rest(rd *r, pr_node *nodes, uint64_t self, pr_node *n)
 	size_t at = r->pos;
 	uint32_t ix;
 	int64_t index;
-	switch (n->kind) {
+	switch ((pr_node_kind)n->kind) {
 	case PR_NODE_INPUT:
 		return rd_input(r, n);
 	case PR_NODE_OP:
@@ -1135,7 +1133,7 @@ static bool rd_node_rest(rd *r, pr_node *nodes, uint64_t self, pr_node *n)
 		if (index < 0 || index > INT32_MAX)   /* as the text's "an index" */
 			return rd_fail(r, r->pos - 8, "getitem index %lld is out of range, expected an "
 				       "integer from 0 to 2147483647", (long long)index);
-		n->index = (int32_t)index;
+		n->of_kind.index = (int32_t)index;
 		if (!rd_node_args(r, nodes, self, n))
 			return false;
 		if (n->n_args != 1 || n->args[0].kind != PR_ARG_VALUE)

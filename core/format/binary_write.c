@@ -214,7 +214,7 @@ typedef struct w_device_bytes {
 #define W_SPECS (1 << W_SPECS_LOG2)
 
 typedef struct w_spec_bytes {
-	const int64_t *shape, *strides;
+	const int64_t *shape;   /* with rank, names the strides too */
 	pr_device_id device_id;
 	pr_dtype dtype;
 	int16_t rank;
@@ -226,7 +226,7 @@ typedef struct w_spec_bytes {
  * and whether a constant of it is stored (w_worth_storing): the constants of
  * a program share a few layouts. */
 typedef struct w_known_layout {
-	const int64_t *shape, *strides;
+	const int64_t *shape;   /* with rank, names the strides too */
 	int rank;
 	pr_dtype dtype;
 	bool used, worth;
@@ -338,7 +338,7 @@ static inline uint8_t *put_device(writer *w, uint8_t *q, pr_device_id id)
 
 static w_spec_bytes *spec_slot(writer *w, const pr_spec *s)
 {
-	uint64_t h = ((uint64_t)(uintptr_t)s->shape ^ ((uint64_t)(uintptr_t)s->strides << 17) ^
+	uint64_t h = ((uint64_t)(uintptr_t)s->shape ^ ((uint64_t)(uintptr_t)pr_spec_strides(s) << 17) ^
 		      ((uint64_t)s->device_id << 40) ^ ((uint64_t)s->dtype << 56) ^
 		      ((uint64_t)s->rank << 61)) * UINT64_C(0x9E3779B97F4A7C15);
 	return &w->specs[h >> (64 - W_SPECS_LOG2)];
@@ -356,13 +356,12 @@ static __attribute__((noinline)) uint8_t *put_spec_made(writer *w, uint8_t *q, c
 	*q++ = 0;
 	for (size_t i = 0; i < rank; i++) {
 		put_le(q + 8 * i, (uint64_t)s->shape[i], 8);
-		put_le(q + 8 * (rank + i), (uint64_t)s->strides[i], 8);
+		put_le(q + 8 * (rank + i), (uint64_t)pr_spec_strides(s)[i], 8);
 	}
 	q = put_device(w, q + 16 * rank, s->device_id);
 	size_t len = (size_t)(q - start);
 	if (len <= W_SPEC_KEPT) {
 		k->shape = s->shape;
-		k->strides = s->strides;
 		k->device_id = s->device_id;
 		k->rank = s->rank;
 		k->dtype = s->dtype;
@@ -381,7 +380,7 @@ static inline __attribute__((always_inline)) uint8_t *put_spec(writer *w, uint8_
 {
 	w_spec_bytes *k = spec_slot(w, s);
 	uint8_t *start = q;
-	if (k->len && k->shape == s->shape && k->strides == s->strides &&
+	if (k->len && k->shape == s->shape &&
 	    k->device_id == s->device_id && k->rank == s->rank && k->dtype == s->dtype) {
 		if (k->len <= 48)   /* rank 2 on a device: 44 */
 			memcpy(q, k->raw, 48);
@@ -537,13 +536,13 @@ static bool worth_storing(const pr_spec *s, int64_t *storage)
  * Consecutive constants alternate between a layer's few layouts. */
 static bool w_worth_storing(writer *w, const pr_spec *s, int64_t *storage)
 {
-	uint64_t h = ((uint64_t)(uintptr_t)s->shape ^ ((uint64_t)(uintptr_t)s->strides << 17) ^
+	uint64_t h = ((uint64_t)(uintptr_t)s->shape ^ ((uint64_t)(uintptr_t)pr_spec_strides(s) << 17) ^
 		      ((uint64_t)s->dtype << 56) ^ ((uint64_t)s->rank << 61)) *
 		     UINT64_C(0x9E3779B97F4A7C15);
 	w_known_layout *k = &w->layouts[h >> (64 - W_LAYOUTS_LOG2)];
-	if (!k->used || k->shape != s->shape || k->strides != s->strides || k->rank != s->rank ||
+	if (!k->used || k->shape != s->shape || k->rank != s->rank ||
 	    k->dtype != s->dtype) {
-		*k = (w_known_layout){s->shape, s->strides, s->rank, s->dtype, true, false, 0};
+		*k = (w_known_layout){s->shape, s->rank, s->dtype, true, false, 0};
 		k->worth = worth_storing(s, &k->storage);
 	}
 	*storage = k->storage;
@@ -730,7 +729,7 @@ static inline bool w_ref(writer *w, wbuf *b, const ptrmap *m, const void *k, con
 static bool w_node(writer *w, wbuf *b, const pr_node *n)
 {
 	w_node_head(w, b, n);
-	switch (n->kind) {
+	switch ((pr_node_kind)n->kind) {
 	case PR_NODE_INPUT:
 		wb_u8(b, (unsigned)n->of_kind.input->kind);
 		wb_ostr(b, n->of_kind.input->name);
@@ -742,7 +741,7 @@ static bool w_node(writer *w, wbuf *b, const pr_node *n)
 		return w_ref(w, b, &w->delegates, n->of_kind.delegate, n, "delegate") &&
 		       w_args(w, b, n, n->args, n->n_args);
 	case PR_NODE_GETITEM:
-		wb_i64(b, n->index);
+		wb_i64(b, n->of_kind.index);
 		return w_args(w, b, n, n->args, n->n_args);
 	case PR_NODE_RETURN:
 		if (!w_args(w, b, n, n->args, n->n_args))

@@ -604,7 +604,7 @@ static bool tp_getitem(tp *p, pr_graph *g, pr_node *n)
 		return false;
 	if (index < 0 || index > INT32_MAX)
 		return tp_expected(p, at, "an index (an integer from 0 to 2147483647)");
-	n->index = (int32_t)index;
+	n->of_kind.index = (int32_t)index;
 	pr_arg *a = pr_graph_new_args(g, 1);
 	a->kind = PR_ARG_VALUE;
 	a->u.value = v;

@@ -177,7 +177,8 @@ static bool tp_check_span(tp *p, size_t at, const pr_spec *s)
 		if (s->shape[i] == 0)
 			return true;
 	for (int i = 0; i < s->rank; i++)
-		if (__builtin_mul_overflow(s->shape[i] - 1, s->strides[i], &t) || __builtin_add_overflow(span, t, &span))
+		if (__builtin_mul_overflow(s->shape[i] - 1, pr_spec_strides(s)[i], &t) ||
+		    __builtin_add_overflow(span, t, &span))
 			return tp_error_at(p, at, "expected strides whose storage span fits in int64, found one that overflows");
 	if (__builtin_add_overflow(span, 1, &span) ||
 	    __builtin_mul_overflow(span, (int64_t)pr_dtype_size(s->dtype), &span))
@@ -287,7 +288,8 @@ static bool tp_spec(tp *p, pr_spec *s)
 	size_t at = (tp_ws(p), p->pos);
 	if (!tp_shape(p, s))
 		return false;
-	int64_t strides[PR_MAX_RANK];
+	/* The shape then the strides, as a spec's dims are laid out. */
+	int64_t dims[2 * PR_MAX_RANK], *strides = dims + s->rank;
 	pr_device dev;
 	if (tp_accept(p, '@')) {
 		if (!tp_device(p, &dev))
@@ -300,7 +302,8 @@ static bool tp_spec(tp *p, pr_spec *s)
 	if (!has_strides)   /* contiguous: its span is the byte size tp_shape checked */
 		return true;
 	pr_spec given = *s;   /* checked before its strides are interned */
-	given.strides = strides;
+	memcpy(dims, s->shape, sizeof(int64_t) * (size_t)s->rank);
+	given.shape = dims;
 	if (!tp_check_span(p, at, &given))
 		return false;
 	pr_spec_set_strides(s, strides);

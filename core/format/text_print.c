@@ -185,7 +185,7 @@ static void put_device(tbuf *b, pr_device d)
 
 /* What a spec's text depends on. */
 typedef struct spec_key {
-	const int64_t *shape, *strides;
+	const int64_t *shape;             /* with rank, names the strides too */
 	int64_t mem_offset;               /* 0 without mem */
 	int rank;
 	pr_dtype dtype;
@@ -219,14 +219,14 @@ static void put_layout(tbuf *b, const pr_spec *s, bool strided)
 	}
 	if (strided) {
 		tb_puts(b, "{strides=");
-		put_ints(b, s->strides, s->rank);
+		put_ints(b, pr_spec_strides(s), s->rank);
 	}
 }
 
 /* s's key: the mem fields only when it has mem, as they print only then. */
 static spec_key spec_key_of(const pr_spec *s)
 {
-	return (spec_key){ .shape = s->shape, .strides = s->strides, .rank = s->rank,
+	return (spec_key){ .shape = s->shape, .rank = s->rank,
 			   .dtype = s->dtype, .device_id = s->device_id, .has_mem = s->has_mem,
 			   .mem_arena_id = s->has_mem ? s->mem_arena_id : 0,
 			   .mem_offset = s->has_mem ? s->mem_offset : 0 };
@@ -235,7 +235,7 @@ static spec_key spec_key_of(const pr_spec *s)
 static bool spec_text_is(const spec_text *t, const spec_key *k)
 {
 	const spec_key *a = &t->key;
-	return t->used && a->shape == k->shape && a->strides == k->strides && a->rank == k->rank &&
+	return t->used && a->shape == k->shape && a->rank == k->rank &&
 	       a->dtype == k->dtype && a->device_id == k->device_id && a->has_mem == k->has_mem &&
 	       a->mem_offset == k->mem_offset && a->mem_arena_id == k->mem_arena_id;
 }
@@ -251,7 +251,7 @@ static spec_text *spec_text_slot(printer *pr, const spec_key *k)
 	 * bits 3-8) puts both in one slot, to evict each other all along a
 	 * placed program. Offsets are multiples of an alignment: its low
 	 * bits are zeros. */
-	uint64_t h = ((uint64_t)(uintptr_t)k->shape ^ ((uint64_t)(uintptr_t)k->strides << 17) ^
+	uint64_t h = ((uint64_t)(uintptr_t)k->shape ^ ((uint64_t)(uintptr_t)(k->shape + k->rank) << 17) ^
 		      ((uint64_t)k->device_id << 40) ^ ((uint64_t)k->dtype << 56) ^
 		      ((uint64_t)k->rank << 61)) * UINT64_C(0x9E3779B97F4A7C15);
 	h ^= ((uint64_t)k->mem_offset ^ ((uint64_t)k->mem_arena_id << 48) ^ k->has_mem) *
@@ -490,7 +490,7 @@ static void put_node(printer *pr, const pr_node *n)
 		return;
 	}
 	put_def(pr, n);
-	switch (n->kind) {
+	switch ((pr_node_kind)n->kind) {
 	case PR_NODE_INPUT:
 		put_input(b, n);
 		break;
@@ -508,7 +508,7 @@ static void put_node(printer *pr, const pr_node *n)
 		if (n->n_args)
 			put_arg(b, &n->args[0]);
 		tb_puts(b, ", ");
-		tb_i64(b, n->index);
+		tb_i64(b, n->of_kind.index);
 		break;
 	case PR_NODE_RETURN:
 		break;

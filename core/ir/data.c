@@ -208,7 +208,7 @@ bool pr_spec_storage_bytes_checked(const pr_spec *s, int64_t *out)
 	int64_t max_offset = 0;
 	bool empty = false;
 	for (int i = 0; i < s->rank; i++) {
-		if (s->shape[i] < 0 || s->strides[i] < 0)
+		if (s->shape[i] < 0 || pr_spec_strides(s)[i] < 0)
 			return false;
 		if (s->shape[i] == 0)
 			empty = true;
@@ -219,7 +219,7 @@ bool pr_spec_storage_bytes_checked(const pr_spec *s, int64_t *out)
 	}
 	for (int i = 0; i < s->rank; i++) {
 		int64_t span;
-		if (__builtin_mul_overflow(s->shape[i] - 1, s->strides[i], &span) ||
+		if (__builtin_mul_overflow(s->shape[i] - 1, pr_spec_strides(s)[i], &span) ||
 		    __builtin_add_overflow(max_offset, span, &max_offset))
 			return false;
 	}
@@ -270,10 +270,10 @@ static void place_logical(const pr_data *d, const pr_spec *s, uint8_t *buf)
 		else
 			pr_elem_store(s->dtype, p, logical_value(d, s->dtype, i));
 		for (int k = s->rank - 1; k >= 0; k--) {   /* odometer step */
-			offset += s->strides[k];
+			offset += pr_spec_strides(s)[k];
 			if (++idx[k] < s->shape[k])
 				break;
-			offset -= idx[k] * s->strides[k];
+			offset -= idx[k] * pr_spec_strides(s)[k];
 			idx[k] = 0;
 		}
 	}

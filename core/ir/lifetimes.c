@@ -26,11 +26,12 @@
 #define LT_INLINE static inline __attribute__((always_inline))
 
 /* Storage bytes by layout: a value mostly has the layout of one met just
- * before, and the interned shape and strides (immutable) name it. */
+ * before, and the interned dims (immutable; the shape then the strides, so
+ * the pointer and rank name both) name it. */
 #define BYTES_MEMO 64
 
 typedef struct bytes_memo {
-	const int64_t *shape, *strides;
+	const int64_t *shape;
 	int rank;               /* INT_MIN in an empty slot: no spec's (16 bits) */
 	pr_dtype dtype;
 	int64_t bytes;
@@ -110,14 +111,14 @@ LT_INLINE const pr_plan_value *first_value(const lt_builder *b, const pr_node *n
 /* A memo's miss, out of line: the walk inlines only the hit. */
 static int64_t remember_bytes(bytes_memo *m, const pr_spec *s)
 {
-	*m = (bytes_memo){s->shape, s->strides, s->rank, s->dtype, pr_spec_storage_bytes(s)};
+	*m = (bytes_memo){s->shape, s->rank, s->dtype, pr_spec_storage_bytes(s)};
 	return m->bytes;
 }
 
 LT_INLINE int64_t storage_bytes(lt_builder *b, const pr_spec *s)
 {
 	bytes_memo *m = &b->memo[((uintptr_t)s->shape >> 4) % BYTES_MEMO];
-	if (m->shape != s->shape || m->strides != s->strides || m->rank != s->rank || m->dtype != s->dtype)
+	if (m->shape != s->shape || m->rank != s->rank || m->dtype != s->dtype)
 		return remember_bytes(m, s);
 	return m->bytes;
 }
@@ -305,7 +306,7 @@ LT_INLINE int32_t shared_class(lt_builder *b, const pr_node *n, pr_node_kind kin
 	}
 	if (kind == PR_NODE_GETITEM) {
 		const pr_node *tuple = pr_node_value_arg(n, 0);
-		return tuple ? class_of(b, tuple, (int)n->index) : -1;
+		return tuple ? class_of(b, tuple, (int)n->of_kind.index) : -1;
 	}
 	return -1;
 }
@@ -409,7 +410,7 @@ LT_INLINE void visit(lt_builder *b, pr_node *n, pr_node_kind kind, int32_t pos)
 /* One case split per node, instead of a test of the kind at each step. */
 LT_INLINE void visit_node(lt_builder *b, pr_node *n, int32_t pos)
 {
-	switch (n->kind) {
+	switch ((pr_node_kind)n->kind) {
 	case PR_NODE_INPUT:
 		visit(b, n, PR_NODE_INPUT, pos);
 		break;

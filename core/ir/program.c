@@ -106,7 +106,6 @@ void pr_spec_set_layout(pr_spec *s, int rank, const int64_t *shape, const int64_
 	const int64_t *dims = pr_layout_intern(rank, shape, strides);
 	s->rank = rank;
 	s->shape = dims;
-	s->strides = dims + rank;
 }
 
 int64_t pr_layout_numel(int rank, const int64_t *shape)
@@ -133,7 +132,7 @@ bool pr_layout_is_contiguous(int rank, const int64_t *shape, const int64_t *stri
 
 bool pr_spec_is_contiguous(const pr_spec *s)
 {
-	return pr_layout_is_contiguous(s->rank, s->shape, s->strides);
+	return pr_layout_is_contiguous(s->rank, s->shape, pr_spec_strides(s));
 }
 
 bool pr_spec_stored_as_is(const pr_spec *s)
@@ -152,7 +151,7 @@ bool pr_spec_is_channels_last(const pr_spec *s)
 		int i = order[k];
 		if (s->shape[i] == 0)
 			return true;
-		if (s->shape[i] != 1 && s->strides[i] != expected)
+		if (s->shape[i] != 1 && pr_spec_strides(s)[i] != expected)
 			return false;
 		expected *= s->shape[i];
 	}
@@ -174,8 +173,9 @@ int64_t pr_spec_storage_bytes(const pr_spec *s)
 	if (pr_spec_numel(s) == 0)
 		return 0;
 	int64_t max_offset = 0;
+	const int64_t *strides = pr_spec_strides(s);
 	for (int i = 0; i < s->rank; i++)
-		max_offset += (s->shape[i] - 1) * (s->strides[i] > 0 ? s->strides[i] : 0);
+		max_offset += (s->shape[i] - 1) * (strides[i] > 0 ? strides[i] : 0);
 	return (max_offset + 1) * (int64_t)pr_dtype_size(s->dtype);
 }
 
@@ -183,10 +183,11 @@ bool pr_spec_same_layout(const pr_spec *a, const pr_spec *b)
 {
 	if (a->dtype != b->dtype || a->rank != b->rank)
 		return false;
-	if (a->shape == b->shape && a->strides == b->strides)
-		return true;   /* interned: one copy per layout */
-	for (int i = 0; i < a->rank; i++)
-		if (a->shape[i] != b->shape[i] || a->strides[i] != b->strides[i])
+	if (a->shape == b->shape)
+		return true;   /* interned: one copy per layout, strides included */
+	/* The shape then the strides, 2 * rank numbers in each. */
+	for (int i = 0; i < 2 * a->rank; i++)
+		if (a->shape[i] != b->shape[i])
 			return false;
 	return true;
 }
@@ -688,21 +689,28 @@ enum {
 	NODE_WRITEBACKS_GRAPH = 2048,   /* the array and its targets */
 };
 
-/* The bits above fit pr_node.mem, which sits in what pads after kind, so
- * that a node stays 152 bytes (program.h) and name stays where free slots
- * keep it. */
+/* The bits above fit pr_node.mem, which sits with kind, uses_room and
+ * line in the word before name, so that a node stays 128 bytes (program.h)
+ * and name stays where free slots keep it. */
 _Static_assert(sizeof(((pr_node *)0)->mem) * 8 >= 12, "pr_node.mem holds every NODE_ bit");
 _Static_assert(offsetof(pr_node, name) == sizeof(void *), "pr_node.mem pads nothing");
-_Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 152, "a node is 152 bytes");
 _Static_assert(sizeof(void *) != 8 || sizeof(pr_arg) == 24, "an argument is 24 bytes");
+
+/* A chunk's slots start on a cache line (node_chunk_add asks for a block
+ * that does), so that a 128-byte node never straddles a third line. */
+#define NODE_LINE 64
 
 typedef struct node_chunk {
 	struct node_chunk *next;
 	size_t used, cap;
 	size_t ready;         /* slots faulted in: all but in a mapped chunk
 			       * that grows into use (node_chunk_ready) */
-	pr_node nodes[];
+	_Alignas(NODE_LINE) pr_node nodes[];
 } node_chunk;
+
+_Static_assert(offsetof(node_chunk, nodes) % NODE_LINE == 0, "slots start on a line");
+_Static_assert(sizeof(pr_node) % NODE_LINE == 0 || sizeof(void *) != 8,
+	       "every slot starts on a line");
 
 /* Use blocks of 2^k entries, k < USE_CLASSES, come from the graph's arena
  * and go back to a free list per k; bigger ones are malloc'd. */
@@ -745,12 +753,24 @@ static strtab *strings_of(const pr_program *p)
  * poisoned. */
 #define FREE_SLOT_KEPT (offsetof(pr_node, name) + sizeof(void *))
 
+/* big_alloc's block, starting on a cache line: a mapping starts on a page;
+ * the heap is asked for a line (and the block zeroed, as calloc would). */
+static void *big_alloc_lines(size_t size, bool filled)
+{
+	if (big_mapped(size))
+		return big_alloc(size, filled);
+	void *p;
+	if (posix_memalign(&p, NODE_LINE, size))
+		pr_assert_fail("out of memory", __FILE__, __LINE__);
+	return memset(p, 0, size);
+}
+
 /* A chunk of cap slots or more: a big one takes what fills its last page. */
 static void node_chunk_add(pr_graph_store *st, size_t cap, bool filled)
 {
 	size_t size = big_size(sizeof(node_chunk) + cap * sizeof(pr_node));
 	cap = (size - sizeof(node_chunk)) / sizeof(pr_node);
-	node_chunk *c = big_alloc(sizeof *c + cap * sizeof(pr_node), filled);
+	node_chunk *c = big_alloc_lines(sizeof *c + cap * sizeof(pr_node), filled);
 	c->used = 0;
 	c->cap = cap;
 	c->ready = filled || !big_mapped(size) ? cap : 0;
@@ -1231,7 +1251,9 @@ void pr_node_set_data_values(pr_node *n, double *values, int64_t n_values, pr_st
 
 void pr_node_set_tuple(pr_node *n, pr_spec *elems, int n_elems, pr_storage storage)
 {
-	if (part_store(n, NODE_ELEMS_GRAPH, storage) && n->type.elems != elems)
+	/* elems overlays tensor: a node that is not a tuple has none to free */
+	bool had = n->type.kind == PR_TYPE_TUPLE;
+	if (part_store(n, NODE_ELEMS_GRAPH, storage) && had && n->type.elems != elems)
 		free(n->type.elems);
 	n->type.kind = PR_TYPE_TUPLE;
 	n->type.elems = elems;
@@ -1278,6 +1300,8 @@ static void node_parts_free(pr_node *n)
 		free((char *)n->name);
 	if (n->kind == PR_NODE_INPUT)
 		input_parts_free(n);
+	if (n->type.kind != PR_TYPE_TUPLE)
+		return;   /* elems overlays tensor: only a tuple has them */
 	if (!(n->mem & NODE_ELEMS_GRAPH))
 		free(n->type.elems);
 	n->type.elems = NULL;

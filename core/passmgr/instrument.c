@@ -246,7 +246,7 @@ static uint64_t hash_spec(uint64_t h, const pr_spec *s)
 {
 	h = hash_u64(hash_u64(h, (uint64_t)s->dtype), (uint64_t)s->rank);
 	for (int i = 0; i < s->rank && i < PR_MAX_RANK; i++)
-		h = hash_u64(hash_u64(h, (uint64_t)s->shape[i]), (uint64_t)s->strides[i]);
+		h = hash_u64(hash_u64(h, (uint64_t)s->shape[i]), (uint64_t)pr_spec_strides(s)[i]);
 	h = hash_u64(hash_device(h, pr_spec_device(s)), s->has_mem);
 	/* Without a plan the arena and offset mean nothing (pr_spec_equal). */
 	return s->has_mem ? hash_u64(hash_device(h, pr_spec_mem_arena(s)), (uint64_t)s->mem_offset) : h;
@@ -293,7 +293,7 @@ static uint64_t hash_node(uint64_t h, const pr_node *n)
 	h = hash_type(h, &n->type);
 	h = hash_str(h, s ? s->full_name : NULL);
 	h = hash_str(h, d ? d->name : NULL);
-	h = hash_u64(hash_u64(h, (uint64_t)n->index), (uint64_t)n->n_uses);
+	h = hash_u64(hash_u64(h, (uint64_t)pr_node_getitem_index(n)), (uint64_t)n->n_uses);
 	h = hash_u64(hash_str(h, in->name), (uint64_t)in->kind);
 	h = hash_u64(hash_u64(h, (uint64_t)in->data.kind), in->data.seed);
 	for (int i = 0; i < n->n_args; i++) {

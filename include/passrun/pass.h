@@ -68,8 +68,14 @@ extern "C" {
  * 8 bytes; a list's item count is pr_arg.n_items, beside kind where a
  * value's use_index is, and its items u.items: an argument is 24 bytes;
  * a pr_plan_class names its base by the index of its value
- * (pr_plan_class_base, pr_plan_class_spec take the lifetimes): 24 bytes. */
-#define PR_PLUGIN_ABI_VERSION 8u
+ * (pr_plan_class_base, pr_plan_class_spec take the lifetimes): 24 bytes.
+ * 9: a spec keeps no strides pointer: its shape points at the shape then
+ * the strides (read them with pr_spec_strides): 32 bytes, not 40; a
+ * type's tensor and elems share their bytes (40, not 56); pr_node.kind is
+ * a byte, beside uses_room, mem and line; a getitem's index is
+ * of_kind.index (pr_node_getitem_index): a node is 128 bytes, two cache
+ * lines, not 152. */
+#define PR_PLUGIN_ABI_VERSION 9u
 /* The entry point's name, as a C name and as the string dlsym looks up. */
 #define PR_PLUGIN_ENTRY passrun_plugin_info
 #define PR_PLUGIN_ENTRY_SYMBOL PR_PLUGIN_STR_(PR_PLUGIN_ENTRY)

@@ -51,24 +51,31 @@
  *     storage too, which is never freed one by one). An argument is 24
  *     bytes: a list's item count sits beside kind, where a value keeps
  *     its use index, so that the value union is one word.
- *   - A node is 152 bytes on 64-bit hosts (a million of them, and the
- *     free slots of erased ones, are most of a big program's memory), so
- *     only what most nodes use is in it: the facts of an input (its kind,
+ *   - A node is 128 bytes on 64-bit hosts, two cache lines, and a slab
+ *     slot starts on a line, so that a node never spans a third (a
+ *     million of them, and the free slots of erased ones, are most of a
+ *     big program's memory, and the passes wait on their lines). Only
+ *     what most nodes use is in it: the facts of an input (its kind,
  *     quoted name and data, 80 bytes) are a record of its own (pr_input)
  *     that only inputs have, from the graph's storage (an erased input's
  *     goes to the next input made) or in a detached node's malloc. Its
- *     spec names devices by 4-byte ids (device.h), a getitem's index is
- *     32 bits, and the use list's room is a 1-byte log2 beside mem; the
- *     int fields sit in pairs so that none pads. The pointers that only
- *     one kind has (an input's record, an op's schema, a delegate call's
- *     delegate, a return's write-backs) are overlaid in one union,
- *     of_kind, so that the node carries one pointer for them, not four;
+ *     type is 40 bytes: a spec (32) names devices by 4-byte ids
+ *     (device.h) and points at its layout once (the strides follow the
+ *     shape: pr_spec_strides), and a tuple's elements overlay the spec
+ *     (a type is one or the other: read tensor or elems by type.kind).
+ *     kind is a byte, and kind, the use list's room (a 1-byte log2),
+ *     mem and line share the first word; n_args and n_uses pair, so
+ *     that nothing pads. What only one kind has (a getitem's 32-bit
+ *     index, an input's record, an op's schema, a delegate call's
+ *     delegate, a return's write-backs) is overlaid in one union,
+ *     of_kind, so that the node carries one word for them, not five;
  *     the node has no fields of those names any more, so code that read
  *     them on a node of any kind does not compile. Read them on a node
- *     of any kind with pr_node_input (a node that is not an input gives
- *     one shared, read-only record of zeros, pr_input_none),
- *     pr_node_schema, pr_node_delegate and pr_node_writebacks (NULL when
- *     not its kind), or as n->of_kind.X once n's kind is known.
+ *     of any kind with pr_node_getitem_index (0 when not a getitem),
+ *     pr_node_input (a node that is not an input gives one shared,
+ *     read-only record of zeros, pr_input_none), pr_node_schema,
+ *     pr_node_delegate and pr_node_writebacks (NULL when not its kind),
+ *     or as n->of_kind.X once n's kind is known.
  *   - A node's other parts (an input's name and data.values, type.elems,
  *     a return's writebacks and their targets) are each either owned by
  *     the node (malloc'd, freed with it or when replaced) or graph storage
@@ -109,18 +116,22 @@ bool pr_dtype_is_float(pr_dtype t);
 
 #define PR_MAX_RANK 16
 
-/* A spec is a small value (40 bytes), copied freely. Its layout, the
+/* A spec is a small value (32 bytes), copied freely. Its layout, the
  * rank numbers of shape and of strides (in elements, always filled), is not
- * in it: shape and strides point at arrays of rank numbers each that are
- * immutable and, as built by the functions below, interned: the
+ * in it: shape points at 2 * rank numbers, the shape then the strides, that
+ * are immutable and, as built by the functions below, interned: the
  * process-wide table of pr_layout_intern keeps one copy of each distinct
- * layout until exit, so two specs with the same dims share their pointers.
- * Read s->shape[i] and s->strides[i] freely; never write through them
+ * layout until exit (in that very order), so two specs with the same dims
+ * share their pointer. The strides are derived, not stored: read them with
+ * pr_spec_strides (s->shape + s->rank), so a spec carries one pointer. Read
+ * s->shape[i] and pr_spec_strides(s)[i] freely; never write through them
  * (they are shared): give a spec new dims with pr_spec_init,
- * pr_spec_set_contiguous or pr_spec_set_layout. A caller may point a spec at
- * arrays of its own (they must outlive the spec); every function here
- * compares elements when the pointers differ, so such a spec still equals
- * its interned twin. Rank 0 has non-NULL pointers too. Its devices are
+ * pr_spec_set_contiguous, pr_spec_set_layout or pr_spec_set_strides, and
+ * never change rank alone. A caller may point a spec at an array of its
+ * own (it must outlive the spec and hold the shape then the strides, as
+ * pr_layout_intern's do); every function here compares elements when the
+ * pointers differ, so such a spec still equals its interned twin. Rank 0
+ * has a non-NULL pointer too. Its devices are
  * ids too (device.h's pr_device_intern), 4 bytes each instead of a 20-byte
  * pr_device: read them with pr_spec_device / pr_spec_mem_arena (or compare
  * the ids), and give a spec a device with pr_spec_set_device. */
@@ -129,12 +140,24 @@ typedef struct pr_spec {
 	int16_t rank;                   /* 0..PR_MAX_RANK; 16 bits so that has_mem
 					 * fits beside it */
 	bool has_mem;                   /* mem=ARENA:OFFSET was written */
-	const int64_t *shape;           /* rank numbers, immutable */
-	const int64_t *strides;         /* rank numbers, immutable */
+	const int64_t *shape;           /* rank numbers, then rank strides;
+					 * immutable */
 	pr_device_id device_id;         /* where the value lives; the host when absent */
 	pr_device_id mem_arena_id;      /* arenas are named after their device */
 	int64_t mem_offset;
 } pr_spec;
+
+/* A later field is a deliberate decision: a big program holds a spec in
+ * each of its million nodes. */
+#ifndef __cplusplus   /* C++ spells it static_assert; the C builds check it */
+_Static_assert(sizeof(void *) != 8 || sizeof(pr_spec) == 32, "a spec is 32 bytes");
+#endif
+
+/* s's strides, rank numbers in elements: they follow the shape. */
+static inline const int64_t *pr_spec_strides(const pr_spec *s)
+{
+	return s->shape + s->rank;
+}
 
 /* A spec's devices as values, and the writer of its device. */
 static inline pr_device pr_spec_device(const pr_spec *s)
@@ -198,11 +221,22 @@ typedef enum pr_type_kind {
 	PR_TYPE_INT,     /* a shape_only result */
 } pr_type_kind;
 
+/* A type is a tensor or a tuple, never both, so its spec and its elements
+ * are overlaid (40 bytes, not 48): read tensor only where kind is
+ * PR_TYPE_TENSOR and elems only where it is PR_TYPE_TUPLE (elsewhere they
+ * are each other's bytes). A type of kind none or int is all zeros as
+ * made. Give a node a tuple with pr_node_set_tuple, which frees owned
+ * elements of a tuple it replaces; writing tensor over a tuple overwrites
+ * the elements' pointer, so free owned ones first (graph storage stays
+ * with the graph). */
 typedef struct pr_type {
 	pr_type_kind kind;
 	int n_elems;        /* PR_TYPE_TUPLE */
-	pr_spec tensor;     /* PR_TYPE_TENSOR */
-	pr_spec *elems;     /* owned or graph storage: pr_node_set_tuple */
+	union {
+		pr_spec tensor;     /* PR_TYPE_TENSOR */
+		pr_spec *elems;     /* PR_TYPE_TUPLE: owned or graph storage
+				     * (pr_node_set_tuple) */
+	};
 } pr_type;
 
 /* ---- op schemas (PyTorch function-schema syntax) --------------------- */
@@ -368,12 +402,14 @@ typedef struct pr_input {
 /* kind, mem and name first (a free slab slot keeps them readable); the
  * ints in pairs, so that none pads (see the top of this file). */
 struct pr_node {
-	pr_node_kind kind;
+	uint8_t kind;         /* a pr_node_kind, in a byte: -Wswitch checks a
+			       * switch on it for missing kinds only when cast,
+			       * switch ((pr_node_kind)n->kind), as ours are */
+	uint8_t uses_room;    /* program.c's: 0 when the node has no use list,
+			       * else 1 + log2 of its entries (pr_node_uses_room) */
 	uint16_t mem;         /* how program.c stores the node and its parts; not
-			       * for passes (16 bits in what pads after kind) */
-	uint8_t uses_room;    /* program.c's, in that padding too: 0 when the node
-			       * has no use list, else 1 + log2 of its entries
-			       * (pr_node_uses_room) */
+			       * for passes */
+	uint32_t line;        /* source line, 0 when made by a pass */
 	const char *name;     /* without '%'; NULL when the node has no result;
 			       * interned (see the top of this file) */
 	pr_graph *graph;
@@ -381,9 +417,7 @@ struct pr_node {
 	uint64_t order;       /* increases along the graph; see pr_graph_renumber */
 
 	int n_args;
-	uint32_t line;        /* source line, 0 when made by a pass */
 	int n_uses;
-	int32_t index;        /* PR_NODE_GETITEM, 0..INT32_MAX; the value is args[0] */
 	pr_arg *args;         /* owned (or graph storage); never reallocated while the node lives */
 	pr_use *uses;         /* readers of this node's value, in no set order */
 
@@ -392,9 +426,12 @@ struct pr_node {
 	/* What one kind of node has, overlaid (see the top of this file): read
 	 * the member of n's kind as n->of_kind.X where n's kind is known, else
 	 * through pr_node_input, pr_node_schema, pr_node_delegate or
-	 * pr_node_writebacks; write only the member of n's kind. A node is made
-	 * with of_kind NULL, an input with a zeroed record of its own. */
+	 * pr_node_writebacks (pr_node_getitem_index for index); write only the
+	 * member of n's kind. A node is made with of_kind NULL (index 0), an
+	 * input with a zeroed record of its own. */
 	union {
+		int32_t index;            /* PR_NODE_GETITEM, 0..INT32_MAX; the
+					   * value is args[0] */
 		pr_input *input;          /* PR_NODE_INPUT: its own record, never NULL */
 		pr_schema *schema;        /* PR_NODE_OP (owned by the program) */
 		pr_delegate *delegate;    /* PR_NODE_DELEGATE */
@@ -404,6 +441,12 @@ struct pr_node {
 
 	void *scratch;        /* free for the pass that is running */
 };
+
+/* Two cache lines: a later field is a deliberate decision (see the top of
+ * this file). */
+#ifndef __cplusplus
+_Static_assert(sizeof(void *) != 8 || sizeof(pr_node) == 128, "a node is two cache lines");
+#endif
 
 /* The record of zeros (PR_INPUT_POSITIONAL, no name, PR_DATA_NONE) that
  * pr_node_input gives for a node that is not an input; read-only. */
@@ -428,6 +471,11 @@ static inline pr_delegate *pr_node_delegate(const pr_node *n)
 static inline pr_writeback *pr_node_writebacks(const pr_node *n)
 {
 	return n->kind == PR_NODE_RETURN ? n->of_kind.writebacks : NULL;
+}
+/* A getitem's index; 0 for a node of another kind. */
+static inline int32_t pr_node_getitem_index(const pr_node *n)
+{
+	return n->kind == PR_NODE_GETITEM ? n->of_kind.index : 0;
 }
 
 /* The entries n's use list has room for: a power of two, or 0. */
@@ -711,12 +759,18 @@ void pr_mutable_buffers_free(pr_mutable_buffers *b);
  * memory, which is most often the one it will come to then. A hint: the
  * address is never read, so it need not be a node. */
 #define PR_NODE_PREFETCH_AHEAD 6
+/* Asks for every line that a node at address at spans: two for a slab
+ * node (its slot starts on a line), up to three for a detached one. A
+ * hint: nothing is read there. */
+static inline void pr_node_prefetch_lines(uintptr_t at)
+{
+	for (size_t off = 0; off < sizeof(pr_node); off += 64)
+		__builtin_prefetch((const void *)(at + off));
+	__builtin_prefetch((const void *)(at + sizeof(pr_node) - 1));
+}
 static inline void pr_node_prefetch_ahead(const pr_node *n)
 {
-	uintptr_t ahead = (uintptr_t)n + PR_NODE_PREFETCH_AHEAD * sizeof *n;
-	for (size_t off = 0; off < sizeof *n; off += 64)
-		__builtin_prefetch((const void *)(ahead + off));
-	__builtin_prefetch((const void *)(ahead + sizeof *n - 1));
+	pr_node_prefetch_lines((uintptr_t)n + PR_NODE_PREFETCH_AHEAD * sizeof *n);
 }
 #define pr_graph_for_each_safe(g, n, tmp) \
 	for (pr_node *n = (g)->first, *tmp = n ? n->next : NULL; n; n = tmp, tmp = n ? n->next : NULL)

@@ -160,7 +160,7 @@ void pl_strides_str(const pr_spec *s, char *buf, size_t len)
 {
 	size_t at = (size_t)snprintf(buf, len, "[");
 	for (int i = 0; i < s->rank && at < len; i++)
-		at += (size_t)snprintf(buf + at, len - at, "%s%" PRId64, i ? "," : "", s->strides[i]);
+		at += (size_t)snprintf(buf + at, len - at, "%s%" PRId64, i ? "," : "", pr_spec_strides(s)[i]);
 	if (at < len)
 		snprintf(buf + at, len - at, "]");
 }

@@ -29,7 +29,7 @@ static pr_err *add_getitem(pr_node *call, bool *changed)
 	pr_node *gi = pr_node_new(PR_NODE_GETITEM, old);
 	free(old);
 	gi->type = call->type;           /* the tensor spec */
-	gi->index = 0;
+	gi->of_kind.index = 0;
 	pr_spec *elem = pr_xmalloc(sizeof *elem);
 	*elem = gi->type.tensor;
 	pr_node_set_tuple(call, elem, 1, PR_STORAGE_OWNED);

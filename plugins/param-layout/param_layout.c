@@ -40,7 +40,7 @@ static void gather_logical(const pr_spec *old, const uint8_t *storage, uint8_t *
 	for (int64_t l = 0; l < numel; l++) {
 		int64_t off = 0;
 		for (int d = 0; d < old->rank; d++)
-			off += idx[d] * old->strides[d];
+			off += idx[d] * pr_spec_strides(old)[d];
 		memcpy(out + (size_t)l * es, storage + (size_t)off * es, es);
 		for (int d = old->rank - 1; d >= 0; d--) {
 			if (++idx[d] < old->shape[d])
@@ -100,16 +100,16 @@ static bool remap_view(const pr_spec *old, const pr_spec *now, pr_spec *v)
 	for (int j = 0; j < v->rank; j++) {
 		int k = 0;
 		while (k < old->rank && (used[k] || old->shape[k] != v->shape[j] ||
-					 old->strides[k] != v->strides[j]))
+					 pr_spec_strides(old)[k] != pr_spec_strides(v)[j]))
 			k++;
 		if (k == old->rank) {
 			if (v->shape[j] != 1)
 				return false;
-			strides[j] = v->strides[j];
+			strides[j] = pr_spec_strides(v)[j];
 			continue;
 		}
 		used[k] = true;
-		strides[j] = now->strides[k];
+		strides[j] = pr_spec_strides(now)[k];
 	}
 	pr_spec_set_strides(v, strides);
 	return true;
@@ -143,7 +143,7 @@ static void update_readers(pr_node *t, const pr_spec *old)
 		if (r->kind == PR_NODE_DELEGATE) {
 			pr_node *in = body_input(r->of_kind.delegate, (int)(u->arg - r->args));
 			if (in && pr_node_spec(in) && pr_spec_same_layout(pr_node_spec(in), old))
-				pr_spec_set_strides(&in->type.tensor, now->strides);
+				pr_spec_set_strides(&in->type.tensor, pr_spec_strides(now));
 		} else if (reads_as_view(r, t)) {
 			pr_spec before = r->type.tensor;
 			if (remap_view(old, now, &r->type.tensor) &&

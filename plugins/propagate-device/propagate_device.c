@@ -166,11 +166,11 @@ typedef struct where_table {
 #define WHERE_FIRST_LOG2 6      /* 64 slots, grown when half full */
 
 /* Whether a layout is stored as is (pr_spec_stored_as_is), remembered per
- * layout: a spec's shape and strides point at immutable arrays, interned, so
- * a program's thousands of constants share a few layouts, and the same
- * pointers always give the same answer. */
+ * layout: a spec's shape points at immutable dims (the shape then the
+ * strides), interned, so a program's thousands of constants share a few
+ * layouts, and the same pointer and rank always give the same answer. */
 typedef struct layout_memo {
-	const int64_t *shape, *strides;   /* strides NULL: empty */
+	const int64_t *shape;             /* NULL: empty */
 	int rank;
 	bool as_is;
 } layout_memo;
@@ -312,15 +312,11 @@ static inline void copy_name_free(copy_name *n)
 #define AHEAD_NAME 2
 #define AHEAD_MAX_READERS 4
 
-/* The lines of a node (152 bytes: three of them, or four) that the walks
- * read: its use list, type and name, and the links a copy before it edits. */
+/* The lines of a node that the walks read: its use list, type and name,
+ * and the links a copy before it edits: all of them. */
 static void prefetch_node(const pr_node *v)
 {
-	const char *p = (const char *)v;
-	__builtin_prefetch(p);
-	__builtin_prefetch(p + 64);
-	__builtin_prefetch(p + 128);
-	__builtin_prefetch(p + sizeof *v - 1);
+	pr_node_prefetch_lines((uintptr_t)v);
 }
 
 static void prefetch_uses(const pr_node *v)
@@ -980,12 +976,11 @@ static void tag_skipped_input(place_ctx *c, pr_node *v, const pr_use *first, pr_
 /* pr_spec_stored_as_is(s), through c's memo. */
 static bool stored_as_is(place_ctx *c, const pr_spec *s)
 {
-	if (!s->strides)
+	if (!s->shape)
 		return pr_spec_stored_as_is(s);
-	layout_memo *m = &c->layouts[((uint64_t)(uintptr_t)s->strides * 0x9E3779B97F4A7C15u) >> 60];
-	if (m->strides != s->strides || m->shape != s->shape || m->rank != s->rank) {
+	layout_memo *m = &c->layouts[((uint64_t)(uintptr_t)pr_spec_strides(s) * 0x9E3779B97F4A7C15u) >> 60];
+	if (m->shape != s->shape || m->rank != s->rank) {
 		m->shape = s->shape;
-		m->strides = s->strides;
 		m->rank = s->rank;
 		m->as_is = pr_spec_stored_as_is(s);
 	}

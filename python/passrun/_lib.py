@@ -38,18 +38,25 @@ class Device(Structure):
     _fields_ = [("type", c_char * 16), ("index", c_int32)]
 
 
-# shape and strides point at rank numbers each, interned by the core and
-# immutable: read them (s.shape[:s.rank]), never write through them. The
+# shape points at 2 * rank numbers, the shape then the strides, interned by
+# the core and immutable: read them (s.shape[:s.rank], the strides
+# s.shape[s.rank:2 * s.rank]), never write through them. The
 # devices are ids of the core's device table: pr_device_of reads one.
 class Spec(Structure):
     _fields_ = [("dtype", c_int), ("rank", c_int16), ("has_mem", c_bool),
-                ("shape", POINTER(c_int64)), ("strides", POINTER(c_int64)),
+                ("shape", POINTER(c_int64)),
                 ("device_id", c_uint32), ("mem_arena_id", c_uint32), ("mem_offset", c_int64)]
 
 
+# A type is a tensor or a tuple, never both: tensor and elems share their
+# bytes (pr_type's unnamed union); read the one of the type's kind.
+class TypeValue(Union):
+    _fields_ = [("tensor", Spec), ("elems", POINTER(Spec))]
+
+
 class Type(Structure):
-    _fields_ = [("kind", c_int), ("n_elems", c_int), ("tensor", Spec),
-                ("elems", POINTER(Spec))]
+    _anonymous_ = ("value",)
+    _fields_ = [("kind", c_int), ("n_elems", c_int), ("value", TypeValue)]
 
 
 class Alias(Structure):
@@ -126,18 +133,19 @@ class Delegate(Structure):
                 ("body", POINTER(Graph)), ("device_known", c_bool), ("device", Device)]
 
 
-# pr_node.of_kind: read only the member of the node's kind (an input's
-# record, an op's schema, a delegate call's delegate, a return's write-backs).
+# pr_node.of_kind: read only the member of the node's kind (a getitem's
+# index, an input's record, an op's schema, a delegate call's delegate, a
+# return's write-backs).
 class NodeOfKind(Union):
-    _fields_ = [("input", POINTER(Input)), ("schema", POINTER(Schema)),
+    _fields_ = [("index", c_int32), ("input", POINTER(Input)), ("schema", POINTER(Schema)),
                 ("delegate", POINTER(Delegate)), ("writebacks", POINTER(Writeback))]
 
 
-Node._fields_ = [("kind", c_int), ("mem", c_uint16), ("uses_room", c_uint8),
-                 ("name", c_char_p),
+Node._fields_ = [("kind", c_uint8), ("uses_room", c_uint8), ("mem", c_uint16),
+                 ("line", c_uint32), ("name", c_char_p),
                  ("graph", POINTER(Graph)), ("prev", POINTER(Node)), ("next", POINTER(Node)),
-                 ("order", c_uint64), ("n_args", c_int), ("line", c_uint32),
-                 ("n_uses", c_int), ("index", c_int32), ("args", POINTER(Arg)),
+                 ("order", c_uint64), ("n_args", c_int),
+                 ("n_uses", c_int), ("args", POINTER(Arg)),
                  ("uses", POINTER(Use)), ("type", Type), ("of_kind", NodeOfKind),
                  ("scratch", c_void_p)]
 

@@ -125,7 +125,7 @@ def _spec(s):
     rank = s.rank
     mem = (_device(core.pr_device_of(s.mem_arena_id).contents), s.mem_offset) if s.has_mem else None
     return Spec(core.pr_dtype_name(s.dtype).decode(), tuple(s.shape[:rank]),
-                tuple(s.strides[:rank]), _device(core.pr_device_of(s.device_id).contents), mem,
+                tuple(s.shape[rank:2 * rank]), _device(core.pr_device_of(s.device_id).contents), mem,
                 core.pr_spec_nbytes(ctypes.byref(s)), core.pr_spec_storage_bytes(ctypes.byref(s)))
 
 
@@ -174,7 +174,7 @@ def _node(c):
     elif kind == "delegate" and of.delegate:
         n.delegate = _lib.cstr(of.delegate.contents.name)
     elif kind == "getitem":
-        n.index = c.index
+        n.index = of.index
     return n
 
 

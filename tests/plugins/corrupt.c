@@ -38,7 +38,7 @@ static pr_err *bad_shape(pr_pass_ctx *ctx, pr_program *p, bool *changed)
 	int64_t shape[PR_MAX_RANK];
 	memcpy(shape, s->shape, sizeof shape[0] * (size_t)s->rank);
 	shape[0] += 5;
-	pr_spec_set_layout(s, s->rank, shape, s->strides);
+	pr_spec_set_layout(s, s->rank, shape, pr_spec_strides(s));
 	*changed = true;
 	return NULL;
 }

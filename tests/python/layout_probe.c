@@ -21,7 +21,7 @@ int main(void)
 {
 	S(pr_device, F(pr_device, type) F(pr_device, index));
 	S(pr_spec, F(pr_spec, dtype) F(pr_spec, rank) F(pr_spec, has_mem) F(pr_spec, shape)
-	  F(pr_spec, strides) F(pr_spec, device_id) F(pr_spec, mem_arena_id) F(pr_spec, mem_offset));
+	  F(pr_spec, device_id) F(pr_spec, mem_arena_id) F(pr_spec, mem_offset));
 	S(pr_type, F(pr_type, kind) F(pr_type, n_elems) F(pr_type, tensor) F(pr_type, elems));
 	S(pr_alias, F(pr_alias, set) F(pr_alias, write));
 	S(pr_schema_arg, F(pr_schema_arg, type) F(pr_schema_arg, name) F(pr_schema_arg, default_value)
@@ -44,9 +44,9 @@ int main(void)
 	  F(pr_delegate, body) F(pr_delegate, device_known) F(pr_delegate, device));
 	S(pr_node, F(pr_node, kind) F(pr_node, mem) F(pr_node, uses_room) F(pr_node, name) F(pr_node, graph)
 	  F(pr_node, prev) F(pr_node, next) F(pr_node, order) F(pr_node, n_args) F(pr_node, line)
-	  F(pr_node, n_uses) F(pr_node, index) F(pr_node, args) F(pr_node, uses)
+	  F(pr_node, n_uses) F(pr_node, args) F(pr_node, uses)
 	  F(pr_node, type) F(pr_node, of_kind) F(pr_node, scratch));
-	S(pr_node_of_kind, F(pr_node_of_kind, input) F(pr_node_of_kind, schema)
+	S(pr_node_of_kind, F(pr_node_of_kind, index) F(pr_node_of_kind, input) F(pr_node_of_kind, schema)
 	  F(pr_node_of_kind, delegate) F(pr_node_of_kind, writebacks));
 	S(pr_graph, F(pr_graph, name) F(pr_graph, first) F(pr_graph, last) F(pr_graph, n_nodes)
 	  F(pr_graph, store) F(pr_graph, delegate) F(pr_graph, program) F(pr_graph, order_stale));

@@ -961,7 +961,7 @@ Test(binary, a_getitem_index_past_32_bits_is_refused_at_its_byte)
 				 "  return %u\n"
 				 "}\n");
 	pr_node *u = pr_graph_find(pr_program_find_method(p, "m"), "u");
-	u->index = 0x5a6b7c1d;   /* a sentinel to find in the file */
+	u->of_kind.index = 0x5a6b7c1d;   /* a sentinel to find in the file */
 	uint8_t *bin;
 	size_t len, at = 0;
 	write_ok(p, &bin, &len, "getitem");

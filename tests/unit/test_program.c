@@ -38,8 +38,8 @@ Test(spec, layouts_and_sizes)
 	pr_spec s;
 	int64_t shape[2] = {2, 3};
 	pr_spec_init(&s, PR_F32, 2, shape);
-	cr_assert_eq(s.strides[0], 3);
-	cr_assert_eq(s.strides[1], 1);
+	cr_assert_eq(pr_spec_strides(&s)[0], 3);
+	cr_assert_eq(pr_spec_strides(&s)[1], 1);
 	cr_assert(pr_spec_is_contiguous(&s));
 	cr_assert_eq(pr_spec_nbytes(&s), 24);
 	pr_spec_set_strides(&s, (const int64_t[]){1, 2}); /* a transposed [3,2] */
@@ -597,21 +597,21 @@ Test(layouts, same_dims_share_one_copy)
 	pr_spec_init(&a, PR_F32, 2, shape);
 	pr_spec_init(&b, PR_I64, 2, other_shape);
 	cr_assert_eq(a.shape, b.shape, "same dims, same pointer (the dtype is not the layout's)");
-	cr_assert_eq(a.strides, b.strides);
-	cr_assert_eq(a.strides, a.shape + 2, "the strides follow the shape");
+	cr_assert_eq(pr_spec_strides(&a), pr_spec_strides(&b));
+	cr_assert_eq(pr_spec_strides(&a), a.shape + 2, "the strides follow the shape");
 	cr_assert_neq(a.shape, shape, "a copy, not the caller's array");
 	cr_assert_eq(a.shape[0], 4);
 	cr_assert_eq(a.shape[1], 5);
-	cr_assert_eq(a.strides[0], 5);
-	cr_assert_eq(a.strides[1], 1);
+	cr_assert_eq(pr_spec_strides(&a)[0], 5);
+	cr_assert_eq(pr_spec_strides(&a)[1], 1);
 	pr_spec copy = a;   /* a value: copies share the dims */
 	cr_assert(pr_spec_equal(&copy, &a));
 	pr_spec_set_strides(&b, (const int64_t[]){1, 4});
 	cr_assert_neq(b.shape, a.shape, "other strides, another layout");
 	cr_assert_eq(b.shape[0], 4);
-	cr_assert_eq(b.strides[0], 1);
-	cr_assert_eq(b.strides[1], 4);
-	cr_assert_eq(a.strides[0], 5, "a's layout is untouched");
+	cr_assert_eq(pr_spec_strides(&b)[0], 1);
+	cr_assert_eq(pr_spec_strides(&b)[1], 4);
+	cr_assert_eq(pr_spec_strides(&a)[0], 5, "a's layout is untouched");
 	pr_spec_set_contiguous(&b);
 	cr_assert_eq(b.shape, a.shape, "back to contiguous: back to a's copy");
 	int64_t swapped[2] = {5, 4};
@@ -624,10 +624,9 @@ Test(layouts, rank_0_and_the_largest_rank)
 	pr_spec s, t;
 	pr_spec_init(&s, PR_F32, 0, NULL);
 	cr_assert_not_null(s.shape, "rank 0 has a valid pointer too");
-	cr_assert_not_null(s.strides);
+	cr_assert_not_null(pr_spec_strides(&s));
 	pr_spec_init(&t, PR_BOOL, 0, NULL);
-	cr_assert(pr_spec_same_layout(&s, &(pr_spec){.dtype = PR_F32, .shape = t.shape,
-						   .strides = t.strides}));
+	cr_assert(pr_spec_same_layout(&s, &(pr_spec){.dtype = PR_F32, .shape = t.shape}));
 	cr_assert_eq(pr_spec_numel(&s), 1);
 	int64_t big[PR_MAX_RANK], strides[PR_MAX_RANK];
 	for (int i = 0; i < PR_MAX_RANK; i++)
@@ -635,17 +634,17 @@ Test(layouts, rank_0_and_the_largest_rank)
 	pr_spec_init(&s, PR_F32, PR_MAX_RANK, big);
 	cr_assert_eq(s.rank, PR_MAX_RANK);
 	cr_assert_eq(pr_spec_numel(&s), 1 << (PR_MAX_RANK / 2));
-	cr_assert_eq(s.strides[PR_MAX_RANK - 1], 1);
-	cr_assert_eq(s.strides[0], 1 << (PR_MAX_RANK / 2), "dims 1, 3, ... are 2");
-	memcpy(strides, s.strides, sizeof strides);
+	cr_assert_eq(pr_spec_strides(&s)[PR_MAX_RANK - 1], 1);
+	cr_assert_eq(pr_spec_strides(&s)[0], 1 << (PR_MAX_RANK / 2), "dims 1, 3, ... are 2");
+	memcpy(strides, pr_spec_strides(&s), sizeof strides);
 	strides[PR_MAX_RANK - 1] = 7;
 	pr_spec_set_strides(&t, NULL);   /* rank 0: contiguous, nothing to copy */
 	pr_spec_init(&t, PR_F32, PR_MAX_RANK, big);
 	cr_assert_eq(t.shape, s.shape);
 	pr_spec_set_strides(&t, strides);
 	cr_assert_neq(t.shape, s.shape, "the last stride alone tells them apart");
-	cr_assert_eq(t.strides[PR_MAX_RANK - 1], 7);
-	cr_assert_eq(s.strides[PR_MAX_RANK - 1], 1);
+	cr_assert_eq(pr_spec_strides(&t)[PR_MAX_RANK - 1], 7);
+	cr_assert_eq(pr_spec_strides(&s)[PR_MAX_RANK - 1], 1);
 }
 
 /* Enough layouts to fill many chunks: the first ones' copies neither move
@@ -676,8 +675,9 @@ Test(layouts, earlier_copies_stay_put_as_the_table_grows)
 
 Test(layouts, a_spec_on_its_own_arrays_equals_its_interned_twin)
 {
-	int64_t shape[2] = {2, 3}, strides[2] = {1, 2};
-	pr_spec own = {.dtype = PR_F32, .rank = 2, .shape = shape, .strides = strides};
+	int64_t dims[4] = {2, 3, 1, 2};   /* the shape then the strides, as a spec's */
+	const int64_t *shape = dims, *strides = dims + 2;
+	pr_spec own = {.dtype = PR_F32, .rank = 2, .shape = dims};
 	pr_spec interned;
 	pr_spec_init(&interned, PR_F32, 2, shape);
 	cr_assert(!pr_spec_equal(&own, &interned), "the strides differ");
@@ -686,8 +686,8 @@ Test(layouts, a_spec_on_its_own_arrays_equals_its_interned_twin)
 	cr_assert(pr_spec_equal(&own, &interned), "compared by element when the pointers differ");
 	cr_assert(pr_spec_same_layout(&interned, &own));
 	pr_spec_set_contiguous(&own);   /* re-interned from its own shape */
-	cr_assert_neq(own.shape, shape);
-	cr_assert_eq(own.strides[0], 3);
+	cr_assert_neq(own.shape, dims);
+	cr_assert_eq(pr_spec_strides(&own)[0], 3);
 	cr_assert_eq(strides[0], 1, "the caller's arrays are never written");
 	pr_spec_set_device(&own, pr_device_canonical((pr_device){.type = "cuda", .index = 0}));
 	pr_spec_set_contiguous(&interned);
@@ -1211,16 +1211,59 @@ static void expect_of_kind(const pr_node *n, const pr_input *in, const pr_schema
 	cr_expect_eq(pr_node_writebacks(n), w, "kind %d: write-backs", (int)n->kind);
 }
 
-Test(of_kind, a_node_is_152_bytes_with_one_pointer_for_four)
+Test(of_kind, a_node_is_128_bytes_with_one_pointer_for_five)
 {
 	if (sizeof(void *) == 8)
-		cr_expect_eq(sizeof(pr_node), 152);
+		cr_expect_eq(sizeof(pr_node), 128);
 	size_t at = offsetof(pr_node, of_kind);
 	cr_expect_eq(sizeof(((pr_node *)0)->of_kind), sizeof(void *));
 	cr_expect_eq(offsetof(pr_node, of_kind.input), at);
 	cr_expect_eq(offsetof(pr_node, of_kind.schema), at);
 	cr_expect_eq(offsetof(pr_node, of_kind.delegate), at);
 	cr_expect_eq(offsetof(pr_node, of_kind.writebacks), at);
+	cr_expect_eq(offsetof(pr_node, of_kind.index), at, "a getitem's index too");
+}
+
+/* A 128-byte node on a line of its own never spans a third line. */
+Test(of_kind, slab_slots_start_on_a_cache_line)
+{
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	for (int i = 0; i < 300; i++) {   /* past the first chunk's 64 slots */
+		pr_node *n = pr_graph_new_node(g, PR_NODE_OP, NULL);
+		cr_expect_eq((uintptr_t)n % 64, 0, "slot %d", i);
+	}
+	pr_graph_reserve_nodes(g, 1000);
+	cr_expect_eq((uintptr_t)pr_graph_new_node(g, PR_NODE_OP, NULL) % 64, 0, "a reserved chunk's");
+	pr_program_free(p);
+}
+
+/* tensor and elems share their bytes: a tensor's are no elements to free,
+ * when it becomes a tuple or when it is erased. */
+Test(of_kind, only_a_tuple_has_elements_to_free)
+{
+	cr_expect_eq(offsetof(pr_type, tensor), offsetof(pr_type, elems));
+	if (sizeof(void *) == 8)
+		cr_expect_eq(sizeof(pr_type), 40);
+	pr_graph *g;
+	pr_program *p = one_method(&g);
+	int64_t shape[2] = {2, 3};
+	for (int detached = 0; detached < 2; detached++) {
+		pr_node *n = detached ? pr_node_new(PR_NODE_OP, NULL) :
+			     pr_graph_new_node(g, PR_NODE_OP, NULL);
+		n->type.kind = PR_TYPE_TENSOR;
+		pr_spec_init(&n->type.tensor, PR_F32, 2, shape);
+		pr_spec *e = pr_xmalloc(sizeof *e);
+		*e = n->type.tensor;
+		pr_node_set_tuple(n, e, 1, PR_STORAGE_OWNED);
+		cr_expect_eq(n->type.elems, e);
+		cr_expect_eq(n->type.elems[0].shape[1], 3);
+		pr_node_set_tuple(n, NULL, 0, PR_STORAGE_OWNED);   /* frees e */
+		n->type.kind = PR_TYPE_TENSOR;
+		pr_spec_init(&n->type.tensor, PR_F32, 2, shape);
+		pr_graph_erase(n);
+	}
+	pr_program_free(p);
 }
 
 Test(of_kind, each_accessor_answers_for_its_kind_only)

@@ -48,7 +48,7 @@ static void set_dim(pr_spec *s, int d, int64_t v)
 	int64_t shape[PR_MAX_RANK];
 	memcpy(shape, s->shape, sizeof shape[0] * (size_t)s->rank);
 	shape[d] = v;
-	pr_spec_set_layout(s, s->rank, shape, s->strides);
+	pr_spec_set_layout(s, s->rank, shape, pr_spec_strides(s));
 }
 
 /* "f32[2]", "(f32[2], f32[3]@cuda:0)", "int" or NULL (no result). */
@@ -146,7 +146,7 @@ static pr_node *getitem(pr_graph *g, const char *name, const char *type, pr_node
 			int64_t i)
 {
 	pr_node *n = add(g, PR_NODE_GETITEM, name, type, ARGS(V(t)));
-	n->index = i;
+	n->of_kind.index = (int32_t)i;
 	return n;
 }
 
@@ -595,14 +595,14 @@ Test(verify, getitem_of_a_tensor)
 Test(verify, getitem_index_out_of_range)
 {
 	example e = build_example();
-	e.t->index = 1;
+	e.t->of_kind.index = 1;
 	expect_one(e.p, "E-GETITEM", "t");
 }
 
 Test(verify, getitem_negative_index)
 {
 	example e = build_example();
-	e.t->index = -1;
+	e.t->of_kind.index = -1;
 	expect_one(e.p, "E-GETITEM", "t");
 }
 
@@ -1140,7 +1140,7 @@ Test(verify, host_op_placement_is_not_checked_in_a_delegate_body)
 Test(verify, errors_carry_pass_and_method)
 {
 	example e = build_example();
-	e.t->index = 3;
+	e.t->of_kind.index = 3;
 	pr_diags_free(&diags);
 	pr_diags_init(&diags, "t.pg");
 	cr_assert_eq(pr_verify(e.p, &diags, "copy-reuse"), 1);
@@ -1154,7 +1154,7 @@ Test(verify, errors_carry_pass_and_method)
 Test(verify, several_errors_are_all_reported)
 {
 	example e = build_example();
-	e.t->index = 3;
+	e.t->of_kind.index = 3;
 	e.x->of_kind.input->kind = PR_INPUT_POSITIONAL;
 	free(e.ret->of_kind.writebacks[1].target);
 	e.ret->of_kind.writebacks[1].target = strdup("nope");
