@@ -304,7 +304,9 @@ static inline void check_value(check_ctx *k, const pr_lifetimes *lt, int64_t i)
 #define SPEC_AHEAD 16
 
 /* The lines of spec s that the checks read: has_mem and the arena at its
- * head, the offset 40 bytes on (in a node, most often the next line). */
+ * head, the offset at its tail (one line in a slab node, whose spec lies
+ * in its second line; a detached node's or a tuple element's may span
+ * two). */
 static inline void prefetch_spec(const pr_spec *s)
 {
 	__builtin_prefetch(&s->has_mem);
