@@ -763,38 +763,6 @@ static int64_t peak_of(const mp_item *items, const int64_t *sizes, int64_t n, in
 	return peak;
 }
 
-/* The lower bounds of r (see mp_result): peak_of for raw and for rounded
- * sizes at once, the largest padding with them, in one walk over the items
- * and the positions (a walk over 10^6 items is 24 MB read). The walk also
- * clears the items' offsets: the plan starts empty. */
-static void bounds_of(mp_item *items, int64_t align, int64_t n, int64_t T, mp_result *r)
-{
-	int64_t (*diff)[2] = pr_xcalloc((size_t)T + 1, sizeof *diff), max_pad = 0;
-	for (int64_t i = 0; i < n; i++) {
-		int64_t asize = round_up(items[i].size, align);
-		items[i].offset = 0;
-		if (asize - items[i].size > max_pad)
-			max_pad = asize - items[i].size;
-		diff[items[i].start][0] += items[i].size;
-		diff[items[i].end + 1][0] -= items[i].size;
-		diff[items[i].start][1] += asize;
-		diff[items[i].end + 1][1] -= asize;
-	}
-	int64_t live[2] = { 0, 0 }, peak[2] = { 0, 0 };
-	for (int64_t t = 0; t < T; t++)
-		for (int k = 0; k < 2; k++) {
-			live[k] += diff[t][k];
-			if (live[k] > peak[k])
-				peak[k] = live[k];
-		}
-	free(diff);
-	/* Offsets are multiples of align, so under the top item of a position
-	 * every live item takes its rounded size: a plan needs at least the peak
-	 * of rounded sizes less the top item's padding (at most the largest). */
-	r->lower_bound_bytes = peak[0];
-	r->aligned_lower_bound = peak[1] - max_pad > peak[0] ? peak[1] - max_pad : peak[0];
-}
-
 static bool lives_throughout(const mp_item *it, int64_t T)
 {
 	return it->start == 0 && it->end >= T - 1;
@@ -848,27 +816,61 @@ static void choose_short(engine *e)
 	}
 }
 
+/* The greedy items' count per start position (e->started, where each
+ * position's run begins once summed), e->m and e->n_whole, and the lower
+ * bounds of r (see mp_result): the peaks of raw and of rounded live sizes,
+ * with the largest padding. One walk over the items (10^6 of them are 24 MB
+ * read) and one over the positions serve both. The walk also clears the
+ * items' offsets: the plan starts empty. */
+static void scan_items(engine *e, mp_item *items, int64_t n, mp_result *r)
+{
+	int64_t (*diff)[2] = pr_xcalloc((size_t)e->T + 1, sizeof *diff), max_pad = 0;
+	for (int64_t i = 0; i < n; i++) {
+		int64_t size = items[i].size, asize = round_up(size, e->align);
+		items[i].offset = 0;
+		if (asize - size > max_pad)
+			max_pad = asize - size;
+		diff[items[i].start][0] += size;
+		diff[items[i].end + 1][0] -= size;
+		diff[items[i].start][1] += asize;
+		diff[items[i].end + 1][1] -= asize;
+		if (size > 0 && !lives_throughout(&items[i], e->T)) {
+			e->started[items[i].start]++;
+			e->m++;
+		} else if (size > 0) {
+			e->n_whole++;
+		}
+	}
+	int64_t live[2] = { 0, 0 }, peak[2] = { 0, 0 };
+	for (int64_t t = 0, sum = 0; t < e->T; t++) {
+		for (int k = 0; k < 2; k++) {
+			live[k] += diff[t][k];
+			if (live[k] > peak[k])
+				peak[k] = live[k];
+		}
+		int32_t c = e->started[t]; /* where position t's run begins */
+		e->started[t] = (int32_t)sum;
+		sum += c;
+	}
+	free(diff);
+	/* Offsets are multiples of align, so under the top item of a position
+	 * every live item takes its rounded size: a plan needs at least the peak
+	 * of rounded sizes less the top item's padding (at most the largest). */
+	r->lower_bound_bytes = peak[0];
+	r->aligned_lower_bound = peak[1] - max_pad > peak[0] ? peak[1] - max_pad : peak[0];
+}
+
 /* The greedy items (neither living throughout nor empty) by (start, id): a
- * counting sort over the positions, whose counts, summed, are e->started. */
-static void engine_init(engine *e, mp_item *items, int64_t align, int64_t n, int64_t T)
+ * counting sort over the positions (scan_items counts them), and r's lower
+ * bounds. */
+static void engine_init(engine *e, mp_item *items, int64_t align, int64_t n, int64_t T, mp_result *r)
 {
 	memset(e, 0, sizeof *e);
 	e->items = items;
 	e->align = align;
 	e->T = T;
 	e->started = pr_xcalloc((size_t)T + 1, sizeof *e->started);
-	for (int64_t i = 0; i < n; i++)
-		if (!lives_throughout(&items[i], T) && items[i].size > 0) {
-			e->started[items[i].start]++;
-			e->m++;
-		} else if (items[i].size > 0) {
-			e->n_whole++;
-		}
-	for (int64_t t = 0, sum = 0; t < T; t++) { /* where position t's run begins */
-		int32_t c = e->started[t];
-		e->started[t] = (int32_t)sum;
-		sum += c;
-	}
+	scan_items(e, items, n, r);
 	/* placing advances each run's start to its end: the count at or before t */
 	e->by_start = pr_xmalloc((size_t)(e->m + 1) * sizeof *e->by_start);
 	for (int64_t i = 0; i < n; i++)
@@ -1132,9 +1134,8 @@ mp_result mp_plan(mp_item *items, int64_t n, int64_t T, int64_t align)
 	if (n == 0 || T <= 0)
 		return r;
 	PR_ASSERT(n < INT32_MAX && T <= INT32_MAX);   /* ids, positions: 32-bit */
-	bounds_of(items, align, n, T, &r);
 	engine e;
-	engine_init(&e, items, align, n, T);
+	engine_init(&e, items, align, n, T, &r);
 	e.base = stack_whole(&e, items, n, T, &e.base_top);
 	if (e.m > 0)
 		plan_greedy(&e, items, T, r.aligned_lower_bound, &r);

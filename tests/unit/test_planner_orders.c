@@ -95,7 +95,7 @@ Test(planner, orders_are_the_full_sorts_order)
 		int64_t n = 1 + (int64_t)(rnd(&seed) % (round < 30 ? 300 : 20000)), T = 1 + (int64_t)(rnd(&seed) % (uint64_t)(2 * n));
 		mp_item *items = random_items(n, T, &seed, round % 2);
 		engine e;
-		engine_init(&e, items, 16, n, T);
+		engine_init(&e, items, 16, n, T, &(mp_result){ 0 });
 		if (!e.m) {
 			engine_free(&e);
 			free(items);
@@ -129,7 +129,7 @@ Test(planner, start_order_and_stack_order)
 		mp_item *items = random_items(n, T, &seed, false);
 		int64_t *asize = rounded(items, n, 64);
 		engine e;
-		engine_init(&e, items, 64, n, T);
+		engine_init(&e, items, 64, n, T, &(mp_result){ 0 });
 		/* by (start, id): the greedy items, compared with a qsort */
 		sort_key *want = malloc((size_t)(n + 1) * sizeof *want);
 		int64_t m = 0, k = 0;
@@ -227,7 +227,7 @@ Test(planner, overlap_queries_find_what_a_scan_finds)
 		int64_t T = 1 + (int64_t)(rnd(&seed) % (uint64_t)(2 * n));
 		mp_item *items = random_items(n, T, &seed, round % 2);
 		engine e;
-		engine_init(&e, items, 16, n, T);
+		engine_init(&e, items, 16, n, T, &(mp_result){ 0 });
 		if (e.m) {
 			check_queries(&e, &seed, 0); /* the tree alone */
 			/* the window and long items, for each duration that
