@@ -1422,10 +1422,7 @@ static bool list_ends(vctx *c, pr_graph *g, const pr_node *last, int64_t count)
  * prefetch costs a line fetched for nothing, never a fault. */
 static void prefetch_guess(const pr_node *n)
 {
-	const char *p = (const char *)((uintptr_t)n + 2 * LEAD * sizeof *n);
-	for (size_t off = 0; off < sizeof *n; off += 64)
-		__builtin_prefetch(p + off);
-	__builtin_prefetch(p + sizeof *n - 1);
+	pr_node_prefetch_lines((uintptr_t)n + 2 * LEAD * sizeof *n);
 }
 
 /* For a method's input nodes[j]: its name's hash for check_input, and

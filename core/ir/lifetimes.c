@@ -458,9 +458,7 @@ static void finish_classes(const lt_builder *b)
  * array). */
 static void prefetch_node(const pr_node *n)
 {
-	const char *p = (const char *)n;
-	for (size_t off = 0; off < sizeof *n; off += 64)
-		__builtin_prefetch(p + off);
+	pr_node_prefetch_lines((uintptr_t)n);
 	__builtin_prefetch(n->args);
 }
 

@@ -83,10 +83,7 @@ FETCH_FN fetch(const void *p)
 
 FETCH_FN fetch_node(const pr_node *n)
 {
-	const char *p = (const char *)n;
-	for (size_t off = 0; off < sizeof *n; off += 64)
-		fetch(p + off);
-	fetch(p + sizeof *n - 1);
+	pr_node_prefetch_lines((uintptr_t)n);
 }
 
 /* the name's interned record lies just before it */
