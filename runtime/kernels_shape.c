@@ -37,21 +37,30 @@ static const char *shape_str(int rank, const int64_t *shape, char *buf, size_t c
 	return buf;
 }
 
-pr_err *prt_result_shape_check(prt_kctx *k, int rank, const int64_t *shape)
+/* NULL when the declared shape (drank, dshape) is (rank, shape), else the
+ * error that says both. */
+static pr_err *declared_shape_check(prt_kctx *k, int drank, const int64_t *dshape, int rank,
+				    const int64_t *shape)
 {
-	const prt_tensor *o = &k->out->t;
-	bool same = k->out->kind == PRT_RV_TENSOR && o->rank == rank;
+	bool same = drank == rank;
 	for (int d = 0; same && d < rank; d++)
-		same = o->shape[d] == shape[d];
+		same = dshape[d] == shape[d];
 	if (same)
 		return NULL;
 	char have[PR_MAX_RANK * 21 + 3], want[PR_MAX_RANK * 21 + 3];
-	if (k->out->kind != PRT_RV_TENSOR)
+	return prt_kernel_error(k, "the result is declared %s; its arguments give %s",
+			       shape_str(drank, dshape, have, sizeof have),
+			       shape_str(rank, shape, want, sizeof want));
+}
+
+pr_err *prt_result_shape_check(prt_kctx *k, int rank, const int64_t *shape)
+{
+	if (k->out->kind != PRT_RV_TENSOR) {
+		char want[PR_MAX_RANK * 21 + 3];
 		return prt_kernel_error(k, "the result must be a tensor of shape %s",
 				       shape_str(rank, shape, want, sizeof want));
-	return prt_kernel_error(k, "the result is declared %s; its arguments give %s",
-			       shape_str(o->rank, o->shape, have, sizeof have),
-			       shape_str(rank, shape, want, sizeof want));
+	}
+	return declared_shape_check(k, k->out->t.rank, k->out->t.shape, rank, shape);
 }
 
 pr_err *prt_embedding_check(prt_kctx *k, const prt_tensor *w, const prt_tensor *ix)
@@ -116,18 +125,38 @@ static pr_err *check_view(prt_kctx *k, const prt_tensor *v)
 	return NULL;
 }
 
-/* The result is view v of an argument: alias it, or copy its elements. */
+/* dst = src, elements converted; a failure is the kernel's error. */
+static pr_err *copy_into(prt_kctx *k, prt_tensor *dst, const prt_tensor *src)
+{
+	pr_err *e = prt_tensor_copy(dst, src);
+	if (!e)
+		return NULL;
+	pr_err *w = prt_kernel_error(k, "%s", pr_err_message(e));
+	pr_err_free(e);
+	return w;
+}
+
+/* The result is view v of an argument: alias it, or copy its elements. It
+ * has the view's shape: a result declared with another is refused, not
+ * broadcast into (a copy would fill f32[2] from a one-element view and say
+ * nothing) nor handed to its readers with a shape they were not told. */
 static pr_err *view_result(prt_kctx *k, const prt_tensor *v)
 {
 	pr_err *err = check_view(k, v);
 	if (err)
 		return err;
 	if (k->out_alias) {
+		const pr_node *n = k->node;
+		if (n && n->type.kind == PR_TYPE_TENSOR &&
+		    (err = declared_shape_check(k, n->type.tensor.rank, n->type.tensor.shape, v->rank,
+						v->shape)))
+			return err;
 		k->out->t = *v;
 		return NULL;
 	}
-	pr_err *e = prt_tensor_copy(&k->out->t, v);
-	return e ? prt_kernel_error(k, "%s", pr_err_message(e)) : NULL;
+	if ((err = prt_result_shape_check(k, v->rank, v->shape)))
+		return err;
+	return copy_into(k, &k->out->t, v);
 }
 
 /* PyTorch's stride computation for view(): walks the old dims in chunks that
@@ -435,16 +464,6 @@ pr_err *prt_k_squeeze_dim(prt_kctx *k)
 }
 
 /* ---- copies ------------------------------------------------------------------- */
-
-static pr_err *copy_into(prt_kctx *k, prt_tensor *dst, const prt_tensor *src)
-{
-	pr_err *e = prt_tensor_copy(dst, src);
-	if (!e)
-		return NULL;
-	pr_err *w = prt_kernel_error(k, "%s", pr_err_message(e));
-	pr_err_free(e);
-	return w;
-}
 
 pr_err *prt_k_clone(prt_kctx *k)
 {
