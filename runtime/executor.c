@@ -36,6 +36,7 @@
  * caller's tensors as they are: plain eager semantics. */
 #include <setjmp.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -871,6 +872,22 @@ static pr_err *delegate_result(prt_exec *e, instr *in, prt_tensor *dst, const pr
 }
 
 /* Gives body b of call `in` its inputs and enters its device (*d). */
+/* Does body input i of call `in`, t (the layout the body declares over the
+ * argument's storage), stay inside that storage? */
+static pr_err *input_in_storage(const instr *in, int i, const prt_tensor *t)
+{
+	char what[160];
+	snprintf(what, sizeof what, "input %d of @%s (the strides its body declares)", i,
+		 in->k.node->of_kind.delegate->name);
+	pr_err *why = prt_tensor_in_storage(t, what, "the storage of its argument",
+					    "the argument's strides, or strides inside its storage");
+	if (!why)
+		return NULL;
+	pr_err *e = pr_err_new("node '%s': %s", node_name(in->k.node), pr_err_message(why));
+	pr_err_free(why);
+	return e;
+}
+
 static pr_err *delegate_begin(prt_exec *e, instr *in, prt_dev **d)
 {
 	frame *b = in->body;
@@ -890,6 +907,12 @@ static pr_err *delegate_begin(prt_exec *e, instr *in, prt_dev **d)
 		t->dtype = s->dtype;
 		memcpy(t->shape, s->shape, sizeof(int64_t) * (size_t)s->rank);
 		memcpy(t->strides, pr_spec_strides(s), sizeof(int64_t) * (size_t)s->rank);
+		/* The verifier asks the argument for the body's dtype and shape,
+		 * not its strides: a layout reaching past the argument's storage
+		 * would read (and write) outside it. */
+		pr_err *outside = input_in_storage(in, i, t);
+		if (outside)
+			return outside;
 	}
 	*d = in->k.dev ? prt_devset_dev(&e->devs, in->k.dev) : NULL;
 	if (*d)

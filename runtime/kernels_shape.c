@@ -92,37 +92,15 @@ pr_err *prt_cat_item_check(prt_kctx *k, const prt_tensor *o, const prt_tensor *x
 /* Does view v stay inside its storage, with an element count that fits in
  * int64? Every view kernel asks before its view is used: sizes, strides and
  * offsets come from the program, and as_strided with offset 100000 would
- * otherwise read and write outside its base. Checked arithmetic throughout. */
+ * otherwise read and write outside its base. */
 static pr_err *check_view(prt_kctx *k, const prt_tensor *v)
 {
-	int64_t numel = 1, lo = 0, hi = 0, t;
-	for (int d = 0; d < v->rank; d++) {
-		if (v->shape[d] < 0)
-			return prt_kernel_error(k, "the view's dim %d has size %lld; expected sizes >= 0",
-					       d, (long long)v->shape[d]);
-		if (__builtin_mul_overflow(numel, v->shape[d], &numel))
-			return prt_kernel_error(k, "the view's element count overflows int64");
-	}
-	if (numel == 0)
-		return NULL;   /* it reaches no element */
-	for (int d = 0; d < v->rank; d++) {
-		int64_t *end = v->strides[d] < 0 ? &lo : &hi;
-		if (__builtin_mul_overflow(v->shape[d] - 1, v->strides[d], &t) ||
-		    __builtin_add_overflow(*end, t, end))
-			return prt_kernel_error(k, "the view's extent (sizes times strides) overflows int64");
-	}
-	if (!v->storage_end)
-		return NULL;   /* a storage of unknown size: nothing to check against */
-	int64_t es = (int64_t)pr_dtype_size(v->dtype), at = v->data - v->storage;
-	int64_t cap = v->storage_end - v->storage, first, last;
-	if (__builtin_mul_overflow(lo, es, &first) || __builtin_add_overflow(at, first, &first) ||
-	    __builtin_add_overflow(hi, 1, &last) || __builtin_mul_overflow(last, es, &last) ||
-	    __builtin_add_overflow(at, last, &last) || first < 0 || last > cap)
-		return prt_kernel_error(k, "the view reaches outside its base's storage of %lld bytes "
-				       "(elements %lld to %lld from offset %lld bytes); expected a "
-				       "view inside its base", (long long)cap, (long long)lo,
-				       (long long)hi, (long long)at);
-	return NULL;
+	pr_err *e = prt_tensor_in_storage(v, "the view", "its base's storage", "a view inside its base");
+	if (!e)
+		return NULL;
+	pr_err *w = prt_kernel_error(k, "%s", pr_err_message(e));
+	pr_err_free(e);
+	return w;
 }
 
 /* dst = src, elements converted; a failure is the kernel's error. */

@@ -45,6 +45,13 @@ int64_t prt_tensor_numel(const prt_tensor *t);
 bool prt_tensor_is_contiguous(const prt_tensor *t);
 /* Bytes from data to one past the last element it can reach. */
 int64_t prt_tensor_span_bytes(const prt_tensor *t);
+/* NULL when every element t's shape and strides reach from data lies in its
+ * storage (or the storage's size is unknown), else why not, in checked
+ * arithmetic: a size below 0, an element count or extent past int64, or the
+ * elements it reaches. The message reads "WHAT reaches outside WHERE of N
+ * bytes (...); expected EXPECTED". */
+pr_err *prt_tensor_in_storage(const prt_tensor *t, const char *what, const char *where,
+			      const char *expected);
 /* The logical values, row-major, as doubles (malloc'd, numel items). */
 double *prt_tensor_gather(const prt_tensor *t);
 /* Writes logical row-major values v into t's elements. */

@@ -53,6 +53,49 @@ int64_t prt_tensor_span_bytes(const prt_tensor *t)
 	return (last + 1) * (int64_t)pr_dtype_size(t->dtype);
 }
 
+/* The least and greatest element offsets t reaches from data (both 0 for a
+ * tensor of no elements, *numel 0), or the error: sizes and strides come
+ * from programs, so every product and sum is checked. */
+static pr_err *element_span(const prt_tensor *t, const char *what, int64_t *numel, int64_t *lo,
+			    int64_t *hi)
+{
+	int64_t n = 1, step;
+	*lo = *hi = 0;
+	for (int d = 0; d < t->rank; d++) {
+		if (t->shape[d] < 0)
+			return pr_err_new("%s's dim %d has size %lld; expected sizes >= 0", what, d,
+					  (long long)t->shape[d]);
+		if (__builtin_mul_overflow(n, t->shape[d], &n))
+			return pr_err_new("%s's element count overflows int64", what);
+	}
+	*numel = n;
+	for (int d = 0; n && d < t->rank; d++) {
+		int64_t *end = t->strides[d] < 0 ? lo : hi;
+		if (__builtin_mul_overflow(t->shape[d] - 1, t->strides[d], &step) ||
+		    __builtin_add_overflow(*end, step, end))
+			return pr_err_new("%s's extent (sizes times strides) overflows int64", what);
+	}
+	return NULL;
+}
+
+pr_err *prt_tensor_in_storage(const prt_tensor *t, const char *what, const char *where,
+			      const char *expected)
+{
+	int64_t numel = 0, lo, hi;
+	pr_err *e = element_span(t, what, &numel, &lo, &hi);
+	if (e || numel == 0 || !t->storage_end)
+		return e;   /* no element reached, or a storage of unknown size */
+	int64_t es = (int64_t)pr_dtype_size(t->dtype), at = t->data - t->storage;
+	int64_t cap = t->storage_end - t->storage, first, last;
+	if (__builtin_mul_overflow(lo, es, &first) || __builtin_add_overflow(at, first, &first) ||
+	    __builtin_add_overflow(hi, 1, &last) || __builtin_mul_overflow(last, es, &last) ||
+	    __builtin_add_overflow(at, last, &last) || first < 0 || last > cap)
+		return pr_err_new("%s reaches outside %s of %lld bytes (elements %lld to %lld from "
+				  "offset %lld bytes); expected %s", what, where, (long long)cap,
+				  (long long)lo, (long long)hi, (long long)at, expected);
+	return NULL;
+}
+
 /* Calls f for every element in row-major order with its storage offset (in
  * elements); the odometer keeps the offset up to date incrementally. */
 #define FOR_EACH_OFFSET(t, off, body)                                          \

@@ -233,6 +233,17 @@ Test(executor, op_without_kernel_is_refused_at_load_naming_the_op)
 	free(m);
 }
 
+/* A method that calls @id0 on cuda:0 with its input x, copied there and
+ * back. */
+#define CALL_ID0_ON_CUDA0                                                    \
+	"method @forward {\n"                                                \
+	"  %x: f32[2,3] = input user \"x\"\n"                                \
+	"  %x_h2d: f32[2,3]@cuda:0 = et_copy::_h2d_copy(%x)\n"               \
+	"  %d: f32[2,3]@cuda:0 = delegate @id0(%x_h2d)\n"                    \
+	"  %r: f32[2,3] = et_copy::_d2h_copy(%d)\n"                          \
+	"  return %r\n"                                                      \
+	"}\n"
+
 /* M5: the body was compiled for a transposed layout (strides [1,2]); the
  * caller's copy is contiguous. The body reads the bytes with its strides. */
 Test(executor, M5_delegate_reads_inputs_with_the_body_layout)
@@ -244,13 +255,7 @@ Test(executor, M5_delegate_reads_inputs_with_the_body_layout)
 		"  %b: f32[2,3] = aten::mul.Tensor(%a, %a)\n"
 		"  return %b\n"
 		"}\n"
-		"method @forward {\n"
-		"  %x: f32[2,3] = input user \"x\"\n"
-		"  %x_h2d: f32[2,3]@cuda:0 = et_copy::_h2d_copy(%x)\n"
-		"  %d: f32[2,3]@cuda:0 = delegate @id0(%x_h2d)\n"
-		"  %r: f32[2,3] = et_copy::_d2h_copy(%d)\n"
-		"  return %r\n"
-		"}\n");
+		CALL_ID0_ON_CUDA0);
 	prt_exec *e = load(p, false);
 	set_x(e, X);
 	run_ok(e);
@@ -265,6 +270,48 @@ Test(executor, M5_delegate_reads_inputs_with_the_body_layout)
 	expect_output(r, 0, eager, 6);
 	prt_exec_free(r);
 	pr_program_free(p);
+}
+
+/* M5: a body layout that reaches past its argument's storage (strides
+ * [1,9] over six elements: element 19) is refused before the body runs, on
+ * the device and in a body run on the host alike, instead of read; the
+ * reference reads the caller's layout and runs. */
+#define PAST_BODY(TARGET)                                                    \
+	"delegate @id0 target_device=\"" TARGET "\" {\n"                    \
+	"  %a: f32[2,3]{strides=[1,9]} = input\n"                           \
+	"  %b: f32[2,3] = aten::mul.Tensor(%a, %a)\n"                       \
+	"  return %b\n"                                                     \
+	"}\n"
+
+Test(executor, M5_a_body_layout_past_the_argument_is_refused)
+{
+	static const char *const programs[] = {
+		HDR PAST_BODY("cuda:0")
+		CALL_ID0_ON_CUDA0,
+		HDR PAST_BODY("cpu")
+		"method @forward {\n"
+		"  %x: f32[2,3] = input user \"x\"\n"
+		"  %r: f32[2,3] = delegate @id0(%x)\n"
+		"  return %r\n"
+		"}\n",
+	};
+	for (int i = 0; i < 2; i++) {
+		pr_program *p = tu_parse(programs[i]);
+		prt_exec *e = load(p, false);
+		set_x(e, X);
+		char *m = run_error(e);
+		cr_expect(strstr(m, "node 'd'") || strstr(m, "node 'r'"), "%s", m);
+		cr_expect(strstr(m, "input 0 of @id0") &&
+			  strstr(m, "reaches outside the storage of its argument of 24 bytes") &&
+			  strstr(m, "elements 0 to 19"), "program %d: %s", i, m);
+		free(m);
+		prt_exec_free(e);
+		prt_exec *r = load(p, true);
+		set_x(r, X);
+		run_ok(r);
+		prt_exec_free(r);
+		pr_program_free(p);
+	}
 }
 
 /* F10: a device-resident constant is copied once at load, never per call,
