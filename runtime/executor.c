@@ -871,7 +871,6 @@ static pr_err *delegate_result(prt_exec *e, instr *in, prt_tensor *dst, const pr
 	return err ? pr_err_wrap(err, "node '%s'", node_name(in->k.node)) : NULL;
 }
 
-/* Gives body b of call `in` its inputs and enters its device (*d). */
 /* Does body input i of call `in`, t (the layout the body declares over the
  * argument's storage), stay inside that storage? */
 static pr_err *input_in_storage(const instr *in, int i, const prt_tensor *t)
@@ -879,15 +878,12 @@ static pr_err *input_in_storage(const instr *in, int i, const prt_tensor *t)
 	char what[160];
 	snprintf(what, sizeof what, "input %d of @%s (the strides its body declares)", i,
 		 in->k.node->of_kind.delegate->name);
-	pr_err *why = prt_tensor_in_storage(t, what, "the storage of its argument",
-					    "the argument's strides, or strides inside its storage");
-	if (!why)
-		return NULL;
-	pr_err *e = pr_err_new("node '%s': %s", node_name(in->k.node), pr_err_message(why));
-	pr_err_free(why);
-	return e;
+	return pr_err_wrap(prt_tensor_in_storage(t, what, "the storage of its argument",
+						 "the argument's strides, or strides inside its storage"),
+			   "node '%s'", node_name(in->k.node));
 }
 
+/* Gives body b of call `in` its inputs and enters its device (*d). */
 static pr_err *delegate_begin(prt_exec *e, instr *in, prt_dev **d)
 {
 	frame *b = in->body;

@@ -89,13 +89,10 @@ pr_err *prt_cat_item_check(prt_kctx *k, const prt_tensor *o, const prt_tensor *x
 	return NULL;
 }
 
-/* Does view v stay inside its storage, with an element count that fits in
- * int64? Every view kernel asks before its view is used: sizes, strides and
- * offsets come from the program, and as_strided with offset 100000 would
- * otherwise read and write outside its base. */
-static pr_err *check_view(prt_kctx *k, const prt_tensor *v)
+/* e (may be NULL), a tensor helper's error, as the kernel's (naming its
+ * node); e is freed. */
+static pr_err *as_kernel_error(prt_kctx *k, pr_err *e)
 {
-	pr_err *e = prt_tensor_in_storage(v, "the view", "its base's storage", "a view inside its base");
 	if (!e)
 		return NULL;
 	pr_err *w = prt_kernel_error(k, "%s", pr_err_message(e));
@@ -103,15 +100,20 @@ static pr_err *check_view(prt_kctx *k, const prt_tensor *v)
 	return w;
 }
 
+/* Does view v stay inside its storage, with an element count that fits in
+ * int64? Every view kernel asks before its view is used: sizes, strides and
+ * offsets come from the program, and as_strided with offset 100000 would
+ * otherwise read and write outside its base. */
+static pr_err *check_view(prt_kctx *k, const prt_tensor *v)
+{
+	return as_kernel_error(k, prt_tensor_in_storage(v, "the view", "its base's storage",
+							"a view inside its base"));
+}
+
 /* dst = src, elements converted; a failure is the kernel's error. */
 static pr_err *copy_into(prt_kctx *k, prt_tensor *dst, const prt_tensor *src)
 {
-	pr_err *e = prt_tensor_copy(dst, src);
-	if (!e)
-		return NULL;
-	pr_err *w = prt_kernel_error(k, "%s", pr_err_message(e));
-	pr_err_free(e);
-	return w;
+	return as_kernel_error(k, prt_tensor_copy(dst, src));
 }
 
 /* The result is view v of an argument: alias it, or copy its elements. It
