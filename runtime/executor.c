@@ -872,15 +872,21 @@ static pr_err *delegate_result(prt_exec *e, instr *in, prt_tensor *dst, const pr
 }
 
 /* Does body input i of call `in`, t (the layout the body declares over the
- * argument's storage), stay inside that storage? */
+ * argument's storage), stay inside that storage? Asked on every call, so
+ * the input's label is formatted only when it does not. */
 static pr_err *input_in_storage(const instr *in, int i, const prt_tensor *t)
 {
+	static const char where[] = "the storage of its argument";
+	static const char expected[] = "the argument's strides, or strides inside its storage";
+	pr_err *why = prt_tensor_in_storage(t, "the input", where, expected);
+	if (!why)
+		return NULL;
+	pr_err_free(why);
 	char what[160];
 	snprintf(what, sizeof what, "input %d of @%s (the strides its body declares)", i,
 		 in->k.node->of_kind.delegate->name);
-	return pr_err_wrap(prt_tensor_in_storage(t, what, "the storage of its argument",
-						 "the argument's strides, or strides inside its storage"),
-			   "node '%s'", node_name(in->k.node));
+	return pr_err_wrap(prt_tensor_in_storage(t, what, where, expected), "node '%s'",
+			   node_name(in->k.node));
 }
 
 /* Gives body b of call `in` its inputs and enters its device (*d). */
